@@ -1,0 +1,170 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ShardKitError } from '../errors.js';
+import { PINTEREST_MAX_TYPE } from '../ids/pinterest-id.js';
+import type { SchemaDef } from '../storage/shard-backend.js';
+import { defaultShardMapJson, shardMapSchema, ShardMap } from '../topology/shard-map.js';
+
+/** SQL identifiers (tables) and names used in URLs: validated once here, never taken from requests. */
+export const identifier = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must match ^[a-z][a-z0-9_]{0,62}$');
+
+const typeSchema = z.object({
+  name: identifier,
+  id: z.number().int().min(0).max(PINTEREST_MAX_TYPE),
+  table: identifier.optional(),
+}).strict();
+const mappingSchema = z.object({ name: identifier, from: identifier, to: identifier, table: identifier.optional() }).strict();
+const keyspaceSchema = z.union([identifier, z.object({ name: identifier, table: identifier.optional() }).strict()]);
+
+export const schemaConfigSchema = z.object({
+  types: z.array(typeSchema).default([]),
+  mappings: z.array(mappingSchema).default([]),
+  keyspaces: z.array(keyspaceSchema).default([]),
+}).strict();
+
+/** How one physical host is reached. SQLite hosts are directories; SQL servers are addresses. */
+export const hostSchema = z.object({
+  dir: z.string().optional(),
+  host: z.string().optional(),
+  port: z.number().int().min(1).max(65535).optional(),
+  socket: z.string().optional(),
+  user: z.string().optional(),
+  password: z.string().optional(),
+}).strict();
+
+export const storageSchema = z.discriminatedUnion('backend', [
+  z.object({
+    backend: z.literal('sqlite'),
+    /** Directory holding one sub-directory per host; relative paths resolve against the data dir. */
+    dir: z.string().default('hosts'),
+    maxOpenShards: z.number().int().min(1).max(100000).default(256),
+  }).strict(),
+  z.object({
+    backend: z.literal('mysql'),
+    user: z.string().default('root'),
+    password: z.string().optional(),
+    poolSize: z.number().int().min(1).max(1000).default(10),
+    connectTimeoutMs: z.number().int().min(1).default(2000),
+    queryTimeoutMs: z.number().int().min(1).default(5000),
+  }).strict(),
+  z.object({
+    backend: z.literal('postgres'),
+    user: z.string().default('postgres'),
+    password: z.string().optional(),
+    database: z.string().default('shardkit'),
+    poolSize: z.number().int().min(1).max(1000).default(10),
+    connectTimeoutMs: z.number().int().min(1).default(2000),
+    queryTimeoutMs: z.number().int().min(1).default(5000),
+  }).strict(),
+]);
+
+export const topologyStoreSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('file'), path: z.string().default('topology.json') }).strict(),
+  z.object({ kind: z.literal('memory') }).strict(),
+]);
+
+export const configSchema = z.object({
+  storage: storageSchema.default({ backend: 'sqlite', dir: 'hosts', maxOpenShards: 256 }),
+  hosts: z.record(z.string(), hostSchema).default({}),
+  /** The initial shard map; the live one is in the topology store. */
+  shardMap: shardMapSchema,
+  topologyStore: topologyStoreSchema.default({ kind: 'file', path: 'topology.json' }),
+  schema: schemaConfigSchema,
+  /** Ticket servers (src/tickets); validated by that module. */
+  tickets: z.record(z.string(), z.unknown()).optional(),
+  /** Wide-column store (src/widecolumn); validated by that module. */
+  widecolumn: z.record(z.string(), z.unknown()).optional(),
+}).strict();
+
+export type ConfigInput = z.input<typeof configSchema>;
+export type ShardKitConfig = z.output<typeof configSchema>;
+
+/** Validates a config object; every problem is INVALID_CONFIG with the path that is wrong. */
+export function parseConfig(input: unknown): ShardKitConfig {
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ShardKitError('INVALID_CONFIG', `invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  const config = parsed.data;
+  // Cross-checks: hosts declared, names unique, mappings name known types.
+  ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) });
+  resolveSchema(config);
+  return config;
+}
+
+export function loadConfigFile(path: string): ShardKitConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ShardKitError('INVALID_CONFIG', `cannot read config file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ShardKitError('INVALID_CONFIG', `config file ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(json);
+}
+
+/** Fills default table names and checks uniqueness: pin → pins, a mapping's table is its name. */
+export function resolveSchema(config: Pick<ShardKitConfig, 'schema'>): SchemaDef {
+  const s = config.schema;
+  const fail = (m: string): never => {
+    throw new ShardKitError('INVALID_CONFIG', `invalid schema: ${m}`);
+  };
+  const types = s.types.map((t) => ({ name: t.name, id: t.id, table: t.table ?? `${t.name}s` }));
+  const mappings = s.mappings.map((m) => ({ name: m.name, from: m.from, to: m.to, table: m.table ?? m.name }));
+  const keyspaces = s.keyspaces.map((k) => (typeof k === 'string' ? { name: k, table: `lookup_${k}` } : { name: k.name, table: k.table ?? `lookup_${k.name}` }));
+  const unique = (what: string, values: (string | number)[]) => {
+    const seen = new Set<string | number>();
+    for (const v of values) {
+      if (seen.has(v)) fail(`${what} ${v} is declared twice`);
+      seen.add(v);
+    }
+  };
+  unique('type name', types.map((t) => t.name));
+  unique('type id', types.map((t) => t.id));
+  unique('mapping name', mappings.map((m) => m.name));
+  unique('keyspace', keyspaces.map((k) => k.name));
+  unique('object-shard table', [...types.map((t) => t.table), ...mappings.map((m) => m.table)]);
+  unique('lookup table', keyspaces.map((k) => k.table));
+  const typeNames = new Set(types.map((t) => t.name));
+  for (const m of mappings) {
+    if (!typeNames.has(m.from)) fail(`mapping ${m.name} comes from unknown type ${m.from}`);
+    if (!typeNames.has(m.to)) fail(`mapping ${m.name} goes to unknown type ${m.to}`);
+  }
+  return { types, mappings, keyspaces };
+}
+
+/** The embedded default written on first start: the seed's types, mappings and keyspaces. */
+export function defaultConfig(options: { shards?: number; pairs?: number } = {}): ConfigInput {
+  const shardMap = defaultShardMapJson(options);
+  const hosts: Record<string, { dir?: string }> = {};
+  for (const h of ShardMap.fromJSON(shardMap).hostNames()) hosts[h] = {};
+  return {
+    storage: { backend: 'sqlite', dir: 'hosts', maxOpenShards: 256 },
+    hosts,
+    shardMap,
+    topologyStore: { kind: 'file', path: 'topology.json' },
+    schema: {
+      types: [
+        { name: 'pin', id: 1 },
+        { name: 'board', id: 2 },
+        { name: 'user', id: 3 },
+        { name: 'comment', id: 4 },
+      ],
+      mappings: [
+        { name: 'board_has_pins', from: 'board', to: 'pin' },
+        { name: 'pin_owned_by_board', from: 'pin', to: 'board' },
+        { name: 'user_has_boards', from: 'user', to: 'board' },
+        { name: 'user_likes_pins', from: 'user', to: 'pin' },
+        { name: 'pin_liked_by_user', from: 'pin', to: 'user' },
+        { name: 'user_follows_user', from: 'user', to: 'user' },
+      ],
+      keyspaces: ['email', 'username', 'ip'],
+    },
+  };
+}

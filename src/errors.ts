@@ -1,0 +1,53 @@
+/**
+ * One error class with a stable `code`; the HTTP status of every code is listed once here
+ * (the Fastify `lib/errors.js` pattern) and documented in docs/errors.md.
+ */
+export const ERROR_CODES = {
+  INVALID_ID: 400,
+  INVALID_ARGUMENT: 400,
+  INVALID_JSON: 400,
+  INVALID_CONFIG: 400,
+  UNKNOWN_TYPE: 404,
+  UNKNOWN_MAPPING: 404,
+  UNKNOWN_KEYSPACE: 404,
+  UNKNOWN_SHARD: 404,
+  UNKNOWN_DATASET: 404,
+  UNKNOWN_SEQUENCE: 404,
+  NOT_FOUND: 404,
+  SHARD_CLOSED: 409,
+  VERSION_CONFLICT: 409,
+  ALREADY_EXISTS: 409,
+  PRECONDITION_FAILED: 412,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  CLOCK_MOVED_BACKWARDS: 503,
+  SHARD_UNAVAILABLE: 503,
+  TICKET_SERVERS_UNAVAILABLE: 503,
+  STORE_LOCKED: 409,
+  CLOSED: 503,
+  INTERNAL: 500,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class ShardKitError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ShardKitError';
+    this.code = code;
+    this.status = ERROR_CODES[code];
+    if (options.details) this.details = options.details;
+  }
+
+  toJSON(): { code: ErrorCode; message: string } {
+    return { code: this.code, message: this.message };
+  }
+}
+
+export function isShardKitError(err: unknown, code?: ErrorCode): err is ShardKitError {
+  return err instanceof ShardKitError && (code === undefined || err.code === code);
+}

@@ -1,0 +1,42 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ShardKitError } from '../errors.js';
+
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/**
+ * Maps every error to `{"error":{"code","message"}}` once: ShardKitError by its code, Fastify's
+ * own validation/parse errors to 4xx codes, anything else to 500 INTERNAL without a stack trace.
+ */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError | Error, request, reply) => {
+    const { status, body } = toErrorResponse(err);
+    if (status >= 500 && !(err instanceof ShardKitError)) request.log.error({ err }, 'unhandled error');
+    void reply.code(status).type('application/json').send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } });
+  });
+}
+
+export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
+  if (err instanceof ShardKitError) return { status: err.status, body: { error: { code: err.code, message: err.message } } };
+  const e = err as FastifyError & { validation?: unknown };
+  if (e.validation) return { status: 400, body: { error: { code: 'INVALID_ARGUMENT', message: e.message } } };
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, body: { error: { code: 'INVALID_JSON', message: 'request body is not valid JSON' } } };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, body: { error: { code: 'PAYLOAD_TOO_LARGE', message: 'request body is too large' } } };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, body: { error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'unsupported content type' } } };
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { status: 400, body: { error: { code: 'INVALID_ARGUMENT', message: 'invalid content length' } } };
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return { status: e.statusCode, body: { error: { code: 'INVALID_ARGUMENT', message: e.message } } };
+  }
+  return { status: 500, body: { error: { code: 'INTERNAL', message: 'internal error' } } };
+}

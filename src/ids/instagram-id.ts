@@ -1,0 +1,111 @@
+import { ShardKitError } from '../errors.js';
+import type { IdInput } from './codec.js';
+import { INSTAGRAM_EPOCH, INSTAGRAM_LAYOUT } from './layout.js';
+import { LayoutCodec, joinHalves } from './layout-codec.js';
+
+export interface InstagramIdParts {
+  /** Milliseconds since the layout's epoch (the raw 41-bit field). */
+  ms: number;
+  /** Unix milliseconds: epoch + ms. */
+  unixMs: number;
+  date: Date;
+  shard: number;
+  sequence: number;
+}
+
+export interface GeneratorOptions {
+  shard: number;
+  epoch?: number;
+  /** Clock in unix ms; injectable for tests. */
+  clock?: () => number;
+  /** A backwards step up to this many ms is waited out; a larger one throws CLOCK_MOVED_BACKWARDS. */
+  maxBackwardsMs?: number;
+}
+
+export interface InstagramIdGenerator {
+  readonly shard: number;
+  next(): bigint;
+}
+
+const codec = new LayoutCodec(INSTAGRAM_LAYOUT);
+export const INSTAGRAM_MAX_SHARD = 0x1fff;
+export const INSTAGRAM_MAX_MS = 2 ** 41 - 1;
+const TWO9 = 2 ** 9;
+const TWO23 = 2 ** 23;
+
+/** Instagram IDs: 41-bit ms since epoch | 13-bit shard | 10-bit sequence (the PL/pgSQL next_id()). */
+export const instagramId = {
+  layout: INSTAGRAM_LAYOUT,
+  decode(id: IdInput, epoch = INSTAGRAM_EPOCH): InstagramIdParts {
+    const f = codec.decode(id);
+    const unixMs = epoch + f.ms!;
+    return { ms: f.ms!, unixMs, date: new Date(unixMs), shard: f.shard!, sequence: f.sequence! };
+  },
+  /** `(ms - epoch) << 23 | shard << 10 | seq % 1024`, where `ms` is the raw since-epoch field. */
+  encode(parts: { ms: number; shard: number; sequence: number }): bigint {
+    return codec.encode({ ms: parts.ms, shard: parts.shard, sequence: parts.sequence % 1024 });
+  },
+  generator(options: GeneratorOptions): InstagramIdGenerator {
+    return new Generator(options);
+  },
+};
+
+class Generator implements InstagramIdGenerator {
+  readonly shard: number;
+  private readonly epoch: number;
+  private readonly clock: () => number;
+  private readonly maxBackwardsMs: number;
+  private lastMs = -1;
+  private seq = 0;
+  private readonly shardBits: number;
+
+  constructor(o: GeneratorOptions) {
+    if (!Number.isInteger(o.shard) || o.shard < 0 || o.shard > INSTAGRAM_MAX_SHARD) {
+      throw new ShardKitError('INVALID_ARGUMENT', `shard must be an integer in 0..${INSTAGRAM_MAX_SHARD}`);
+    }
+    this.shard = o.shard;
+    this.epoch = o.epoch ?? INSTAGRAM_EPOCH;
+    this.clock = o.clock ?? Date.now;
+    this.maxBackwardsMs = o.maxBackwardsMs ?? 10;
+    this.shardBits = o.shard * 1024;
+  }
+
+  next(): bigint {
+    let now = this.clock() - this.epoch;
+    if (now < this.lastMs) now = this.waitOutBackwards(now);
+    if (now === this.lastMs) {
+      if (++this.seq > 1023) {
+        // 1024 IDs used in this millisecond: wait for the next one.
+        do now = this.clock() - this.epoch;
+        while (now <= this.lastMs && this.lastMs - now <= this.maxBackwardsMs);
+        if (now < this.lastMs) this.tooFarBack(now);
+        this.lastMs = now;
+        this.seq = 0;
+      }
+    } else {
+      if (now < 0 || now > INSTAGRAM_MAX_MS) {
+        throw new ShardKitError('INVALID_ARGUMENT', `clock is outside the 41-bit range of epoch ${this.epoch}`);
+      }
+      this.lastMs = now;
+      this.seq = 0;
+    }
+    const ms = this.lastMs;
+    // hi = top 32 bits of ms (41 bits shifted left 23); lo = low 9 bits of ms | shard | seq.
+    return joinHalves(Math.floor(ms / TWO9), (ms % TWO9) * TWO23 + this.shardBits + this.seq);
+  }
+
+  private waitOutBackwards(now: number): number {
+    while (now < this.lastMs) {
+      if (this.lastMs - now > this.maxBackwardsMs) this.tooFarBack(now);
+      now = this.clock() - this.epoch;
+    }
+    return now;
+  }
+
+  private tooFarBack(now: number): never {
+    throw new ShardKitError(
+      'CLOCK_MOVED_BACKWARDS',
+      `clock moved backwards by ${this.lastMs - now} ms (more than ${this.maxBackwardsMs} ms); refusing to generate ids for shard ${this.shard}`,
+    );
+  }
+}

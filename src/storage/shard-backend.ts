@@ -1,0 +1,105 @@
+/**
+ * A storage backend holds logical shards on physical hosts (SQLite files, MySQL databases,
+ * PostgreSQL schemas). It only stores: routing, IDs, JSON and caching live above it in ShardKit.
+ * Table names come from validated config (schema), never from requests.
+ * Every implementation passes test/conformance/storage-suite.ts.
+ */
+
+/** The object fleet holds object and mapping tables; the lookup (mod-shard) fleet holds keyspace tables. */
+export type Fleet = 'objects' | 'lookups';
+
+export interface ShardRef {
+  host: string;
+  shard: number;
+  fleet: Fleet;
+}
+
+export interface ObjectTypeDef {
+  name: string;
+  /** 10-bit type id stored in the Pinterest ID. */
+  id: number;
+  table: string;
+}
+
+export interface MappingDef {
+  name: string;
+  from: string;
+  to: string;
+  table: string;
+}
+
+export interface KeyspaceDef {
+  name: string;
+  table: string;
+}
+
+export interface SchemaDef {
+  types: ObjectTypeDef[];
+  mappings: MappingDef[];
+  keyspaces: KeyspaceDef[];
+}
+
+export interface StoredObject {
+  localId: number;
+  /** The JSON text as stored. */
+  data: string;
+  /** The row's `ts` (creation time). */
+  createdAt: Date;
+}
+
+export interface ObjectKey {
+  table: string;
+  localId: number;
+}
+
+export interface MappingItem {
+  toId: bigint;
+  sequence: number;
+}
+
+export interface MappingPage {
+  limit: number;
+  order: 'asc' | 'desc';
+  /** Keyset position: items strictly after this (sequence, toId) in the chosen order. */
+  after?: MappingItem;
+}
+
+export interface BackendCapabilities {
+  /** Shards and tables appear on first write without an explicit createShard. */
+  lazyShardCreation: boolean;
+}
+
+export interface ShardBackend {
+  readonly kind: string;
+  readonly supports: BackendCapabilities;
+
+  /** Creates the shard (database/schema/file) and every table of `schema` for its fleet; idempotent. */
+  createShard(ref: ShardRef): Promise<void>;
+  dropShard(ref: ShardRef): Promise<void>;
+  /** Shards of `fleet` that exist on `host`, ascending. */
+  listShards(host: string, fleet: Fleet): Promise<number[]>;
+
+  insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject>;
+  /** One round trip per call; results in the order of `keys`, undefined where absent. */
+  getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]>;
+  /**
+   * Read-modify-write in one transaction with the row locked (SELECT ... FOR UPDATE).
+   * `fn` gets the current JSON text and returns the new text, or undefined to leave it unchanged.
+   * Resolves to the row after the update, or undefined when the row does not exist.
+   */
+  updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined>;
+  /** Hard delete; true when a row was removed. */
+  deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean>;
+
+  /** Inserts the pair or, when present, updates its sequence. */
+  addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void>;
+  listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]>;
+  removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean>;
+  countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number>;
+
+  putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void>;
+  getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined>;
+  deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean>;
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,240 @@
+import { z } from 'zod';
+import { ShardKitError } from '../errors.js';
+import { PINTEREST_MAX_SHARD } from '../ids/pinterest-id.js';
+
+/** A range of logical shards served by one master/slave pair (the seed's config entry). */
+export interface ShardRange {
+  range: [number, number];
+  master: string;
+  slave?: string;
+  /** Whether new objects may be placed on these shards. Mod-shard ranges have no `open`. */
+  open?: boolean;
+}
+
+/** The JSON form of the shard map; `topology show --json` and `GET /v1/topology` print exactly this. */
+export interface ShardMapJson {
+  version: number;
+  ranges: ShardRange[];
+  modShards: { count: number; ranges: ShardRange[] };
+}
+
+const hostName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'host names are 1-64 of [A-Za-z0-9_.-]');
+const rangeSchema = z.object({
+  range: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
+  master: hostName,
+  slave: hostName.optional(),
+  open: z.boolean().optional(),
+}).strict();
+
+export const shardMapSchema = z.object({
+  version: z.number().int().min(0),
+  ranges: z.array(rangeSchema).min(1),
+  modShards: z.object({ count: z.number().int().min(1).max(65536), ranges: z.array(rangeSchema).min(1) }).strict(),
+}).strict();
+
+export interface ShardLocation {
+  shard: number;
+  master: string;
+  slave?: string;
+  open: boolean;
+}
+
+/** Sorted, validated ranges with O(log n) shard → host lookup. */
+class RangeIndex {
+  readonly ranges: ShardRange[];
+  private readonly starts: number[];
+
+  constructor(ranges: ShardRange[], what: string, firstShard: number, lastShard: number | undefined) {
+    this.ranges = [...ranges].sort((a, b) => a.range[0] - b.range[0]);
+    this.starts = this.ranges.map((r) => r.range[0]);
+    let expected = firstShard;
+    for (const r of this.ranges) {
+      const [lo, hi] = r.range;
+      if (lo > hi) invalid(`${what} range [${lo}, ${hi}] is reversed`);
+      if (lo < expected) invalid(`${what} range [${lo}, ${hi}] overlaps the range before it`);
+      if (lo > expected) invalid(`${what} shards ${expected}..${lo - 1} are not covered by any range`);
+      if (r.slave !== undefined && r.slave === r.master) invalid(`${what} range [${lo}, ${hi}] has the same master and slave`);
+      expected = hi + 1;
+    }
+    if (lastShard !== undefined && expected - 1 !== lastShard) {
+      invalid(`${what} ranges cover 0..${expected - 1}, expected 0..${lastShard}`);
+    }
+  }
+
+  get lastShard(): number {
+    return this.ranges[this.ranges.length - 1]!.range[1];
+  }
+
+  find(shard: number): ShardRange | undefined {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= shard) lo = mid;
+      else hi = mid - 1;
+    }
+    const r = this.ranges[lo];
+    return r && r.range[0] <= shard && shard <= r.range[1] ? r : undefined;
+  }
+}
+
+function invalid(message: string): never {
+  throw new ShardKitError('INVALID_CONFIG', `invalid shard map: ${message}`);
+}
+
+export class ShardMap {
+  readonly version: number;
+  private readonly objects: RangeIndex;
+  private readonly mod: RangeIndex;
+  readonly modShardCount: number;
+  private readonly openRanges: ShardRange[];
+  private readonly openCumulative: number[];
+
+  private constructor(json: ShardMapJson, hosts?: Iterable<string>) {
+    this.version = json.version;
+    this.objects = new RangeIndex(json.ranges, 'object', 0, undefined);
+    if (this.objects.lastShard > PINTEREST_MAX_SHARD) invalid(`object shards stop at ${PINTEREST_MAX_SHARD}`);
+    this.modShardCount = json.modShards.count;
+    this.mod = new RangeIndex(json.modShards.ranges, 'mod-shard', 0, json.modShards.count - 1);
+    for (const r of json.modShards.ranges) if (r.open !== undefined) invalid('mod-shard ranges have no "open" flag: all mod shards exist from the start');
+    this.openRanges = this.objects.ranges.filter((r) => r.open === true);
+    let total = 0;
+    this.openCumulative = this.openRanges.map((r) => (total += r.range[1] - r.range[0] + 1));
+    if (hosts !== undefined) {
+      const declared = new Set(hosts);
+      for (const h of this.hostNames()) if (!declared.has(h)) invalid(`host ${h} is used by the shard map but not declared in "hosts"`);
+    }
+  }
+
+  /** Validates JSON (schema, overlaps, coverage and, when given, that every host is declared). */
+  static fromJSON(input: unknown, options: { hosts?: Iterable<string> } = {}): ShardMap {
+    const parsed = shardMapSchema.safeParse(input);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      invalid(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    }
+    return new ShardMap(parsed.data as ShardMapJson, options.hosts);
+  }
+
+  toJSON(): ShardMapJson {
+    const copy = (r: ShardRange): ShardRange => {
+      const out: ShardRange = { range: [r.range[0], r.range[1]], master: r.master };
+      if (r.slave !== undefined) out.slave = r.slave;
+      if (r.open !== undefined) out.open = r.open;
+      return out;
+    };
+    return {
+      version: this.version,
+      ranges: this.objects.ranges.map(copy),
+      modShards: { count: this.modShardCount, ranges: this.mod.ranges.map(copy) },
+    };
+  }
+
+  /** Same ranges, another version (used by stores when they write). */
+  withVersion(version: number): ShardMap {
+    return new ShardMap({ ...this.toJSON(), version });
+  }
+
+  get shardCount(): number {
+    return this.objects.lastShard + 1;
+  }
+
+  get openShardCount(): number {
+    return this.openCumulative[this.openCumulative.length - 1] ?? 0;
+  }
+
+  /** Object shard → hosts, or UNKNOWN_SHARD. */
+  locate(shard: number): ShardLocation {
+    const r = Number.isInteger(shard) ? this.objects.find(shard) : undefined;
+    if (!r) throw new ShardKitError('UNKNOWN_SHARD', `shard ${shard} is not in the shard map (0..${this.objects.lastShard})`);
+    return { shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: r.open === true };
+  }
+
+  /** Mod shard → hosts, or UNKNOWN_SHARD. */
+  locateModShard(shard: number): ShardLocation {
+    const r = Number.isInteger(shard) ? this.mod.find(shard) : undefined;
+    if (!r) throw new ShardKitError('UNKNOWN_SHARD', `mod shard ${shard} is not in the shard map (0..${this.modShardCount - 1})`);
+    return { shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: true };
+  }
+
+  /** Maps `random` in [0, 1) to an open shard, uniformly over all open shards. */
+  pickOpenShard(random: number = Math.random()): number {
+    const total = this.openShardCount;
+    if (total === 0) throw new ShardKitError('SHARD_CLOSED', 'no shard range is open for new objects');
+    const k = Math.min(total - 1, Math.floor(random * total));
+    let lo = 0;
+    let hi = this.openCumulative.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.openCumulative[mid]! > k) hi = mid;
+      else lo = mid + 1;
+    }
+    const before = lo === 0 ? 0 : this.openCumulative[lo - 1]!;
+    return this.openRanges[lo]!.range[0] + (k - before);
+  }
+
+  objectRanges(): readonly ShardRange[] {
+    return this.objects.ranges;
+  }
+
+  modShardRanges(): readonly ShardRange[] {
+    return this.mod.ranges;
+  }
+
+  /** Every host named by the map, masters and slaves, object and mod-shard fleets. */
+  hostNames(): string[] {
+    const names = new Set<string>();
+    for (const r of [...this.objects.ranges, ...this.mod.ranges]) {
+      names.add(r.master);
+      if (r.slave !== undefined) names.add(r.slave);
+    }
+    return [...names];
+  }
+
+  /** Object shards whose master is `host`. */
+  shardsOnHost(host: string): number[] {
+    const out: number[] = [];
+    for (const r of this.objects.ranges) if (r.master === host) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
+    return out;
+  }
+
+  /** Mod shards whose master is `host`. */
+  modShardsOnHost(host: string): number[] {
+    const out: number[] = [];
+    for (const r of this.mod.ranges) if (r.master === host) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
+    return out;
+  }
+}
+
+/** Splits `count` shards evenly over host pairs named `${prefix}001A/B`, ... */
+export function evenRanges(count: number, pairs: number, name: (pair: number, role: 'master' | 'slave') => string, open?: boolean): ShardRange[] {
+  if (count % pairs !== 0) throw new ShardKitError('INVALID_CONFIG', `${count} shards do not split evenly over ${pairs} pairs`);
+  const size = count / pairs;
+  return Array.from({ length: pairs }, (_, i) => ({
+    range: [i * size, (i + 1) * size - 1] as [number, number],
+    master: name(i + 1, 'master'),
+    slave: name(i + 1, 'slave'),
+    ...(open === undefined ? {} : { open }),
+  }));
+}
+
+const pad3 = (n: number) => String(n).padStart(3, '0');
+
+/** The seed's default: 4096 object shards (all open) over MySQL001A/B..MySQL008A/B, 4096 mod shards over msdb001a/b..msdb008a/b. */
+export function defaultShardMapJson(options: { shards?: number; pairs?: number; modShards?: number; modPairs?: number } = {}): ShardMapJson {
+  const shards = options.shards ?? 4096;
+  const pairs = options.pairs ?? 8;
+  return {
+    version: 1,
+    ranges: evenRanges(shards, pairs, (i, role) => `MySQL${pad3(i)}${role === 'master' ? 'A' : 'B'}`, true),
+    modShards: {
+      count: options.modShards ?? 4096,
+      ranges: evenRanges(options.modShards ?? 4096, options.modPairs ?? pairs, (i, role) => `msdb${pad3(i)}${role === 'master' ? 'a' : 'b'}`),
+    },
+  };
+}
+
+/** Database / schema / file name of logical shard n: `db03429`. */
+export function shardDatabaseName(shard: number, prefix = 'db'): string {
+  return `${prefix}${String(shard).padStart(5, '0')}`;
+}

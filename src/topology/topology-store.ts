@@ -1,0 +1,18 @@
+import type { ShardMap } from './shard-map.js';
+
+/**
+ * Where the shard map lives (Pinterest: ZooKeeper). A thin interface in the Vitess `conn.go`
+ * style: read, compare-and-set write on the version, and watch. Logic lives above it.
+ */
+export interface TopologyStore {
+  /** The current map, or undefined when the store holds none yet. */
+  read(): Promise<ShardMap | undefined>;
+  /**
+   * Writes `next` if the stored version still equals `expectedVersion` (0 when the store is empty);
+   * the stored map gets version expectedVersion + 1, which is returned. Otherwise VERSION_CONFLICT.
+   */
+  write(next: ShardMap, expectedVersion: number): Promise<ShardMap>;
+  /** Calls `listener` with every new map (in version order, at least the latest). Returns an unsubscribe function. */
+  watch(listener: (map: ShardMap) => void): () => void;
+  close(): Promise<void>;
+}
