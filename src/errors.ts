@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   TICKET_SERVERS_UNAVAILABLE: 503,
   STORE_LOCKED: 409,
   CLOSED: 503,
+  MISSING_DEPENDENCY: 500,
   INTERNAL: 500,
 } as const satisfies Record<string, number>;
 
