@@ -4,3 +4,4 @@ export { ShardMap, defaultShardMapJson, shardDatabaseName, type ShardMapJson, ty
 export type { TopologyStore } from './topology/topology-store.js';
 export type * from './storage/shard-backend.js';
 export { parseConfig, loadConfigFile, defaultConfig, resolveSchema, type ShardKitConfig, type ConfigInput } from './config/config.js';
+export { TicketClient, createTicketClient, initTicketServers, resolveTickets, ticketsConfigSchema, type TicketMode, type TicketClientOptions, type TicketsConfig, type TicketsConfigInput, type ResolvedTickets, type TicketInitServerResult } from './tickets/index.js';

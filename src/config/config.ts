@@ -4,6 +4,7 @@ import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_TYPE } from '../ids/pinterest-id.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
 import { defaultShardMapJson, shardMapSchema, ShardMap } from '../topology/shard-map.js';
+import { ticketsConfigSchema, resolveTickets } from '../tickets/tickets-config.js';
 
 /** SQL identifiers (tables) and names used in URLs: validated once here, never taken from requests. */
 export const identifier = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must match ^[a-z][a-z0-9_]{0,62}$');
@@ -70,8 +71,8 @@ export const configSchema = z.object({
   shardMap: shardMapSchema,
   topologyStore: topologyStoreSchema.default({ kind: 'file', path: 'topology.json' }),
   schema: schemaConfigSchema,
-  /** Ticket servers (src/tickets); validated by that module. */
-  tickets: z.record(z.string(), z.unknown()).optional(),
+  /** Ticket servers and named sequences (src/tickets, docs/tickets.md). */
+  tickets: ticketsConfigSchema.optional(),
   /** Wide-column store (src/widecolumn); validated by that module. */
   widecolumn: z.record(z.string(), z.unknown()).optional(),
 }).strict();
@@ -90,6 +91,7 @@ export function parseConfig(input: unknown): ShardKitConfig {
   // Cross-checks: hosts declared, names unique, mappings name known types.
   ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) });
   resolveSchema(config);
+  if (config.tickets) resolveTickets(config.tickets);
   return config;
 }
 
