@@ -1,0 +1,102 @@
+import Database from 'better-sqlite3';
+import type { Fleet, SchemaDef } from '../shard-backend.js';
+import { shardDdl, shardTables } from './shard-ddl.js';
+
+/** `PRAGMA user_version` bits saying which fleets' tables a file holds (a host may serve both). */
+const FLEET_BIT: Record<Fleet, number> = { objects: 1, lookups: 2 };
+
+export interface ShardFileOptions {
+  busyTimeoutMs: number;
+  synchronous: 'normal' | 'full';
+}
+
+/** One open shard file: its handle, its prepared statements and which fleets it holds. */
+export class ShardFile {
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
+  /** Fleets whose tables are known to be complete for the current schema in this handle. */
+  private readonly ready = new Set<Fleet>();
+  private fleetBits: number;
+
+  private constructor(path: string, db: Database.Database) {
+    this.path = path;
+    this.db = db;
+    this.fleetBits = Number(db.pragma('user_version', { simple: true }));
+  }
+
+  /** Opens (and with `create`, creates) the file; the caller has made the directory. */
+  static open(path: string, create: boolean, options: ShardFileOptions): ShardFile {
+    const db = new Database(path, { fileMustExist: !create, timeout: options.busyTimeoutMs });
+    try {
+      db.defaultSafeIntegers(true);
+      // WAL: readers never block the writer; a commit is one append to the -wal file.
+      db.pragma('journal_mode = WAL');
+      db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+      return new ShardFile(path, db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  holds(fleet: Fleet): boolean {
+    return (this.fleetBits & FLEET_BIT[fleet]) !== 0;
+  }
+
+  get otherFleets(): number {
+    return this.fleetBits;
+  }
+
+  /**
+   * Makes sure every table of `fleet` exists (a new type or mapping only adds its table) and marks
+   * the file as holding that fleet. Checked once per handle.
+   */
+  ensure(fleet: Fleet, schema: SchemaDef): void {
+    if (this.ready.has(fleet) && this.holds(fleet)) return;
+    const existing = new Set(
+      (this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]),
+    );
+    const missing = new Set(shardTables(schema, fleet).filter((t) => !existing.has(t)));
+    if (missing.size > 0 || !this.holds(fleet)) {
+      this.db.transaction(() => {
+        if (missing.size > 0) this.db.exec(shardDdl(schema, fleet, missing));
+        const bits = Number(this.db.pragma('user_version', { simple: true })) | FLEET_BIT[fleet];
+        this.db.pragma(`user_version = ${bits}`);
+        this.fleetBits = bits;
+      }).immediate();
+    }
+    this.ready.add(fleet);
+  }
+
+  /** Drops the tables of `fleet` only (used when the file also holds the other fleet). */
+  dropFleet(fleet: Fleet, schema: SchemaDef): void {
+    this.db.transaction(() => {
+      for (const t of shardTables(schema, fleet)) this.db.exec(`DROP TABLE IF EXISTS "${t}"`);
+      const bits = Number(this.db.pragma('user_version', { simple: true })) & ~FLEET_BIT[fleet];
+      this.db.pragma(`user_version = ${bits}`);
+      this.fleetBits = bits;
+    }).immediate();
+    this.ready.delete(fleet);
+    this.statements.clear();
+  }
+
+  /** Prepared once per handle; SQL text is built only from validated table names. */
+  stmt(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (s === undefined) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  close(): void {
+    this.statements.clear();
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,358 @@
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { LRUCache } from 'lru-cache';
+import { ShardKitError } from '../../errors.js';
+import { shardDatabaseName } from '../../topology/shard-map.js';
+import type {
+  BackendCapabilities, Fleet, MappingItem, MappingPage, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
+} from '../shard-backend.js';
+import {
+  checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText,
+} from './backend-args.js';
+import { ShardFile } from './shard-file.js';
+
+export interface SqliteBackendOptions {
+  /** Directory holding one sub-directory per host (`<dataDir>/<storage.dir>`). */
+  root: string;
+  schema: SchemaDef;
+  /** Bound on open file handles; least recently used shards are closed first. */
+  maxOpenShards?: number;
+  /** Per-host directory overrides (config `hosts.<name>.dir`); relative paths resolve against `root`. */
+  hostDirs?: Record<string, string | undefined>;
+  /** How long a writer waits for another process's write lock before SHARD_UNAVAILABLE. */
+  busyTimeoutMs?: number;
+  /** NORMAL survives a killed process; FULL also survives an OS crash or power loss (slower commits). */
+  synchronous?: 'normal' | 'full';
+}
+
+interface ObjectRow {
+  local_id: bigint;
+  data: string;
+  ts: bigint;
+}
+
+const FILE = /^db([0-9]{5})\.sqlite$/;
+
+/**
+ * The embedded backend: a host is a directory, a logical shard is `db03429.sqlite` in it,
+ * created on first write. better-sqlite3 is synchronous, so each call runs to completion
+ * without interleaving in this process; other processes are held off by SQLite's locks
+ * (busy_timeout) and IMMEDIATE transactions.
+ */
+export class SqliteBackend implements ShardBackend {
+  readonly kind = 'sqlite';
+  readonly supports: BackendCapabilities = { lazyShardCreation: true };
+  readonly root: string;
+  private readonly schema: SchemaDef;
+  private readonly hostDirs: Record<string, string | undefined>;
+  private readonly files: LRUCache<string, ShardFile>;
+  private readonly fileOptions: { busyTimeoutMs: number; synchronous: 'normal' | 'full' };
+  private readonly tables: Record<'types' | 'mappings' | 'keyspaces', Set<string>>;
+  private closed = false;
+
+  constructor(options: SqliteBackendOptions) {
+    this.root = resolve(options.root);
+    this.schema = options.schema;
+    this.hostDirs = options.hostDirs ?? {};
+    this.fileOptions = { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'normal' };
+    this.files = new LRUCache<string, ShardFile>({ max: options.maxOpenShards ?? 256, dispose: (file) => file.close() });
+    this.tables = {
+      types: new Set(options.schema.types.map((t) => t.table)),
+      mappings: new Set(options.schema.mappings.map((m) => m.table)),
+      keyspaces: new Set(options.schema.keyspaces.map((k) => k.table)),
+    };
+  }
+
+  /** The directory of a host. */
+  hostDir(host: string): string {
+    checkHost(host);
+    const dir = this.hostDirs[host];
+    if (dir === undefined || dir === '') return join(this.root, host);
+    return isAbsolute(dir) ? dir : resolve(this.root, dir);
+  }
+
+  /** The file of a shard (whether or not it exists yet). */
+  shardPath(ref: ShardRef): string {
+    checkRef(ref);
+    return join(this.hostDir(ref.host), `${shardDatabaseName(ref.shard)}.sqlite`);
+  }
+
+  /** Number of shard files currently open (bounded by maxOpenShards). */
+  get openFiles(): number {
+    return this.files.size;
+  }
+
+  async createShard(ref: ShardRef): Promise<void> {
+    this.run(ref, () => void this.writable(ref));
+  }
+
+  async dropShard(ref: ShardRef): Promise<void> {
+    this.run(ref, () => {
+      const path = this.shardPath(ref);
+      const file = this.readable(ref, true);
+      if (file === undefined) return;
+      if ((file.otherFleets & ~(ref.fleet === 'objects' ? 1 : 2)) !== 0) {
+        file.dropFleet(ref.fleet, this.schema);
+        return;
+      }
+      this.files.delete(path);
+      file.close();
+      for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
+    });
+  }
+
+  async listShards(host: string, fleet: Fleet): Promise<number[]> {
+    this.open();
+    checkFleet(fleet);
+    const dir = this.hostDir(host);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw wrap(err, `cannot list host ${host}`);
+    }
+    const out: number[] = [];
+    for (const name of names) {
+      const m = FILE.exec(name);
+      if (!m) continue;
+      const ref: ShardRef = { host, shard: Number(m[1]), fleet };
+      const file = this.run(ref, () => this.readable(ref, true));
+      if (file?.holds(fleet)) out.push(ref.shard);
+    }
+    return out.sort((a, b) => a - b);
+  }
+
+  async insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject> {
+    this.checkTable('types', table, ref);
+    checkText(data);
+    return this.run(ref, () => {
+      const file = this.writable(ref);
+      const ts = Date.now();
+      const r = file.stmt(`INSERT INTO "${table}" (data, ts) VALUES (?, ?)`).run(data, ts);
+      return { localId: Number(r.lastInsertRowid), data, createdAt: new Date(ts) };
+    });
+  }
+
+  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]> {
+    for (const k of keys) {
+      this.checkTable('types', k.table, ref);
+      checkLocalId(k.localId);
+    }
+    return this.run(ref, () => {
+      const out: (StoredObject | undefined)[] = new Array(keys.length).fill(undefined);
+      const file = this.readable(ref);
+      if (file === undefined || keys.length === 0) return out;
+      if (keys.length === 1) {
+        const k = keys[0]!;
+        const row = file.stmt(`SELECT local_id, data, ts FROM "${k.table}" WHERE local_id = ?`).get(k.localId) as ObjectRow | undefined;
+        out[0] = row && toStored(row);
+        return out;
+      }
+      const byTable = new Map<string, number[]>();
+      keys.forEach((k, i) => {
+        const list = byTable.get(k.table);
+        if (list) list.push(i);
+        else byTable.set(k.table, [i]);
+      });
+      for (const [table, idx] of byTable) {
+        // One statement per table whatever the number of keys: the ids travel as one JSON array.
+        const rows = file
+          .stmt(`SELECT local_id, data, ts FROM "${table}" WHERE local_id IN (SELECT value FROM json_each(?))`)
+          .all(JSON.stringify(idx.map((i) => keys[i]!.localId))) as ObjectRow[];
+        const found = new Map<number, StoredObject>();
+        for (const row of rows) found.set(Number(row.local_id), toStored(row));
+        for (const i of idx) out[i] = found.get(keys[i]!.localId);
+      }
+      return out;
+    });
+  }
+
+  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
+    this.checkTable('types', table, ref);
+    checkLocalId(localId);
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      if (file === undefined) return undefined;
+      // IMMEDIATE takes the write lock before the read: the SQLite form of SELECT ... FOR UPDATE.
+      return file.transaction(() => {
+        const row = file.stmt(`SELECT local_id, data, ts FROM "${table}" WHERE local_id = ?`).get(localId) as ObjectRow | undefined;
+        if (row === undefined) return undefined;
+        const next = fn(row.data);
+        if (next === undefined) return toStored(row);
+        if (typeof next !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'update function must return JSON text or undefined');
+        file.stmt(`UPDATE "${table}" SET data = ? WHERE local_id = ?`).run(next, localId);
+        return { localId, data: next, createdAt: new Date(Number(row.ts)) };
+      });
+    });
+  }
+
+  async deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean> {
+    this.checkTable('types', table, ref);
+    checkLocalId(localId);
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      if (file === undefined) return false;
+      return file.stmt(`DELETE FROM "${table}" WHERE local_id = ?`).run(localId).changes > 0;
+    });
+  }
+
+  async addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void> {
+    this.checkTable('mappings', table, ref);
+    checkStoredId(fromId, 'from id');
+    checkStoredId(toId, 'to id');
+    checkSequence(sequence);
+    this.run(ref, () => {
+      this.writable(ref)
+        .stmt(`INSERT INTO "${table}" (from_id, to_id, sequence) VALUES (?, ?, ?) ON CONFLICT (from_id, to_id) DO UPDATE SET sequence = excluded.sequence`)
+        .run(fromId, toId, BigInt(sequence));
+    });
+  }
+
+  async listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]> {
+    this.checkTable('mappings', table, ref);
+    checkStoredId(fromId, 'from id');
+    checkLimit(page.limit);
+    if (page.order !== 'asc' && page.order !== 'desc') throw new ShardKitError('INVALID_ARGUMENT', 'order must be "asc" or "desc"');
+    if (page.after !== undefined) {
+      checkSequence(page.after.sequence);
+      checkStoredId(page.after.toId, 'cursor id');
+    }
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      if (file === undefined) return [];
+      const desc = page.order === 'desc';
+      const dir = desc ? 'DESC' : 'ASC';
+      // Keyset paging: a row-value comparison on the (from_id, sequence, to_id) index is one range scan.
+      const rows = (page.after === undefined
+        ? file.stmt(`SELECT to_id, sequence FROM "${table}" WHERE from_id = ? ORDER BY sequence ${dir}, to_id ${dir} LIMIT ?`).all(fromId, page.limit)
+        : file
+            .stmt(`SELECT to_id, sequence FROM "${table}" WHERE from_id = ? AND (sequence, to_id) ${desc ? '<' : '>'} (?, ?) ORDER BY sequence ${dir}, to_id ${dir} LIMIT ?`)
+            .all(fromId, BigInt(page.after.sequence), page.after.toId, page.limit)) as Array<{ to_id: bigint; sequence: bigint }>;
+      return rows.map((r) => ({ toId: r.to_id, sequence: Number(r.sequence) }));
+    });
+  }
+
+  async removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
+    this.checkTable('mappings', table, ref);
+    checkStoredId(fromId, 'from id');
+    checkStoredId(toId, 'to id');
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      if (file === undefined) return false;
+      return file.stmt(`DELETE FROM "${table}" WHERE from_id = ? AND to_id = ?`).run(fromId, toId).changes > 0;
+    });
+  }
+
+  async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
+    this.checkTable('mappings', table, ref);
+    checkStoredId(fromId, 'from id');
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      if (file === undefined) return 0;
+      return Number(file.stmt(`SELECT count(*) FROM "${table}" WHERE from_id = ?`).pluck().get(fromId) as bigint);
+    });
+  }
+
+  async putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
+    this.checkTable('keyspaces', table, ref);
+    checkLookupKey(key);
+    checkStoredId(value, 'lookup value');
+    this.run(ref, () => {
+      this.writable(ref)
+        .stmt(`INSERT INTO "${table}" ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value"`)
+        .run(key, value);
+    });
+  }
+
+  async getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
+    this.checkTable('keyspaces', table, ref);
+    checkLookupKey(key);
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      if (file === undefined) return undefined;
+      return file.stmt(`SELECT "value" FROM "${table}" WHERE "key" = ?`).pluck().get(key) as bigint | undefined;
+    });
+  }
+
+  async deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
+    this.checkTable('keyspaces', table, ref);
+    checkLookupKey(key);
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      if (file === undefined) return false;
+      return file.stmt(`DELETE FROM "${table}" WHERE "key" = ?`).run(key).changes > 0;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.files.clear();
+  }
+
+  private open(): void {
+    if (this.closed) throw new ShardKitError('CLOSED', 'the sqlite backend is closed');
+  }
+
+  private checkTable(kind: 'types' | 'mappings' | 'keyspaces', table: string, ref: ShardRef): void {
+    checkRef(ref);
+    const fleet: Fleet = kind === 'keyspaces' ? 'lookups' : 'objects';
+    if (ref.fleet !== fleet) throw new ShardKitError('INVALID_ARGUMENT', `table ${String(table)} is not on the ${ref.fleet} fleet`);
+    if (!this.tables[kind].has(table)) throw new ShardKitError('INVALID_ARGUMENT', `unknown table ${JSON.stringify(String(table).slice(0, 70))}`);
+  }
+
+  /** Runs storage work, mapping SQLite and file-system failures to SHARD_UNAVAILABLE. */
+  private run<T>(ref: ShardRef, work: () => T): T {
+    this.open();
+    try {
+      return work();
+    } catch (err) {
+      // Errors thrown by an update function pass through unchanged.
+      if (err instanceof Database.SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);
+      throw err;
+    }
+  }
+
+  /** The open file of a shard that exists, or undefined; never creates one. */
+  private readable(ref: ShardRef, anyFleet = false): ShardFile | undefined {
+    const path = this.shardPath(ref);
+    let file = this.files.get(path);
+    if (file === undefined) {
+      if (!existsSync(path)) return undefined;
+      file = ShardFile.open(path, false, this.fileOptions);
+      this.files.set(path, file);
+    }
+    if (anyFleet) return file;
+    if (!file.holds(ref.fleet)) return undefined;
+    file.ensure(ref.fleet, this.schema);
+    return file;
+  }
+
+  /** The open file of a shard, created with all its tables when missing. */
+  private writable(ref: ShardRef): ShardFile {
+    const path = this.shardPath(ref);
+    let file = this.files.get(path);
+    if (file === undefined) {
+      mkdirSync(this.hostDir(ref.host), { recursive: true });
+      file = ShardFile.open(path, true, this.fileOptions);
+      this.files.set(path, file);
+    }
+    file.ensure(ref.fleet, this.schema);
+    return file;
+  }
+}
+
+function toStored(row: ObjectRow): StoredObject {
+  return { localId: Number(row.local_id), data: row.data, createdAt: new Date(Number(row.ts)) };
+}
+
+function isFsError(err: unknown): boolean {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string';
+}
+
+function wrap(err: unknown, where: string): ShardKitError {
+  const code = (err as { code?: string }).code ?? 'ERROR';
+  return new ShardKitError('SHARD_UNAVAILABLE', `${where}: ${code}: ${(err as Error).message}`, { cause: err });
+}

@@ -1,0 +1,154 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { defaultConfig, resolveSchema } from '../../src/config/config.js';
+import { parseConfig } from '../../src/config/config.js';
+import { SqliteBackend } from '../../src/storage/sqlite/index.js';
+import type { SchemaDef } from '../../src/storage/shard-backend.js';
+import { runStorageSuite } from '../conformance/storage-suite.js';
+
+const schema = resolveSchema(parseConfig(defaultConfig({ shards: 16, pairs: 2 })));
+
+function tempRoot(): string {
+  return mkdtempSync(join(tmpdir(), 'shardkit-sqlite-'));
+}
+
+runStorageSuite({
+  name: 'sqlite',
+  factory: () => {
+    const root = tempRoot();
+    return {
+      backend: new SqliteBackend({ root, schema, maxOpenShards: 4 }),
+      schema,
+      hosts: ['MySQL001A', 'msdb001a'],
+      cleanup: () => rmSync(root, { recursive: true, force: true }),
+    };
+  },
+});
+
+test('a host is a directory and a shard is db03429.sqlite in it, created on first write', async () => {
+  const root = tempRoot();
+  const backend = new SqliteBackend({ root, schema });
+  try {
+    const ref = { host: 'MySQL007A', shard: 3429, fleet: 'objects' as const };
+    assert.equal(backend.shardPath(ref), join(root, 'MySQL007A', 'db03429.sqlite'));
+    await backend.getObjects(ref, [{ table: 'pins', localId: 1 }]);
+    assert.equal(existsSync(join(root, 'MySQL007A')), false, 'a read creates nothing');
+    const pin = await backend.insertObject(ref, 'pins', '{"details":"x"}');
+    assert.equal(existsSync(backend.shardPath(ref)), true);
+    await backend.close();
+    // Every table of the fleet exists, with the seed's names; the file is readable by plain SQLite.
+    const db = new Database(join(root, 'MySQL007A', 'db03429.sqlite'), { readonly: true });
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all();
+    assert.deepEqual(tables, [...schema.types.map((t) => t.table), ...schema.mappings.map((m) => m.table)].sort());
+    assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+    assert.deepEqual(db.prepare('SELECT data FROM pins WHERE local_id = ?').pluck().all(pin.localId), ['{"details":"x"}']);
+    db.close();
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('the mod-shard fleet uses the same file naming in its host directory', async () => {
+  const root = tempRoot();
+  const backend = new SqliteBackend({ root, schema });
+  try {
+    await backend.putLookup({ host: 'msdb003a', shard: 1537, fleet: 'lookups' }, 'lookup_ip', '1.2.3.4', 42n);
+    await backend.close();
+    const db = new Database(join(root, 'msdb003a', 'db01537.sqlite'), { readonly: true });
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+    assert.deepEqual(tables, ['lookup_email', 'lookup_ip', 'lookup_username']);
+    assert.equal(db.prepare('SELECT "value" FROM lookup_ip WHERE "key" = ?').safeIntegers(true).pluck().get('1.2.3.4'), 42n);
+    db.close();
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('open handles stay within maxOpenShards however many shards are touched', async () => {
+  const root = tempRoot();
+  const backend = new SqliteBackend({ root, schema, maxOpenShards: 8 });
+  try {
+    const ids: Array<[number, number]> = [];
+    for (let shard = 0; shard < 60; shard++) {
+      const o = await backend.insertObject({ host: 'h1', shard, fleet: 'objects' }, 'pins', JSON.stringify({ shard }));
+      ids.push([shard, o.localId]);
+      assert.ok(backend.openFiles <= 8);
+    }
+    // Evicted shards reopen transparently.
+    for (const [shard, localId] of ids) {
+      const [row] = await backend.getObjects({ host: 'h1', shard, fleet: 'objects' }, [{ table: 'pins', localId }]);
+      assert.deepEqual(JSON.parse(row!.data), { shard });
+    }
+    assert.ok(backend.openFiles <= 8);
+    assert.equal(readdirSync(join(root, 'h1')).filter((f) => f.endsWith('.sqlite')).length, 60);
+  } finally {
+    await backend.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a new type or mapping only adds its table to existing shard files', async () => {
+  const root = tempRoot();
+  const ref = { host: 'h1', shard: 1, fleet: 'objects' as const };
+  try {
+    const old = new SqliteBackend({ root, schema });
+    const pin = await old.insertObject(ref, 'pins', '{"a":1}');
+    await old.close();
+    const newer: SchemaDef = {
+      ...schema,
+      types: [...schema.types, { name: 'topic', id: 9, table: 'topics' }],
+      mappings: [...schema.mappings, { name: 'topic_has_pins', from: 'topic', to: 'pin', table: 'topic_has_pins' }],
+    };
+    const backend = new SqliteBackend({ root, schema: newer });
+    assert.equal((await backend.getObjects(ref, [{ table: 'pins', localId: pin.localId }]))[0]?.data, '{"a":1}');
+    const topic = await backend.insertObject(ref, 'topics', '{"t":1}');
+    await backend.addMapping(ref, 'topic_has_pins', 5n, 6n, 1);
+    assert.equal(topic.localId, 1);
+    assert.equal(await backend.countMappings(ref, 'topic_has_pins', 5n), 1);
+    await backend.close();
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a mapping page is one range scan of the (from_id, sequence, to_id) index at any depth', async () => {
+  const root = tempRoot();
+  const backend = new SqliteBackend({ root, schema });
+  try {
+    const ref = { host: 'h1', shard: 2, fleet: 'objects' as const };
+    await backend.addMapping(ref, 'board_has_pins', 1n, 2n, 3);
+    await backend.close();
+    const db = new Database(join(root, 'h1', 'db00002.sqlite'), { readonly: true });
+    for (const [op, dir] of [['>', 'ASC'], ['<', 'DESC']]) {
+      const plan = db
+        .prepare(`EXPLAIN QUERY PLAN SELECT to_id, sequence FROM "board_has_pins" WHERE from_id = ? AND (sequence, to_id) ${op} (?, ?) ORDER BY sequence ${dir}, to_id ${dir} LIMIT ?`)
+        .all(1, 2, 3, 50) as Array<{ detail: string }>;
+      assert.equal(plan.length, 1, JSON.stringify(plan));
+      assert.match(plan[0]!.detail, /SEARCH board_has_pins USING COVERING INDEX board_has_pins_by_sequence \(from_id=\? AND \(sequence,to_id\)[<>]\(\?,\?\)\)/);
+    }
+    db.close();
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a second process writing the same shard waits for the lock instead of failing', async () => {
+  const root = tempRoot();
+  const a = new SqliteBackend({ root, schema });
+  const b = new SqliteBackend({ root, schema });
+  try {
+    const ref = { host: 'h1', shard: 3, fleet: 'objects' as const };
+    const o = await a.insertObject(ref, 'pins', '{"n":0}');
+    const inc = (be: SqliteBackend) => be.updateObject(ref, 'pins', o.localId, (t) => JSON.stringify({ n: (JSON.parse(t) as { n: number }).n + 1 }));
+    await Promise.all(Array.from({ length: 50 }, (_, i) => inc(i % 2 ? a : b)));
+    assert.deepEqual(JSON.parse((await b.getObjects(ref, [{ table: 'pins', localId: o.localId }]))[0]!.data), { n: 50 });
+  } finally {
+    await a.close();
+    await b.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
