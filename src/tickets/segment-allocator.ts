@@ -32,12 +32,18 @@ export class SegmentAllocator {
   private prefetchBlockedUntil = 0;
   private closed = false;
 
+  private readonly now: () => number;
+  private readonly prefetchEnabled: boolean;
+
+  /** `prefetch: false` is for one-shot users (the CLI) that should reserve only what they hand out. */
   constructor(
     private readonly source: BlockSource,
     private readonly config: SegmentConfig,
-    private readonly now: () => number = Date.now,
+    options: { now?: () => number; prefetch?: boolean } = {},
   ) {
     this.size = config.initialSize;
+    this.now = options.now ?? Date.now;
+    this.prefetchEnabled = options.prefetch ?? true;
   }
 
   /** K that the next fetch will ask for (it grows and shrinks with demand). */
@@ -128,6 +134,7 @@ export class SegmentAllocator {
   }
 
   private prefetch(): void {
+    if (!this.prefetchEnabled) return;
     if (this.prefetchBlockedUntil !== 0 && this.now() < this.prefetchBlockedUntil) return;
     this.fetch(0).catch(() => {
       // The servers are down for now: keep serving what is in memory, try again a little later.

@@ -11,6 +11,8 @@ export interface TicketClientOptions {
   mode?: TicketMode;
   /** Overrides parts of the config's `segment` settings (the CLI sets initialSize to its count). */
   segment?: Partial<SegmentConfig>;
+  /** Segment mode: fetch the next block in the background (default true; the CLI turns it off). */
+  prefetch?: boolean;
   /** For tests: the clock used for health retries and block sizing. */
   now?: () => number;
 }
@@ -48,7 +50,10 @@ export class TicketClient {
     for (const s of c.sequences) this.sequenceTables.set(s.name, s);
     if (this.mode === 'segment') {
       for (const s of c.sequences) {
-        this.allocators.set(s.name, new SegmentAllocator((count) => this.selector.run((server) => server.reserve(s.table, count)), this.segment, options.now));
+        this.allocators.set(s.name, new SegmentAllocator((count) => this.selector.run((server) => server.reserve(s.table, count)), this.segment, {
+          ...(options.now ? { now: options.now } : {}),
+          ...(options.prefetch !== undefined ? { prefetch: options.prefetch } : {}),
+        }));
       }
     }
   }
