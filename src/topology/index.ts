@@ -1,0 +1,22 @@
+import { isAbsolute, join } from 'node:path';
+import type { TopologyStore } from './topology-store.js';
+import { MemoryTopologyStore } from './memory/memory-topology-store.js';
+import { FileTopologyStore, type FileTopologyStoreOptions } from './file/file-topology-store.js';
+
+export { MemoryTopologyStore, MemoryTopologyBacking, type MemoryTopologyStoreOptions } from './memory/memory-topology-store.js';
+export { FileTopologyStore, parseTopologyText, type FileTopologyStoreOptions } from './file/file-topology-store.js';
+export type { TopologyListener } from './memory/version-listeners.js';
+
+/** The config file's `topologyStore` section. */
+export type TopologyStoreSpec = { kind: 'file'; path?: string } | { kind: 'memory' };
+
+/** Opens the store a config names; a relative file path resolves against `dataDir`. */
+export function createTopologyStore(
+  spec: TopologyStoreSpec,
+  options: { dataDir?: string } & Omit<FileTopologyStoreOptions, 'path'> = {},
+): TopologyStore {
+  if (spec.kind === 'memory') return new MemoryTopologyStore();
+  const { dataDir, ...fileOptions } = options;
+  const path = spec.path ?? 'topology.json';
+  return new FileTopologyStore({ ...fileOptions, path: isAbsolute(path) || dataDir === undefined ? path : join(dataDir, path) });
+}
