@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { userInfo } from 'node:os';
@@ -196,6 +196,8 @@ export class MariadbInstance {
       socket: this.socket,
       'pid-file': this.pidFile,
       'log-error': this.errorLog,
+      // Own tmpdir: concurrent servers (and bootstraps) must not share temporary files.
+      tmpdir: join(this.dir, 'tmp'),
       port: this.port,
       server_id: this.serverId,
       ...BASE_SETTINGS,
@@ -208,7 +210,7 @@ export class MariadbInstance {
   }
 
   private writeFiles(): void {
-    mkdirSync(this.dir, { recursive: true });
+    mkdirSync(join(this.dir, 'tmp'), { recursive: true });
     const write = (file: string, text: string) => {
       writeFileSync(`${file}.tmp`, text);
       renameSync(`${file}.tmp`, file);
@@ -226,15 +228,19 @@ export class MariadbInstance {
     this.writeFiles();
     if (this.isInitialized()) return;
     const user = userInfo().username;
-    const res = spawnSync(installDb, [
-      `--defaults-file=${this.configFile}`,
-      `--datadir=${this.dataDir}`,
-      `--user=${user}`,
-      '--auth-root-authentication-method=socket',
-      `--auth-root-socket-user=${user}`,
-      '--skip-test-db',
-      '--skip-name-resolve',
-    ], { encoding: 'utf8', timeout: 120_000 });
+    const res = await new Promise<{ status: number | null; stdout: string; stderr: string; error?: Error }>((done) => {
+      execFile(installDb, [
+        `--defaults-file=${this.configFile}`,
+        `--datadir=${this.dataDir}`,
+        `--user=${user}`,
+        '--auth-root-authentication-method=socket',
+        `--auth-root-socket-user=${user}`,
+        '--skip-test-db',
+        '--skip-name-resolve',
+      ], { encoding: 'utf8', timeout: 120_000 }, (error, stdout, stderr) => {
+        done({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr, ...(error ? { error } : {}) });
+      });
+    });
     if (res.status !== 0) {
       const out = `${res.stdout ?? ''}${res.stderr ?? ''}`.trim().split('\n').slice(-3).join(' | ');
       throw new ShardKitError('INTERNAL', `mariadb-install-db failed for ${this.name} (${this.dataDir}): ${out || res.error?.message || `exit ${res.status}`}`);

@@ -1,0 +1,84 @@
+import { ShardKitError, isShardKitError } from '../../errors.js';
+import type { Fleet } from '../shard-backend.js';
+import { mysqlDatabaseName } from './mysql-ddl.js';
+
+/** Where an operation ran, for error messages that name the shard. */
+export interface MysqlErrorContext {
+  host: string;
+  shard?: number;
+  fleet?: Fleet;
+}
+
+/** Network-level failures: the server is down, unreachable or went away mid-query. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOENT', // unix socket missing: server not running
+  'ETIMEDOUT', // connectTimeout
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT', // our per-query timeout
+  'ACQUIRE_TIMEOUT', // no pooled connection within the connect timeout
+  'HOST_DOWN', // the host failed moments ago; not retried yet
+]);
+
+/** Server-side conditions that also mean "this shard cannot serve right now". */
+const UNAVAILABLE_SERVER_CODES = new Set([
+  'ER_SERVER_SHUTDOWN',
+  'ER_CON_COUNT_ERROR',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_LOCK_DEADLOCK',
+  'ER_QUERY_INTERRUPTED',
+  'ER_STATEMENT_TIMEOUT',
+  'ER_OPTION_PREVENTS_STATEMENT', // read_only: a slave, or a master being failed over
+  'ER_CONNECTION_KILLED',
+  'ER_CLIENT_INTERACTION_TIMEOUT',
+  'ER_HOST_IS_BLOCKED',
+]);
+
+/** True for errors after which the host should be considered down for a moment. */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (CONNECTION_CODES.has(code) || code === 'ER_SERVER_SHUTDOWN' || code === 'ER_CON_COUNT_ERROR');
+}
+
+function where(ctx: MysqlErrorContext): string {
+  if (ctx.shard === undefined) return `host ${ctx.host}`;
+  const kind = ctx.fleet === 'lookups' ? 'mod shard' : 'shard';
+  return `${kind} ${ctx.shard} (${mysqlDatabaseName(ctx.shard)} on ${ctx.host})`;
+}
+
+/** The one place where mysql2 / server errors become ShardKitErrors with stable codes. */
+export function mapMysqlError(err: unknown, ctx: MysqlErrorContext): ShardKitError {
+  if (isShardKitError(err)) return err;
+  const e = (err ?? {}) as { code?: string; errno?: number; sqlMessage?: string; message?: string };
+  const code = typeof e.code === 'string' ? e.code : '';
+  const reason = `${code ? `${code}: ` : ''}${(e.sqlMessage ?? e.message ?? String(err)).split('\n')[0]}`;
+  const details: Record<string, unknown> = { host: ctx.host, ...(ctx.shard !== undefined ? { shard: ctx.shard, fleet: ctx.fleet ?? 'objects' } : {}), driverCode: code };
+  if (CONNECTION_CODES.has(code) || UNAVAILABLE_SERVER_CODES.has(code)) {
+    return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details });
+  }
+  switch (code) {
+    case 'ER_BAD_DB_ERROR':
+      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} does not exist: run \`shardkit init\``, { cause: err, details });
+    case 'ER_NO_SUCH_TABLE':
+      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} lacks a table: run \`shardkit schema apply\` (${reason})`, { cause: err, details });
+    case 'ER_DUP_ENTRY':
+      return new ShardKitError('ALREADY_EXISTS', `${where(ctx)}: ${reason}`, { cause: err, details });
+    case 'ER_DATA_TOO_LONG':
+    case 'ER_NET_PACKET_TOO_LARGE':
+    case 'ER_TOO_LONG_KEY':
+      return new ShardKitError('PAYLOAD_TOO_LARGE', `${where(ctx)}: value too large: ${reason}`, { cause: err, details });
+    case 'ER_ACCESS_DENIED_ERROR':
+    case 'ER_DBACCESS_DENIED_ERROR':
+    case 'ER_TABLEACCESS_DENIED_ERROR':
+      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} refused our credentials: ${reason}`, { cause: err, details });
+    default:
+      return new ShardKitError('INTERNAL', `${where(ctx)}: ${reason}`, { cause: err, details });
+  }
+}
