@@ -237,18 +237,28 @@ export class MysqlBackend implements ShardBackend {
   async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
     const t = this.table('types', ref, table);
     checkLocalId(localId);
+    // An error thrown by fn rolls back and reaches the caller unchanged.
+    let fnError: { error: unknown } | undefined;
     try {
       return await this.pool(ref.host).transaction(async (run) => {
         const rows = await run<ObjectRow[]>(`SELECT local_id, data, UNIX_TIMESTAMP(ts) AS ts FROM ${t} WHERE local_id = ? FOR UPDATE`, [localId]);
         const row = rows[0];
         if (!row) return undefined;
         const current = toStored(row);
-        const next = fn(current.data);
+        let next: string | undefined;
+        try {
+          next = fn(current.data);
+        } catch (error) {
+          fnError = { error };
+          throw error;
+        }
         if (next === undefined || next === current.data) return current;
+        checkText(next);
         await run(`UPDATE ${t} SET data = ? WHERE local_id = ?`, [next, localId]);
         return { ...current, data: next };
       });
     } catch (err) {
+      if (fnError && err === fnError.error) throw err;
       throw mapMysqlError(err, ref);
     }
   }

@@ -67,7 +67,8 @@ export function mapMysqlError(err: unknown, ctx: MysqlErrorContext): ShardKitErr
     case 'ER_BAD_DB_ERROR':
       return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} does not exist: run \`shardkit init\``, { cause: err, details });
     case 'ER_NO_SUCH_TABLE':
-      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} lacks a table: run \`shardkit schema apply\` (${reason})`, { cause: err, details });
+      // Tables are named with their database, so a missing database shows up here too.
+      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is missing a table: run \`shardkit init\` (or \`shardkit schema apply\` after a schema change): ${reason}`, { cause: err, details });
     case 'ER_DUP_ENTRY':
       return new ShardKitError('ALREADY_EXISTS', `${where(ctx)}: ${reason}`, { cause: err, details });
     case 'ER_DATA_TOO_LONG':
