@@ -1,0 +1,29 @@
+import { ShardKitError } from '../errors.js';
+import type { JsonObject } from './types.js';
+
+export function isPlainObject(value: unknown): value is JsonObject {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** Serializes object data; it must be a JSON object, and `active: false` is reserved for deletes. */
+export function encodeData(data: unknown, what = 'data'): string {
+  if (!isPlainObject(data)) throw new ShardKitError('INVALID_ARGUMENT', `${what} must be a JSON object`);
+  if (Object.hasOwn(data, 'active') && data.active !== true) {
+    throw new ShardKitError('INVALID_ARGUMENT', `${what}.active is reserved: objects are deactivated by delete`);
+  }
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(data);
+  } catch (err) {
+    throw new ShardKitError('INVALID_ARGUMENT', `${what} is not serializable as JSON: ${(err as Error).message}`);
+  }
+  return text!;
+}
+
+/** Parses stored text; a soft-deleted object (`"active": false`) reads as absent. */
+export function decodeActive(text: string): JsonObject | undefined {
+  const data = JSON.parse(text) as JsonObject;
+  return data.active === false ? undefined : data;
+}

@@ -1,0 +1,189 @@
+import { ShardKitError } from '../errors.js';
+import { parseField } from '../ids/codec.js';
+import { PINTEREST_MAX_LOCAL_ID, PINTEREST_MAX_SHARD, pinterestId } from '../ids/pinterest-id.js';
+import type { ObjectKey, StoredObject } from '../storage/shard-backend.js';
+import type { ShardMap } from '../topology/shard-map.js';
+import { etagOf } from './etag.js';
+import { decodeActive, encodeData, isPlainObject } from './json-data.js';
+import { mergePatch } from './merge-patch.js';
+import type { LocatedId, StoreContext } from './store-context.js';
+import { StoreObject } from './store-object.js';
+import type { CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
+
+/** Thrown inside an update transaction to roll it back; never leaves this module. */
+class Abort {
+  constructor(readonly error: ShardKitError) {}
+}
+
+/**
+ * Objects (SPEC §3): a JSON blob per row, found through its 64-bit ID. Every ID is validated
+ * before any storage is touched, so bad input never writes anything.
+ */
+export class Objects {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Creates an object on the shard of `near`, on `shard`, or on a uniformly chosen open shard. */
+  async create(type: string, data: JsonObject, options: CreateOptions = {}): Promise<StoreObject> {
+    const map = await this.ctx.map();
+    const def = this.ctx.type(type);
+    const text = encodeData(data);
+    const shard = this.placement(map, options);
+    const ref = this.ctx.objectRef(map, shard);
+    const row = await this.ctx.call(ref, 'insert', () => this.ctx.backend.insertObject(ref, def.table, text));
+    if (row.localId > PINTEREST_MAX_LOCAL_ID) {
+      // A 36-bit local id is part of the ID: past it the shard cannot name new rows of this type.
+      await this.ctx.backend.deleteObject(ref, def.table, row.localId);
+      throw new ShardKitError('SHARD_CLOSED', `shard ${shard} has used every local id of type ${def.name}`);
+    }
+    const id = pinterestId.encode({ shard, type: def.id, localId: row.localId });
+    return new StoreObject(id, def.name, shard, JSON.parse(text) as JsonObject, text, row.createdAt);
+  }
+
+  /** The object, or NOT_FOUND when it does not exist or was deleted. */
+  async get(id: bigint | string): Promise<StoreObject> {
+    const map = await this.ctx.map();
+    const loc = this.ctx.locate(map, id);
+    const [row] = await this.ctx.call(loc.ref, 'get', () => this.ctx.backend.getObjects(loc.ref, [{ table: loc.type.table, localId: loc.localId }]));
+    const obj = row && toObject(loc, row);
+    if (obj === undefined) throw notFound(loc.id);
+    return obj;
+  }
+
+  /**
+   * Many objects at once: one backend call per shard, shards in parallel, results in request
+   * order with undefined for missing or deleted ones. Any invalid ID fails the whole call
+   * unless `skipInvalid` (then it reads as missing: used by joins over stored IDs).
+   */
+  async getMany(ids: ReadonlyArray<bigint | string>, options: { skipInvalid?: boolean } = {}): Promise<(StoreObject | undefined)[]> {
+    if (!Array.isArray(ids)) throw new ShardKitError('INVALID_ARGUMENT', 'ids must be an array');
+    const map = await this.ctx.map();
+    const located = ids.map((id, i) => {
+      if (options.skipInvalid !== true) return this.ctx.locate(map, id, `ids[${i}]`);
+      try {
+        return this.ctx.locate(map, id, `ids[${i}]`);
+      } catch {
+        return undefined;
+      }
+    });
+    const byShard = new Map<number, number[]>();
+    located.forEach((loc, i) => {
+      if (loc === undefined) return;
+      const list = byShard.get(loc.shard);
+      if (list) list.push(i);
+      else byShard.set(loc.shard, [i]);
+    });
+    const out: (StoreObject | undefined)[] = new Array(ids.length).fill(undefined);
+    await Promise.all([...byShard.values()].map(async (idx) => {
+      const ref = located[idx[0]!]!.ref;
+      const keys: ObjectKey[] = idx.map((i) => ({ table: located[i]!.type.table, localId: located[i]!.localId }));
+      const rows = await this.ctx.call(ref, 'get', () => this.ctx.backend.getObjects(ref, keys));
+      idx.forEach((i, k) => {
+        const row = rows[k];
+        out[i] = row && toObject(located[i]!, row);
+      });
+    }));
+    return out;
+  }
+
+  /**
+   * Read-modify-write in one transaction with the row locked, so concurrent updates never lose
+   * one. `fn` must be synchronous; returning undefined leaves the object unchanged.
+   */
+  async update(id: bigint | string, fn: (data: JsonObject) => JsonObject | undefined | void, options: UpdateOptions = {}): Promise<StoreObject> {
+    if (typeof fn !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'update needs a function');
+    const ifMatch = normalizeIfMatch(options.ifMatch);
+    const map = await this.ctx.map();
+    const loc = this.ctx.locate(map, id);
+    let callerError: { error: unknown } | undefined;
+    let row: StoredObject | undefined;
+    try {
+      row = await this.ctx.call(loc.ref, 'update', () => this.ctx.backend.updateObject(loc.ref, loc.type.table, loc.localId, (text) => {
+        const data = decodeActive(text);
+        if (data === undefined) throw new Abort(notFound(loc.id));
+        if (ifMatch !== undefined && !ifMatch.includes('*') && !ifMatch.includes(etagOf(text))) {
+          throw new Abort(new ShardKitError('PRECONDITION_FAILED', `object ${loc.id} has changed (etag mismatch)`));
+        }
+        let next: JsonObject | undefined | void;
+        try {
+          next = fn(data);
+        } catch (err) {
+          callerError = { error: err };
+          throw err;
+        }
+        if (next === undefined) return undefined;
+        if (typeof (next as { then?: unknown }).then === 'function') {
+          throw new Abort(new ShardKitError('INVALID_ARGUMENT', 'update functions must be synchronous (they run inside the row lock)'));
+        }
+        try {
+          return encodeData(next);
+        } catch (err) {
+          throw new Abort(err as ShardKitError);
+        }
+      }), (err) => err instanceof Abort || (callerError !== undefined && err === callerError.error));
+    } catch (err) {
+      if (err instanceof Abort) throw err.error;
+      throw err;
+    }
+    const obj = row && toObject(loc, row);
+    if (obj === undefined) throw notFound(loc.id);
+    return obj;
+  }
+
+  /** Applies an RFC 7396 JSON merge patch (the HTTP PATCH). */
+  async patch(id: bigint | string, patch: JsonObject, options: UpdateOptions = {}): Promise<StoreObject> {
+    if (!isPlainObject(patch)) throw new ShardKitError('INVALID_ARGUMENT', 'a merge patch of an object must be a JSON object');
+    return this.update(id, (data) => mergePatch(data, patch as JsonValue) as JsonObject, options);
+  }
+
+  /** Soft delete by default (`"active": false`, reads then see NOT_FOUND); `hard` removes the row. */
+  async delete(id: bigint | string, options: DeleteOptions = {}): Promise<void> {
+    const map = await this.ctx.map();
+    const loc = this.ctx.locate(map, id);
+    if (options.hard === true) {
+      const removed = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.deleteObject(loc.ref, loc.type.table, loc.localId));
+      if (!removed) throw notFound(loc.id);
+      return;
+    }
+    let row: StoredObject | undefined;
+    try {
+      row = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.updateObject(loc.ref, loc.type.table, loc.localId, (text) => {
+        const data = decodeActive(text);
+        if (data === undefined) throw new Abort(notFound(loc.id));
+        return JSON.stringify({ ...data, active: false });
+      }), (err) => err instanceof Abort);
+    } catch (err) {
+      if (err instanceof Abort) throw err.error;
+      throw err;
+    }
+    if (row === undefined) throw notFound(loc.id);
+  }
+
+  private placement(map: ShardMap, options: CreateOptions): number {
+    if (options.near !== undefined && options.shard !== undefined) {
+      throw new ShardKitError('INVALID_ARGUMENT', 'give either near or shard, not both');
+    }
+    if (options.near !== undefined) return this.ctx.locate(map, options.near, 'near').shard;
+    if (options.shard !== undefined) {
+      const shard = parseField(options.shard, 'shard', PINTEREST_MAX_SHARD);
+      if (!map.locate(shard).open) throw new ShardKitError('SHARD_CLOSED', `shard ${shard} is not open for new objects`);
+      return shard;
+    }
+    return map.pickOpenShard(this.ctx.random());
+  }
+}
+
+function toObject(loc: LocatedId, row: StoredObject): StoreObject | undefined {
+  const data = decodeActive(row.data);
+  return data && new StoreObject(loc.id, loc.type.name, loc.shard, data, row.data, row.createdAt);
+}
+
+function notFound(id: bigint): ShardKitError {
+  return new ShardKitError('NOT_FOUND', `object ${id} not found`);
+}
+
+function normalizeIfMatch(ifMatch: UpdateOptions['ifMatch']): readonly string[] | undefined {
+  if (ifMatch === undefined) return undefined;
+  const list = typeof ifMatch === 'string' ? [ifMatch] : ifMatch;
+  if (!Array.isArray(list) || list.some((e) => typeof e !== 'string')) throw new ShardKitError('INVALID_ARGUMENT', 'ifMatch must be a string or strings');
+  return list;
+}

@@ -1,0 +1,121 @@
+import type { EventEmitter } from 'node:events';
+import { dirname, resolve } from 'node:path';
+import { ShardKitError } from '../errors.js';
+import { loadConfigFile, parseConfig, resolveSchema, type ConfigInput, type ShardKitConfig } from '../config/config.js';
+import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
+import { createTopologyStore } from '../topology/index.js';
+import { ShardMap } from '../topology/shard-map.js';
+import type { TopologyStore } from '../topology/topology-store.js';
+import { createBackend } from './backend-factory.js';
+import { Lookups } from './lookups.js';
+import { Mappings } from './mappings.js';
+import { Objects } from './objects.js';
+import { StoreContext } from './store-context.js';
+import type { JoinPage, ListOptions, ShardObject } from './types.js';
+
+export interface ShardKitOptions {
+  backend: ShardBackend;
+  schema: SchemaDef;
+  /** Where the live shard map is read from and watched. */
+  topology?: TopologyStore;
+  /** The map to use without a topology store, or to write into an empty one. */
+  shardMap?: ShardMap;
+  /** Random source for placing new objects (tests pass a seeded one). */
+  random?: () => number;
+  /** close() also closes the backend and the topology store (set by ShardKit.open). */
+  ownsResources?: boolean;
+}
+
+export interface OpenOptions {
+  /** A config object (validated here) ... */
+  config?: ConfigInput | ShardKitConfig;
+  /** ... or the path of a config file. */
+  configPath?: string;
+  /** Base for relative paths (SQLite host dirs, topology file); default: the config file's directory. */
+  dataDir?: string;
+  random?: () => number;
+}
+
+/**
+ * The facade users call: objects, mappings and lookups over logical shards, routed by the live
+ * shard map. `ShardKit.open({ configPath, dataDir })` builds everything from a config file;
+ * `new ShardKit({ backend, schema, topology })` takes parts you built.
+ */
+export class ShardKit {
+  readonly objects: Objects;
+  readonly mappings: Mappings;
+  readonly lookups: Lookups;
+  readonly backend: ShardBackend;
+  readonly schema: SchemaDef;
+  private readonly ctx: StoreContext;
+  private readonly topology: TopologyStore | undefined;
+  private readonly ownsResources: boolean;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: ShardKitOptions) {
+    this.ctx = new StoreContext(options);
+    this.backend = options.backend;
+    this.schema = options.schema;
+    this.topology = options.topology;
+    this.ownsResources = options.ownsResources === true;
+    this.objects = new Objects(this.ctx);
+    this.mappings = new Mappings(this.ctx);
+    this.lookups = new Lookups(this.ctx);
+  }
+
+  static async open(options: OpenOptions): Promise<ShardKit> {
+    let config: ShardKitConfig;
+    if (options.config !== undefined) config = parseConfig(options.config);
+    else if (options.configPath !== undefined) config = loadConfigFile(options.configPath);
+    else throw new ShardKitError('INVALID_ARGUMENT', 'ShardKit.open needs config or configPath');
+    const dataDir = resolve(options.dataDir ?? (options.configPath !== undefined ? dirname(options.configPath) : '.'));
+    const schema = resolveSchema(config);
+    const seed = ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) });
+    const backend = await createBackend({ config, dataDir, schema });
+    const topology = createTopologyStore(config.topologyStore, { dataDir });
+    const kit = new ShardKit({ backend, schema, topology, shardMap: seed, ownsResources: true, ...(options.random ? { random: options.random } : {}) });
+    try {
+      await kit.ready();
+    } catch (err) {
+      await kit.close();
+      throw err;
+    }
+    return kit;
+  }
+
+  /** Resolves once the shard map is loaded (every call waits for it anyway). */
+  async ready(): Promise<void> {
+    await this.ctx.ready();
+  }
+
+  /** The shard map in force (follows the topology store's updates). */
+  async shardMap(): Promise<ShardMap> {
+    return this.ctx.map();
+  }
+
+  /** 'shard-error' (ShardErrorEvent) on storage failures, 'topology' (ShardMap) on map changes. */
+  get events(): EventEmitter {
+    return this.ctx.events;
+  }
+
+  /**
+   * The application-level join: a page of the mapping, then a multi-get of those objects
+   * (deleted ones skipped). `next` continues the mapping, so a page may hold fewer objects.
+   */
+  async join(mapping: string, from: bigint | string, options: ListOptions = {}): Promise<JoinPage> {
+    const page = await this.mappings.list(mapping, from, options);
+    const objects = await this.objects.getMany(page.items.map((i) => i.id), { skipInvalid: true });
+    return { objects: objects.filter((o): o is NonNullable<typeof o> => o !== undefined) as ShardObject[], next: page.next };
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.ctx.close();
+      if (this.ownsResources) {
+        await this.backend.close();
+        await this.topology?.close();
+      }
+    })();
+    return this.closing;
+  }
+}

@@ -1,0 +1,166 @@
+import { EventEmitter } from 'node:events';
+import { ShardKitError, isShardKitError } from '../errors.js';
+import { parseId } from '../ids/codec.js';
+import { modShard } from '../ids/mod-shard.js';
+import { pinterestId } from '../ids/pinterest-id.js';
+import type { KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
+import type { ShardMap } from '../topology/shard-map.js';
+import type { TopologyStore } from '../topology/topology-store.js';
+import type { ShardErrorEvent } from './types.js';
+
+/** An object ID that passed every check: well formed, known type, shard in the map. */
+export interface LocatedId {
+  id: bigint;
+  shard: number;
+  localId: number;
+  type: ObjectTypeDef;
+  ref: ShardRef;
+}
+
+export interface StoreContextOptions {
+  backend: ShardBackend;
+  schema: SchemaDef;
+  topology?: TopologyStore;
+  shardMap?: ShardMap;
+  random?: () => number;
+}
+
+/**
+ * What objects, mappings and lookups share: the backend, the schema indexes, the live shard
+ * map (read from the topology store and replaced on every `watch` update) and error events.
+ */
+export class StoreContext {
+  readonly backend: ShardBackend;
+  readonly schema: SchemaDef;
+  readonly events = new EventEmitter();
+  readonly random: () => number;
+  private readonly topology: TopologyStore | undefined;
+  private readonly typesByName = new Map<string, ObjectTypeDef>();
+  private readonly typesById = new Map<number, ObjectTypeDef>();
+  private readonly mappingsByName = new Map<string, MappingDef>();
+  private readonly keyspacesByName = new Map<string, KeyspaceDef>();
+  /** Written to an empty topology store on first use. */
+  private readonly seed: ShardMap | undefined;
+  private current: ShardMap | undefined;
+  private loading: Promise<ShardMap> | undefined;
+  private unwatch: (() => void) | undefined;
+  private closed = false;
+
+  constructor(options: StoreContextOptions) {
+    if (options.topology === undefined && options.shardMap === undefined) {
+      throw new ShardKitError('INVALID_ARGUMENT', 'ShardKit needs a topology store or a shard map');
+    }
+    this.backend = options.backend;
+    this.schema = options.schema;
+    this.topology = options.topology;
+    this.random = options.random ?? Math.random;
+    if (options.topology === undefined) this.current = options.shardMap;
+    this.seed = options.shardMap;
+    for (const t of options.schema.types) {
+      this.typesByName.set(t.name, t);
+      this.typesById.set(t.id, t);
+    }
+    for (const m of options.schema.mappings) this.mappingsByName.set(m.name, m);
+    for (const k of options.schema.keyspaces) this.keyspacesByName.set(k.name, k);
+    // Shard errors are reported to whoever listens; no listener must not mean a crash.
+    this.events.on('error', () => {});
+  }
+
+  /** The shard map in force; loads it from the topology store on first use. */
+  map(): ShardMap | Promise<ShardMap> {
+    if (this.closed) throw new ShardKitError('CLOSED', 'this ShardKit is closed');
+    return this.current ?? this.load();
+  }
+
+  async ready(): Promise<ShardMap> {
+    return this.map();
+  }
+
+  private load(): Promise<ShardMap> {
+    this.loading ??= (async () => {
+      const store = this.topology!;
+      let map = await store.read();
+      if (map === undefined) {
+        if (this.seed === undefined) throw new ShardKitError('SHARD_UNAVAILABLE', 'the topology store holds no shard map');
+        try {
+          map = await store.write(this.seed, 0);
+        } catch (err) {
+          // Another process seeded the store first: use what it wrote.
+          if (!isShardKitError(err, 'VERSION_CONFLICT')) throw err;
+          map = await store.read();
+          if (map === undefined) throw err;
+        }
+      }
+      this.adopt(map);
+      this.unwatch = store.watch((next) => this.adopt(next));
+      return this.current!;
+    })();
+    this.loading.catch(() => {
+      this.loading = undefined;
+    });
+    return this.loading;
+  }
+
+  private adopt(map: ShardMap): void {
+    if (this.current !== undefined && map.version < this.current.version) return;
+    const changed = this.current !== undefined && this.current.version !== map.version;
+    this.current = map;
+    if (changed) this.events.emit('topology', map);
+  }
+
+  type(name: unknown): ObjectTypeDef {
+    const t = typeof name === 'string' ? this.typesByName.get(name) : undefined;
+    if (t === undefined) throw new ShardKitError('UNKNOWN_TYPE', `unknown object type ${JSON.stringify(String(name).slice(0, 64))}`);
+    return t;
+  }
+
+  mapping(name: unknown): MappingDef {
+    const m = typeof name === 'string' ? this.mappingsByName.get(name) : undefined;
+    if (m === undefined) throw new ShardKitError('UNKNOWN_MAPPING', `unknown mapping ${JSON.stringify(String(name).slice(0, 64))}`);
+    return m;
+  }
+
+  keyspace(name: unknown): KeyspaceDef {
+    const k = typeof name === 'string' ? this.keyspacesByName.get(name) : undefined;
+    if (k === undefined) throw new ShardKitError('UNKNOWN_KEYSPACE', `unknown keyspace ${JSON.stringify(String(name).slice(0, 64))}`);
+    return k;
+  }
+
+  /** Validates an object ID: INVALID_ID, UNKNOWN_TYPE or UNKNOWN_SHARD when it cannot be served. */
+  locate(map: ShardMap, input: unknown, what = 'id'): LocatedId {
+    const id = parseId(input, what);
+    const parts = pinterestId.decode(id);
+    const type = this.typesById.get(parts.type);
+    if (type === undefined) throw new ShardKitError('UNKNOWN_TYPE', `${what} ${id} has type id ${parts.type}, which is not in the schema`);
+    return { id, shard: parts.shard, localId: parts.localId, type, ref: this.objectRef(map, parts.shard) };
+  }
+
+  objectRef(map: ShardMap, shard: number): ShardRef {
+    return { host: map.locate(shard).master, shard, fleet: 'objects' };
+  }
+
+  lookupRef(map: ShardMap, key: string): ShardRef {
+    const shard = modShard(key, map.modShardCount);
+    return { host: map.locateModShard(shard).master, shard, fleet: 'lookups' };
+  }
+
+  /** Calls the backend; storage failures (not bad input) are announced as 'shard-error'. */
+  async call<T>(ref: ShardRef, op: string, work: () => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (isCallerError?.(err)) throw err;
+      if (!isShardKitError(err) || err.code === 'SHARD_UNAVAILABLE' || err.code === 'INTERNAL') {
+        const event: ShardErrorEvent = { host: ref.host, shard: ref.shard, fleet: ref.fleet, op, error: err };
+        this.events.emit('shard-error', event);
+      }
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.unwatch?.();
+  }
+}

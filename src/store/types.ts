@@ -1,0 +1,69 @@
+/** JSON values as stored in an object's `data` blob. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+/** An object as ShardKit returns it (IDs are bigint here, decimal strings on the wire). */
+export interface ShardObject {
+  readonly id: bigint;
+  /** Type name from the schema (`pin`). */
+  readonly type: string;
+  readonly shard: number;
+  readonly data: JsonObject;
+  readonly createdAt: Date;
+  /** Opaque version of `data`: changes whenever the stored JSON changes (HTTP ETag). */
+  readonly etag: string;
+}
+
+export interface CreateOptions {
+  /** Put the object on the shard of this related object (a pin on its board's shard). */
+  near?: bigint | string;
+  /** Put the object on this (open) shard. */
+  shard?: number;
+}
+
+export interface UpdateOptions {
+  /** Only update when the current etag is one of these ('*' matches any existing object). */
+  ifMatch?: string | readonly string[];
+}
+
+export interface DeleteOptions {
+  /** Remove the row instead of marking it `"active": false`. */
+  hard?: boolean;
+}
+
+export type ListOrder = 'asc' | 'desc';
+
+export interface ListOptions {
+  /** 1..1000, default 50. */
+  limit?: number;
+  /** Default 'desc' (newest first when sequences are timestamps). */
+  order?: ListOrder;
+  /** The `next` of the previous page; null or undefined for the first page. */
+  cursor?: string | null;
+}
+
+export interface MappingEntry {
+  id: bigint;
+  sequence: number;
+}
+
+export interface MappingPage {
+  items: MappingEntry[];
+  /** Cursor of the next page, or null when this page is the last. */
+  next: string | null;
+}
+
+export interface JoinPage {
+  /** The page's objects in mapping order; deleted or missing objects are skipped. */
+  objects: ShardObject[];
+  next: string | null;
+}
+
+/** Emitted on `kit.events` as 'shard-error' when a backend call fails for a storage reason. */
+export interface ShardErrorEvent {
+  host: string;
+  shard: number;
+  fleet: 'objects' | 'lookups';
+  op: string;
+  error: unknown;
+}
