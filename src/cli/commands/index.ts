@@ -1,8 +1,11 @@
 import type { Command } from 'commander';
 import * as tickets from './tickets.js';
+import * as dev from './dev.js';
+import * as init from './init.js';
+import * as schema from './schema.js';
 
 /** Each command file exports `register(program)`; add new ones here. */
-const modules: Array<{ register(program: Command): void }> = [tickets];
+const modules: Array<{ register(program: Command): void }> = [tickets, dev, init, schema];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

@@ -27,6 +27,17 @@ function findProgram(names: string[]): string | undefined {
   return undefined;
 }
 
+/** An explicit path (env override) wins when set; when set but unusable, nothing else is tried. */
+function executable(path: string | undefined): string | undefined | null {
+  if (path === undefined || path === '') return undefined;
+  try {
+    accessSync(path, constants.X_OK);
+    return path;
+  } catch {
+    return null;
+  }
+}
+
 let cached: MariadbBinaries | undefined;
 
 /**
@@ -34,12 +45,14 @@ let cached: MariadbBinaries | undefined;
  * Missing programs are MISSING_DEPENDENCY with the Debian package that provides them.
  */
 export function findMariadbBinaries(): MariadbBinaries {
-  if (cached) return cached;
-  const mariadbd = process.env.MARIADBD ?? findProgram(['mariadbd', 'mysqld']);
+  if (cached && !process.env.MARIADBD && !process.env.MARIADB_INSTALL_DB) return cached;
+  const explicitD = executable(process.env.MARIADBD);
+  const mariadbd = explicitD === null ? undefined : explicitD ?? findProgram(['mariadbd', 'mysqld']);
   if (!mariadbd) {
     throw new ShardKitError('MISSING_DEPENDENCY', 'mariadbd not found: install the Debian package mariadb-server (apt-get install mariadb-server mariadb-client)');
   }
-  const installDb = process.env.MARIADB_INSTALL_DB ?? findProgram(['mariadb-install-db', 'mysql_install_db']);
+  const explicitI = executable(process.env.MARIADB_INSTALL_DB);
+  const installDb = explicitI === null ? undefined : explicitI ?? findProgram(['mariadb-install-db', 'mysql_install_db']);
   if (!installDb) {
     throw new ShardKitError('MISSING_DEPENDENCY', 'mariadb-install-db not found: install the Debian package mariadb-server (apt-get install mariadb-server mariadb-client)');
   }

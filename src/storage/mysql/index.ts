@@ -1,5 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import { resolveSchema, type ShardKitConfig } from '../../config/config.js';
+import type { BackendFactoryOptions } from '../../store/backend-factory.js';
 import { MysqlBackend } from './mysql-backend.js';
 
 export { MysqlBackend, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './mysql-backend.js';
@@ -21,4 +22,11 @@ export function mysqlBackendFromConfig(config: ShardKitConfig): MysqlBackend {
     },
     schema: resolveSchema(config),
   });
+}
+
+/** The hook src/store/backend-factory.ts loads when config.storage.backend is "mysql". */
+export function createBackend(options: BackendFactoryOptions): MysqlBackend {
+  const backend = mysqlBackendFromConfig(options.config);
+  backend.setSchema(options.schema);
+  return backend;
 }
