@@ -3,9 +3,10 @@ import * as tickets from './tickets.js';
 import * as dev from './dev.js';
 import * as init from './init.js';
 import * as schema from './schema.js';
+import * as wc from './wc.js';
 
 /** Each command file exports `register(program)`; add new ones here. */
-const modules: Array<{ register(program: Command): void }> = [tickets, dev, init, schema];
+const modules: Array<{ register(program: Command): void }> = [tickets, dev, init, schema, wc];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

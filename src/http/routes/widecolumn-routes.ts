@@ -1,0 +1,312 @@
+import { isUtf8 } from 'node:buffer';
+import type { FastifyInstance } from 'fastify';
+import type {} from '@fastify/swagger';
+import { ShardKitError } from '../../errors.js';
+import { backup } from '../../widecolumn/backup.js';
+import { compact } from '../../widecolumn/compaction.js';
+import { publicDataset } from '../../widecolumn/dataset-config.js';
+import { exportParquet } from '../../widecolumn/parquet-export.js';
+import type { GetRowRequest, PutItem, RowResult } from '../../widecolumn/types.js';
+import type { WideColumnStore } from '../../widecolumn/wide-column-store.js';
+
+const errorBody = {
+  type: 'object',
+  properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] } },
+  required: ['error'],
+} as const;
+const errors = { 400: errorBody, 404: errorBody, 409: errorBody, 413: errorBody, 503: errorBody } as const;
+
+const datasetJson = {
+  type: 'object',
+  properties: { name: { type: 'string' }, maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' }, createdAt: { type: 'integer' }, updatedAt: { type: 'integer' } },
+  required: ['name', 'maxVersions', 'ttlSeconds'],
+  additionalProperties: false,
+} as const;
+
+const cellJson = {
+  type: 'object',
+  properties: { timestamp: { type: 'integer' }, value: { type: 'string' }, encoding: { type: 'string', enum: ['base64'] } },
+  required: ['timestamp', 'value'],
+  additionalProperties: false,
+} as const;
+
+const rowJson = {
+  type: 'object',
+  properties: {
+    row: { type: 'string' },
+    columns: { type: 'object', additionalProperties: { type: 'array', items: cellJson } },
+    marker: { type: ['string', 'null'] },
+  },
+  required: ['row', 'columns', 'marker'],
+  additionalProperties: false,
+} as const;
+
+const itemJson = {
+  type: 'object',
+  properties: {
+    column: { type: 'string' },
+    value: { type: 'string' },
+    timestamp: { type: 'integer', minimum: 0 },
+    encoding: { type: 'string', enum: ['utf8', 'base64'] },
+  },
+  required: ['column', 'value'],
+  additionalProperties: false,
+} as const;
+
+const readParams = {
+  columns: { type: 'array', items: { type: 'string' } },
+  versions: { type: 'integer', minimum: 1 },
+  start: { type: 'integer', minimum: 0 },
+  end: { type: 'integer', minimum: 0 },
+  limit: { type: 'integer', minimum: 1 },
+  marker: { type: ['string', 'null'] },
+} as const;
+
+const encodingParam = { type: 'string', enum: ['utf8', 'base64'], default: 'utf8' } as const;
+
+interface JsonItem {
+  column: string;
+  value: string;
+  timestamp?: number;
+  encoding?: 'utf8' | 'base64';
+}
+
+type Encoding = 'utf8' | 'base64';
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function decodeItem(item: JsonItem): PutItem {
+  let value: string | Buffer = item.value;
+  if (item.encoding === 'base64') {
+    if (!BASE64.test(item.value)) throw new ShardKitError('INVALID_ARGUMENT', `value of column ${JSON.stringify(item.column.slice(0, 80))} is not valid base64`);
+    value = Buffer.from(item.value, 'base64');
+  }
+  return item.timestamp === undefined ? { column: item.column, value } : { column: item.column, value, timestamp: item.timestamp };
+}
+
+/** Values go out as UTF-8 text, or base64 (flagged per cell) when asked or not valid UTF-8. */
+function rowToJson(r: RowResult, encoding: Encoding): { row: string; columns: Record<string, unknown[]>; marker: string | null } {
+  // A null-prototype object: a column named "__proto__" is data, not a prototype.
+  const columns = Object.create(null) as Record<string, unknown[]>;
+  for (const c of r.columns) {
+    columns[c.column] = c.cells.map((cell) =>
+      encoding === 'utf8' && isUtf8(cell.value)
+        ? { timestamp: cell.timestamp, value: cell.value.toString('utf8') }
+        : { timestamp: cell.timestamp, value: cell.value.toString('base64'), encoding: 'base64' },
+    );
+  }
+  return { row: r.row, columns, marker: r.marker };
+}
+
+function splitColumns(columns: string | undefined): string[] | undefined {
+  if (columns === undefined) return undefined;
+  const list = columns.split(',');
+  if (list.some((c) => c.length === 0)) throw new ShardKitError('INVALID_ARGUMENT', 'columns must be a comma-separated list of non-empty names (use rows:batchGet for names with commas)');
+  return list;
+}
+
+/**
+ * The wide-column HTTP API (issue 6 §2) plus admin endpoints that let `shardkit wc --url` ask a
+ * running service to compact, back up or export. A plugin for `buildApp({ plugins })`; the
+ * store stays owned by the caller. Row keys travel URL-encoded in the path (the route is a
+ * wildcard so long keys are not cut by the router's parameter length limit).
+ */
+export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance) => Promise<void> {
+  const bodyLimit = Math.ceil(store.limits.maxBatchBytes * 1.5) + 1024 * 1024;
+  return async (app: FastifyInstance) => {
+    app.get('/v1/datasets', {
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Wide-column datasets and their settings',
+        response: { 200: { type: 'object', properties: { datasets: { type: 'array', items: datasetJson } }, required: ['datasets'] } },
+      },
+    }, async () => ({ datasets: store.listDatasets().map(publicDataset) }));
+
+    app.get<{ Params: { ds: string } }>('/v1/datasets/:ds', {
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'One dataset and its settings',
+        params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
+        response: { 200: datasetJson, ...errors },
+      },
+    }, async (request) => publicDataset(store.getDataset(request.params.ds)));
+
+    app.put<{ Params: { ds: string }; Body: { maxVersions?: number; ttlSeconds?: number } }>('/v1/datasets/:ds', {
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Create a dataset or change its settings',
+        description: 'maxVersions: versions kept per column (default 1); ttlSeconds: cells expire that long after their timestamp (0 = never, the default). Absent fields keep their value.',
+        params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
+        body: { type: 'object', properties: { maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' } }, additionalProperties: false },
+        response: { 200: datasetJson, 201: datasetJson, ...errors },
+      },
+    }, async (request, reply) => {
+      const { dataset, created } = await store.putDataset(request.params.ds, request.body ?? {});
+      return reply.code(created ? 201 : 200).send(publicDataset(dataset));
+    });
+
+    app.get<{ Params: { ds: string; '*': string }; Querystring: { columns?: string; versions?: number; start?: number; end?: number; limit?: number; marker?: string; encoding: Encoding } }>('/v1/datasets/:ds/rows/*', {
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Get Row: columns of a row, newest version first, paginated by column',
+        description: 'columns: comma-separated names (default all); versions per column (default 1); time range [start, end) in ms; limit: columns per page (default 100); marker: from the previous page. Values are UTF-8 text unless encoding=base64 or the bytes are not UTF-8 (then the cell says "encoding":"base64").',
+        params: { type: 'object', properties: { ds: { type: 'string' }, '*': { type: 'string' } }, required: ['ds', '*'] },
+        querystring: {
+          type: 'object',
+          properties: {
+            columns: { type: 'string' },
+            versions: { type: 'integer', minimum: 1 },
+            start: { type: 'integer', minimum: 0 },
+            end: { type: 'integer', minimum: 0 },
+            limit: { type: 'integer', minimum: 1 },
+            marker: { type: 'string' },
+            encoding: encodingParam,
+          },
+          additionalProperties: false,
+        },
+        response: { 200: rowJson, ...errors },
+      },
+    }, async (request) => {
+      const q = request.query;
+      const opts: GetRowRequest = { row: request.params['*'] };
+      const columns = splitColumns(q.columns);
+      if (columns) opts.columns = columns;
+      if (q.versions !== undefined) opts.versions = q.versions;
+      if (q.start !== undefined) opts.start = q.start;
+      if (q.end !== undefined) opts.end = q.end;
+      if (q.limit !== undefined) opts.limit = q.limit;
+      if (q.marker !== undefined) opts.marker = q.marker;
+      const [r] = await store.batchGetRows(request.params.ds, [opts]);
+      return rowToJson(r!, q.encoding);
+    });
+
+    app.put<{ Params: { ds: string; '*': string }; Body: { items: JsonItem[] } }>('/v1/datasets/:ds/rows/*', {
+      bodyLimit,
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Put Row: add cells to a row, all in one atomic write',
+        description: 'items: [{column, value, timestamp?, encoding?}]. Without a timestamp the server time is used (repeats of a column get consecutive ms); older timestamps are allowed (backfills). Values are UTF-8 text, or base64 with "encoding":"base64".',
+        params: { type: 'object', properties: { ds: { type: 'string' }, '*': { type: 'string' } }, required: ['ds', '*'] },
+        body: { type: 'object', properties: { items: { type: 'array', items: itemJson } }, required: ['items'], additionalProperties: false },
+        response: { 200: { type: 'object', properties: { row: { type: 'string' }, timestamp: { type: ['integer', 'null'] } }, required: ['row', 'timestamp'] }, ...errors },
+      },
+    }, async (request) => {
+      const [r] = await store.batchPutRows(request.params.ds, [{ row: request.params['*'], items: request.body.items.map(decodeItem) }]);
+      return r;
+    });
+
+    app.delete<{ Params: { ds: string; '*': string }; Querystring: { columns?: string } }>('/v1/datasets/:ds/rows/*', {
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Delete Row: the given columns (every version), or the whole row',
+        params: { type: 'object', properties: { ds: { type: 'string' }, '*': { type: 'string' } }, required: ['ds', '*'] },
+        querystring: { type: 'object', properties: { columns: { type: 'string' } }, additionalProperties: false },
+        response: { 200: { type: 'object', properties: { row: { type: 'string' }, deleted: { type: 'string', enum: ['row', 'columns'] } }, required: ['row', 'deleted'] }, ...errors },
+      },
+    }, async (request) => {
+      const row = request.params['*'];
+      const columns = splitColumns(request.query.columns);
+      await store.batchDeleteRows(request.params.ds, [columns ? { row, columns } : { row }]);
+      return { row, deleted: columns ? 'columns' : 'row' };
+    });
+
+    app.post<{ Params: { ds: string }; Body: { requests: GetRowRequest[]; encoding: Encoding } }>('/v1/datasets/:ds/rows::batchGet', {
+      bodyLimit,
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Batch Get Row',
+        params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
+        body: {
+          type: 'object',
+          properties: {
+            requests: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, ...readParams }, required: ['row'], additionalProperties: false } },
+            encoding: encodingParam,
+          },
+          required: ['requests'],
+          additionalProperties: false,
+        },
+        response: { 200: { type: 'object', properties: { results: { type: 'array', items: rowJson } }, required: ['results'] }, ...errors },
+      },
+    }, async (request) => {
+      const results = await store.batchGetRows(request.params.ds, request.body.requests);
+      return { results: results.map((r) => rowToJson(r, request.body.encoding)) };
+    });
+
+    app.post<{ Params: { ds: string }; Body: { rows: Array<{ row: string; items: JsonItem[] }> } }>('/v1/datasets/:ds/rows::batchPut', {
+      bodyLimit,
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Batch Put Row: every item of every row in one atomic write',
+        params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
+        body: {
+          type: 'object',
+          properties: { rows: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, items: { type: 'array', items: itemJson } }, required: ['row', 'items'], additionalProperties: false } } },
+          required: ['rows'],
+          additionalProperties: false,
+        },
+        response: {
+          200: { type: 'object', properties: { results: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, timestamp: { type: ['integer', 'null'] } }, required: ['row', 'timestamp'] } } }, required: ['results'] },
+          ...errors,
+        },
+      },
+    }, async (request) => {
+      const rows = request.body.rows.map((r) => ({ row: r.row, items: r.items.map(decodeItem) }));
+      return { results: await store.batchPutRows(request.params.ds, rows) };
+    });
+
+    app.post<{ Params: { ds: string }; Body: { rows: Array<{ row: string; columns?: string[] }> } }>('/v1/datasets/:ds/rows::batchDelete', {
+      bodyLimit,
+      schema: {
+        tags: ['widecolumn'],
+        summary: 'Batch Delete Row: columns of rows, or whole rows, in one atomic write',
+        params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
+        body: {
+          type: 'object',
+          properties: { rows: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, columns: { type: 'array', items: { type: 'string' } } }, required: ['row'], additionalProperties: false } } },
+          required: ['rows'],
+          additionalProperties: false,
+        },
+        response: { 200: { type: 'object', properties: { deleted: { type: 'integer' } }, required: ['deleted'] }, ...errors },
+      },
+    }, async (request) => {
+      await store.batchDeleteRows(request.params.ds, request.body.rows);
+      return { deleted: request.body.rows.length };
+    });
+
+    // Admin: what `shardkit wc --url` calls. Paths are on the service's machine.
+    app.post('/v1/admin/widecolumn/compact', {
+      schema: {
+        tags: ['widecolumn-admin'],
+        summary: 'Run the compaction job now (expired cells and versions beyond maxVersions leave the disk)',
+        response: { 200: { type: 'object', additionalProperties: { type: 'integer' } }, ...errors },
+      },
+    }, async () => ({ ...(await compact(store)) }));
+
+    app.post<{ Body: { dir: string } }>('/v1/admin/widecolumn/backup', {
+      schema: {
+        tags: ['widecolumn-admin'],
+        summary: 'Write a consistent backup from a RocksDB snapshot into a new or empty directory on the service machine',
+        body: { type: 'object', properties: { dir: { type: 'string', minLength: 1 } }, required: ['dir'], additionalProperties: false },
+        response: {
+          200: { type: 'object', properties: { dir: { type: 'string' }, records: { type: 'integer' }, bytes: { type: 'integer' }, files: { type: 'integer' }, snapshotAt: { type: 'integer' } }, required: ['dir', 'records', 'bytes', 'files'] },
+          ...errors,
+        },
+      },
+    }, async (request) => {
+      const m = await backup(store, request.body.dir);
+      return { dir: request.body.dir, records: m.records, bytes: m.bytes, files: m.files.length, snapshotAt: m.snapshotAt };
+    });
+
+    app.post<{ Body: { dataset: string; file: string; overwrite?: boolean } }>('/v1/admin/widecolumn/export', {
+      schema: {
+        tags: ['widecolumn-admin'],
+        summary: 'Export the live cells of a dataset as Parquet (row_key, column, timestamp, value) to a file on the service machine',
+        body: { type: 'object', properties: { dataset: { type: 'string' }, file: { type: 'string', minLength: 1 }, overwrite: { type: 'boolean' } }, required: ['dataset', 'file'], additionalProperties: false },
+        response: {
+          200: { type: 'object', properties: { dataset: { type: 'string' }, file: { type: 'string' }, rows: { type: 'integer' }, cells: { type: 'integer' }, durationMs: { type: 'integer' } }, required: ['dataset', 'file', 'rows', 'cells'] },
+          ...errors,
+        },
+      },
+    }, async (request) => exportParquet(store, request.body.dataset, request.body.file, { overwrite: request.body.overwrite === true }));
+  };
+}

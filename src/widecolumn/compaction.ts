@@ -1,0 +1,160 @@
+import RocksDB from 'rocksdb-native';
+import {
+  CELL_TAG,
+  decodeHeadValue,
+  HEAD_TAG,
+  META_FLOOR,
+  metaRange,
+  readInvertedTimestamp,
+  prefixEnd,
+  unescapeComponent,
+} from './key-codec.js';
+import { isLive } from './row-context.js';
+import type { ProgressFn } from './types.js';
+import type { WideColumnStore } from './wide-column-store.js';
+
+export interface CompactionReport {
+  /** Cells looked at. */
+  scannedCells: number;
+  removedExpiredCells: number;
+  removedExcessVersions: number;
+  removedHeads: number;
+  /** Key + value bytes of the removed records (before RocksDB's own compression). */
+  removedBytes: number;
+  rangeDeletes: number;
+  /** SST bytes before and after RocksDB compacted the range deletes away. */
+  sstBytesBefore: number;
+  sstBytesAfter: number;
+  durationMs: number;
+}
+
+const FLUSH_EVERY = 1000;
+
+/**
+ * The compaction job: RocksDB here has no compaction filter, so expired cells and versions
+ * beyond maxVersions are found by one scan over all shards, removed with one range delete per
+ * column (from the first removable cell to the column's end: every older cell is removable too),
+ * and then RocksDB compacts the whole key space so the data and the tombstones leave the disk.
+ * Reads already hide these cells, so the job changes no result, only the disk usage.
+ */
+export async function compact(store: WideColumnStore, options: { onProgress?: ProgressFn } = {}): Promise<CompactionReport> {
+  return store.track(async () => {
+    const started = Date.now();
+    const db = store.db;
+    const now = store.clock();
+    const report: CompactionReport = {
+      scannedCells: 0,
+      removedExpiredCells: 0,
+      removedExcessVersions: 0,
+      removedHeads: 0,
+      removedBytes: 0,
+      rangeDeletes: 0,
+      sstBytesBefore: await sstBytes(db),
+      sstBytesAfter: 0,
+      durationMs: 0,
+    };
+    let w = db.write({ capacity: 64 });
+    let pending = 0;
+    const flush = async (): Promise<void> => {
+      if (pending === 0) return;
+      await w.flush();
+      pending = 0;
+    };
+    try {
+      // One pass over every data key (shards are the key prefix; metadata sorts after them).
+      let colPrefix: Buffer | null = null;
+      let rank = 0;
+      let removing: 'expired' | 'versions' | null = null;
+      let expiredHeads: Buffer[] = [];
+      let lastShard = -1;
+      const dropHeads = async (): Promise<void> => {
+        for (const key of expiredHeads) {
+          const ds = store.datasetById(key.readUInt32BE(3))!;
+          const rowEnd = unescapeComponent(key, 7).next;
+          // A put may have replaced the head since the scan: check again under the row's lock.
+          const release = await store.lockRow(key.subarray(0, rowEnd).toString('latin1'));
+          try {
+            const v = await db.get(key);
+            if (v && !isLive(ds, decodeHeadValue(v).ts, now)) {
+              await db.delete(key);
+              report.removedHeads++;
+              report.removedBytes += key.length + v.length;
+            }
+          } finally {
+            release();
+          }
+        }
+        expiredHeads = [];
+      };
+      for await (const { key, value } of db.iterator({ gte: Buffer.from([0x00]), lt: Buffer.from([0xff, 0xff]) }, { capacity: 512 })) {
+        const shard = key.readUInt16BE(0);
+        if (shard !== lastShard) {
+          if (lastShard >= 0) options.onProgress?.({ phase: 'scan', done: lastShard + 1, total: store.shards });
+          lastShard = shard;
+        }
+        const ds = store.datasetById(key.readUInt32BE(3));
+        if (!ds) continue;
+        if (key[2] === HEAD_TAG) {
+          // An expired head means its whole column expired.
+          if (!isLive(ds, decodeHeadValue(value).ts, now)) expiredHeads.push(key);
+          if (expiredHeads.length >= FLUSH_EVERY) await dropHeads();
+          continue;
+        }
+        if (key[2] !== CELL_TAG) continue;
+        report.scannedCells++;
+        const thisCol = key.subarray(0, key.length - 8);
+        if (!colPrefix || !thisCol.equals(colPrefix)) {
+          colPrefix = Buffer.from(thisCol);
+          rank = 0;
+          removing = null;
+        }
+        rank++;
+        if (removing === null) {
+          if (!isLive(ds, readInvertedTimestamp(key, key.length - 8), now)) removing = 'expired';
+          else if (rank > ds.maxVersions) removing = 'versions';
+          if (removing !== null) {
+            // Everything from this cell to the column's end goes: older cells are removable too.
+            w.tryDeleteRange(key, prefixEnd(colPrefix));
+            report.rangeDeletes++;
+            pending++;
+            if (pending >= FLUSH_EVERY) await flush();
+          }
+        }
+        if (removing === 'expired') report.removedExpiredCells++;
+        else if (removing === 'versions') report.removedExcessVersions++;
+        if (removing !== null) report.removedBytes += key.length + value.length;
+      }
+      await flush();
+      await dropHeads();
+      options.onProgress?.({ phase: 'scan', done: store.shards, total: store.shards });
+      // Floors: only the highest matters.
+      let first = true;
+      for await (const { key } of db.iterator(metaRange(META_FLOOR))) {
+        if (first) {
+          first = false;
+          continue;
+        }
+        w.tryDeleteRange(key, metaRange(META_FLOOR).lt);
+        pending++;
+        break;
+      }
+      await flush();
+    } finally {
+      w.destroy();
+    }
+    options.onProgress?.({ phase: 'compact', done: 0, total: 1 });
+    await db.compactRange(null, null, { bottommostLevelCompaction: RocksDB.constants.bottommostLevelCompaction.FORCE });
+    options.onProgress?.({ phase: 'compact', done: 1, total: 1 });
+    report.sstBytesAfter = await sstBytes(db);
+    report.durationMs = Date.now() - started;
+    store.logger?.info({ ...report }, 'wide-column compaction done');
+    return report;
+  });
+}
+
+async function sstBytes(db: RocksDB): Promise<number> {
+  const v = await db.getProperty('rocksdb.total-sst-files-size');
+  const n = Number(v);
+  return Number.isFinite(n) ? n : 0;
+}
+

@@ -1,0 +1,205 @@
+/**
+ * The RocksDB key format of the wide-column store (documented in docs/widecolumn.md).
+ *
+ *   cell  = shard:u16 | 0x01 | dataset:u32 | esc(row) 00 01 | esc(column) 00 01 | ~timestamp:u64
+ *   head  = shard:u16 | 0x02 | dataset:u32 | esc(row) 00 01 | esc(column) 00 01      -> timestamp:u64 | value
+ *   meta  = ff ff | kind:u8 | ...
+ *
+ * esc() doubles nothing but 0x00, which becomes 00 ff; the terminator 00 01 sorts below every
+ * escaped byte, so plain bytewise order gives rows in key order, columns in name order, and no
+ * row key or column name can be a prefix of, or collide with, another. The timestamp is stored
+ * inverted (2^64-1-ts, big-endian) so the newest version of a column comes first.
+ */
+
+export const CELL_TAG = 0x01;
+export const HEAD_TAG = 0x02;
+export const META_PREFIX = Buffer.from([0xff, 0xff]);
+export const META_DATASET = 0x44; // 'D'
+export const META_FLOOR = 0x46; // 'F'
+export const META_STORE = 0x53; // 'S'
+
+const TERMINATOR_LOW = 0x01;
+const TS_BYTES = 8;
+
+/** Escapes raw bytes and appends the 00 01 terminator. */
+export function escapeComponent(raw: Uint8Array): Buffer {
+  let zeros = 0;
+  for (let i = 0; i < raw.length; i++) if (raw[i] === 0) zeros++;
+  const out = Buffer.allocUnsafe(raw.length + zeros + 2);
+  if (zeros === 0) {
+    out.set(raw, 0);
+  } else {
+    let j = 0;
+    for (let i = 0; i < raw.length; i++) {
+      const b = raw[i]!;
+      out[j++] = b;
+      if (b === 0) out[j++] = 0xff;
+    }
+  }
+  out[out.length - 2] = 0x00;
+  out[out.length - 1] = TERMINATOR_LOW;
+  return out;
+}
+
+/**
+ * Reads one escaped component starting at `offset`; returns the raw bytes and the offset just
+ * after its terminator. Throws on a malformed key (never produced by this codec).
+ */
+export function unescapeComponent(key: Uint8Array, offset: number): { raw: Buffer; next: number } {
+  let zeros = 0;
+  let end = offset;
+  for (;;) {
+    if (end + 1 >= key.length) throw new Error('malformed wide-column key: unterminated component');
+    if (key[end] === 0) {
+      const n = key[end + 1];
+      if (n === TERMINATOR_LOW) break;
+      if (n !== 0xff) throw new Error('malformed wide-column key: bad escape');
+      zeros++;
+      end += 2;
+    } else {
+      end++;
+    }
+  }
+  const slice = key.subarray(offset, end);
+  let raw: Buffer;
+  if (zeros === 0) {
+    raw = Buffer.from(slice);
+  } else {
+    raw = Buffer.allocUnsafe(slice.length - zeros);
+    let j = 0;
+    for (let i = 0; i < slice.length; i++) {
+      raw[j++] = slice[i]!;
+      if (slice[i] === 0) i++;
+    }
+  }
+  return { raw, next: end + 2 };
+}
+
+/** 2^64-1-ts as 8 big-endian bytes; ts is a safe integer >= 0, so two 32-bit halves suffice. */
+export function writeInvertedTimestamp(out: Buffer, offset: number, ts: number): void {
+  const hi = Math.floor(ts / 0x1_0000_0000);
+  const lo = ts - hi * 0x1_0000_0000;
+  out.writeUInt32BE(0xffffffff - hi, offset);
+  out.writeUInt32BE(0xffffffff - lo, offset + 4);
+}
+
+export function readInvertedTimestamp(buf: Uint8Array, offset: number): number {
+  const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const hi = 0xffffffff - b.readUInt32BE(offset);
+  const lo = 0xffffffff - b.readUInt32BE(offset + 4);
+  return hi * 0x1_0000_0000 + lo;
+}
+
+export function writeTimestamp(out: Buffer, offset: number, ts: number): void {
+  const hi = Math.floor(ts / 0x1_0000_0000);
+  out.writeUInt32BE(hi, offset);
+  out.writeUInt32BE(ts - hi * 0x1_0000_0000, offset + 4);
+}
+
+export function readTimestamp(buf: Buffer, offset: number): number {
+  return buf.readUInt32BE(offset) * 0x1_0000_0000 + buf.readUInt32BE(offset + 4);
+}
+
+/** shard | tag | dataset | esc(row): everything of one row in one keyspace starts with this. */
+export function rowPrefix(tag: number, shard: number, datasetId: number, rowEsc: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(7 + rowEsc.length);
+  out.writeUInt16BE(shard, 0);
+  out[2] = tag;
+  out.writeUInt32BE(datasetId, 3);
+  rowEsc.copy(out, 7);
+  return out;
+}
+
+/** The smallest key greater than every key starting with `prefix` (prefix ends in 00 01). */
+export function prefixEnd(prefix: Buffer): Buffer {
+  const out = Buffer.from(prefix);
+  out[out.length - 1]! += 1;
+  return out;
+}
+
+/** Start of the keys of one shard/tag/dataset, and the end of that range. */
+export function datasetShardRange(tag: number, shard: number, datasetId: number): { gte: Buffer; lt: Buffer } {
+  const gte = Buffer.allocUnsafe(7);
+  gte.writeUInt16BE(shard, 0);
+  gte[2] = tag;
+  gte.writeUInt32BE(datasetId, 3);
+  const lt = Buffer.from(gte);
+  // datasetId < 2^32-1 always (ids are allocated from 1 upwards), so +1 does not overflow.
+  lt.writeUInt32BE(datasetId + 1, 3);
+  return { gte, lt };
+}
+
+export function shardRange(shard: number): { gte: Buffer; lt: Buffer } {
+  const gte = Buffer.alloc(2);
+  gte.writeUInt16BE(shard, 0);
+  const lt = Buffer.alloc(2);
+  lt.writeUInt16BE(shard + 1, 0);
+  return { gte, lt };
+}
+
+export function cellKey(rowCellPrefix: Buffer, colEsc: Buffer, ts: number): Buffer {
+  const out = Buffer.allocUnsafe(rowCellPrefix.length + colEsc.length + TS_BYTES);
+  rowCellPrefix.copy(out, 0);
+  colEsc.copy(out, rowCellPrefix.length);
+  writeInvertedTimestamp(out, rowCellPrefix.length + colEsc.length, ts);
+  return out;
+}
+
+export function concat(a: Buffer, b: Buffer): Buffer {
+  return Buffer.concat([a, b], a.length + b.length);
+}
+
+export function headValue(ts: number, value: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(TS_BYTES + value.length);
+  writeTimestamp(out, 0, ts);
+  out.set(value, TS_BYTES);
+  return out;
+}
+
+export function decodeHeadValue(v: Buffer): { ts: number; value: Buffer } {
+  return { ts: readTimestamp(v, 0), value: v.subarray(TS_BYTES) };
+}
+
+/** Splits a cell key of a known row (prefix length) into the escaped column and timestamp. */
+export function splitCellKey(key: Buffer, rowPrefixLength: number): { colEsc: Buffer; ts: number } {
+  return {
+    colEsc: key.subarray(rowPrefixLength, key.length - TS_BYTES),
+    ts: readInvertedTimestamp(key, key.length - TS_BYTES),
+  };
+}
+
+/** Parses any cell key (used by full scans: compaction, export, backup checks). */
+export function parseCellKey(key: Buffer): { shard: number; datasetId: number; rowEsc: Buffer; colEsc: Buffer; ts: number } {
+  const shard = key.readUInt16BE(0);
+  const datasetId = key.readUInt32BE(3);
+  const row = unescapeComponent(key, 7);
+  return {
+    shard,
+    datasetId,
+    rowEsc: key.subarray(7, row.next),
+    colEsc: key.subarray(row.next, key.length - TS_BYTES),
+    ts: readInvertedTimestamp(key, key.length - TS_BYTES),
+  };
+}
+
+export function decodeEscaped(esc: Buffer): Buffer {
+  return unescapeComponent(esc, 0).raw;
+}
+
+export function metaKey(kind: number, rest: Uint8Array = Buffer.alloc(0)): Buffer {
+  const out = Buffer.allocUnsafe(3 + rest.length);
+  META_PREFIX.copy(out, 0);
+  out[2] = kind;
+  out.set(rest, 3);
+  return out;
+}
+
+export function metaRange(kind: number): { gte: Buffer; lt: Buffer } {
+  return { gte: metaKey(kind), lt: Buffer.from([0xff, 0xff, kind + 1]) };
+}
+
+export function floorKey(ts: number): Buffer {
+  const out = metaKey(META_FLOOR, Buffer.alloc(TS_BYTES));
+  writeInvertedTimestamp(out, 3, ts);
+  return out;
+}

@@ -1,0 +1,474 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import RocksDB from 'rocksdb-native';
+import { ShardKitError } from '../errors.js';
+import {
+  checkDatasetName,
+  decodeStoredDataset,
+  DEFAULT_MAX_VERSIONS,
+  DEFAULT_TTL_SECONDS,
+  MAX_VERSIONS_LIMIT,
+  parseDatasetSettings,
+  type DatasetConfig,
+  type DatasetSettings,
+} from './dataset-config.js';
+import {
+  cellKey,
+  concat,
+  decodeHeadValue,
+  escapeComponent,
+  floorKey,
+  headValue,
+  META_DATASET,
+  META_FLOOR,
+  META_STORE,
+  metaKey,
+  metaRange,
+  prefixEnd,
+  readInvertedTimestamp,
+} from './key-codec.js';
+import { checkCount, checkName, checkTimestamp, DEFAULT_LIMITS, tooLarge, type WideColumnLimits } from './limits.js';
+import { rowContext, type RowContext } from './row-context.js';
+import { RowLocks } from './row-locks.js';
+import { readRow, type ReadQuery } from './row-reader.js';
+import { WideColumnSnapshot } from './snapshot.js';
+import { TimestampOracle } from './timestamp-oracle.js';
+import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, PutItem, PutRowRequest, PutRowResult, RowResult } from './types.js';
+
+export interface WideColumnStoreOptions {
+  /** Milliseconds since the epoch; injectable for tests. */
+  clock?: () => number;
+  limits?: Partial<WideColumnLimits>;
+  /** How far ahead of the written timestamps the persisted floor is kept (default 1000 ms). */
+  timestampLeaseMs?: number;
+  /** Logical shards (mod shard of the row key); fixed when the store is created (default 4096). */
+  shards?: number;
+  logger?: Logger;
+}
+
+interface StoreInfo {
+  format: 1;
+  shards: number;
+  createdAt: number;
+}
+
+export const DEFAULT_SHARDS = 4096;
+const DEFAULT_PAGE = 100;
+const MAX_PAGE = 10_000;
+
+interface PreparedItem {
+  colRaw: Buffer;
+  colEsc: Buffer;
+  value: Buffer;
+  /** Explicit, or assigned when the write runs. */
+  ts: number | null;
+  server: boolean;
+}
+
+interface PreparedRow {
+  ctx: RowContext;
+  items: PreparedItem[];
+}
+
+/**
+ * The wide-column engine: datasets → rows → columns → cells on one RocksDB. See
+ * docs/widecolumn.md for the key format and the guarantees.
+ */
+export class WideColumnStore {
+  readonly path: string;
+  readonly shards: number;
+  readonly limits: WideColumnLimits;
+  private readonly datasets = new Map<string, DatasetConfig>();
+  private readonly datasetsById = new Map<number, DatasetConfig>();
+  private readonly locks = new RowLocks();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private closing: Promise<void> | null = null;
+  private readonly snapshots = new Set<WideColumnSnapshot>();
+  private datasetWrites: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    /** @internal */ readonly db: RocksDB,
+    path: string,
+    shards: number,
+    limits: WideColumnLimits,
+    /** @internal */ readonly oracle: TimestampOracle,
+    readonly clock: () => number,
+    readonly logger: Logger | undefined,
+  ) {
+    this.path = path;
+    this.shards = shards;
+    this.limits = limits;
+  }
+
+  /** Opens (creating if needed) the store in `path`; STORE_LOCKED when another process has it. */
+  static async open(path: string, options: WideColumnStoreOptions = {}): Promise<WideColumnStore> {
+    const db = await openRocks(path);
+    try {
+      const clock = options.clock ?? Date.now;
+      const infoBytes = await db.get(metaKey(META_STORE));
+      let info: StoreInfo;
+      if (infoBytes) {
+        info = JSON.parse(infoBytes.toString('utf8')) as StoreInfo;
+        if (options.shards !== undefined && options.shards !== info.shards) {
+          throw new ShardKitError('INVALID_CONFIG', `the wide-column store in ${path} was created with ${info.shards} shards; it cannot be opened with ${options.shards}`);
+        }
+      } else {
+        const shards = options.shards ?? DEFAULT_SHARDS;
+        if (!Number.isSafeInteger(shards) || shards < 1 || shards > 0xffff) throw new ShardKitError('INVALID_CONFIG', `shards must be an integer in 1..65535, got ${shards}`);
+        info = { format: 1, shards, createdAt: clock() };
+        await db.put(metaKey(META_STORE), Buffer.from(JSON.stringify(info)));
+      }
+      const floor = await db.peek(metaRange(META_FLOOR));
+      const floorAtOpen = floor ? readInvertedTimestamp(floor.key, 3) : 0;
+      const limits = { ...DEFAULT_LIMITS, ...options.limits };
+      const store = new WideColumnStore(db, path, info.shards, limits, new TimestampOracle(clock, options.timestampLeaseMs ?? 1000, floorAtOpen), clock, options.logger);
+      for await (const { value } of db.iterator(metaRange(META_DATASET))) {
+        const d = decodeStoredDataset(value);
+        store.datasets.set(d.name, d);
+        store.datasetsById.set(d.id, d);
+      }
+      return store;
+    } catch (err) {
+      await db.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  get closed(): boolean {
+    return this.closing !== null;
+  }
+
+  /** Waits for operations in flight, then closes RocksDB. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = (async () => {
+        while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+        for (const snap of [...this.snapshots]) await snap.close();
+        await this.db.close();
+      })();
+    }
+    return this.closing;
+  }
+
+  /** @internal Runs one public operation so close() can wait for it. */
+  track<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new ShardKitError('CLOSED', 'the wide-column store is closed'));
+    const p = fn();
+    this.inflight.add(p);
+    const done = (): void => void this.inflight.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  /** A consistent read-only view; close it when done (close() of the store closes it too). */
+  snapshot(): WideColumnSnapshot {
+    if (this.closing) throw new ShardKitError('CLOSED', 'the wide-column store is closed');
+    const snap: WideColumnSnapshot = new WideColumnSnapshot(this, this.db.snapshot(), this.clock(), () => this.snapshots.delete(snap));
+    this.snapshots.add(snap);
+    return snap;
+  }
+
+  // ---- datasets -------------------------------------------------------------------------------
+
+  listDatasets(): DatasetConfig[] {
+    return [...this.datasets.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((d) => ({ ...d }));
+  }
+
+  getDataset(name: string): DatasetConfig {
+    return { ...this.dataset(name) };
+  }
+
+  /** Creates the dataset, or changes its settings (absent settings keep their value). */
+  putDataset(name: string, settings: DatasetSettings = {}): Promise<{ dataset: DatasetConfig; created: boolean }> {
+    checkDatasetName(name);
+    const s = parseDatasetSettings(settings);
+    // Serialized so two creations cannot take the same id.
+    const run = this.datasetWrites.then(() => this.track(async () => {
+      const now = this.clock();
+      const existing = this.datasets.get(name);
+      let next: DatasetConfig;
+      if (existing) {
+        next = { ...existing, maxVersions: s.maxVersions ?? existing.maxVersions, ttlSeconds: s.ttlSeconds ?? existing.ttlSeconds, updatedAt: now };
+      } else {
+        let id = 0;
+        for (const d of this.datasets.values()) id = Math.max(id, d.id);
+        next = { name, id: id + 1, maxVersions: s.maxVersions ?? DEFAULT_MAX_VERSIONS, ttlSeconds: s.ttlSeconds ?? DEFAULT_TTL_SECONDS, createdAt: now, updatedAt: now };
+      }
+      await this.db.put(metaKey(META_DATASET, Buffer.from(name)), Buffer.from(JSON.stringify(next)));
+      this.datasets.set(name, next);
+      this.datasetsById.set(next.id, next);
+      this.logger?.info({ dataset: name, maxVersions: next.maxVersions, ttlSeconds: next.ttlSeconds, created: !existing }, 'wide-column dataset saved');
+      return { dataset: { ...next }, created: !existing };
+    }));
+    this.datasetWrites = run.catch(() => undefined);
+    return run;
+  }
+
+  /** @internal */
+  dataset(name: string): DatasetConfig {
+    if (typeof name !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'dataset name must be a string');
+    const d = this.datasets.get(name);
+    if (!d) {
+      checkDatasetName(name);
+      throw new ShardKitError('UNKNOWN_DATASET', `no wide-column dataset named ${name}`);
+    }
+    return d;
+  }
+
+  /** @internal */
+  datasetById(id: number): DatasetConfig | undefined {
+    return this.datasetsById.get(id);
+  }
+
+  // ---- reads ----------------------------------------------------------------------------------
+
+  getRow(dataset: string, row: string, options: GetRowOptions = {}): Promise<RowResult> {
+    return this.batchGetRows(dataset, [{ ...options, row }]).then((r) => r[0]!);
+  }
+
+  batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]> {
+    return this.track(async () => {
+      const ds = this.dataset(dataset);
+      if (!Array.isArray(requests) || requests.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
+      checkCount('rows in one batch', requests.length, this.limits.maxBatchRows);
+      const prepared = requests.map((r) => this.prepareRead(ds, r));
+      const now = this.clock();
+      return Promise.all(prepared.map(([ctx, q]) => readRow(this.db, ctx, q, now)));
+    });
+  }
+
+  /** @internal Validates a Get Row request; shared with snapshot reads. */
+  prepareRead(ds: DatasetConfig, r: GetRowRequest): [RowContext, ReadQuery] {
+    if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each request must be an object');
+    const ctx = this.context(ds, r.row);
+    const versions = r.versions ?? 1;
+    if (!Number.isSafeInteger(versions) || versions < 1 || versions > MAX_VERSIONS_LIMIT) {
+      throw new ShardKitError('INVALID_ARGUMENT', `versions must be an integer in 1..${MAX_VERSIONS_LIMIT}`);
+    }
+    const limit = r.limit ?? DEFAULT_PAGE;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ShardKitError('INVALID_ARGUMENT', `limit must be an integer in 1..${MAX_PAGE}`);
+    const start = r.start === undefined ? 0 : checkTimestamp('start', r.start);
+    const end = r.end === undefined ? Infinity : checkTimestamp('end', r.end);
+    if (start >= end) throw new ShardKitError('INVALID_ARGUMENT', `the time range [start, end) is empty: start ${start} >= end ${end}`);
+    let columns: Buffer[] | null = null;
+    if (r.columns !== undefined) {
+      if (!Array.isArray(r.columns)) throw new ShardKitError('INVALID_ARGUMENT', 'columns must be an array of column names');
+      checkCount('columns in one request', r.columns.length, this.limits.maxItemsPerRow);
+      columns = uniqueSorted(r.columns.map((c) => checkName('column name', c, this.limits.maxColumnBytes)));
+    }
+    return [ctx, { columns, versions: Math.min(versions, ds.maxVersions), start, end, limit, marker: this.parseMarker(r.marker) }];
+  }
+
+  private parseMarker(marker: string | null | undefined): Buffer | null {
+    if (marker === undefined || marker === null || marker === '') return null;
+    if (typeof marker !== 'string' || !/^[A-Za-z0-9_-]+$/.test(marker)) throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
+    const raw = Buffer.from(marker, 'base64url');
+    if (raw.toString('base64url') !== marker || raw.length === 0 || raw.length > this.limits.maxColumnBytes) {
+      throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
+    }
+    return raw;
+  }
+
+  // ---- writes ---------------------------------------------------------------------------------
+
+  putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult> {
+    return this.batchPutRows(dataset, [{ row, items }]).then((r) => r[0]!);
+  }
+
+  /** All items of all rows go in one RocksDB write batch: they apply together or not at all. */
+  batchPutRows(dataset: string, rows: PutRowRequest[]): Promise<PutRowResult[]> {
+    return this.track(async () => {
+      const ds = this.dataset(dataset);
+      if (!Array.isArray(rows) || rows.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
+      checkCount('rows in one batch', rows.length, this.limits.maxBatchRows);
+      const prepared = this.preparePuts(ds, rows);
+      const explicit = prepared.some((p) => p.items.some((i) => !i.server));
+      // Before waiting: puts that queue behind this one must stamp above its timestamps.
+      for (const p of prepared) for (const i of p.items) if (!i.server) this.oracle.observe(p.ctx.id, i.ts!);
+      const release = await this.locks.acquire(prepared.map((p) => p.ctx.id), explicit);
+      try {
+        return await this.writePuts(prepared);
+      } finally {
+        release();
+      }
+    });
+  }
+
+  private preparePuts(ds: DatasetConfig, rows: PutRowRequest[]): PreparedRow[] {
+    const seen = new Set<string>();
+    let bytes = 0;
+    const maxTs = this.oracle.wallNow() + this.limits.maxFutureSkewMs;
+    const out = rows.map((r) => {
+      if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each row must be an object');
+      const ctx = this.context(ds, r.row);
+      if (seen.has(ctx.id)) throw new ShardKitError('INVALID_ARGUMENT', `row ${JSON.stringify(r.row.slice(0, 80))} appears twice in one batch; put its items together`);
+      seen.add(ctx.id);
+      if (!Array.isArray(r.items) || r.items.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a put needs at least one item');
+      checkCount('items in one row', r.items.length, this.limits.maxItemsPerRow);
+      const explicitKeys = new Set<string>();
+      const items = r.items.map((it): PreparedItem => {
+        if (it === null || typeof it !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each item must be an object');
+        const colRaw = checkName('column name', it.column, this.limits.maxColumnBytes);
+        let value: Buffer;
+        if (typeof it.value === 'string') {
+          if (it.value.length > this.limits.maxValueBytes) throw tooLarge('value', Buffer.byteLength(it.value, 'utf8'), this.limits.maxValueBytes);
+          value = Buffer.from(it.value, 'utf8');
+        } else if (it.value instanceof Uint8Array) {
+          value = Buffer.isBuffer(it.value) ? it.value : Buffer.from(it.value.buffer, it.value.byteOffset, it.value.byteLength);
+        } else {
+          throw new ShardKitError('INVALID_ARGUMENT', 'value must be a string or bytes');
+        }
+        if (value.length > this.limits.maxValueBytes) throw tooLarge('value', value.length, this.limits.maxValueBytes);
+        let ts: number | null = null;
+        if (it.timestamp !== undefined && it.timestamp !== null) {
+          ts = checkTimestamp('timestamp', it.timestamp);
+          if (ts > maxTs) throw new ShardKitError('INVALID_ARGUMENT', `timestamp ${ts} is more than ${this.limits.maxFutureSkewMs} ms in the future`);
+          const k = `${colRaw.toString('latin1')}\u0000${ts}`;
+          if (explicitKeys.has(k)) throw new ShardKitError('INVALID_ARGUMENT', `column ${JSON.stringify(it.column.slice(0, 80))} has two items with timestamp ${ts}`);
+          explicitKeys.add(k);
+        }
+        bytes += ctx.cellPrefix.length * 2 + colRaw.length * 2 + value.length * 2 + 24;
+        return { colRaw, colEsc: escapeComponent(colRaw), value, ts, server: ts === null };
+      });
+      return { ctx, items };
+    });
+    if (bytes > this.limits.maxBatchBytes) throw tooLarge('the write batch', bytes, this.limits.maxBatchBytes);
+    return out;
+  }
+
+  private async writePuts(rows: PreparedRow[]): Promise<PutRowResult[]> {
+    const results: PutRowResult[] = [];
+    const headsToCheck: Array<{ key: Buffer; item: PreparedItem }> = [];
+    const headsToWrite: Array<{ key: Buffer; item: PreparedItem }> = [];
+    let maxTs = 0;
+    for (const { ctx, items } of rows) {
+      // Server timestamps are taken only now, after any explicit put to the row has finished.
+      // Repeats of a column in one call get consecutive timestamps, later item = newer.
+      const offsets = new Map<PreparedItem, number>();
+      const repeats = new Map<string, number>();
+      let span = 0;
+      for (const i of items) {
+        if (!i.server) continue;
+        const k = i.colRaw.toString('latin1');
+        const n = (repeats.get(k) ?? -1) + 1;
+        repeats.set(k, n);
+        offsets.set(i, n);
+        if (n + 1 > span) span = n + 1;
+      }
+      const base = span > 0 ? this.oracle.reserve(ctx.id, span) : null;
+      for (const [i, n] of offsets) i.ts = base! + n;
+      // The newest item of each column is its head candidate. A column with a server-stamped
+      // item is newer than anything stored, so its head is written without looking.
+      const newest = new Map<string, { item: PreparedItem; blind: boolean }>();
+      for (const i of items) {
+        const k = i.colRaw.toString('latin1');
+        const cur = newest.get(k);
+        if (!cur) newest.set(k, { item: i, blind: i.server });
+        else {
+          if (i.ts! > cur.item.ts!) cur.item = i;
+          if (i.server) cur.blind = true;
+        }
+        if (i.ts! > maxTs) maxTs = i.ts!;
+      }
+      for (const { item, blind } of newest.values()) {
+        const key = concat(ctx.headPrefix, item.colEsc);
+        (blind ? headsToWrite : headsToCheck).push({ key, item });
+      }
+      results.push({ row: ctx.row, timestamp: base });
+    }
+    if (headsToCheck.length > 0) {
+      const batch = this.db.read({ capacity: headsToCheck.length, autoDestroy: true });
+      const pending = headsToCheck.map((h) => batch.get(h.key));
+      batch.tryFlush();
+      const current = await Promise.all(pending);
+      headsToCheck.forEach((h, j) => {
+        const v = current[j];
+        if (!v || h.item.ts! >= decodeHeadValue(v).ts) headsToWrite.push(h);
+      });
+    }
+    let n = headsToWrite.length + 1;
+    for (const r of rows) n += r.items.length;
+    const w = this.db.write({ capacity: n, autoDestroy: true });
+    for (const { ctx, items } of rows) for (const i of items) w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts!), i.value);
+    for (const h of headsToWrite) w.tryPut(h.key, headValue(h.item.ts!, h.item.value));
+    const floor = this.oracle.floorFor(maxTs);
+    if (floor !== null) w.tryPut(floorKey(floor), Buffer.alloc(0));
+    await w.flush();
+    if (floor !== null) this.oracle.floorWritten(floor);
+    return results;
+  }
+
+  deleteRow(dataset: string, row: string, columns?: string[]): Promise<void> {
+    return this.batchDeleteRows(dataset, [columns === undefined ? { row } : { row, columns }]);
+  }
+
+  /** Deletes columns (or whole rows) in one write batch, with range deletes. */
+  batchDeleteRows(dataset: string, rows: DeleteRowRequest[]): Promise<void> {
+    return this.track(async () => {
+      const ds = this.dataset(dataset);
+      if (!Array.isArray(rows) || rows.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
+      checkCount('rows in one batch', rows.length, this.limits.maxBatchRows);
+      const prepared = rows.map((r) => {
+        if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each row must be an object');
+        const ctx = this.context(ds, r.row);
+        if (r.columns === undefined || r.columns === null) return { ctx, columns: null };
+        if (!Array.isArray(r.columns) || r.columns.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'columns must be a non-empty array (omit it to delete the whole row)');
+        checkCount('columns in one request', r.columns.length, this.limits.maxItemsPerRow);
+        return { ctx, columns: uniqueSorted(r.columns.map((c) => checkName('column name', c, this.limits.maxColumnBytes))) };
+      });
+      const release = await this.locks.acquire(new Set(prepared.map((p) => p.ctx.id)), false);
+      try {
+        const w = this.db.write({ capacity: 8, autoDestroy: true });
+        for (const { ctx, columns } of prepared) {
+          if (!columns) {
+            w.tryDeleteRange(ctx.cellPrefix, prefixEnd(ctx.cellPrefix));
+            w.tryDeleteRange(ctx.headPrefix, prefixEnd(ctx.headPrefix));
+            continue;
+          }
+          for (const c of columns) {
+            const esc = escapeComponent(c);
+            const p = concat(ctx.cellPrefix, esc);
+            w.tryDeleteRange(p, prefixEnd(p));
+            w.tryDelete(concat(ctx.headPrefix, esc));
+          }
+        }
+        await w.flush();
+      } finally {
+        release();
+      }
+    });
+  }
+
+  /** @internal */
+  context(ds: DatasetConfig, row: unknown): RowContext {
+    const raw = checkName('row key', row, this.limits.maxRowKeyBytes);
+    return rowContext(ds, row as string, raw, this.shards);
+  }
+
+  /** @internal Exclusive row lock, for compaction's head removal. */
+  lockRow(id: string): Promise<() => void> {
+    return this.locks.acquire([id], true);
+  }
+}
+
+function uniqueSorted(list: Buffer[]): Buffer[] {
+  const sorted = [...list].sort(Buffer.compare);
+  return sorted.filter((b, i) => i === 0 || !b.equals(sorted[i - 1]!));
+}
+
+/** Opens RocksDB, turning the LOCK-file error into a clear STORE_LOCKED. */
+export async function openRocks(path: string): Promise<RocksDB> {
+  mkdirSync(dirname(path), { recursive: true });
+  const db = new RocksDB(path);
+  try {
+    await db.ready();
+  } catch (err) {
+    const message = (err as Error).message ?? String(err);
+    if (/LOCK|lock hold/i.test(message)) {
+      throw new ShardKitError('STORE_LOCKED', `the wide-column store in ${path} is in use by another process (is \`shardkit serve\` running on this data directory?); stop it, or pass --url to ask the running service`, { cause: err });
+    }
+    throw new ShardKitError('INTERNAL', `cannot open the wide-column store in ${path}: ${message}`, { cause: err });
+  }
+  return db;
+}
+
