@@ -11,7 +11,8 @@ import { Lookups } from './lookups.js';
 import { Mappings } from './mappings.js';
 import { Objects } from './objects.js';
 import { StoreContext } from './store-context.js';
-import type { JoinPage, ListOptions, ShardObject } from './types.js';
+import type { StoreObject } from './store-object.js';
+import type { ListOptions } from './types.js';
 
 export interface ShardKitOptions {
   backend: ShardBackend;
@@ -102,10 +103,10 @@ export class ShardKit {
    * The application-level join: a page of the mapping, then a multi-get of those objects
    * (deleted ones skipped). `next` continues the mapping, so a page may hold fewer objects.
    */
-  async join(mapping: string, from: bigint | string, options: ListOptions = {}): Promise<JoinPage> {
+  async join(mapping: string, from: bigint | string, options: ListOptions = {}): Promise<{ objects: StoreObject[]; next: string | null }> {
     const page = await this.mappings.list(mapping, from, options);
     const objects = await this.objects.getMany(page.items.map((i) => i.id), { skipInvalid: true });
-    return { objects: objects.filter((o): o is NonNullable<typeof o> => o !== undefined) as ShardObject[], next: page.next };
+    return { objects: objects.filter((o): o is StoreObject => o !== undefined), next: page.next };
   }
 
   async close(): Promise<void> {

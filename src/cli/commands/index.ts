@@ -4,9 +4,11 @@ import * as dev from './dev.js';
 import * as init from './init.js';
 import * as schema from './schema.js';
 import * as wc from './wc.js';
+import * as serve from './serve.js';
+import * as demo from './demo.js';
 
 /** Each command file exports `register(program)`; add new ones here. */
-const modules: Array<{ register(program: Command): void }> = [tickets, dev, init, schema, wc];
+const modules: Array<{ register(program: Command): void }> = [tickets, dev, init, schema, wc, serve, demo];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

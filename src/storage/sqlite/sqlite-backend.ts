@@ -10,7 +10,7 @@ import type {
 import {
   checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText,
 } from './backend-args.js';
-import { ShardFile } from './shard-file.js';
+import { ShardFile, shardTemplate } from './shard-file.js';
 
 export interface SqliteBackendOptions {
   /** Directory holding one sub-directory per host (`<dataDir>/<storage.dir>`). */
@@ -49,6 +49,7 @@ export class SqliteBackend implements ShardBackend {
   private readonly files: LRUCache<string, ShardFile>;
   private readonly fileOptions: { busyTimeoutMs: number; synchronous: 'normal' | 'full' };
   private readonly tables: Record<'types' | 'mappings' | 'keyspaces', Set<string>>;
+  private readonly templates = new Map<Fleet, Buffer>();
   private closed = false;
 
   constructor(options: SqliteBackendOptions) {
@@ -330,13 +331,22 @@ export class SqliteBackend implements ShardBackend {
     return file;
   }
 
+  private template(fleet: Fleet): Buffer {
+    let t = this.templates.get(fleet);
+    if (t === undefined) {
+      t = shardTemplate(this.schema, fleet);
+      this.templates.set(fleet, t);
+    }
+    return t;
+  }
+
   /** The open file of a shard, created with all its tables when missing. */
   private writable(ref: ShardRef): ShardFile {
     const path = this.shardPath(ref);
     let file = this.files.get(path);
     if (file === undefined) {
       mkdirSync(this.hostDir(ref.host), { recursive: true });
-      file = ShardFile.open(path, true, this.fileOptions);
+      file = ShardFile.open(path, { template: this.template(ref.fleet) }, this.fileOptions);
       this.files.set(path, file);
     }
     file.ensure(ref.fleet, this.schema);

@@ -1,0 +1,93 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { ShardKit } from '../store/shard-kit.js';
+import { installErrorHandler, toErrorResponse } from './error-handler.js';
+import { installMetrics } from './metrics.js';
+import { lookupRoutes } from './routes/lookup-routes.js';
+import { mappingRoutes } from './routes/mapping-routes.js';
+import { objectRoutes } from './routes/object-routes.js';
+import { systemRoutes } from './routes/system-routes.js';
+
+/** A route plugin of another module (wide-column, tickets, ...), registered after ours. */
+export type RoutePlugin = (app: FastifyInstance) => Promise<void> | void;
+
+export interface BuildAppOptions {
+  kit: ShardKit;
+  /** Fastify's `logger` option (false by default); or pass a pino instance as `loggerInstance`. */
+  logger?: FastifyServerOptions['logger'];
+  loggerInstance?: FastifyServerOptions['loggerInstance'];
+  plugins?: RoutePlugin[];
+  /** Largest request body in bytes; larger ones get 413 PAYLOAD_TOO_LARGE. Default 1 MiB. */
+  bodyLimit?: number;
+  /** Serve /metrics (default true). */
+  metrics?: boolean;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    kit: ShardKit;
+  }
+}
+
+/**
+ * The HTTP service: objects, mappings, lookups, topology, health, metrics and docs, plus any
+ * route plugins given. Every route declares schemas for what it accepts and returns; every
+ * error leaves as `{"error":{"code","message"}}` (error-handler.ts).
+ */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const { kit } = options;
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const app = Fastify({
+    ...(options.loggerInstance !== undefined ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
+    bodyLimit,
+    // Lookup keys travel in the path: up to 1024 UTF-8 bytes, percent-encoded three times longer.
+    routerOptions: { maxParamLength: 16 * 1024 },
+    // Malformed URLs and headers are answered before routing; keep the same error body.
+    frameworkErrors: (error, _request, reply) => {
+      const { status, body } = toErrorResponse(error);
+      void (reply as unknown as FastifyReply).code(status).type('application/json; charset=utf-8').send(body);
+    },
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    ajv: { customOptions: { removeAdditional: false } },
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance;
+  app.decorate('kit', kit);
+  installErrorHandler(app);
+  // RFC 7396 patches arrive as application/merge-patch+json; parse them like JSON.
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, app.getDefaultJsonParser('error', 'error'));
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'shardkit',
+        version: '0.1.0',
+        description: 'Sharded objects, mappings and lookups (the Pinterest design). IDs are 64-bit integers sent as decimal strings. Errors are `{"error":{"code","message"}}` with a stable code.',
+      },
+      tags: [
+        { name: 'objects', description: 'JSON objects found by their 64-bit ID' },
+        { name: 'mappings', description: 'Ordered one-directional lists from an object to objects' },
+        { name: 'lookups', description: 'Arbitrary keys to object IDs on the mod-shard fleet' },
+        { name: 'system', description: 'Topology, health and metrics' },
+      ],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  const registry = options.metrics === false ? undefined : installMetrics(app, kit);
+  await app.register(objectRoutes(kit));
+  await app.register(mappingRoutes(kit));
+  await app.register(lookupRoutes(kit));
+  await app.register(systemRoutes(kit, registry));
+  for (const plugin of options.plugins ?? []) {
+    await app.register(async (child) => {
+      await plugin(child);
+    });
+  }
+  await app.ready();
+  return app;
+}

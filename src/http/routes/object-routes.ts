@@ -1,0 +1,114 @@
+import type { FastifyInstance } from 'fastify';
+import { ShardKitError } from '../../errors.js';
+import type { ShardKit } from '../../store/shard-kit.js';
+import type { StoreObject } from '../../store/store-object.js';
+import type { JsonObject } from '../../store/types.js';
+import { formatEtag, parseEntityTags } from '../entity-tags.js';
+import { errorResponses, idInBody, idString, nameParam, objectBody } from '../schemas.js';
+
+/** Most IDs one GET /v1/objects?ids= may ask for. */
+export const MAX_MULTI_GET = 1000;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** Objects: create, get, multi-get, merge-patch with If-Match, delete. */
+export function objectRoutes(kit: ShardKit) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.post<{ Params: { type: string }; Body: { data: JsonObject; near?: unknown; shard?: number } }>('/v1/objects/:type', {
+      schema: {
+        tags: ['objects'],
+        summary: 'Create an object',
+        description: 'Placed on the shard of `near` when given (a pin on its board\'s shard), else on `shard`, else on a uniformly chosen open shard. The ID encodes shard, type and local id.',
+        params: { type: 'object', properties: { type: nameParam }, required: ['type'] },
+        body: {
+          type: 'object',
+          properties: {
+            data: { type: 'object', additionalProperties: true, description: 'The object\'s fields (a JSON object; `active` is reserved)' },
+            near: idInBody,
+            shard: { type: 'integer', minimum: 0, maximum: 65535 },
+          },
+          required: ['data'],
+          additionalProperties: false,
+        },
+        response: { 201: objectBody, ...errorResponses },
+      },
+    }, async (request, reply) => {
+      const { data, near, shard } = request.body;
+      if (near !== undefined && typeof near !== 'string') throw new ShardKitError('INVALID_ID', 'near must be an ID as a decimal string');
+      const obj = await kit.objects.create(request.params.type, data, {
+        ...(near !== undefined ? { near } : {}),
+        ...(shard !== undefined ? { shard } : {}),
+      });
+      return sendObject(reply.code(201).header('location', `/v1/objects/${obj.id}`), obj);
+    });
+
+    app.get<{ Params: { id: string } }>('/v1/objects/:id', {
+      schema: {
+        tags: ['objects'],
+        summary: 'Get an object',
+        description: '404 NOT_FOUND when it does not exist or was deleted. Answers 304 to a matching If-None-Match.',
+        params: { type: 'object', properties: { id: idString }, required: ['id'] },
+        response: { 200: objectBody, 304: { type: 'null', description: 'Not modified' }, ...errorResponses },
+      },
+    }, async (request, reply) => {
+      const obj = await kit.objects.get(request.params.id);
+      const tags = parseEntityTags(request.headers['if-none-match']);
+      if (tags !== undefined && (tags.includes('*') || tags.includes(obj.etag))) {
+        return reply.code(304).header('etag', formatEtag(obj.etag)).send();
+      }
+      return sendObject(reply, obj);
+    });
+
+    app.get<{ Querystring: { ids: string } }>('/v1/objects', {
+      schema: {
+        tags: ['objects'],
+        summary: 'Get many objects',
+        description: `Comma-separated IDs (at most ${MAX_MULTI_GET}); one query per shard, shards in parallel. Objects come back in request order; missing or deleted ones are left out.`,
+        querystring: { type: 'object', properties: { ids: { type: 'string', maxLength: MAX_MULTI_GET * 21 } }, required: ['ids'], additionalProperties: false },
+        response: { 200: { type: 'object', properties: { objects: { type: 'array', items: objectBody } }, required: ['objects'] }, ...errorResponses },
+      },
+    }, async (request, reply) => {
+      const ids = request.query.ids.split(',');
+      if (ids.length > MAX_MULTI_GET) throw new ShardKitError('INVALID_ARGUMENT', `at most ${MAX_MULTI_GET} ids per request`);
+      const objects = await kit.objects.getMany(ids);
+      const parts: string[] = [];
+      for (const o of objects) if (o !== undefined) parts.push(o.toWireJson());
+      return reply.type(JSON_TYPE).send(`{"objects":[${parts.join(',')}]}`);
+    });
+
+    app.patch<{ Params: { id: string }; Body: JsonObject }>('/v1/objects/:id', {
+      schema: {
+        tags: ['objects'],
+        summary: 'Update an object with a JSON merge patch (RFC 7396)',
+        description: 'Content-Type application/merge-patch+json or application/json. `null` removes a field. With If-Match, the patch applies only if the object still has that ETag (else 412 PRECONDITION_FAILED); read, patch and write happen in one transaction.',
+        params: { type: 'object', properties: { id: idString }, required: ['id'] },
+        headers: { type: 'object', properties: { 'if-match': { type: 'string' } } },
+        body: { type: 'object', additionalProperties: true },
+        response: { 200: objectBody, ...errorResponses },
+      },
+    }, async (request, reply) => {
+      const ifMatch = parseEntityTags(request.headers['if-match']);
+      const obj = await kit.objects.patch(request.params.id, request.body, ifMatch !== undefined ? { ifMatch } : {});
+      return sendObject(reply, obj);
+    });
+
+    app.delete<{ Params: { id: string }; Querystring: { hard?: boolean } }>('/v1/objects/:id', {
+      schema: {
+        tags: ['objects'],
+        summary: 'Delete an object',
+        description: 'Soft by default (`"active": false` in its JSON; reads then answer 404); `?hard=true` removes the row. 404 when already gone.',
+        params: { type: 'object', properties: { id: idString }, required: ['id'] },
+        querystring: { type: 'object', properties: { hard: { type: 'boolean', default: false } }, additionalProperties: false },
+        response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses },
+      },
+    }, async (request, reply) => {
+      await kit.objects.delete(request.params.id, { hard: request.query.hard === true });
+      return reply.code(204).send();
+    });
+  };
+}
+
+/** Sends the stored JSON as is (no parse/serialize round trip), with its ETag. */
+function sendObject(reply: import('fastify').FastifyReply, obj: StoreObject) {
+  return reply.header('etag', formatEtag(obj.etag)).type(JSON_TYPE).send(obj.toWireJson());
+}
