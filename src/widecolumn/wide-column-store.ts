@@ -179,7 +179,7 @@ export class WideColumnStore {
   }
 
   /** Creates the dataset, or changes its settings (absent settings keep their value). */
-  putDataset(name: string, settings: DatasetSettings = {}): Promise<{ dataset: DatasetConfig; created: boolean }> {
+  async putDataset(name: string, settings: DatasetSettings = {}): Promise<{ dataset: DatasetConfig; created: boolean }> {
     checkDatasetName(name);
     const s = parseDatasetSettings(settings);
     // Serialized so two creations cannot take the same id.
