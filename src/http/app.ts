@@ -57,8 +57,6 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);
   installErrorHandler(app);
-  // RFC 7396 patches arrive as application/merge-patch+json; parse them like JSON.
-  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, app.getDefaultJsonParser('error', 'error'));
 
   await app.register(swagger, {
     openapi: {
@@ -79,10 +77,16 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const registry = options.metrics === false ? undefined : installMetrics(app, kit);
-  await app.register(objectRoutes(kit));
-  await app.register(mappingRoutes(kit));
-  await app.register(lookupRoutes(kit));
-  await app.register(systemRoutes(kit, registry));
+  await app.register(async (api) => {
+    // Our routes take JSON only (text/plain would reach the schema as a string): anything else
+    // is 415. RFC 7396 patches arrive as application/merge-patch+json and parse like JSON.
+    api.removeContentTypeParser('text/plain');
+    api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, api.getDefaultJsonParser('error', 'error'));
+    await api.register(objectRoutes(kit));
+    await api.register(mappingRoutes(kit));
+    await api.register(lookupRoutes(kit));
+    await api.register(systemRoutes(kit, registry));
+  });
   for (const plugin of options.plugins ?? []) {
     await app.register(async (child) => {
       await plugin(child);

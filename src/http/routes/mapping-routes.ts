@@ -36,6 +36,10 @@ export function mappingRoutes(kit: ShardKit) {
         },
         response: { 204: { type: 'null', description: 'Stored' }, ...errorResponses },
       },
+      // The body is optional: a bare PUT adds the pair at the current time.
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
+      },
     }, async (request, reply) => {
       const { name, from, to } = request.params;
       const sequence = request.body?.sequence;

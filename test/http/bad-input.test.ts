@@ -1,0 +1,193 @@
+/**
+ * The bad-input list against every route: malformed IDs (non-numeric, negative, more than 64
+ * bits, reserved bits set, unknown type or shard), wrong JSON, oversize bodies, hostile names
+ * and keys. Each must get a 4xx with a stable code and no stack trace, and write nothing.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { InjectOptions } from 'fastify';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { snapshot } from '../store/kit-fixture.js';
+import { assertError, createObject, makeApp } from './http-fixture.js';
+
+type Case = [what: string, request: InjectOptions, status: number, code: string];
+
+const enc = encodeURIComponent;
+
+/** Malformed IDs and the code each one must get, whatever route it is sent to. */
+const BAD_IDS: Array<[string, number, string]> = [
+  ['abc', 400, 'INVALID_ID'],
+  ['-1', 400, 'INVALID_ID'],
+  ['1.5', 400, 'INVALID_ID'],
+  ['1e3', 400, 'INVALID_ID'],
+  ['0x10', 400, 'INVALID_ID'],
+  ['01', 400, 'INVALID_ID'],
+  [' 7', 400, 'INVALID_ID'],
+  ['18446744073709551616', 400, 'INVALID_ID'], // 2^64: more than 64 bits
+  ['99999999999999999999999999', 400, 'INVALID_ID'],
+  [String(1n << 62n), 400, 'INVALID_ID'], // a reserved bit set
+  [String((1n << 64n) - 1n), 400, 'INVALID_ID'],
+  ["1'; DROP TABLE pins; --", 400, 'INVALID_ID'],
+  [pinterestId.encode({ shard: 3, type: 999, localId: 1 }).toString(), 404, 'UNKNOWN_TYPE'],
+  [pinterestId.encode({ shard: 60000, type: 1, localId: 1 }).toString(), 404, 'UNKNOWN_SHARD'],
+];
+
+test('every route answers bad input with 4xx, a stable code, no stack trace, and writes nothing', async () => {
+  const f = await makeApp({ bodyLimit: 64 * 1024 });
+  try {
+    const user = await createObject(f.app, 'user', { name: 'u' });
+    const board = await createObject(f.app, 'board', { name: 'b' });
+    const pin = await createObject(f.app, 'pin', { name: 'p' }, { near: board.id });
+    const cursor = ((await f.app.inject({ method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?order=asc&limit=1` })).json() as { next: string | null }).next;
+    assert.equal(cursor, null);
+    const ascCursor = Buffer.from([1, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7]).toString('base64url');
+    const before = snapshot(f.root);
+    const big = 'x'.repeat(80 * 1024);
+    const cases: Case[] = [];
+    const json = (method: InjectOptions['method'], url: string, payload: unknown, headers: Record<string, string> = {}): InjectOptions =>
+      ({ method, url, payload: typeof payload === 'string' ? payload : JSON.stringify(payload), headers: { 'content-type': 'application/json', ...headers } });
+
+    for (const [id, status, code] of BAD_IDS) {
+      const i = enc(id);
+      cases.push(
+        [`GET object ${id}`, { method: 'GET', url: `/v1/objects/${i}` }, status, code],
+        [`GET objects ids=${id}`, { method: 'GET', url: `/v1/objects?ids=${pin.id},${i}` }, status, code],
+        [`PATCH object ${id}`, json('PATCH', `/v1/objects/${i}`, { a: 1 }), status, code],
+        [`DELETE object ${id}`, { method: 'DELETE', url: `/v1/objects/${i}` }, status, code],
+        [`DELETE hard object ${id}`, { method: 'DELETE', url: `/v1/objects/${i}?hard=true` }, status, code],
+        [`POST near ${id}`, json('POST', '/v1/objects/pin', { data: {}, near: id }), status, code],
+        [`PUT mapping from ${id}`, json('PUT', `/v1/mappings/board_has_pins/${i}/${pin.id}`, {}), status, code],
+        [`PUT mapping to ${id}`, json('PUT', `/v1/mappings/board_has_pins/${board.id}/${i}`, {}), status, code],
+        [`DELETE mapping from ${id}`, { method: 'DELETE', url: `/v1/mappings/board_has_pins/${i}/${pin.id}` }, status, code],
+        [`DELETE mapping to ${id}`, { method: 'DELETE', url: `/v1/mappings/board_has_pins/${board.id}/${i}` }, status, code],
+        [`GET mapping ${id}`, { method: 'GET', url: `/v1/mappings/board_has_pins/${i}` }, status, code],
+        [`GET join ${id}`, { method: 'GET', url: `/v1/mappings/board_has_pins/${i}/objects` }, status, code],
+        [`GET count ${id}`, { method: 'GET', url: `/v1/mappings/board_has_pins/${i}/count` }, status, code],
+        [`PUT lookup id ${id}`, json('PUT', '/v1/lookups/email/k', { id }), status, code],
+      );
+    }
+
+    cases.push(
+      // Objects: create.
+      ['POST unknown type', json('POST', '/v1/objects/pinz', { data: {} }), 404, 'UNKNOWN_TYPE'],
+      ['POST hostile type', json('POST', `/v1/objects/${enc("pin'; --")}`, { data: {} }), 404, 'UNKNOWN_TYPE'],
+      ['POST __proto__ type', json('POST', '/v1/objects/__proto__', { data: {} }), 404, 'UNKNOWN_TYPE'],
+      ['POST long type', json('POST', `/v1/objects/${'t'.repeat(500)}`, { data: {} }), 400, 'INVALID_ARGUMENT'],
+      ['POST not JSON', json('POST', '/v1/objects/pin', '{"data": {'), 400, 'INVALID_JSON'],
+      ['POST empty body', json('POST', '/v1/objects/pin', ''), 400, 'INVALID_JSON'],
+      ['POST JSON array', json('POST', '/v1/objects/pin', [1, 2]), 400, 'INVALID_ARGUMENT'],
+      ['POST JSON string', json('POST', '/v1/objects/pin', '"data"'), 400, 'INVALID_ARGUMENT'],
+      ['POST no data', json('POST', '/v1/objects/pin', {}), 400, 'INVALID_ARGUMENT'],
+      ['POST data null', json('POST', '/v1/objects/pin', { data: null }), 400, 'INVALID_ARGUMENT'],
+      ['POST data array', json('POST', '/v1/objects/pin', { data: [1] }), 400, 'INVALID_ARGUMENT'],
+      ['POST data string', json('POST', '/v1/objects/pin', { data: 'x' }), 400, 'INVALID_ARGUMENT'],
+      ['POST data.active false', json('POST', '/v1/objects/pin', { data: { active: false } }), 400, 'INVALID_ARGUMENT'],
+      ['POST unknown field', json('POST', '/v1/objects/pin', { data: {}, owner: 1 }), 400, 'INVALID_ARGUMENT'],
+      ['POST near as number', json('POST', '/v1/objects/pin', `{"data":{},"near":${board.id}}`), 400, 'INVALID_ID'],
+      ['POST near and shard', json('POST', '/v1/objects/pin', { data: {}, near: board.id, shard: 1 }), 400, 'INVALID_ARGUMENT'],
+      ['POST shard -1', json('POST', '/v1/objects/pin', { data: {}, shard: -1 }), 400, 'INVALID_ARGUMENT'],
+      ['POST shard 70000', json('POST', '/v1/objects/pin', { data: {}, shard: 70000 }), 400, 'INVALID_ARGUMENT'],
+      ['POST shard 1.5', json('POST', '/v1/objects/pin', { data: {}, shard: 1.5 }), 400, 'INVALID_ARGUMENT'],
+      ['POST shard x', json('POST', '/v1/objects/pin', { data: {}, shard: 'x' }), 400, 'INVALID_ARGUMENT'],
+      ['POST shard outside the map', json('POST', '/v1/objects/pin', { data: {}, shard: 100 }), 404, 'UNKNOWN_SHARD'],
+      ['POST __proto__ in data', json('POST', '/v1/objects/pin', '{"data":{"__proto__":{"polluted":true}}}'), 400, 'INVALID_JSON'],
+      ['POST constructor.prototype in data', json('POST', '/v1/objects/pin', '{"data":{"constructor":{"prototype":{"x":1}}}}'), 400, 'INVALID_JSON'],
+      ['POST oversize body', json('POST', '/v1/objects/pin', { data: { big } }), 413, 'PAYLOAD_TOO_LARGE'],
+      ['POST text/plain', { method: 'POST', url: '/v1/objects/pin', payload: '{"data":{}}', headers: { 'content-type': 'text/plain' } }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['POST merge-patch content type with bad JSON', json('POST', '/v1/objects/pin', '{', { 'content-type': 'application/merge-patch+json' }), 400, 'INVALID_JSON'],
+      // Objects: read.
+      ['GET objects without ids', { method: 'GET', url: '/v1/objects' }, 400, 'INVALID_ARGUMENT'],
+      ['GET objects ids empty', { method: 'GET', url: '/v1/objects?ids=' }, 400, 'INVALID_ID'],
+      ['GET objects ids trailing comma', { method: 'GET', url: `/v1/objects?ids=${pin.id},` }, 400, 'INVALID_ID'],
+      ['GET objects 1001 ids', { method: 'GET', url: `/v1/objects?ids=${Array(1001).fill(pin.id).join(',')}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET objects unknown param', { method: 'GET', url: `/v1/objects?ids=${pin.id}&x=1` }, 400, 'INVALID_ARGUMENT'],
+      ['GET malformed percent-encoding', { method: 'GET', url: '/v1/objects/%E0%A4%A' }, 400, 'INVALID_ARGUMENT'],
+      // Objects: patch and delete.
+      ['PATCH not JSON', json('PATCH', `/v1/objects/${pin.id}`, 'nope'), 400, 'INVALID_JSON'],
+      ['PATCH array', json('PATCH', `/v1/objects/${pin.id}`, [{ op: 'add' }]), 400, 'INVALID_ARGUMENT'],
+      ['PATCH null', json('PATCH', `/v1/objects/${pin.id}`, 'null'), 400, 'INVALID_ARGUMENT'],
+      ['PATCH json-patch content type', json('PATCH', `/v1/objects/${pin.id}`, [], { 'content-type': 'application/json-patch+json' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['PATCH active false', json('PATCH', `/v1/objects/${pin.id}`, { active: false }, { 'content-type': 'application/merge-patch+json' }), 400, 'INVALID_ARGUMENT'],
+      ['PATCH __proto__', json('PATCH', `/v1/objects/${pin.id}`, '{"__proto__":{"x":1}}', { 'content-type': 'application/merge-patch+json' }), 400, 'INVALID_JSON'],
+      ['PATCH oversize', json('PATCH', `/v1/objects/${pin.id}`, { big }, { 'content-type': 'application/merge-patch+json' }), 413, 'PAYLOAD_TOO_LARGE'],
+      ['PATCH stale If-Match', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': '"stale"' }), 412, 'PRECONDITION_FAILED'],
+      ['PATCH unquoted If-Match', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': pin.etag.replaceAll('"', '') }), 412, 'PRECONDITION_FAILED'],
+      ['DELETE hard=maybe', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=maybe` }, 400, 'INVALID_ARGUMENT'],
+      ['DELETE unknown param', { method: 'DELETE', url: `/v1/objects/${pin.id}?force=1` }, 400, 'INVALID_ARGUMENT'],
+      // Mappings.
+      ['PUT unknown mapping', json('PUT', `/v1/mappings/board_has_pinz/${board.id}/${pin.id}`, {}), 404, 'UNKNOWN_MAPPING'],
+      ['PUT hostile mapping name', json('PUT', `/v1/mappings/${enc('x"; DROP TABLE board_has_pins; --')}/${board.id}/${pin.id}`, {}), 404, 'UNKNOWN_MAPPING'],
+      ['PUT mapping from wrong type', json('PUT', `/v1/mappings/board_has_pins/${user.id}/${pin.id}`, {}), 400, 'INVALID_ARGUMENT'],
+      ['PUT mapping to wrong type', json('PUT', `/v1/mappings/board_has_pins/${board.id}/${user.id}`, {}), 400, 'INVALID_ARGUMENT'],
+      ['PUT mapping reversed', json('PUT', `/v1/mappings/board_has_pins/${pin.id}/${board.id}`, {}), 400, 'INVALID_ARGUMENT'],
+      ['PUT sequence 1.5', json('PUT', `/v1/mappings/board_has_pins/${board.id}/${pin.id}`, { sequence: 1.5 }), 400, 'INVALID_ARGUMENT'],
+      ['PUT sequence string', json('PUT', `/v1/mappings/board_has_pins/${board.id}/${pin.id}`, { sequence: 'soon' }), 400, 'INVALID_ARGUMENT'],
+      ['PUT sequence 2^60', json('PUT', `/v1/mappings/board_has_pins/${board.id}/${pin.id}`, '{"sequence":1152921504606846976}'), 400, 'INVALID_ARGUMENT'],
+      ['PUT sequence unknown field', json('PUT', `/v1/mappings/board_has_pins/${board.id}/${pin.id}`, { seq: 1 }), 400, 'INVALID_ARGUMENT'],
+      ['PUT mapping not JSON', json('PUT', `/v1/mappings/board_has_pins/${board.id}/${pin.id}`, '{'), 400, 'INVALID_JSON'],
+      ['PUT mapping oversize', json('PUT', `/v1/mappings/board_has_pins/${board.id}/${pin.id}`, { big }), 413, 'PAYLOAD_TOO_LARGE'],
+      ['GET unknown mapping', { method: 'GET', url: `/v1/mappings/nope/${board.id}` }, 404, 'UNKNOWN_MAPPING'],
+      ['GET mapping from wrong type', { method: 'GET', url: `/v1/mappings/board_has_pins/${pin.id}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET limit 0', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?limit=0` }, 400, 'INVALID_ARGUMENT'],
+      ['GET limit 1001', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?limit=1001` }, 400, 'INVALID_ARGUMENT'],
+      ['GET limit x', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?limit=x` }, 400, 'INVALID_ARGUMENT'],
+      ['GET limit -5', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?limit=-5` }, 400, 'INVALID_ARGUMENT'],
+      ['GET order sideways', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?order=sideways` }, 400, 'INVALID_ARGUMENT'],
+      ['GET cursor garbage', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=garbage` }, 400, 'INVALID_ARGUMENT'],
+      ['GET cursor too long', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=${'A'.repeat(100)}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET cursor of the other order', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=${ascCursor}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET join cursor garbage', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}/objects?cursor=${enc("'; --")}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET join limit 0', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}/objects?limit=0` }, 400, 'INVALID_ARGUMENT'],
+      ['GET count unknown mapping', { method: 'GET', url: `/v1/mappings/nope/${board.id}/count` }, 404, 'UNKNOWN_MAPPING'],
+      ['DELETE unknown mapping', { method: 'DELETE', url: `/v1/mappings/nope/${board.id}/${pin.id}` }, 404, 'UNKNOWN_MAPPING'],
+      // Lookups.
+      ['PUT unknown keyspace', json('PUT', '/v1/lookups/phone/k', { id: user.id }), 404, 'UNKNOWN_KEYSPACE'],
+      ['PUT hostile keyspace', json('PUT', `/v1/lookups/${enc('../../etc')}/k`, { id: user.id }), 404, 'UNKNOWN_KEYSPACE'],
+      ['PUT key over 1024 bytes', json('PUT', `/v1/lookups/email/${'k'.repeat(1025)}`, { id: user.id }), 400, 'INVALID_ARGUMENT'],
+      ['PUT key of 513 two-byte chars', json('PUT', `/v1/lookups/email/${enc('é'.repeat(513))}`, { id: user.id }), 400, 'INVALID_ARGUMENT'],
+      ['PUT key invalid UTF-8', json('PUT', '/v1/lookups/email/%ED%A0%80', { id: user.id }), 400, 'INVALID_ARGUMENT'],
+      ['PUT lookup without id', json('PUT', '/v1/lookups/email/k', {}), 400, 'INVALID_ARGUMENT'],
+      ['PUT lookup id as number', json('PUT', '/v1/lookups/email/k', `{"id":${user.id}}`), 400, 'INVALID_ID'],
+      ['PUT lookup id null', json('PUT', '/v1/lookups/email/k', { id: null }), 400, 'INVALID_ID'],
+      ['PUT lookup unknown field', json('PUT', '/v1/lookups/email/k', { id: user.id, ttl: 5 }), 400, 'INVALID_ARGUMENT'],
+      ['PUT lookup not JSON', json('PUT', '/v1/lookups/email/k', 'id='), 400, 'INVALID_JSON'],
+      ['PUT lookup oversize', json('PUT', '/v1/lookups/email/k', { id: user.id, big }), 413, 'PAYLOAD_TOO_LARGE'],
+      ['GET unknown keyspace', { method: 'GET', url: '/v1/lookups/constructor/k' }, 404, 'UNKNOWN_KEYSPACE'],
+      ['GET key over 1024 bytes', { method: 'GET', url: `/v1/lookups/email/${'k'.repeat(2000)}` }, 400, 'INVALID_ARGUMENT'],
+      ['DELETE unknown keyspace', { method: 'DELETE', url: '/v1/lookups/phone/k' }, 404, 'UNKNOWN_KEYSPACE'],
+      ['DELETE key over 1024 bytes', { method: 'DELETE', url: `/v1/lookups/email/${'k'.repeat(1025)}` }, 400, 'INVALID_ARGUMENT'],
+      // Unknown routes and methods.
+      ['unknown route', { method: 'GET', url: '/v1/pins/1' }, 404, 'NOT_FOUND'],
+      ['unknown method', { method: 'PUT', url: `/v1/objects/${pin.id}` }, 404, 'NOT_FOUND'],
+    );
+
+    const failures: string[] = [];
+    for (const [what, request, status, code] of cases) {
+      const res = await f.app.inject(request);
+      try {
+        assertError(res, status, code, what);
+      } catch (err) {
+        failures.push((err as Error).message.split('\n')[0]!);
+      }
+    }
+    assert.deepEqual(failures, []);
+    assert.equal(snapshot(f.root), before, 'bad input must not write anything');
+    // And the good objects are untouched.
+    const got = await f.app.inject({ method: 'GET', url: `/v1/objects/${pin.id}` });
+    assert.deepEqual((got.json() as { data: unknown }).data, { name: 'p' });
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('a body over the default 1 MiB limit is 413', async () => {
+  const f = await makeApp();
+  try {
+    const res = await f.app.inject({ method: 'POST', url: '/v1/objects/pin', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ data: { big: 'x'.repeat(1024 * 1024) } }) });
+    assertError(res, 413, 'PAYLOAD_TOO_LARGE');
+    const ok = await f.app.inject({ method: 'POST', url: '/v1/objects/pin', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ data: { big: 'x'.repeat(1000 * 1000) } }) });
+    assert.equal(ok.statusCode, 201);
+  } finally {
+    await f.cleanup();
+  }
+});

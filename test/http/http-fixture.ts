@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildApp, type RoutePlugin } from '../../src/http/app.js';
+import type { ShardMap } from '../../src/topology/shard-map.js';
+import { makeKit, type KitFixture } from '../store/kit-fixture.js';
+
+export interface AppFixture extends KitFixture {
+  app: FastifyInstance;
+}
+
+export async function makeApp(options: { shardMap?: ShardMap; plugins?: RoutePlugin[]; bodyLimit?: number } = {}): Promise<AppFixture> {
+  const f = makeKit(options.shardMap ? { shardMap: options.shardMap } : {});
+  const app = await buildApp({ kit: f.kit, ...(options.plugins ? { plugins: options.plugins } : {}), ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}) });
+  return {
+    ...f,
+    app,
+    cleanup: async () => {
+      await app.close();
+      await f.cleanup();
+    },
+  };
+}
+
+/** A 4xx answer with the error body and a stable code, and no stack trace anywhere. */
+export function assertError(res: LightMyRequestResponse, status: number, code: string, what = ''): void {
+  assert.equal(res.statusCode, status, `${what}: ${res.statusCode} ${res.body.slice(0, 300)}`);
+  const body = res.json() as { error?: { code?: unknown; message?: unknown } };
+  assert.equal(body.error?.code, code, `${what}: ${res.body.slice(0, 300)}`);
+  assert.equal(typeof body.error?.message, 'string');
+  assert.deepEqual(Object.keys(body), ['error']);
+  assert.doesNotMatch(res.body, /\bat .+:\d+:\d+/, 'no stack trace in the body');
+}
+
+export async function createObject(app: FastifyInstance, type: string, data: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<{ id: string; shard: number; etag: string }> {
+  const res = await app.inject({ method: 'POST', url: `/v1/objects/${type}`, payload: { data, ...extra } });
+  assert.equal(res.statusCode, 201, res.body);
+  const body = res.json() as { id: string; shard: number };
+  return { id: body.id, shard: body.shard, etag: String(res.headers.etag) };
+}

@@ -1,0 +1,110 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { ShardKitError } from '../../src/errors.js';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { testConfig } from '../store/kit-fixture.js';
+import { assertError, createObject, makeApp } from './http-fixture.js';
+
+test('GET /v1/topology is the shard map in force; /healthz answers', async () => {
+  const f = await makeApp();
+  try {
+    const topo = await f.app.inject({ method: 'GET', url: '/v1/topology' });
+    assert.equal(topo.statusCode, 200);
+    assert.deepEqual(topo.json(), { ...testConfig.shardMap, version: 1 });
+    assert.deepEqual((await f.app.inject({ method: 'GET', url: '/healthz' })).json(), { status: 'ok', backend: 'sqlite', topologyVersion: 1 });
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('/metrics counts requests by route pattern and shard errors by host', async () => {
+  const f = await makeApp();
+  try {
+    const o = await createObject(f.app, 'pin', {}, { shard: 1 });
+    await f.app.inject({ method: 'GET', url: `/v1/objects/${o.id}` });
+    await f.app.inject({ method: 'GET', url: '/v1/objects/abc' });
+    // A shard file that is not a database: the read fails as SHARD_UNAVAILABLE (503), counted per host.
+    mkdirSync(join(f.root, 'MySQL001A'), { recursive: true });
+    writeFileSync(join(f.root, 'MySQL001A', 'db00002.sqlite'), 'this is not a database, just some text that is long enough to have a header'.repeat(20));
+    const broken = await f.app.inject({ method: 'GET', url: `/v1/objects/${pinterestId.encode({ shard: 2, type: 1, localId: 1 })}` });
+    assertError(broken, 503, 'SHARD_UNAVAILABLE');
+    const res = await f.app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain/);
+    assert.match(res.body, /shardkit_http_requests_total\{method="GET",route="\/v1\/objects\/:id",status="200"\} 1/);
+    assert.match(res.body, /shardkit_http_requests_total\{method="GET",route="\/v1\/objects\/:id",status="400"\} 1/);
+    assert.match(res.body, /shardkit_http_requests_total\{method="POST",route="\/v1\/objects\/:type",status="201"\} 1/);
+    assert.match(res.body, /shardkit_http_request_duration_seconds_bucket\{le="[0-9.]+",method="GET",route="\/v1\/objects\/:id"\}/);
+    assert.match(res.body, /shardkit_shard_errors_total\{host="MySQL001A",fleet="objects",op="get"\} 1/);
+    assert.match(res.body, /shardkit_topology_version 1/);
+    assert.doesNotMatch(res.body, new RegExp(o.id), 'IDs never become label values');
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('/openapi.json documents every route with its schemas; /docs serves the UI', async () => {
+  const f = await makeApp();
+  try {
+    const spec = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { openapi: string; paths: Record<string, Record<string, { responses: Record<string, unknown>; parameters?: unknown[]; requestBody?: unknown }>> };
+    assert.match(spec.openapi, /^3\./);
+    const routes = Object.entries(spec.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort();
+    assert.deepEqual(routes, [
+      'DELETE /v1/lookups/{keyspace}/{key}',
+      'DELETE /v1/mappings/{name}/{from}/{to}',
+      'DELETE /v1/objects/{id}',
+      'GET /healthz',
+      'GET /metrics',
+      'GET /v1/lookups/{keyspace}/{key}',
+      'GET /v1/mappings/{name}/{from}',
+      'GET /v1/mappings/{name}/{from}/count',
+      'GET /v1/mappings/{name}/{from}/objects',
+      'GET /v1/objects',
+      'GET /v1/objects/{id}',
+      'GET /v1/topology',
+      'PATCH /v1/objects/{id}',
+      'POST /v1/objects/{type}',
+      'PUT /v1/lookups/{keyspace}/{key}',
+      'PUT /v1/mappings/{name}/{from}/{to}',
+    ]);
+    for (const [path, ops] of Object.entries(spec.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        assert.ok(Object.keys(op.responses).length > 0, `${method} ${path} documents its responses`);
+        if (path.includes('{')) assert.ok((op.parameters ?? []).length > 0, `${method} ${path} documents its parameters`);
+        if (['post', 'put', 'patch'].includes(method)) assert.ok(op.requestBody, `${method} ${path} documents its body`);
+      }
+    }
+    const docs = await f.app.inject({ method: 'GET', url: '/docs/' });
+    assert.equal(docs.statusCode, 200);
+    assert.match(docs.body, /swagger/i);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('route plugins of other modules plug in and share the error format; unexpected errors are a bare 500', async () => {
+  const plugin = async (app: FastifyInstance) => {
+    app.get('/v1/extra/ok', async () => ({ kit: typeof app.kit.objects.get }));
+    app.get('/v1/extra/missing', async () => {
+      throw new ShardKitError('UNKNOWN_DATASET', 'no dataset x');
+    });
+    app.get('/v1/extra/bug', async () => {
+      throw new TypeError('secret internals at /srv/app.js:10:5');
+    });
+  };
+  const f = await makeApp({ plugins: [plugin] });
+  try {
+    assert.deepEqual((await f.app.inject({ method: 'GET', url: '/v1/extra/ok' })).json(), { kit: 'function' });
+    assertError(await f.app.inject({ method: 'GET', url: '/v1/extra/missing' }), 404, 'UNKNOWN_DATASET');
+    const bug = await f.app.inject({ method: 'GET', url: '/v1/extra/bug' });
+    assert.equal(bug.statusCode, 500);
+    assert.deepEqual(bug.json(), { error: { code: 'INTERNAL', message: 'internal error' } });
+    const spec = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, unknown> };
+    assert.ok('/v1/extra/ok' in spec.paths);
+  } finally {
+    await f.cleanup();
+  }
+});
