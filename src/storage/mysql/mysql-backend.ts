@@ -111,6 +111,19 @@ export class MysqlBackend implements ShardBackend {
     return out;
   }
 
+  /** Per host: round trips and the most statements in flight at once since the last reset. */
+  hostStats(options: { reset?: boolean } = {}): Record<string, { queries: number; maxInFlight: number }> {
+    const out: Record<string, { queries: number; maxInFlight: number }> = {};
+    for (const [name, pool] of this.pools) {
+      out[name] = { queries: pool.queries, maxInFlight: pool.maxInFlight };
+      if (options.reset) {
+        pool.queries = 0;
+        pool.maxInFlight = pool.inFlight;
+      }
+    }
+    return out;
+  }
+
   private pool(host: string): MysqlHostPool {
     this.open();
     let pool = this.pools.get(host);

@@ -1,5 +1,5 @@
-import mysql from 'mysql2/promise';
-import type { Pool, PoolConnection } from 'mysql2/promise';
+import mysql from 'mysql2';
+import type { Pool, PoolConnection } from 'mysql2';
 import { ShardKitError } from '../../errors.js';
 import { isConnectionError } from './mysql-errors.js';
 
@@ -34,6 +34,9 @@ export class MysqlHostPool {
   private closed = false;
   /** Statements sent (round trips), for benchmarks and status. */
   queries = 0;
+  /** Statements on the wire right now, and the most seen at once since the last reset. */
+  inFlight = 0;
+  maxInFlight = 0;
 
   constructor(name: string, options: MysqlHostOptions) {
     this.name = name;
@@ -58,8 +61,9 @@ export class MysqlHostPool {
       charset: 'utf8mb4_bin',
     });
     // UTC sessions: FROM_UNIXTIME / UNIX_TIMESTAMP round-trip exactly, whatever the server's zone.
-    this.pool.pool.on('connection', (conn) => {
-      conn.query("SET time_zone = '+00:00'");
+    this.pool.on('connection', (conn) => {
+      // Errors here surface on the caller's first query over this connection.
+      conn.query("SET time_zone = '+00:00'", () => undefined);
     });
   }
 
@@ -74,53 +78,86 @@ export class MysqlHostPool {
     this.downUntil = Date.now() + Math.min(1000, this.options.connectTimeoutMs);
   }
 
-  private async acquire(): Promise<PoolConnection> {
-    if (this.closed) throw new ShardKitError('CLOSED', 'the MySQL backend is closed');
+  private codedError(code: string, message: string): Error {
+    const err = new Error(message) as Error & { code: string };
+    err.code = code;
+    return err;
+  }
+
+  /** Whether getConnection would have to wait for another caller to release a connection. */
+  private exhausted(): boolean {
+    const internals = this.pool as unknown as { _freeConnections?: { length: number }; _allConnections?: { length: number } };
+    if (!internals._freeConnections || !internals._allConnections) return true;
+    return internals._freeConnections.length === 0 && internals._allConnections.length >= this.options.poolSize;
+  }
+
+  /**
+   * A pooled connection. Opening one is bounded by mysql2's connectTimeout; waiting for a busy
+   * pool is bounded here by the same time (the timer only exists when the pool is exhausted,
+   * which keeps the hot path free of timers).
+   */
+  private acquire(callback: (err: unknown, conn?: PoolConnection) => void): void {
+    if (this.closed) {
+      callback(new ShardKitError('CLOSED', 'the MySQL backend is closed'));
+      return;
+    }
     const reason = this.downReason();
     if (reason !== undefined) {
-      const err = new Error(`host down since a moment ago (${(reason as Error).message ?? String(reason)})`) as Error & { code: string };
-      err.code = 'HOST_DOWN';
-      throw err;
+      callback(this.codedError('HOST_DOWN', `host down since a moment ago (${(reason as Error).message ?? String(reason)})`));
+      return;
     }
-    const pending = this.pool.getConnection();
+    let settled = false;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
+    if (this.exhausted()) {
       timer = setTimeout(() => {
-        const err = new Error(`no connection to ${this.name} within ${this.options.connectTimeoutMs} ms`) as Error & { code: string };
-        err.code = 'ACQUIRE_TIMEOUT';
-        reject(err);
+        settled = true;
+        callback(this.codedError('ACQUIRE_TIMEOUT', `no connection to ${this.name} within ${this.options.connectTimeoutMs} ms`));
       }, this.options.connectTimeoutMs);
       timer.unref();
+    }
+    this.pool.getConnection((err, conn) => {
+      if (timer) clearTimeout(timer);
+      if (settled) {
+        // We gave up waiting; the connection goes back to the pool.
+        conn?.release();
+        return;
+      }
+      settled = true;
+      if (err) {
+        this.markDown(err);
+        callback(err);
+      } else callback(null, conn);
     });
-    try {
-      return await Promise.race([pending, timeout]);
-    } catch (err) {
-      // A connection that arrives after we gave up goes back to the pool.
-      pending.then((c) => c.release(), () => undefined);
-      this.markDown(err);
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
-  private async run<T>(conn: PoolConnection, sql: string, values: SqlValue[] | undefined): Promise<T> {
+  private run<T>(conn: PoolConnection, sql: string, values: SqlValue[] | undefined, callback: (err: unknown, rows?: T) => void): void {
     this.queries++;
-    const [rows] = await conn.query({ sql, values, timeout: this.options.queryTimeoutMs });
-    return rows as T;
+    if (++this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    conn.query({ sql, values, timeout: this.options.queryTimeoutMs }, (err, rows) => {
+      this.inFlight--;
+      callback(err, rows as T);
+    });
   }
 
-  /** One statement on a pooled connection. */
-  async query<T>(sql: string, values?: SqlValue[]): Promise<T> {
-    const conn = await this.acquire();
-    try {
-      const rows = await this.run<T>(conn, sql, values);
-      conn.release();
-      return rows;
-    } catch (err) {
-      this.discardOnFailure(conn, err);
-      throw err;
-    }
+  /** One statement on a pooled connection (callbacks inside, one promise per call). */
+  query<T>(sql: string, values?: SqlValue[]): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.acquire((err, conn) => {
+        if (err) {
+          reject(err);
+          return;
+        }
+        this.run<T>(conn!, sql, values, (qerr, rows) => {
+          if (qerr) {
+            this.discardOnFailure(conn!, qerr);
+            reject(qerr);
+          } else {
+            conn!.release();
+            resolve(rows!);
+          }
+        });
+      });
+    });
   }
 
   /**
@@ -128,8 +165,8 @@ export class MysqlHostPool {
    * is destroyed after a connection-level error or timeout (its state is unknown).
    */
   async transaction<T>(fn: (q: <R>(sql: string, values?: SqlValue[]) => Promise<R>) => Promise<T>): Promise<T> {
-    const conn = await this.acquire();
-    const q = <R>(sql: string, values?: SqlValue[]) => this.run<R>(conn, sql, values);
+    const conn = await new Promise<PoolConnection>((resolve, reject) => this.acquire((err, c) => (err ? reject(err) : resolve(c!))));
+    const q = <R>(sql: string, values?: SqlValue[]) => new Promise<R>((resolve, reject) => this.run<R>(conn, sql, values, (err, rows) => (err ? reject(err) : resolve(rows!))));
     try {
       await q('BEGIN');
       let result: T;
@@ -160,6 +197,6 @@ export class MysqlHostPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.pool.end().catch(() => undefined);
+    await new Promise<void>((resolve) => this.pool.end(() => resolve()));
   }
 }
