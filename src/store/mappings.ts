@@ -3,7 +3,7 @@ import type { MappingDef } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import { decodeCursor, encodeCursor } from './cursor-codec.js';
 import type { LocatedId, StoreContext } from './store-context.js';
-import type { ListOptions, ListOrder, MappingPage } from './types.js';
+import type { ListOptions, ListOrder, MappingListPage } from './types.js';
 
 export const MAX_PAGE = 1000;
 export const DEFAULT_PAGE = 50;
@@ -44,7 +44,7 @@ export class Mappings {
     await this.ctx.call(fromLoc.ref, 'mapping-add', () => this.ctx.backend.addMapping(fromLoc.ref, def.table, fromLoc.id, toLoc.id, sequence));
   }
 
-  async list(name: string, from: bigint | string, options: ListOptions = {}): Promise<MappingPage> {
+  async list(name: string, from: bigint | string, options: ListOptions = {}): Promise<MappingListPage> {
     const map = await this.ctx.map();
     const def = this.ctx.mapping(name);
     const fromLoc = this.end(map, def, from, 'from');

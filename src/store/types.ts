@@ -47,7 +47,7 @@ export interface MappingEntry {
   sequence: number;
 }
 
-export interface MappingPage {
+export interface MappingListPage {
   items: MappingEntry[];
   /** Cursor of the next page, or null when this page is the last. */
   next: string | null;
