@@ -2,7 +2,12 @@
 # Installs the Debian packages whose servers the tests start themselves (on loopback, own data dirs).
 set -euo pipefail
 need=()
-command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server mariadb-client)
+# mariadbd runs the dev clusters (src/ops); the plain `mariadb` client is used by the acceptance tests.
+if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+  need+=(mariadb-server mariadb-client)
+elif ! command -v mariadb >/dev/null 2>&1; then
+  need+=(mariadb-client)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "install-test-deps: need root to apt-get install ${need[*]}" >&2; exit 1; fi
   export DEBIAN_FRONTEND=noninteractive
