@@ -41,7 +41,7 @@ export class Objects {
 
   /** The object, or NOT_FOUND when it does not exist or was deleted. */
   async get(id: bigint | string): Promise<StoreObject> {
-    const map = await this.ctx.map();
+    const map = this.ctx.loaded ?? (await this.ctx.map());
     const loc = this.ctx.locate(map, id);
     const [row] = await this.ctx.call(loc.ref, 'get', () => this.ctx.backend.getObjects(loc.ref, [{ table: loc.type.table, localId: loc.localId }]));
     const obj = row && toObject(loc, row);

@@ -72,6 +72,11 @@ export class StoreContext {
     return this.current ?? this.load();
   }
 
+  /** The map when already loaded and open (the synchronous fast path of map()). */
+  get loaded(): ShardMap | undefined {
+    return this.closed ? undefined : this.current;
+  }
+
   async ready(): Promise<ShardMap> {
     return this.map();
   }
@@ -145,17 +150,16 @@ export class StoreContext {
   }
 
   /** Calls the backend; storage failures (not bad input) are announced as 'shard-error'. */
-  async call<T>(ref: ShardRef, op: string, work: () => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
-    try {
-      return await work();
-    } catch (err) {
+  call<T>(ref: ShardRef, op: string, work: () => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
+    // A rejection handler rather than an async frame: this wraps every storage call.
+    return work().then(undefined, (err: unknown) => {
       if (isCallerError?.(err)) throw err;
       if (!isShardKitError(err) || err.code === 'SHARD_UNAVAILABLE' || err.code === 'INTERNAL') {
         const event: ShardErrorEvent = { host: ref.host, shard: ref.shard, fleet: ref.fleet, op, error: err };
         this.events.emit('shard-error', event);
       }
       throw err;
-    }
+    });
   }
 
   async close(): Promise<void> {

@@ -21,8 +21,8 @@ export function checkFleet(fleet: unknown): Fleet {
   return fleet;
 }
 
-export function checkRef(ref: ShardRef): ShardRef {
-  checkHost(ref.host);
+export function checkRef(ref: ShardRef, hostChecked = false): ShardRef {
+  if (!hostChecked) checkHost(ref.host);
   checkFleet(ref.fleet);
   if (!Number.isInteger(ref.shard) || ref.shard < 0 || ref.shard > 0xffff) {
     throw new ShardKitError('INVALID_ARGUMENT', `shard must be an integer in 0..65535, got ${String(ref.shard)}`);

@@ -26,6 +26,13 @@ export interface SqliteBackendOptions {
   synchronous?: 'normal' | 'full';
 }
 
+interface HostEntry {
+  dir: string;
+  paths: Array<string | undefined>;
+}
+
+type TableSql = Record<string, string>;
+
 interface ObjectRow {
   local_id: bigint;
   data: string;
@@ -50,6 +57,9 @@ export class SqliteBackend implements ShardBackend {
   private readonly fileOptions: { busyTimeoutMs: number; synchronous: 'normal' | 'full' };
   private readonly tables: Record<'types' | 'mappings' | 'keyspaces', Set<string>>;
   private readonly templates = new Map<Fleet, Buffer>();
+  private readonly hosts = new Map<string, HostEntry>();
+  /** SQL text per table, built once (the statement cache is keyed by it). */
+  private readonly sql = new Map<string, TableSql>();
   private closed = false;
 
   constructor(options: SqliteBackendOptions) {
@@ -58,6 +68,9 @@ export class SqliteBackend implements ShardBackend {
     this.hostDirs = options.hostDirs ?? {};
     this.fileOptions = { busyTimeoutMs: options.busyTimeoutMs ?? 5000, synchronous: options.synchronous ?? 'normal' };
     this.files = new LRUCache<string, ShardFile>({ max: options.maxOpenShards ?? 256, dispose: (file) => file.close() });
+    for (const t of options.schema.types) this.sql.set(t.table, objectSql(t.table));
+    for (const m of options.schema.mappings) this.sql.set(m.table, mappingSql(m.table));
+    for (const k of options.schema.keyspaces) this.sql.set(k.table, lookupSql(k.table));
     this.tables = {
       types: new Set(options.schema.types.map((t) => t.table)),
       mappings: new Set(options.schema.mappings.map((m) => m.table)),
@@ -67,16 +80,26 @@ export class SqliteBackend implements ShardBackend {
 
   /** The directory of a host. */
   hostDir(host: string): string {
-    checkHost(host);
-    const dir = this.hostDirs[host];
-    if (dir === undefined || dir === '') return join(this.root, host);
-    return isAbsolute(dir) ? dir : resolve(this.root, dir);
+    return this.host(host).dir;
   }
 
   /** The file of a shard (whether or not it exists yet). */
   shardPath(ref: ShardRef): string {
-    checkRef(ref);
-    return join(this.hostDir(ref.host), `${shardDatabaseName(ref.shard)}.sqlite`);
+    const h = this.host(ref.host);
+    checkRef(ref, true);
+    // Paths are built once per shard: this is on the path of every call.
+    return (h.paths[ref.shard] ??= join(h.dir, `${shardDatabaseName(ref.shard)}.sqlite`));
+  }
+
+  private host(host: string): HostEntry {
+    let h = this.hosts.get(host);
+    if (h === undefined) {
+      checkHost(host);
+      const dir = this.hostDirs[host];
+      h = { dir: dir === undefined || dir === '' ? join(this.root, host) : isAbsolute(dir) ? dir : resolve(this.root, dir), paths: [] };
+      this.hosts.set(host, h);
+    }
+    return h;
   }
 
   /** Number of shard files currently open (bounded by maxOpenShards). */
@@ -131,7 +154,7 @@ export class SqliteBackend implements ShardBackend {
     return this.run(ref, () => {
       const file = this.writable(ref);
       const ts = Date.now();
-      const r = file.stmt(`INSERT INTO "${table}" (data, ts) VALUES (?, ?)`).run(data, ts);
+      const r = file.stmt(this.sql.get(table)!.insert!).run(data, ts);
       return { localId: Number(r.lastInsertRowid), data, createdAt: new Date(ts) };
     });
   }
@@ -147,7 +170,7 @@ export class SqliteBackend implements ShardBackend {
       if (file === undefined || keys.length === 0) return out;
       if (keys.length === 1) {
         const k = keys[0]!;
-        const row = file.stmt(`SELECT local_id, data, ts FROM "${k.table}" WHERE local_id = ?`).get(k.localId) as ObjectRow | undefined;
+        const row = file.stmt(this.sql.get(k.table)!.selectOne!).get(k.localId) as ObjectRow | undefined;
         out[0] = row && toStored(row);
         return out;
       }
@@ -158,9 +181,8 @@ export class SqliteBackend implements ShardBackend {
         else byTable.set(k.table, [i]);
       });
       for (const [table, idx] of byTable) {
-        // One statement per table whatever the number of keys: the ids travel as one JSON array.
         const rows = file
-          .stmt(`SELECT local_id, data, ts FROM "${table}" WHERE local_id IN (SELECT value FROM json_each(?))`)
+          .stmt(this.sql.get(table)!.selectMany!)
           .all(JSON.stringify(idx.map((i) => keys[i]!.localId))) as ObjectRow[];
         const found = new Map<number, StoredObject>();
         for (const row of rows) found.set(Number(row.local_id), toStored(row));
@@ -178,12 +200,12 @@ export class SqliteBackend implements ShardBackend {
       if (file === undefined) return undefined;
       // IMMEDIATE takes the write lock before the read: the SQLite form of SELECT ... FOR UPDATE.
       return file.transaction(() => {
-        const row = file.stmt(`SELECT local_id, data, ts FROM "${table}" WHERE local_id = ?`).get(localId) as ObjectRow | undefined;
+        const row = file.stmt(this.sql.get(table)!.selectOne!).get(localId) as ObjectRow | undefined;
         if (row === undefined) return undefined;
         const next = fn(row.data);
         if (next === undefined) return toStored(row);
         if (typeof next !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'update function must return JSON text or undefined');
-        file.stmt(`UPDATE "${table}" SET data = ? WHERE local_id = ?`).run(next, localId);
+        file.stmt(this.sql.get(table)!.update!).run(next, localId);
         return { localId, data: next, createdAt: new Date(Number(row.ts)) };
       });
     });
@@ -195,7 +217,7 @@ export class SqliteBackend implements ShardBackend {
     return this.run(ref, () => {
       const file = this.readable(ref);
       if (file === undefined) return false;
-      return file.stmt(`DELETE FROM "${table}" WHERE local_id = ?`).run(localId).changes > 0;
+      return file.stmt(this.sql.get(table)!.delete!).run(localId).changes > 0;
     });
   }
 
@@ -206,7 +228,7 @@ export class SqliteBackend implements ShardBackend {
     checkSequence(sequence);
     this.run(ref, () => {
       this.writable(ref)
-        .stmt(`INSERT INTO "${table}" (from_id, to_id, sequence) VALUES (?, ?, ?) ON CONFLICT (from_id, to_id) DO UPDATE SET sequence = excluded.sequence`)
+        .stmt(this.sql.get(table)!.upsert!)
         .run(fromId, toId, BigInt(sequence));
     });
   }
@@ -223,14 +245,12 @@ export class SqliteBackend implements ShardBackend {
     return this.run(ref, () => {
       const file = this.readable(ref);
       if (file === undefined) return [];
+      const sql = this.sql.get(table)!;
       const desc = page.order === 'desc';
-      const dir = desc ? 'DESC' : 'ASC';
       // Keyset paging: a row-value comparison on the (from_id, sequence, to_id) index is one range scan.
       const rows = (page.after === undefined
-        ? file.stmt(`SELECT to_id, sequence FROM "${table}" WHERE from_id = ? ORDER BY sequence ${dir}, to_id ${dir} LIMIT ?`).all(fromId, page.limit)
-        : file
-            .stmt(`SELECT to_id, sequence FROM "${table}" WHERE from_id = ? AND (sequence, to_id) ${desc ? '<' : '>'} (?, ?) ORDER BY sequence ${dir}, to_id ${dir} LIMIT ?`)
-            .all(fromId, BigInt(page.after.sequence), page.after.toId, page.limit)) as Array<{ to_id: bigint; sequence: bigint }>;
+        ? file.stmt(desc ? sql.listDesc! : sql.listAsc!).all(fromId, page.limit)
+        : file.stmt(desc ? sql.listDescAfter! : sql.listAscAfter!).all(fromId, BigInt(page.after.sequence), page.after.toId, page.limit)) as Array<{ to_id: bigint; sequence: bigint }>;
       return rows.map((r) => ({ toId: r.to_id, sequence: Number(r.sequence) }));
     });
   }
@@ -242,7 +262,7 @@ export class SqliteBackend implements ShardBackend {
     return this.run(ref, () => {
       const file = this.readable(ref);
       if (file === undefined) return false;
-      return file.stmt(`DELETE FROM "${table}" WHERE from_id = ? AND to_id = ?`).run(fromId, toId).changes > 0;
+      return file.stmt(this.sql.get(table)!.remove!).run(fromId, toId).changes > 0;
     });
   }
 
@@ -252,7 +272,7 @@ export class SqliteBackend implements ShardBackend {
     return this.run(ref, () => {
       const file = this.readable(ref);
       if (file === undefined) return 0;
-      return Number(file.stmt(`SELECT count(*) FROM "${table}" WHERE from_id = ?`).pluck().get(fromId) as bigint);
+      return Number(file.stmt(this.sql.get(table)!.count!).pluck().get(fromId) as bigint);
     });
   }
 
@@ -262,7 +282,7 @@ export class SqliteBackend implements ShardBackend {
     checkStoredId(value, 'lookup value');
     this.run(ref, () => {
       this.writable(ref)
-        .stmt(`INSERT INTO "${table}" ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value"`)
+        .stmt(this.sql.get(table)!.put!)
         .run(key, value);
     });
   }
@@ -273,7 +293,7 @@ export class SqliteBackend implements ShardBackend {
     return this.run(ref, () => {
       const file = this.readable(ref);
       if (file === undefined) return undefined;
-      return file.stmt(`SELECT "value" FROM "${table}" WHERE "key" = ?`).pluck().get(key) as bigint | undefined;
+      return file.stmt(this.sql.get(table)!.get!).pluck().get(key) as bigint | undefined;
     });
   }
 
@@ -283,7 +303,7 @@ export class SqliteBackend implements ShardBackend {
     return this.run(ref, () => {
       const file = this.readable(ref);
       if (file === undefined) return false;
-      return file.stmt(`DELETE FROM "${table}" WHERE "key" = ?`).run(key).changes > 0;
+      return file.stmt(this.sql.get(table)!.delete!).run(key).changes > 0;
     });
   }
 
@@ -298,7 +318,8 @@ export class SqliteBackend implements ShardBackend {
   }
 
   private checkTable(kind: 'types' | 'mappings' | 'keyspaces', table: string, ref: ShardRef): void {
-    checkRef(ref);
+    // The host name is checked once per host when its path is first built (this.host()).
+    checkRef(ref, this.hosts.has(ref.host));
     const fleet: Fleet = kind === 'keyspaces' ? 'lookups' : 'objects';
     if (ref.fleet !== fleet) throw new ShardKitError('INVALID_ARGUMENT', `table ${String(table)} is not on the ${ref.fleet} fleet`);
     if (!this.tables[kind].has(table)) throw new ShardKitError('INVALID_ARGUMENT', `unknown table ${JSON.stringify(String(table).slice(0, 70))}`);
@@ -352,6 +373,39 @@ export class SqliteBackend implements ShardBackend {
     file.ensure(ref.fleet, this.schema);
     return file;
   }
+}
+
+function objectSql(t: string): TableSql {
+  return {
+    insert: `INSERT INTO "${t}" (data, ts) VALUES (?, ?)`,
+    selectOne: `SELECT local_id, data, ts FROM "${t}" WHERE local_id = ?`,
+    // One statement whatever the number of keys: the ids travel as one JSON array.
+    selectMany: `SELECT local_id, data, ts FROM "${t}" WHERE local_id IN (SELECT value FROM json_each(?))`,
+    update: `UPDATE "${t}" SET data = ? WHERE local_id = ?`,
+    delete: `DELETE FROM "${t}" WHERE local_id = ?`,
+  };
+}
+
+function mappingSql(t: string): TableSql {
+  const list = (op: string, dir: string) =>
+    `SELECT to_id, sequence FROM "${t}" WHERE from_id = ?${op ? ` AND (sequence, to_id) ${op} (?, ?)` : ''} ORDER BY sequence ${dir}, to_id ${dir} LIMIT ?`;
+  return {
+    upsert: `INSERT INTO "${t}" (from_id, to_id, sequence) VALUES (?, ?, ?) ON CONFLICT (from_id, to_id) DO UPDATE SET sequence = excluded.sequence`,
+    listAsc: list('', 'ASC'),
+    listDesc: list('', 'DESC'),
+    listAscAfter: list('>', 'ASC'),
+    listDescAfter: list('<', 'DESC'),
+    remove: `DELETE FROM "${t}" WHERE from_id = ? AND to_id = ?`,
+    count: `SELECT count(*) FROM "${t}" WHERE from_id = ?`,
+  };
+}
+
+function lookupSql(t: string): TableSql {
+  return {
+    put: `INSERT INTO "${t}" ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value"`,
+    get: `SELECT "value" FROM "${t}" WHERE "key" = ?`,
+    delete: `DELETE FROM "${t}" WHERE "key" = ?`,
+  };
 }
 
 function toStored(row: ObjectRow): StoredObject {

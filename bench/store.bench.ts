@@ -1,0 +1,139 @@
+/**
+ * Store (embedded): ShardKit on SQLite against raw better-sqlite3 on the same files.
+ *   1. objects.get(id) through ShardKit (parse + validate the ID, route by the shard map, read,
+ *      JSON.parse, soft-delete check) vs a raw prepared statement + JSON.parse. Target >= 0.5x.
+ *   2. mappings.list: a 50-item page at depth 10 000 vs at depth 0 (keyset cursor). Target >= 0.8.
+ *      A raw OFFSET query at the same depth is shown for contrast.
+ * Same process, same files, same IDs; each figure is the best of 3 rounds.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { defaultConfig, parseConfig, resolveSchema } from '../src/config/config.js';
+import { pinterestId } from '../src/ids/pinterest-id.js';
+import { SqliteBackend } from '../src/storage/sqlite/sqlite-backend.js';
+import { encodeCursor } from '../src/store/cursor-codec.js';
+import { ShardKit } from '../src/store/shard-kit.js';
+import { ShardMap, shardDatabaseName } from '../src/topology/shard-map.js';
+
+const SHARDS = 64;
+const OBJECTS = 20_000;
+const GETS = 100_000;
+const LIST_DEPTH = 10_000;
+const LIST_ITER = 3_000;
+
+function rate(ops: number, ms: number): number {
+  return (ops / ms) * 1000;
+}
+
+async function best(rounds: number, fn: () => Promise<number> | number): Promise<number> {
+  let top = 0;
+  for (let i = 0; i < rounds; i++) top = Math.max(top, await fn());
+  return top;
+}
+
+const fmt = (n: number) => `${Math.round(n).toLocaleString('en-US')} ops/s`;
+
+const root = mkdtempSync(join(tmpdir(), 'shardkit-bench-store-'));
+const config = parseConfig(defaultConfig({ shards: SHARDS, pairs: 8 }));
+const schema = resolveSchema(config);
+const map = ShardMap.fromJSON(config.shardMap);
+const backend = new SqliteBackend({ root, schema, maxOpenShards: 256 });
+const kit = new ShardKit({ backend, schema, shardMap: map });
+try {
+  // --- setup: OBJECTS pins spread over every shard -------------------------------------------
+  const ids: bigint[] = [];
+  for (let i = 0; i < OBJECTS; i++) {
+    const o = await kit.objects.create('pin', { details: `pin number ${i}`, link: `https://example.com/p/${i}`, board_id: '241294561224164665', user_id: '241294629943640797' }, { shard: i % SHARDS });
+    ids.push(o.id);
+  }
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const order = Array.from({ length: GETS }, () => ids[Math.floor(rnd() * ids.length)]!);
+
+  // Raw: one handle and one prepared statement per shard file, the ID already split.
+  const raw = new Map<number, Database.Statement>();
+  for (let s = 0; s < SHARDS; s++) {
+    const host = map.locate(s).master;
+    const db = new Database(join(root, host, `${shardDatabaseName(s)}.sqlite`));
+    raw.set(s, db.prepare('SELECT local_id, data, ts FROM pins WHERE local_id = ?'));
+  }
+  const parts = order.map((id) => pinterestId.decode(id));
+
+  const kitGet = await best(3, async () => {
+    let sink = 0;
+    const t = performance.now();
+    for (const id of order) sink += (await kit.objects.get(id)).data.details === undefined ? 0 : 1;
+    const ms = performance.now() - t;
+    if (sink !== GETS) throw new Error('missing objects');
+    return rate(GETS, ms);
+  });
+  const rawGet = await best(3, () => {
+    let sink = 0;
+    const t = performance.now();
+    for (const p of parts) {
+      const row = raw.get(p.shard)!.get(p.localId) as { data: string };
+      sink += (JSON.parse(row.data) as { details?: string }).details === undefined ? 0 : 1;
+    }
+    const ms = performance.now() - t;
+    if (sink !== GETS) throw new Error('missing rows');
+    return rate(GETS, ms);
+  });
+
+  // getMany of 50 IDs over many shards, for reference (no raw peer: the raw equivalent is 50 gets).
+  const batches = Array.from({ length: 2000 }, (_, b) => order.slice(b * 50, b * 50 + 50));
+  const kitMany = await best(3, async () => {
+    const t = performance.now();
+    for (const batch of batches) await kit.objects.getMany(batch);
+    return rate(batches.length * 50, performance.now() - t);
+  });
+
+  // --- mappings.list at depth 0 vs depth 10 000 ----------------------------------------------
+  const board = await kit.objects.create('board', { name: 'deep' }, { shard: 1 });
+  const total = LIST_DEPTH + 200;
+  // Pin i is mapped with sequence i, so the item at depth d has sequence d.
+  for (let i = 0; i < total; i++) await kit.mappings.add('board_has_pins', board.id, ids[i]!, { sequence: i });
+  const deepCursor = encodeCursor({ sequence: LIST_DEPTH - 1, toId: ids[LIST_DEPTH - 1]! }, 'asc');
+  const check = await kit.mappings.list('board_has_pins', board.id, { limit: 50, order: 'asc', cursor: deepCursor });
+  if (check.items[0]!.sequence !== LIST_DEPTH || check.items.length !== 50) throw new Error(`deep page starts at ${check.items[0]?.sequence}`);
+  const listOnce = async (cursor: string | null) => {
+    const t = performance.now();
+    for (let i = 0; i < LIST_ITER; i++) await kit.mappings.list('board_has_pins', board.id, { limit: 50, order: 'asc', cursor });
+    return rate(LIST_ITER, performance.now() - t);
+  };
+  // Rounds alternate between the two depths so that load on the machine hits both alike.
+  let list0 = 0;
+  let listDeep = 0;
+  for (let round = 0; round < 5; round++) {
+    list0 = Math.max(list0, await listOnce(null));
+    listDeep = Math.max(listDeep, await listOnce(deepCursor));
+  }
+  const db1 = new Database(join(root, map.locate(1).master, `${shardDatabaseName(1)}.sqlite`));
+  db1.defaultSafeIntegers(true);
+  const offsetStmt = db1.prepare('SELECT to_id, sequence FROM board_has_pins WHERE from_id = ? ORDER BY sequence, to_id LIMIT 50 OFFSET ?');
+  const offsetAt = (offset: number) => best(3, () => {
+    const t = performance.now();
+    for (let i = 0; i < LIST_ITER; i++) offsetStmt.all(board.id, offset);
+    return rate(LIST_ITER, performance.now() - t);
+  });
+  const off0 = await offsetAt(0);
+  const offDeep = await offsetAt(LIST_DEPTH);
+
+  console.log(`objects.get (${OBJECTS} pins on ${SHARDS} shard files, ${GETS} random gets, best of 3)`);
+  console.log(`  ShardKit objects.get           ${fmt(kitGet)}`);
+  console.log(`  raw better-sqlite3 stmt.get    ${fmt(rawGet)}`);
+  console.log(`  ratio ShardKit/raw             ${(kitGet / rawGet).toFixed(2)}x   (target >= 0.5x)`);
+  console.log(`  ShardKit objects.getMany(50)   ${fmt(kitMany)} objects`);
+  console.log(`mappings.list, 50-item page, list of ${total} (best of 5 alternating rounds, ${LIST_ITER} pages each)`);
+  console.log(`  depth 0                        ${fmt(list0)}`);
+  console.log(`  depth ${LIST_DEPTH} (keyset cursor)   ${fmt(listDeep)}`);
+  console.log(`  ratio depth ${LIST_DEPTH}/depth 0      ${(listDeep / list0).toFixed(2)}   (target >= 0.8)`);
+  console.log(`  for contrast, raw OFFSET paging: depth 0 ${fmt(off0)}, depth ${LIST_DEPTH} ${fmt(offDeep)}, ratio ${(offDeep / off0).toFixed(3)}`);
+  db1.close();
+  for (const s of raw.values()) s.database.close();
+} finally {
+  await kit.close();
+  await backend.close();
+  rmSync(root, { recursive: true, force: true });
+}
