@@ -41,10 +41,40 @@ const UNAVAILABLE_SERVER_CODES = new Set([
   'ER_HOST_IS_BLOCKED',
 ]);
 
-/** True for errors after which the host should be considered down for a moment. */
-export function isConnectionError(err: unknown): boolean {
+/** The server cannot be reached at all: worth failing fast for a moment instead of retrying each call. */
+const HOST_DOWN_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOENT',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'PROTOCOL_CONNECTION_LOST',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CON_COUNT_ERROR',
+]);
+
+function codeOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (CONNECTION_CODES.has(code) || code === 'ER_SERVER_SHUTDOWN' || code === 'ER_CON_COUNT_ERROR');
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** Errors after which a connection's state is unknown (it must be destroyed, not reused). */
+export function isConnectionError(err: unknown): boolean {
+  const code = codeOf(err);
+  return code !== undefined && (CONNECTION_CODES.has(code) || HOST_DOWN_CODES.has(code));
+}
+
+/**
+ * Errors that say the server is down or unreachable. A slow query (our query timeout) or a busy
+ * pool does not count: one slow statement must not fail every other call to the host.
+ */
+export function isHostDownError(err: unknown): boolean {
+  const code = codeOf(err);
+  return code !== undefined && HOST_DOWN_CODES.has(code);
 }
 
 function where(ctx: MysqlErrorContext): string {

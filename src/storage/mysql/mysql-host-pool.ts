@@ -1,7 +1,7 @@
 import mysql from 'mysql2';
 import type { Pool, PoolConnection } from 'mysql2';
 import { ShardKitError } from '../../errors.js';
-import { isConnectionError } from './mysql-errors.js';
+import { isConnectionError, isHostDownError } from './mysql-errors.js';
 
 /** How one server is reached (config `hosts[name]` merged with `storage`). */
 export interface MysqlHostOptions {
@@ -21,7 +21,8 @@ export type SqlValue = string | number | bigint | null | Buffer;
  * One mysql2 pool for one server, with explicit failure handling:
  * - every query has a timeout; a connection whose query timed out is destroyed, not reused;
  * - getting a connection is bounded by the connect timeout, even when the pool is exhausted;
- * - after a connection-level failure the host is "down" for a short while and calls fail at once
+ * - after a failure that says the server is unreachable (refused, reset, connect timeout; not a
+ *   slow query) the host is "down" for a short while and calls fail at once
  *   (so a dead master costs callers nothing), then the next call tries again: the pool recovers
  *   by itself when the server comes back, no restart needed.
  */
@@ -73,7 +74,7 @@ export class MysqlHostPool {
   }
 
   private markDown(err: unknown): void {
-    if (!isConnectionError(err)) return;
+    if (!isHostDownError(err)) return;
     this.lastError = err;
     this.downUntil = Date.now() + Math.min(1000, this.options.connectTimeoutMs);
   }
