@@ -12,6 +12,7 @@ export {
   type ResolvedSequence,
   type SegmentConfig,
 } from './tickets-config.js';
+export { ticketServerSettings } from './ticket-server-settings.js';
 export { SegmentAllocator, type BlockSource } from './segment-allocator.js';
 export { ServerSelector } from './server-selector.js';
 export { TicketServer, type ReservedBlock } from './ticket-server.js';

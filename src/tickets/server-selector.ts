@@ -22,26 +22,25 @@ export class ServerSelector<S extends Named> {
 
   constructor(
     readonly servers: readonly S[],
-    private readonly options: { retryAfterMs: number; now?: () => number },
+    private readonly options: { retryAfterMs: number; now?: () => number; start?: number },
   ) {
     if (servers.length === 0) throw new ShardKitError('INVALID_CONFIG', 'at least one ticket server is needed');
     this.health = servers.map(() => ({ retryAt: 0 }));
+    // Short-lived clients (one CLI call) would all hit the first server if every rotation started there.
+    this.cursor = options.start ?? Math.floor(Math.random() * servers.length);
   }
 
   private now(): number {
     return this.options.now ? this.options.now() : Date.now();
   }
 
-  /** Servers to try for one request, in order: healthy ones round robin, then those due for a probe. */
+  /** Servers to try for one request, in order: due probes first, then the healthy ones round robin. */
   candidates(): S[] {
     const n = this.servers.length;
-    const start = this.cursor;
-    this.cursor = (this.cursor + 1) % n;
     const now = this.now();
     const healthy: S[] = [];
     const probes: S[] = [];
-    for (let k = 0; k < n; k++) {
-      const i = (start + k) % n;
+    for (let i = 0; i < n; i++) {
       const h = this.health[i]!;
       if (h.retryAt === 0) healthy.push(this.servers[i]!);
       else if (now >= h.retryAt) {
@@ -50,8 +49,18 @@ export class ServerSelector<S extends Named> {
         probes.push(this.servers[i]!);
       }
     }
+    // Rotating over the healthy ones only keeps the load even while a server is out.
+    const start = healthy.length > 0 ? this.cursor % healthy.length : 0;
+    this.cursor = (this.cursor + 1) % 1_000_000_007;
+    if (probes.length === 0 && healthy.length === 0) {
+      // Everything is marked down: one last attempt on the server that failed longest ago, so that
+      // a single slow answer from the last healthy server does not turn into seconds of 503s.
+      let oldest = 0;
+      for (let i = 1; i < n; i++) if (this.health[i]!.retryAt < this.health[oldest]!.retryAt) oldest = i;
+      return [this.servers[oldest]!];
+    }
     // A due probe goes first: that is how a restarted server rejoins while the others carry the load.
-    return [...probes, ...healthy];
+    return [...probes, ...healthy.slice(start), ...healthy.slice(0, start)];
   }
 
   markUp(server: S): void {

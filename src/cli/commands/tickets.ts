@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { formatId } from '../../ids/codec.js';
+import { withDeadline } from '../../tickets/deadline.js';
 import { TicketClient } from '../../tickets/ticket-client.js';
 import { initTicketServers } from '../../tickets/tickets-init.js';
 import { resolveTickets, type ResolvedTickets } from '../../tickets/tickets-config.js';
@@ -63,7 +64,8 @@ export function register(program: Command): void {
         const ids = opts.count === 1 ? [await client.next(sequence)] : await client.nextBatch(sequence, opts.count);
         process.stdout.write(`${ids.map(formatId).join('\n')}\n`);
       } finally {
-        await client.close();
+        // Never let a stuck connection keep a one-shot command alive.
+        await withDeadline(client.close(), 2000, 'closing ticket connections').catch(() => undefined);
       }
     }));
 }
