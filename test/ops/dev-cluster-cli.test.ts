@@ -92,6 +92,10 @@ describe('shardkit dev up / status / down (real mariadbd)', () => {
     const again = await shardkit(['init', '--config', join(dir, 'shardkit.json'), '--json']);
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual((JSON.parse(again.stdout) as { total: number; created: number }).created, 0);
+    // Not a TTY: progress is JSON lines on stderr, ending with the finished line.
+    const progress = again.stderr.trim().split('\n').map((l) => JSON.parse(l) as { op: string; done: number; total: number; msg: string });
+    assert.ok(progress.every((p) => p.op === 'init' && p.total === 8));
+    assert.deepEqual([progress.at(-1)!.msg, progress.at(-1)!.done], ['init finished', 8]);
   });
 
   test('schema apply adds the table of a new type to every shard, on master and slave', async () => {
