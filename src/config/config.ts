@@ -39,6 +39,10 @@ export const storageSchema = z.discriminatedUnion('backend', [
     /** Directory holding one sub-directory per host; relative paths resolve against the data dir. */
     dir: z.string().default('hosts'),
     maxOpenShards: z.number().int().min(1).max(100000).default(256),
+    /** "normal": a commit survives a killed process; "full": also an OS crash or power loss (fsync per commit). */
+    synchronous: z.enum(['normal', 'full']).default('normal'),
+    /** How long a write waits for another process's lock on a shard file before SHARD_UNAVAILABLE. */
+    busyTimeoutMs: z.number().int().min(0).max(600000).default(5000),
   }).strict(),
   z.object({
     backend: z.literal('mysql'),
@@ -65,7 +69,7 @@ export const topologyStoreSchema = z.discriminatedUnion('kind', [
 ]);
 
 export const configSchema = z.object({
-  storage: storageSchema.default({ backend: 'sqlite', dir: 'hosts', maxOpenShards: 256 }),
+  storage: storageSchema.default({ backend: 'sqlite', dir: 'hosts', maxOpenShards: 256, synchronous: 'normal', busyTimeoutMs: 5000 }),
   hosts: z.record(z.string(), hostSchema).default({}),
   /** The initial shard map; the live one is in the topology store. */
   shardMap: shardMapSchema,

@@ -43,11 +43,21 @@ export function installMetrics(app: FastifyInstance, kit: ShardKit): Registry {
   app.addHook('onClose', async () => {
     kit.events.off('shard-error', onShardError);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  // Label children are looked up once per (route, method, status): prom-client hashes label
+  // objects on every call otherwise, which costs as much as serving the object.
+  const children = new Map<string, Map<string, { latency: ReturnType<typeof latency.labels>; counts: Map<number, ReturnType<typeof requests.labels>> }>>();
+  app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, not the URL: IDs must not become label values.
     const route = request.routeOptions.url ?? 'unmatched';
-    requests.inc({ method: request.method, route, status: String(reply.statusCode) });
-    latency.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    let byMethod = children.get(route);
+    if (byMethod === undefined) children.set(route, (byMethod = new Map()));
+    let entry = byMethod.get(request.method);
+    if (entry === undefined) byMethod.set(request.method, (entry = { latency: latency.labels(request.method, route), counts: new Map() }));
+    let count = entry.counts.get(reply.statusCode);
+    if (count === undefined) entry.counts.set(reply.statusCode, (count = requests.labels(request.method, route, String(reply.statusCode))));
+    count.inc();
+    entry.latency.observe(reply.elapsedTime / 1000);
+    done();
   });
   return registry;
 }

@@ -22,7 +22,14 @@ export async function createBackend(options: BackendFactoryOptions): Promise<Sha
   if (storage.backend === 'sqlite') {
     const hostDirs: Record<string, string | undefined> = {};
     for (const [name, host] of Object.entries(config.hosts)) if (host.dir !== undefined) hostDirs[name] = resolve(dataDir, host.dir);
-    return new SqliteBackend({ root: resolve(dataDir, storage.dir), schema, maxOpenShards: storage.maxOpenShards, hostDirs });
+    return new SqliteBackend({
+      root: resolve(dataDir, storage.dir),
+      schema,
+      maxOpenShards: storage.maxOpenShards,
+      synchronous: storage.synchronous,
+      busyTimeoutMs: storage.busyTimeoutMs,
+      hostDirs,
+    });
   }
   let mod: { createBackend?: (o: BackendFactoryOptions) => ShardBackend | Promise<ShardBackend> };
   try {

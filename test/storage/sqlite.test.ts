@@ -152,3 +152,17 @@ test('a second process writing the same shard waits for the lock instead of fail
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('synchronous "full" (fsync per commit) creates and serves shards the same way', async () => {
+  const root = tempRoot();
+  const backend = new SqliteBackend({ root, schema, synchronous: 'full' });
+  try {
+    const ref = { host: 'h1', shard: 4, fleet: 'objects' as const };
+    const o = await backend.insertObject(ref, 'pins', '{"durable":true}');
+    assert.equal((await backend.getObjects(ref, [{ table: 'pins', localId: o.localId }]))[0]?.data, '{"durable":true}');
+    assert.deepEqual(readdirSync(join(root, 'h1')).filter((f) => f.endsWith('.tmp')), [], 'no temp file is left behind');
+  } finally {
+    await backend.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
