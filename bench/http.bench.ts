@@ -1,0 +1,103 @@
+/**
+ * HTTP: GET /v1/objects/{id} of the real service (ShardKit on SQLite, metrics and ETag on)
+ * against a bare fastify route returning a constant body of the same size, with the same
+ * headers, connections and paths. Each server runs in its own process so that autocannon,
+ * in this process, does not share a core with it. Target: >= 0.5x.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+
+const CONNECTIONS = 10;
+const DURATION_S = 8;
+const OBJECTS = 2000;
+
+interface Ready {
+  port: number;
+  ids: string[];
+  body: string;
+  etag: string;
+}
+
+async function serverMain(kind: string, arg: string): Promise<void> {
+  const Fastify = (await import('fastify')).default;
+  if (kind === 'bare') {
+    const ready = JSON.parse(arg) as { body: string; etag: string };
+    const app = Fastify({ logger: false });
+    app.get('/v1/objects/:id', async (_req, reply) => reply.header('etag', ready.etag).type('application/json; charset=utf-8').send(ready.body));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as { port: number }).port;
+    process.stdout.write(`${JSON.stringify({ port, ids: [], body: ready.body, etag: ready.etag })}\n`);
+    return;
+  }
+  const { ShardKit } = await import('../src/store/shard-kit.js');
+  const { buildApp } = await import('../src/http/app.js');
+  const { defaultConfig } = await import('../src/config/config.js');
+  const kit = await ShardKit.open({ config: defaultConfig({ shards: 64, pairs: 8 }), dataDir: arg });
+  const ids: string[] = [];
+  for (let i = 0; i < OBJECTS; i++) {
+    const o = await kit.objects.create('pin', { details: `pin number ${i}`, link: `https://example.com/p/${i}`, board_id: '241294561224164665' }, { shard: i % 64 });
+    ids.push(o.id.toString());
+  }
+  const app = await buildApp({ kit });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as { port: number }).port;
+  const sample = await app.inject({ method: 'GET', url: `/v1/objects/${ids[0]}` });
+  process.stdout.write(`${JSON.stringify({ port, ids, body: sample.body, etag: sample.headers.etag })}\n`);
+}
+
+function startServer(kind: string, arg: string): Promise<{ proc: ChildProcess; ready: Ready }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bench/http.bench.ts', '--server', kind, arg], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: proc.stdout! });
+    lines.once('line', (line) => resolve({ proc, ready: JSON.parse(line) as Ready }));
+    proc.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
+  });
+}
+
+async function load(port: number, paths: string[], seconds: number): Promise<{ rps: number; p99: number; non2xx: number }> {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: paths.map((path) => ({ method: 'GET', path })),
+  });
+  return { rps: result.requests.average, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-http-'));
+  const kit = await startServer('kit', dir);
+  const bare = await startServer('bare', JSON.stringify({ body: kit.ready.body, etag: kit.ready.etag }));
+  try {
+    // Shuffled IDs spread over all 64 shard files; the bare server gets the same paths.
+    const paths = kit.ready.ids.map((id) => `/v1/objects/${id}`).sort(() => Math.random() - 0.5);
+    await load(kit.ready.port, paths, 2);
+    await load(bare.ready.port, paths, 2);
+    // Alternate the two servers and keep the best of each: load on the machine hits both alike.
+    let k = { rps: 0, p99: 0, non2xx: 0 };
+    let b = { rps: 0, p99: 0, non2xx: 0 };
+    for (let round = 0; round < 2; round++) {
+      const kr = await load(kit.ready.port, paths, DURATION_S / 2);
+      const br = await load(bare.ready.port, paths, DURATION_S / 2);
+      if (kr.non2xx > 0 || br.non2xx > 0) throw new Error(`errors during the run: ${kr.non2xx} / ${br.non2xx}`);
+      if (kr.rps > k.rps) k = kr;
+      if (br.rps > b.rps) b = br;
+    }
+    console.log(`GET /v1/objects/{id}: ${CONNECTIONS} connections, ${DURATION_S / 2} s rounds (best of 2), ${kit.ready.body.length}-byte bodies, ${OBJECTS} objects on 64 shard files`);
+    console.log(`  shardkit service          ${Math.round(k.rps).toLocaleString('en-US')} req/s  p99 ${k.p99} ms`);
+    console.log(`  bare fastify constant     ${Math.round(b.rps).toLocaleString('en-US')} req/s  p99 ${b.p99} ms`);
+    console.log(`  ratio shardkit/bare       ${(k.rps / b.rps).toFixed(2)}x   (target >= 0.5x)`);
+  } finally {
+    kit.proc.kill('SIGTERM');
+    bare.proc.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const serverIndex = process.argv.indexOf('--server');
+if (serverIndex >= 0) await serverMain(process.argv[serverIndex + 1]!, process.argv[serverIndex + 2]!);
+else await main();
