@@ -9,7 +9,7 @@ import {
   prefixEnd,
   unescapeComponent,
 } from './key-codec.js';
-import { isLive } from './row-context.js';
+import { isLive, rowId } from './row-context.js';
 import type { ProgressFn } from './types.js';
 import type { WideColumnStore } from './wide-column-store.js';
 
@@ -70,9 +70,9 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
       const dropHeads = async (): Promise<void> => {
         for (const key of expiredHeads) {
           const ds = store.datasetById(key.readUInt32BE(3))!;
-          const rowEnd = unescapeComponent(key, 7).next;
+          const row = unescapeComponent(key, 7).raw.toString('utf8');
           // A put may have replaced the head since the scan: check again under the row's lock.
-          const release = await store.lockRow(key.subarray(0, rowEnd).toString('latin1'));
+          const release = await store.lockRow(rowId(ds.id, row));
           try {
             const v = await db.get(key);
             if (v && !isLive(ds, decodeHeadValue(v).ts, now)) {

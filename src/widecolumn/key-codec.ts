@@ -146,7 +146,10 @@ export function cellKey(rowCellPrefix: Buffer, colEsc: Buffer, ts: number): Buff
 }
 
 export function concat(a: Buffer, b: Buffer): Buffer {
-  return Buffer.concat([a, b], a.length + b.length);
+  const out = Buffer.allocUnsafe(a.length + b.length);
+  a.copy(out, 0);
+  b.copy(out, a.length);
+  return out;
 }
 
 export function headValue(ts: number, value: Uint8Array): Buffer {

@@ -10,7 +10,7 @@ export interface RowContext {
   rowEsc: Buffer;
   cellPrefix: Buffer;
   headPrefix: Buffer;
-  /** Identity for row locks and the timestamp oracle. */
+  /** Identity for row locks and the timestamp oracle (see rowId). */
   id: string;
 }
 
@@ -25,8 +25,12 @@ export function rowContext(ds: DatasetConfig, row: string, rowRaw: Buffer, shard
     rowEsc,
     cellPrefix: rowPrefix(CELL_TAG, shard, ds.id, rowEsc),
     headPrefix,
-    id: headPrefix.toString('latin1'),
+    id: rowId(ds.id, row),
   };
+}
+
+export function rowId(datasetId: number, row: string): string {
+  return `${datasetId}:${row}`;
 }
 
 /** True when a cell written at `ts` is still visible at `now` (SPEC: expired if now > ts + TTL). */

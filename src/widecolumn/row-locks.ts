@@ -6,55 +6,71 @@
  *   blindly and may run concurrently;
  * - exclusive: puts with explicit timestamps and compaction's head removal, which read the head
  *   before deciding what to write.
- * Waiters are FIFO per row; an operation only waits for holders registered before it, so
- * multi-row acquisitions cannot deadlock.
+ * Per row, holders form a FIFO of groups: a run of shared holders, or one exclusive holder; a
+ * group starts when the one before it has finished. An operation only ever waits for groups
+ * that existed before it, so multi-row acquisitions cannot deadlock. The common case (no
+ * exclusive holder anywhere near) allocates one small object per row and no promise.
  */
-interface RowState {
-  exclusive: Promise<void> | null;
-  shared: Set<Promise<void>>;
+export interface Group {
+  exclusive: boolean;
+  /** Holders in the group (always 1 for an exclusive group). */
+  count: number;
+  /** Settles when the previous group has finished; null when there was none. */
+  ready: Promise<void> | null;
+  /** Created on demand by a later group that waits for this one. */
+  done: Promise<void> | null;
+  resolveDone: (() => void) | null;
+}
+
+export interface RowLockHandle {
+  readonly ids: readonly string[];
+  readonly groups: Group[];
+}
+
+function finished(g: Group): Promise<void> {
+  if (g.count === 0) return Promise.resolve();
+  if (!g.done) g.done = new Promise<void>((resolve) => (g.resolveDone = resolve));
+  return g.done;
 }
 
 export class RowLocks {
-  private readonly rows = new Map<string, RowState>();
+  /** The newest group of each row with holders. */
+  private readonly tails = new Map<string, Group>();
 
   get size(): number {
-    return this.rows.size;
+    return this.tails.size;
   }
 
-  /** Registers synchronously, then waits for earlier conflicting holders; returns `release`. */
-  acquire(keys: Iterable<string>, exclusive: boolean): Promise<() => void> {
-    let release!: () => void;
-    const mine = new Promise<void>((resolve) => (release = resolve));
-    const waitFor: Promise<void>[] = [];
-    const held: string[] = [];
-    for (const key of keys) {
-      let state = this.rows.get(key);
-      if (!state) {
-        state = { exclusive: null, shared: new Set() };
-        this.rows.set(key, state);
-      }
-      if (state.exclusive) waitFor.push(state.exclusive);
-      if (exclusive) {
-        for (const s of state.shared) waitFor.push(s);
-        // Later operations wait for us, and we wait for these: the transitive wait is kept.
-        state.shared.clear();
-        state.exclusive = mine;
+  /**
+   * Registers the caller in every row (synchronously, so later callers queue behind it) and
+   * returns the handle and, when it has to wait, a promise to await first.
+   */
+  acquire(ids: readonly string[], exclusive: boolean): { handle: RowLockHandle; wait: Promise<unknown> | null } {
+    const groups: Group[] = [];
+    let waits: Array<Promise<void>> | null = null;
+    for (const id of ids) {
+      const tail = this.tails.get(id);
+      let g: Group;
+      if (!exclusive && tail && !tail.exclusive) {
+        g = tail;
+        g.count++;
       } else {
-        state.shared.add(mine);
+        g = { exclusive, count: 1, ready: tail ? finished(tail) : null, done: null, resolveDone: null };
+        this.tails.set(id, g);
       }
-      held.push(key);
+      if (g.ready) (waits ??= []).push(g.ready);
+      groups.push(g);
     }
-    const done = (): void => {
-      release();
-      for (const key of held) {
-        const state = this.rows.get(key);
-        if (!state) continue;
-        if (state.exclusive === mine) state.exclusive = null;
-        state.shared.delete(mine);
-        if (state.exclusive === null && state.shared.size === 0) this.rows.delete(key);
-      }
-    };
-    if (waitFor.length === 0) return Promise.resolve(done);
-    return Promise.all(waitFor).then(() => done);
+    return { handle: { ids, groups }, wait: waits === null ? null : waits.length === 1 ? waits[0]! : Promise.all(waits) };
+  }
+
+  release(handle: RowLockHandle): void {
+    for (let i = 0; i < handle.groups.length; i++) {
+      const g = handle.groups[i]!;
+      if (--g.count > 0) continue;
+      g.resolveDone?.();
+      const id = handle.ids[i]!;
+      if (this.tails.get(id) === g) this.tails.delete(id);
+    }
   }
 }

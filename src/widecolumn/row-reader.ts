@@ -22,11 +22,6 @@ interface RawColumn {
 }
 
 const TS_BYTES = 8;
-/**
- * Unwanted versions read in a row before the scan stops and reopens after the column: reading a
- * few buffered entries is cheaper than a new iterator, reading hundreds is not.
- */
-const SKIP_TOLERANCE = 16;
 
 export function encodeMarker(raw: Buffer): string {
   return raw.toString('base64url');
@@ -115,55 +110,78 @@ class ColumnFilter {
   }
 }
 
+/**
+ * All columns, from the cells. One scan while columns hold no more versions than needed (the
+ * common shallow row); at the first column with versions to skip it switches to the head
+ * records as a column directory and reads the remaining columns in parallel, each with its own
+ * bounded iterator: rocksdb-native cannot seek an open iterator, and a new one per column in
+ * sequence would make deep rows pay one round trip per column.
+ */
 async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
-  const end = prefixEnd(ctx.cellPrefix);
   const plen = ctx.cellPrefix.length;
-  let pos = q.marker ? prefixEnd(concat(ctx.cellPrefix, escapeComponent(q.marker))) : ctx.cellPrefix;
-  for (;;) {
-    let cur: Buffer | null = null;
-    let filter: ColumnFilter | null = null;
-    let wanting = true;
-    let wasted = 0;
-    let reopenAt: Buffer | null = null;
-    for await (const { key, value } of db.iterator({ gte: pos, lt: end }, { capacity: 64 })) {
-      const colEsc = key.subarray(plen, key.length - TS_BYTES);
-      if (cur === null || !colEsc.equals(cur)) {
-        if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
-        cur = Buffer.from(colEsc);
-        filter = new ColumnFilter(ctx, q, now);
-        wanting = true;
-        wasted = 0;
-      }
-      if (!wanting) {
-        if (++wasted >= SKIP_TOLERANCE) {
-          reopenAt = prefixEnd(concat(ctx.cellPrefix, cur));
-          break;
-        }
-        continue;
-      }
-      wanting = filter!.offer(readInvertedTimestamp(key, key.length - TS_BYTES), value);
+  const start = q.marker ? prefixEnd(concat(ctx.cellPrefix, escapeComponent(q.marker))) : ctx.cellPrefix;
+  let cur: Buffer | null = null;
+  let filter: ColumnFilter | null = null;
+  let wanting = true;
+  let deepAfter: Buffer | null = null;
+  for await (const { key, value } of db.iterator({ gte: start, lt: prefixEnd(ctx.cellPrefix) }, { capacity: 32 })) {
+    const colEsc = key.subarray(plen, key.length - TS_BYTES);
+    if (cur === null || !colEsc.equals(cur)) {
+      if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
+      cur = Buffer.from(colEsc);
+      filter = new ColumnFilter(ctx, q, now);
+      wanting = true;
+    } else if (!wanting) {
+      deepAfter = cur;
+      break;
     }
-    if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
-    if (!reopenAt) return;
-    pos = reopenAt;
+    wanting = filter!.offer(readInvertedTimestamp(key, key.length - TS_BYTES), value);
+  }
+  if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
+  if (!deepAfter) return;
+  // Directory mode: the remaining column names come from the head records.
+  const PARALLEL = 16;
+  let names: Buffer[] = [];
+  const range = { gt: concat(ctx.headPrefix, deepAfter), lt: prefixEnd(ctx.headPrefix) };
+  const hplen = ctx.headPrefix.length;
+  for await (const { key } of db.iterator(range, { capacity: 64, values: false })) {
+    names.push(Buffer.from(key.subarray(hplen)));
+    if (names.length === PARALLEL) {
+      yield* readColumns(db, ctx, names, q, now);
+      names = [];
+    }
+  }
+  if (names.length > 0) yield* readColumns(db, ctx, names, q, now);
+}
+
+/** Reads columns (escaped names) in parallel and yields those with cells, in order. */
+async function* readColumns(db: RocksDB, ctx: RowContext, colEscs: Buffer[], q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
+  const results = await Promise.all(colEscs.map((esc) => readColumn(db, ctx, esc, q, now)));
+  for (let i = 0; i < results.length; i++) {
+    if (results[i]!.length > 0) yield { raw: decodeEscaped(colEscs[i]!), cells: results[i]! };
   }
 }
 
+async function readColumn(db: RocksDB, ctx: RowContext, colEsc: Buffer, q: ReadQuery, now: number): Promise<Cell[]> {
+  const prefix = concat(ctx.cellPrefix, colEsc);
+  const filter = new ColumnFilter(ctx, q, now);
+  // Without a time range the first `versions` cells are all that can be returned; with one,
+  // ranks count from the newest cell, so up to maxVersions are looked at. Capacity above the
+  // limit lets the first native read also report the end.
+  const limit = q.start === 0 && q.end === Infinity ? q.versions : ctx.ds.maxVersions;
+  for await (const { key, value } of db.iterator({ gte: prefix, lt: prefixEnd(prefix) }, { limit, capacity: Math.min(limit + 1, 64) })) {
+    if (!filter.offer(readInvertedTimestamp(key, key.length - TS_BYTES), value)) break;
+  }
+  return filter.cells;
+}
+
 async function* cellsOf(db: RocksDB, ctx: RowContext, cols: Buffer[], q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
-  // Columns are read in parallel, a page's worth at a time, and yielded in order.
-  const chunkSize = Math.min(q.limit + 1, 128);
-  // Without a time range the first `versions` cells are all that can be returned.
-  const perColumn = q.start === 0 && q.end === Infinity ? q.versions : ctx.ds.maxVersions;
+  // Named columns: a page's worth at a time, in parallel, yielded in order.
+  const chunkSize = Math.min(q.limit + 1, 64);
   for (let i = 0; i < cols.length; i += chunkSize) {
     const chunk = cols.slice(i, i + chunkSize);
-    const results = await Promise.all(chunk.map(async (raw) => {
-      const prefix = concat(ctx.cellPrefix, escapeComponent(raw));
-      const filter = new ColumnFilter(ctx, q, now);
-      for await (const { key, value } of db.iterator({ gte: prefix, lt: prefixEnd(prefix) }, { limit: perColumn, capacity: Math.min(perColumn, 64) })) {
-        if (!filter.offer(readInvertedTimestamp(key, key.length - TS_BYTES), value)) break;
-      }
-      return { raw, cells: filter.cells };
-    }));
-    for (const r of results) if (r.cells.length > 0) yield r;
+    const escs = chunk.map((raw) => escapeComponent(raw));
+    const results = await Promise.all(escs.map((esc) => readColumn(db, ctx, esc, q, now)));
+    for (let j = 0; j < chunk.length; j++) if (results[j]!.length > 0) yield { raw: chunk[j]!, cells: results[j]! };
   }
 }

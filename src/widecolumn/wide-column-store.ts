@@ -57,7 +57,7 @@ const DEFAULT_PAGE = 100;
 const MAX_PAGE = 10_000;
 
 interface PreparedItem {
-  colRaw: Buffer;
+  column: string;
   colEsc: Buffer;
   value: Buffer;
   /** Explicit, or assigned when the write runs. */
@@ -68,6 +68,21 @@ interface PreparedItem {
 interface PreparedRow {
   ctx: RowContext;
   items: PreparedItem[];
+  /** Items with an explicit timestamp. */
+  explicit: number;
+  /** Whether a column appears in more than one item. */
+  duplicates: boolean;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Column strings identify columns exactly: lone surrogates are refused, so UTF-8 is 1:1. */
+function hasDuplicateColumns(items: PreparedItem[]): boolean {
+  if (items.length <= 16) {
+    for (let i = 1; i < items.length; i++) for (let j = 0; j < i; j++) if (items[i]!.column === items[j]!.column) return true;
+    return false;
+  }
+  return new Set(items.map((i) => i.column)).size !== items.length;
 }
 
 /**
@@ -81,7 +96,10 @@ export class WideColumnStore {
   private readonly datasets = new Map<string, DatasetConfig>();
   private readonly datasetsById = new Map<number, DatasetConfig>();
   private readonly locks = new RowLocks();
-  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly columnKeys = new Map<string, Buffer>();
+  /** Operations in flight; close() waits until it is 0. */
+  private active = 0;
+  private onIdle: (() => void) | null = null;
   private closing: Promise<void> | null = null;
   private readonly snapshots = new Set<WideColumnSnapshot>();
   private datasetWrites: Promise<unknown> = Promise.resolve();
@@ -142,7 +160,7 @@ export class WideColumnStore {
   close(): Promise<void> {
     if (!this.closing) {
       this.closing = (async () => {
-        while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+        if (this.active > 0) await new Promise<void>((resolve) => (this.onIdle = resolve));
         for (const snap of [...this.snapshots]) await snap.close();
         await this.db.close();
       })();
@@ -150,14 +168,26 @@ export class WideColumnStore {
     return this.closing;
   }
 
-  /** @internal Runs one public operation so close() can wait for it. */
-  track<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.closing) return Promise.reject(new ShardKitError('CLOSED', 'the wide-column store is closed'));
-    const p = fn();
-    this.inflight.add(p);
-    const done = (): void => void this.inflight.delete(p);
-    p.then(done, done);
-    return p;
+  /** @internal Runs one long operation (compaction, backup, export) so close() waits for it. */
+  async track<T>(fn: () => Promise<T>): Promise<T> {
+    this.enter();
+    try {
+      return await fn();
+    } finally {
+      this.leave();
+    }
+  }
+
+  private enter(): void {
+    if (this.closing) throw new ShardKitError('CLOSED', 'the wide-column store is closed');
+    this.active++;
+  }
+
+  private leave(): void {
+    if (--this.active === 0 && this.onIdle) {
+      this.onIdle();
+      this.onIdle = null;
+    }
   }
 
   /** A consistent read-only view; close it when done (close() of the store closes it too). */
@@ -222,19 +252,28 @@ export class WideColumnStore {
 
   // ---- reads ----------------------------------------------------------------------------------
 
-  getRow(dataset: string, row: string, options: GetRowOptions = {}): Promise<RowResult> {
-    return this.batchGetRows(dataset, [{ ...options, row }]).then((r) => r[0]!);
+  async getRow(dataset: string, row: string, options: GetRowOptions = {}): Promise<RowResult> {
+    this.enter();
+    try {
+      const [ctx, q] = this.prepareRead(this.dataset(dataset), { ...options, row });
+      return await readRow(this.db, ctx, q, this.clock());
+    } finally {
+      this.leave();
+    }
   }
 
-  batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]> {
-    return this.track(async () => {
+  async batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]> {
+    this.enter();
+    try {
       const ds = this.dataset(dataset);
       if (!Array.isArray(requests) || requests.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
       checkCount('rows in one batch', requests.length, this.limits.maxBatchRows);
       const prepared = requests.map((r) => this.prepareRead(ds, r));
       const now = this.clock();
-      return Promise.all(prepared.map(([ctx, q]) => readRow(this.db, ctx, q, now)));
-    });
+      return await Promise.all(prepared.map(([ctx, q]) => readRow(this.db, ctx, q, now)));
+    } finally {
+      this.leave();
+    }
   }
 
   /** @internal Validates a Get Row request; shared with snapshot reads. */
@@ -271,44 +310,56 @@ export class WideColumnStore {
 
   // ---- writes ---------------------------------------------------------------------------------
 
-  putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult> {
-    return this.batchPutRows(dataset, [{ row, items }]).then((r) => r[0]!);
+  async putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult> {
+    return (await this.batchPutRows(dataset, [{ row, items }]))[0]!;
   }
 
   /** All items of all rows go in one RocksDB write batch: they apply together or not at all. */
-  batchPutRows(dataset: string, rows: PutRowRequest[]): Promise<PutRowResult[]> {
-    return this.track(async () => {
+  async batchPutRows(dataset: string, rows: PutRowRequest[]): Promise<PutRowResult[]> {
+    this.enter();
+    try {
       const ds = this.dataset(dataset);
       if (!Array.isArray(rows) || rows.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
       checkCount('rows in one batch', rows.length, this.limits.maxBatchRows);
       const prepared = this.preparePuts(ds, rows);
-      const explicit = prepared.some((p) => p.items.some((i) => !i.server));
+      let explicit = false;
       // Before waiting: puts that queue behind this one must stamp above its timestamps.
-      for (const p of prepared) for (const i of p.items) if (!i.server) this.oracle.observe(p.ctx.id, i.ts!);
-      const release = await this.locks.acquire(prepared.map((p) => p.ctx.id), explicit);
+      for (const p of prepared) {
+        if (p.explicit === 0) continue;
+        explicit = true;
+        for (const i of p.items) if (i.ts !== null) this.oracle.observe(p.ctx.id, i.ts);
+      }
+      const { handle, wait } = this.locks.acquire(prepared.length === 1 ? [prepared[0]!.ctx.id] : prepared.map((p) => p.ctx.id), explicit);
       try {
+        if (wait) await wait;
         return await this.writePuts(prepared);
       } finally {
-        release();
+        this.locks.release(handle);
       }
-    });
+    } finally {
+      this.leave();
+    }
   }
 
   private preparePuts(ds: DatasetConfig, rows: PutRowRequest[]): PreparedRow[] {
-    const seen = new Set<string>();
     let bytes = 0;
     const maxTs = this.oracle.wallNow() + this.limits.maxFutureSkewMs;
-    const out = rows.map((r) => {
+    const seen = rows.length > 1 ? new Set<string>() : null;
+    const out: PreparedRow[] = [];
+    for (const r of rows) {
       if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each row must be an object');
       const ctx = this.context(ds, r.row);
-      if (seen.has(ctx.id)) throw new ShardKitError('INVALID_ARGUMENT', `row ${JSON.stringify(r.row.slice(0, 80))} appears twice in one batch; put its items together`);
-      seen.add(ctx.id);
+      if (seen) {
+        if (seen.has(ctx.id)) throw new ShardKitError('INVALID_ARGUMENT', `row ${JSON.stringify(r.row.slice(0, 80))} appears twice in one batch; put its items together`);
+        seen.add(ctx.id);
+      }
       if (!Array.isArray(r.items) || r.items.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a put needs at least one item');
       checkCount('items in one row', r.items.length, this.limits.maxItemsPerRow);
-      const explicitKeys = new Set<string>();
-      const items = r.items.map((it): PreparedItem => {
+      const items: PreparedItem[] = [];
+      let explicit = 0;
+      for (const it of r.items) {
         if (it === null || typeof it !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each item must be an object');
-        const colRaw = checkName('column name', it.column, this.limits.maxColumnBytes);
+        const colEsc = this.columnKey(it.column);
         let value: Buffer;
         if (typeof it.value === 'string') {
           if (it.value.length > this.limits.maxValueBytes) throw tooLarge('value', Buffer.byteLength(it.value, 'utf8'), this.limits.maxValueBytes);
@@ -323,79 +374,101 @@ export class WideColumnStore {
         if (it.timestamp !== undefined && it.timestamp !== null) {
           ts = checkTimestamp('timestamp', it.timestamp);
           if (ts > maxTs) throw new ShardKitError('INVALID_ARGUMENT', `timestamp ${ts} is more than ${this.limits.maxFutureSkewMs} ms in the future`);
-          const k = `${colRaw.toString('latin1')}\u0000${ts}`;
-          if (explicitKeys.has(k)) throw new ShardKitError('INVALID_ARGUMENT', `column ${JSON.stringify(it.column.slice(0, 80))} has two items with timestamp ${ts}`);
-          explicitKeys.add(k);
+          explicit++;
         }
-        bytes += ctx.cellPrefix.length * 2 + colRaw.length * 2 + value.length * 2 + 24;
-        return { colRaw, colEsc: escapeComponent(colRaw), value, ts, server: ts === null };
-      });
-      return { ctx, items };
-    });
+        bytes += 2 * (ctx.cellPrefix.length + colEsc.length + value.length) + 24;
+        items.push({ column: it.column, colEsc, value, ts, server: ts === null });
+      }
+      const duplicates = hasDuplicateColumns(items);
+      if (duplicates && explicit > 1) {
+        const keys = new Set<string>();
+        for (const i of items) {
+          if (i.ts === null) continue;
+          const k = `${i.ts}\u0000${i.column}`;
+          if (keys.has(k)) throw new ShardKitError('INVALID_ARGUMENT', `column ${JSON.stringify(i.column.slice(0, 80))} has two items with timestamp ${i.ts}`);
+          keys.add(k);
+        }
+      }
+      out.push({ ctx, items, explicit, duplicates });
+    }
     if (bytes > this.limits.maxBatchBytes) throw tooLarge('the write batch', bytes, this.limits.maxBatchBytes);
     return out;
   }
 
   private async writePuts(rows: PreparedRow[]): Promise<PutRowResult[]> {
     const results: PutRowResult[] = [];
-    const headsToCheck: Array<{ key: Buffer; item: PreparedItem }> = [];
-    const headsToWrite: Array<{ key: Buffer; item: PreparedItem }> = [];
-    let maxTs = 0;
-    for (const { ctx, items } of rows) {
-      // Server timestamps are taken only now, after any explicit put to the row has finished.
-      // Repeats of a column in one call get consecutive timestamps, later item = newer.
-      const offsets = new Map<PreparedItem, number>();
-      const repeats = new Map<string, number>();
-      let span = 0;
-      for (const i of items) {
-        if (!i.server) continue;
-        const k = i.colRaw.toString('latin1');
-        const n = (repeats.get(k) ?? -1) + 1;
-        repeats.set(k, n);
-        offsets.set(i, n);
-        if (n + 1 > span) span = n + 1;
-      }
-      const base = span > 0 ? this.oracle.reserve(ctx.id, span) : null;
-      for (const [i, n] of offsets) i.ts = base! + n;
-      // The newest item of each column is its head candidate. A column with a server-stamped
-      // item is newer than anything stored, so its head is written without looking.
-      const newest = new Map<string, { item: PreparedItem; blind: boolean }>();
-      for (const i of items) {
-        const k = i.colRaw.toString('latin1');
-        const cur = newest.get(k);
-        if (!cur) newest.set(k, { item: i, blind: i.server });
-        else {
-          if (i.ts! > cur.item.ts!) cur.item = i;
-          if (i.server) cur.blind = true;
+    // Heads are written without looking when the column has a server-stamped item (newer than
+    // anything stored); explicit-only columns compare with the stored head first.
+    let headsToCheck: Array<{ key: Buffer; item: PreparedItem }> | null = null;
+    const w = this.db.write({ capacity: 16 });
+    try {
+      let maxTs = 0;
+      for (const { ctx, items, explicit, duplicates } of rows) {
+        // Server timestamps are taken only now, after any explicit put to the row has finished.
+        let base: number | null = null;
+        if (!duplicates) {
+          if (explicit < items.length) base = this.oracle.reserve(ctx.id, 1);
+          for (const i of items) {
+            if (i.ts === null) i.ts = base!;
+            if (i.ts > maxTs) maxTs = i.ts;
+            w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts), i.value);
+            const key = concat(ctx.headPrefix, i.colEsc);
+            if (i.server) w.tryPut(key, headValue(i.ts, i.value));
+            else (headsToCheck ??= []).push({ key, item: i });
+          }
+        } else {
+          // Repeats of a column in one call get consecutive timestamps, later item = newer.
+          const repeats = new Map<string, number>();
+          let span = 0;
+          for (const i of items) {
+            if (!i.server) continue;
+            const n = (repeats.get(i.column) ?? -1) + 1;
+            repeats.set(i.column, n);
+            i.ts = n;
+            if (n + 1 > span) span = n + 1;
+          }
+          if (span > 0) {
+            base = this.oracle.reserve(ctx.id, span);
+            for (const i of items) if (i.server) i.ts = base + i.ts!;
+          }
+          const newest = new Map<string, { item: PreparedItem; blind: boolean }>();
+          for (const i of items) {
+            if (i.ts! > maxTs) maxTs = i.ts!;
+            w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts!), i.value);
+            const cur = newest.get(i.column);
+            if (!cur) newest.set(i.column, { item: i, blind: i.server });
+            else {
+              if (i.ts! > cur.item.ts!) cur.item = i;
+              if (i.server) cur.blind = true;
+            }
+          }
+          for (const { item, blind } of newest.values()) {
+            const key = concat(ctx.headPrefix, item.colEsc);
+            if (blind) w.tryPut(key, headValue(item.ts!, item.value));
+            else (headsToCheck ??= []).push({ key, item });
+          }
         }
-        if (i.ts! > maxTs) maxTs = i.ts!;
+        results.push({ row: ctx.row, timestamp: base });
       }
-      for (const { item, blind } of newest.values()) {
-        const key = concat(ctx.headPrefix, item.colEsc);
-        (blind ? headsToWrite : headsToCheck).push({ key, item });
+      if (headsToCheck) {
+        const batch = this.db.read({ capacity: headsToCheck.length, autoDestroy: true });
+        const pending = headsToCheck.map((h) => batch.get(h.key));
+        batch.tryFlush();
+        const current = await Promise.all(pending);
+        for (let j = 0; j < headsToCheck.length; j++) {
+          const h = headsToCheck[j]!;
+          const v = current[j];
+          if (!v || h.item.ts! >= decodeHeadValue(v).ts) w.tryPut(h.key, headValue(h.item.ts!, h.item.value));
+        }
       }
-      results.push({ row: ctx.row, timestamp: base });
+      const floor = this.oracle.floorFor(maxTs);
+      if (floor !== null) w.tryPut(floorKey(floor), EMPTY);
+      await w.flush();
+      if (floor !== null) this.oracle.floorWritten(floor);
+      return results;
+    } finally {
+      w.destroy();
     }
-    if (headsToCheck.length > 0) {
-      const batch = this.db.read({ capacity: headsToCheck.length, autoDestroy: true });
-      const pending = headsToCheck.map((h) => batch.get(h.key));
-      batch.tryFlush();
-      const current = await Promise.all(pending);
-      headsToCheck.forEach((h, j) => {
-        const v = current[j];
-        if (!v || h.item.ts! >= decodeHeadValue(v).ts) headsToWrite.push(h);
-      });
-    }
-    let n = headsToWrite.length + 1;
-    for (const r of rows) n += r.items.length;
-    const w = this.db.write({ capacity: n, autoDestroy: true });
-    for (const { ctx, items } of rows) for (const i of items) w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts!), i.value);
-    for (const h of headsToWrite) w.tryPut(h.key, headValue(h.item.ts!, h.item.value));
-    const floor = this.oracle.floorFor(maxTs);
-    if (floor !== null) w.tryPut(floorKey(floor), Buffer.alloc(0));
-    await w.flush();
-    if (floor !== null) this.oracle.floorWritten(floor);
-    return results;
   }
 
   deleteRow(dataset: string, row: string, columns?: string[]): Promise<void> {
@@ -416,8 +489,9 @@ export class WideColumnStore {
         checkCount('columns in one request', r.columns.length, this.limits.maxItemsPerRow);
         return { ctx, columns: uniqueSorted(r.columns.map((c) => checkName('column name', c, this.limits.maxColumnBytes))) };
       });
-      const release = await this.locks.acquire(new Set(prepared.map((p) => p.ctx.id)), false);
+      const { handle, wait } = this.locks.acquire([...new Set(prepared.map((p) => p.ctx.id))], false);
       try {
+        if (wait) await wait;
         const w = this.db.write({ capacity: 8, autoDestroy: true });
         for (const { ctx, columns } of prepared) {
           if (!columns) {
@@ -434,9 +508,24 @@ export class WideColumnStore {
         }
         await w.flush();
       } finally {
-        release();
+        this.locks.release(handle);
       }
     });
+  }
+
+  /**
+   * The escaped key component of a column name, validated. Column names repeat a lot (event
+   * types), so encodings are remembered; the cache is dropped whole when it fills.
+   */
+  private columnKey(column: unknown): Buffer {
+    if (typeof column === 'string') {
+      const hit = this.columnKeys.get(column);
+      if (hit) return hit;
+    }
+    const esc = escapeComponent(checkName('column name', column, this.limits.maxColumnBytes));
+    if (this.columnKeys.size >= 10_000) this.columnKeys.clear();
+    this.columnKeys.set(column as string, esc);
+    return esc;
   }
 
   /** @internal */
@@ -445,9 +534,11 @@ export class WideColumnStore {
     return rowContext(ds, row as string, raw, this.shards);
   }
 
-  /** @internal Exclusive row lock, for compaction's head removal. */
-  lockRow(id: string): Promise<() => void> {
-    return this.locks.acquire([id], true);
+  /** @internal Exclusive row lock, for compaction's head removal; returns the release. */
+  async lockRow(id: string): Promise<() => void> {
+    const { handle, wait } = this.locks.acquire([id], true);
+    if (wait) await wait;
+    return () => this.locks.release(handle);
   }
 }
 
