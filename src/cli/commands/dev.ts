@@ -81,7 +81,7 @@ export function register(program: Command): void {
         progress.update(p.done, { created: p.created });
       },
     });
-    progress?.finish();
+    progress?.finish(result.init ? { created: result.init.created } : undefined);
     const rows = await result.cluster.status();
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(rows.map(jsonRow), null, 2)}\n`);
@@ -89,7 +89,8 @@ export function register(program: Command): void {
     }
     process.stdout.write(`${table(rows)}\n`);
     const what = result.created ? 'created' : result.started.length > 0 ? `restarted ${result.started.join(', ')}` : 'already running';
-    const init = result.init ? `; shards: ${result.init.total} (${result.init.created} created)` : '';
+    const st = result.cluster.state;
+    const init = result.init ? `; ${st.shards} object shards + ${st.modShards} mod shards (${result.init.created} created now)` : '';
     process.stdout.write(`cluster ${what}${init}\nconfig: ${result.cluster.configPath}\n`);
   }));
 
