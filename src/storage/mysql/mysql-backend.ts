@@ -128,7 +128,7 @@ export class MysqlBackend implements ShardBackend {
     this.open();
     let pool = this.pools.get(host);
     if (pool) return pool;
-    const address = this.hosts[host];
+    const address = Object.hasOwn(this.hosts, host) ? this.hosts[host] : undefined;
     if (!address) throw new ShardKitError('INVALID_CONFIG', `host ${host} is not declared in config "hosts"`);
     const options: MysqlHostOptions = {
       ...(address.host !== undefined ? { host: address.host } : {}),
