@@ -12,7 +12,8 @@ export interface ErrorBody {
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     const { status, body } = toErrorResponse(err);
-    if (status >= 500 && !(err instanceof ShardKitError)) request.log.error({ err }, 'unhandled error');
+    // Clients see only the code and message; the log keeps the cause (storage failures included).
+    if (status >= 500) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
     void reply.code(status).type('application/json').send(body);
   });
   app.setNotFoundHandler((request, reply) => {

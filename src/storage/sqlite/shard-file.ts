@@ -109,7 +109,7 @@ export class ShardFile {
 
 /**
  * The image of a new shard file of `fleet`: every table, the fleet bit, and the WAL flags in the
- * header (bytes 18-19 = 2, what `PRAGMA journal_mode = WAL` writes). Writing this image is ~4x
+ * header (bytes 18-19 = 2, what `PRAGMA journal_mode = WAL` writes). Writing this image is ~3x
  * cheaper than creating the file through SQLite, whose switch to WAL costs several fsyncs; it
  * matters because a fresh data dir creates thousands of shard files.
  */
