@@ -7,8 +7,19 @@ import { TicketClient } from '../../tickets/ticket-client.js';
 import { initTicketServers } from '../../tickets/tickets-init.js';
 import { resolveTickets, type ResolvedTickets } from '../../tickets/tickets-config.js';
 import { action, intOption } from '../run-action.js';
+import { devUpExtensionOptions } from './dev.js';
+import { MAX_DEV_TICKET_SERVERS, ticketServersExtension } from '../../tickets/dev-ticket-servers.js';
 
 const DEFAULT_CONFIG = 'shardkit.json';
+
+// `shardkit dev up --ticket-servers N`, through the dev cluster's extension hook.
+devUpExtensionOptions.push({
+  flags: '--ticket-servers <n>',
+  description: `also start N ticket servers (role ticket; server i with auto_increment_increment=N, auto_increment_offset=i), create their tables and add them with the sequences photos, accounts, offline_tasks, groups to DIR/shardkit.json (1..${MAX_DEV_TICKET_SERVERS})`,
+  parse: intOption('--ticket-servers', 1, MAX_DEV_TICKET_SERVERS),
+  key: 'ticketServers',
+  extension: (value) => ticketServersExtension(value as number),
+});
 
 function ticketsConfig(path: string): ResolvedTickets {
   const config = loadConfigFile(path);
