@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { ShardKitError } from '../../src/errors.js';
@@ -107,4 +107,10 @@ test('route plugins of other modules plug in and share the error format; unexpec
   } finally {
     await f.cleanup();
   }
+});
+
+test('docs/openapi.json is the document the service serves (regenerate: shardkit openapi --out docs/openapi.json)', async () => {
+  const { openapiDocument } = await import('../../src/cli/commands/serve.js');
+  const committed = JSON.parse(readFileSync('docs/openapi.json', 'utf8')) as unknown;
+  assert.deepEqual(committed, JSON.parse(JSON.stringify(await openapiDocument())));
 });

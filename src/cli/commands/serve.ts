@@ -1,8 +1,11 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino, type Logger } from 'pino';
-import { defaultConfig, loadConfigFile, type ShardKitConfig } from '../../config/config.js';
+import { defaultConfig, loadConfigFile, parseConfig, resolveSchema, type ShardKitConfig } from '../../config/config.js';
+import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
+import { ShardMap } from '../../topology/shard-map.js';
 import { buildApp, type RoutePlugin } from '../../http/app.js';
 import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
 import { widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
@@ -106,7 +109,32 @@ export async function serve(options: ServeOptions): Promise<void> {
   log.info({ config: path, dataDir, backend: kit.backend.kind, topologyVersion: (await kit.shardMap()).version }, 'shardkit serving');
 }
 
+/** The OpenAPI document of the object, mapping and lookup routes, built without touching storage. */
+export async function openapiDocument(): Promise<unknown> {
+  const config = parseConfig(defaultConfig());
+  const schema = resolveSchema(config);
+  // A kit that is never called: building the app only collects the route schemas.
+  const kit = new ShardKit({ backend: new SqliteBackend({ root: join(tmpdir(), 'shardkit-openapi-unused'), schema }), schema, shardMap: ShardMap.fromJSON(config.shardMap) });
+  const app = await buildApp({ kit, metrics: true });
+  try {
+    return app.swagger();
+  } finally {
+    await app.close();
+    await kit.close();
+  }
+}
+
 export function register(program: Command): void {
+  program
+    .command('openapi')
+    .description('Print the OpenAPI 3 document of the HTTP API (objects, mappings, lookups, system routes)')
+    .option('--out <file>', 'write it to this file instead of stdout')
+    .action(action(async (opts: { out?: string }) => {
+      const text = `${JSON.stringify(await openapiDocument(), null, 2)}\n`;
+      if (opts.out !== undefined) writeFileSync(opts.out, text);
+      else process.stdout.write(text);
+    }));
+
   program
     .command('serve')
     .description('Run the HTTP service: objects, mappings, lookups (and the wide-column store, tickets when configured)')
