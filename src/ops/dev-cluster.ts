@@ -309,12 +309,14 @@ async function setupServer(cluster: DevCluster, inst: MariadbInstance): Promise<
     await conn.query('SET SESSION sql_log_bin = 0');
     const [anon] = await conn.query("SELECT Host AS host FROM mysql.user WHERE User = ''");
     for (const r of anon as Array<{ host: string }>) await conn.query("DROP USER ''@?", [r.host]);
-    for (const host of ['127.0.0.1', 'localhost']) {
-      await conn.query('CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?', [appUser, host, appPassword]);
-      await conn.query('GRANT ALL PRIVILEGES ON *.* TO ?@?', [appUser, host]);
-    }
-    await conn.query('CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?', [replUser, '127.0.0.1', replPassword]);
-    await conn.query('GRANT REPLICATION SLAVE ON *.* TO ?@?', [replUser, '127.0.0.1']);
+    // CREATE then ALTER: the password in cluster.json wins even over an older account.
+    const account = async (user: string, host: string, password: string, grant: string) => {
+      await conn.query('CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?', [user, host, password]);
+      await conn.query('ALTER USER ?@? IDENTIFIED BY ?', [user, host, password]);
+      await conn.query(`GRANT ${grant} ON *.* TO ?@?`, [user, host]);
+    };
+    for (const host of ['127.0.0.1', 'localhost']) await account(appUser, host, appPassword, 'ALL PRIVILEGES');
+    await account(replUser, '127.0.0.1', replPassword, 'REPLICATION SLAVE');
   } finally {
     await conn.end().catch(() => conn.destroy());
   }
@@ -403,6 +405,8 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
       const extra = extraSettings.get(s.name) ?? {};
       const settings = s.role === 'master' || s.role === 'slave' ? { ...replicationSettings(s.role), ...extra } : extra;
       inst = new MariadbInstance({ name: s.name, dir: join(dir, s.dir), port, serverId: nextServerId++, settings });
+      // Recorded before cluster.json names it, so every listed server can be loaded later.
+      inst.writeFiles();
       fresh.add(s.name);
     }
     instances.push(inst);

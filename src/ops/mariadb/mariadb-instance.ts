@@ -209,7 +209,8 @@ export class MariadbInstance {
     return lines.join('\n');
   }
 
-  private writeFiles(): void {
+  /** Writes instance.json and my.cnf (init and start do it too); lets a caller record the instance before initialising it. */
+  writeFiles(): void {
     mkdirSync(join(this.dir, 'tmp'), { recursive: true });
     const write = (file: string, text: string) => {
       writeFileSync(`${file}.tmp`, text);
