@@ -72,16 +72,22 @@ try {
   const s0 = cluster.config.servers[0]!;
   const raw = await mysql.createConnection({ socketPath: s0.socket!, user: userInfo().username, database: 'tickets', multipleStatements: true, supportBigNumbers: true, bigNumberStrings: true });
   const rawSql = "REPLACE INTO `photos` (stub) VALUES ('a'); SELECT LAST_INSERT_ID() AS id;";
+  // Same server, same SQL: the client's overhead (pool, deadlines, residue check, selector).
+  const classicOne = new TicketClient({ ...cfg, servers: [cfg.servers[0]!], increment: 2 }, { mode: 'classic' });
   const classic = new TicketClient(cfg, { mode: 'classic' });
   await timedLoop('warm-up', 500, () => raw.query(rawSql));
+  await timedLoop('warm-up', 500, () => classicOne.next('photos'));
   await timedLoop('warm-up', 500, () => classic.next('photos'));
-  // Interleaved rounds so that load from other processes hits both sides alike.
+  // Interleaved rounds so that load from other processes hits every side alike.
   const rawRounds: Result[] = [];
+  const oneRounds: Result[] = [];
   const classicRounds: Result[] = [];
   for (let round = 0; round < 4; round++) {
-    rawRounds.push(await timedLoop('raw', 1000, () => raw.query(rawSql)));
-    classicRounds.push(await timedLoop('classic', 1000, () => classic.next('photos')));
+    rawRounds.push(await timedLoop('raw', 700, () => raw.query(rawSql)));
+    oneRounds.push(await timedLoop('classic, 1 server', 700, () => classicOne.next('photos')));
+    classicRounds.push(await timedLoop('classic', 700, () => classic.next('photos')));
   }
+  await classicOne.close();
   const merge = (name: string, rs: Result[]): Result => {
     const all = new Float64Array(rs.reduce((a, r) => a + r.samples!.length, 0));
     let at = 0;
@@ -93,9 +99,11 @@ try {
     return { name, ids: at, seconds: rs.reduce((a, r) => a + r.seconds, 0), p50us: percentile(all, 0.5) * 1000, p99us: percentile(all, 0.99) * 1000 };
   };
   const rawSeq = merge('raw mysql2 REPLACE+SELECT, 1 connection, sequential', rawRounds);
+  const oneSeq = merge('classic next(), sequential, same single server', oneRounds);
   const classicSeq = merge('classic next(), sequential (2 servers, round robin)', classicRounds);
-  results.push(rawSeq, classicSeq);
+  results.push(rawSeq, oneSeq, classicSeq);
   print(rawSeq);
+  print(oneSeq);
   print(classicSeq);
   await raw.end();
   const classicConc = await throughput('classic next(), 16 in flight', 4000, 16, () => classic.next('photos'));
@@ -119,6 +127,30 @@ try {
   print(segBatch);
   await segment.close();
 
+  // Engine choice (docs/tickets.md): the same Tickets64 table as MyISAM and as InnoDB on one server.
+  const admin = await mysql.createConnection({ socketPath: s0.socket!, user: userInfo().username, database: 'tickets', multipleStatements: true, supportBigNumbers: true, bigNumberStrings: true });
+  const engineRows: string[] = [];
+  for (const engine of ['MyISAM', 'InnoDB']) {
+    const t = `engine_${engine.toLowerCase()}`;
+    await admin.query(`DROP TABLE IF EXISTS ${t}; CREATE TABLE ${t} (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, stub CHAR(1) NOT NULL DEFAULT '', PRIMARY KEY (id), UNIQUE KEY stub (stub)) ENGINE=${engine}`);
+    const q = `REPLACE INTO ${t} (stub) VALUES ('a'); SELECT LAST_INSERT_ID() AS id;`;
+    const one = await timedLoop(`${engine} REPLACE+SELECT, 1 connection`, 2000, () => admin.query(q));
+    const pool = mysql.createPool({ socketPath: s0.socket!, user: userInfo().username, database: 'tickets', multipleStatements: true, connectionLimit: 8 });
+    let errors = 0;
+    let firstError = '';
+    const eight = await throughput(`${engine} REPLACE+SELECT, 8 connections`, 2000, 8, () => pool.query(q).catch((err: { code?: string }) => {
+      errors++;
+      firstError ||= String(err.code);
+    }));
+    await pool.end();
+    const seg = await timedLoop(`${engine} segment UPDATE (K=1000)`, 2000, () => admin.query(`UPDATE ${t} SET id = LAST_INSERT_ID(id + 2000) WHERE stub = 'a'; SELECT LAST_INSERT_ID() AS id;`));
+    print(one);
+    print(eight);
+    print(seg);
+    engineRows.push(`${engine}: 1 conn ${fmt(rate(one))}/s (p99 ${one.p99us!.toFixed(0)} µs), 8 conns ${fmt(rate(eight))}/s with ${errors} failed statements${errors ? ` (${firstError})` : ''}, segment UPDATE ${fmt(rate(seg))} blocks/s`);
+  }
+  await admin.end();
+
   // Peer for scale: an in-process Snowflake generator (no coordination at all).
   const flake = new Snowflake(new Date('2020-01-01T00:00:00Z'));
   const flakeRes = await throughput('peer: @sapphire/snowflake generate() (async-wrapped)', 2000, 1, async () => flake.generate());
@@ -126,12 +158,14 @@ try {
   print(flakeRes);
 
   console.log('');
-  console.log(`classic client / raw mysql2 (sequential):      ${(rate(classicSeq) / rate(rawSeq)).toFixed(2)}x`);
+  console.log(`classic client / raw mysql2 (same server):     ${(rate(oneSeq) / rate(rawSeq)).toFixed(2)}x`);
+  console.log(`classic 2 servers / raw mysql2 1 server:       ${(rate(classicSeq) / rate(rawSeq)).toFixed(2)}x`);
   console.log(`segment / classic (sequential next()):         ${(rate(segSeq) / rate(classicSeq)).toFixed(0)}x   (target >= 100x)`);
   console.log(`segment / classic (best of each):              ${(Math.max(rate(segSeq), rate(segBatch)) / Math.max(rate(classicSeq), rate(classicConc), rate(classicBatch))).toFixed(0)}x`);
   console.log(`segment next() IDs/s:                          ${fmt(rate(segSeq))}   (target >= 1M in process)`);
   console.log(`p99 next(): classic ${classicSeq.p99us!.toFixed(1)} µs, segment ${segLat.p99us!.toFixed(2)} µs`);
   console.log(`segment / snowflake peer:                      ${(rate(segSeq) / rate(flakeRes)).toFixed(2)}x`);
+  for (const row of engineRows) console.log(row);
 } finally {
   await cluster.stop();
 }
