@@ -66,6 +66,9 @@ function report(name: string, [engine, raw, ratio]: [number, number, number], la
 try {
   const store = await WideColumnStore.open(join(dir, 'engine'));
   await store.putDataset('bench', { maxVersions: 1000 });
+  // The same data model without head records (latestIndex false): cheaper puts, and latest-
+  // version reads that pay one iterator per column on deep rows.
+  await store.putDataset('nohead', { maxVersions: 1000, latestIndex: false });
   const raw = new RocksDB(join(dir, 'raw'));
   await raw.ready();
   const items = Array.from({ length: COLS }, (_, c) => ({ column: `column${c}`, value: VALUE }));
@@ -101,6 +104,15 @@ try {
       await w.flush();
     });
   report('(info) raw batch of 20 keys vs 10 keys', put20, ['raw20 ', 'raw10'], 'info');
+  const putNoHead = await compare(N, ROUNDS,
+    (i) => store.putRow('nohead', `user${i}`, items),
+    async (i) => {
+      const w = raw.write({ capacity: COLS, autoDestroy: true });
+      const t = ++ts;
+      for (let c = 0; c < COLS; c++) w.tryPut(rawKey(4_000_000 + i, c, t), VALUE);
+      await w.flush();
+    });
+  report('Put Row, 10 columns, latestIndex false', putNoHead, ['engine', 'raw'], '>= 0.6x');
 
   // 2. Get Row, latest version of 10 columns, vs one raw range scan of the row's 10 keys.
   const rows = ROUNDS * N;
@@ -114,15 +126,19 @@ try {
   report('Get Row, latest of 10 columns', get, ['engine', 'raw'], '>= 0.6x');
 
   // 3. Get Row versions=1 on a row with 1000 versions per column vs a row with 1 version.
-  for (let v = 0; v < 1000; v += 50) {
-    await store.batchPutRows('bench', [{ row: 'deep', items: Array.from({ length: COLS * 50 }, (_, k) => ({ column: `column${k % COLS}`, value: VALUE, timestamp: 1_600_000_000_000 + v + Math.floor(k / COLS) })) }]);
+  for (const ds of ['bench', 'nohead']) {
+    for (let v = 0; v < 1000; v += 50) {
+      await store.batchPutRows(ds, [{ row: 'deep', items: Array.from({ length: COLS * 50 }, (_, k) => ({ column: `column${k % COLS}`, value: VALUE, timestamp: 1_600_000_000_000 + v + Math.floor(k / COLS) })) }]);
+    }
+    await store.putRow(ds, 'shallow', items);
   }
-  await store.putRow('bench', 'shallow', items);
   const deep = await store.getRow('bench', 'deep', { versions: 1000, columns: ['column0'] });
   if (deep.columns[0]!.cells.length !== 1000) throw new Error('deep row does not hold 1000 versions');
   const deepVs = await compare(N, ROUNDS, () => store.getRow('bench', 'deep'), () => store.getRow('bench', 'shallow'));
   report('Get Row v=1, 1000 versions/column vs 1', deepVs, ['deep  ', 'shallow'], 'within 2x: >= 0.5x');
   // Informational: the cell path (versions=2), which seeks past unneeded versions per column.
+  const deepNoHead = await compare(200, 5, () => store.getRow('nohead', 'deep'), () => store.getRow('nohead', 'shallow'));
+  report('(info) same, latestIndex false', deepNoHead, ['deep  ', 'shallow'], 'info');
   const deep2 = await compare(100, 5, () => store.getRow('bench', 'deep', { versions: 2 }), () => store.getRow('bench', 'shallow', { versions: 2 }));
   report('(info) Get Row v=2, 1000 versions/column vs 1', deep2, ['deep  ', 'shallow'], 'info');
   const scanAll = await timeOps(20, async () => {

@@ -6,10 +6,15 @@ export const MAX_VERSIONS_LIMIT = 100_000;
 /** 100 years; more would overflow nothing but is surely a typo. */
 export const MAX_TTL_SECONDS = 100 * 366 * 24 * 3600;
 
-/** What a client sets: `ttlSeconds` 0 means cells never expire. */
+/**
+ * What a client sets: `ttlSeconds` 0 means cells never expire. `latestIndex` (set at creation
+ * only, default true) keeps a head record of each column's newest cell: reads of the latest
+ * versions then cost the same on deep rows, and every put writes twice the keys.
+ */
 export const datasetSettingsSchema = z.object({
   maxVersions: z.number().int().min(1).max(MAX_VERSIONS_LIMIT).optional(),
   ttlSeconds: z.number().int().min(0).max(MAX_TTL_SECONDS).optional(),
+  latestIndex: z.boolean().optional(),
 }).strict();
 
 export type DatasetSettings = z.infer<typeof datasetSettingsSchema>;
@@ -20,6 +25,8 @@ export interface DatasetConfig {
   id: number;
   maxVersions: number;
   ttlSeconds: number;
+  /** Head records kept (see datasetSettingsSchema); fixed at creation. */
+  latestIndex: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -32,6 +39,7 @@ const storedSchema = z.object({
   id: z.number().int().min(1).max(0xfffffffe),
   maxVersions: z.number().int().min(1).max(MAX_VERSIONS_LIMIT),
   ttlSeconds: z.number().int().min(0).max(MAX_TTL_SECONDS),
+  latestIndex: z.boolean().default(true),
   createdAt: z.number().int(),
   updatedAt: z.number().int(),
 });
@@ -58,6 +66,6 @@ export function decodeStoredDataset(bytes: Buffer): DatasetConfig {
   return parsed.data;
 }
 
-export function publicDataset(d: DatasetConfig): { name: string; maxVersions: number; ttlSeconds: number; createdAt: number; updatedAt: number } {
-  return { name: d.name, maxVersions: d.maxVersions, ttlSeconds: d.ttlSeconds, createdAt: d.createdAt, updatedAt: d.updatedAt };
+export function publicDataset(d: DatasetConfig): { name: string; maxVersions: number; ttlSeconds: number; latestIndex: boolean; createdAt: number; updatedAt: number } {
+  return { name: d.name, maxVersions: d.maxVersions, ttlSeconds: d.ttlSeconds, latestIndex: d.latestIndex, createdAt: d.createdAt, updatedAt: d.updatedAt };
 }

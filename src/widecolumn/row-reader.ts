@@ -33,7 +33,7 @@ export function encodeMarker(raw: Buffer): string {
  * versions; everything else reads the cells, newest first, seeking past unneeded versions.
  */
 export async function readRow(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): Promise<RowResult> {
-  const fromHeads = q.versions === 1 && q.start === 0 && q.end === Infinity;
+  const fromHeads = ctx.ds.latestIndex && q.versions === 1 && q.start === 0 && q.end === Infinity;
   let source: AsyncGenerator<RawColumn>;
   if (q.columns) {
     const cols = q.marker ? q.columns.filter((c) => Buffer.compare(c, q.marker!) > 0) : q.columns;
@@ -115,36 +115,64 @@ class ColumnFilter {
  * common shallow row); at the first column with versions to skip it switches to the head
  * records as a column directory and reads the remaining columns in parallel, each with its own
  * bounded iterator: rocksdb-native cannot seek an open iterator, and a new one per column in
- * sequence would make deep rows pay one round trip per column.
+ * sequence would make deep rows pay one round trip per column. Datasets without head records
+ * (latestIndex false) pay exactly that.
  */
 async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
   const plen = ctx.cellPrefix.length;
-  const start = q.marker ? prefixEnd(concat(ctx.cellPrefix, escapeComponent(q.marker))) : ctx.cellPrefix;
+  const end = prefixEnd(ctx.cellPrefix);
+  let range: { gte?: Buffer; gt?: Buffer; lt: Buffer } = { gte: q.marker ? prefixEnd(concat(ctx.cellPrefix, escapeComponent(q.marker))) : ctx.cellPrefix, lt: end };
+  // First one open-ended scan; once a deep column shows up, pages of at most `page` entries,
+  // which end after one native read (a scan left early would have read ahead for nothing).
+  let page = 0;
   let cur: Buffer | null = null;
   let filter: ColumnFilter | null = null;
   let wanting = true;
-  let deepAfter: Buffer | null = null;
-  for await (const { key, value } of db.iterator({ gte: start, lt: prefixEnd(ctx.cellPrefix) }, { capacity: 32 })) {
-    const colEsc = key.subarray(plen, key.length - TS_BYTES);
-    if (cur === null || !colEsc.equals(cur)) {
-      if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
-      cur = Buffer.from(colEsc);
-      filter = new ColumnFilter(ctx, q, now);
-      wanting = true;
-    } else if (!wanting) {
-      deepAfter = cur;
-      break;
+  for (;;) {
+    let deep = false;
+    let n = 0;
+    let last: Buffer | null = null;
+    const options = page === 0 ? { capacity: 32 } : { limit: page, capacity: page + 1 };
+    for await (const { key, value } of db.iterator(range, options)) {
+      n++;
+      last = key;
+      const colEsc = key.subarray(plen, key.length - TS_BYTES);
+      if (cur === null || !colEsc.equals(cur)) {
+        if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
+        cur = Buffer.from(colEsc);
+        filter = new ColumnFilter(ctx, q, now);
+        wanting = true;
+      } else if (!wanting) {
+        deep = true;
+        break;
+      }
+      wanting = filter!.offer(readInvertedTimestamp(key, key.length - TS_BYTES), value);
     }
-    wanting = filter!.offer(readInvertedTimestamp(key, key.length - TS_BYTES), value);
+    if (deep) {
+      if (filter!.cells.length > 0) yield { raw: decodeEscaped(cur!), cells: filter!.cells };
+      if (ctx.ds.latestIndex) {
+        yield* fromDirectory(db, ctx, cur!, q, now);
+        return;
+      }
+      // No head records: a new iterator right after the column (no seek on an open one).
+      range = { gte: prefixEnd(concat(ctx.cellPrefix, cur!)), lt: end };
+      cur = null;
+      filter = null;
+      page = (q.start === 0 && q.end === Infinity ? q.versions : Math.min(ctx.ds.maxVersions, 63)) + 1;
+      continue;
+    }
+    if (page === 0 || n < page) break;
+    range = { gt: Buffer.from(last!), lt: end };
   }
   if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
-  if (!deepAfter) return;
-  // Directory mode: the remaining column names come from the head records.
+}
+
+/** The columns after `after` (escaped), listed from the head records, read in parallel. */
+async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
   const PARALLEL = 16;
   let names: Buffer[] = [];
-  const range = { gt: concat(ctx.headPrefix, deepAfter), lt: prefixEnd(ctx.headPrefix) };
   const hplen = ctx.headPrefix.length;
-  for await (const { key } of db.iterator(range, { capacity: 64, values: false })) {
+  for await (const { key } of db.iterator({ gt: concat(ctx.headPrefix, after), lt: prefixEnd(ctx.headPrefix) }, { capacity: 64, values: false })) {
     names.push(Buffer.from(key.subarray(hplen)));
     if (names.length === PARALLEL) {
       yield* readColumns(db, ctx, names, q, now);

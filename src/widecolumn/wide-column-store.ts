@@ -218,16 +218,19 @@ export class WideColumnStore {
       const existing = this.datasets.get(name);
       let next: DatasetConfig;
       if (existing) {
+        if (s.latestIndex !== undefined && s.latestIndex !== existing.latestIndex) {
+          throw new ShardKitError('INVALID_ARGUMENT', `latestIndex of dataset ${name} is fixed when it is created (it is ${existing.latestIndex})`);
+        }
         next = { ...existing, maxVersions: s.maxVersions ?? existing.maxVersions, ttlSeconds: s.ttlSeconds ?? existing.ttlSeconds, updatedAt: now };
       } else {
         let id = 0;
         for (const d of this.datasets.values()) id = Math.max(id, d.id);
-        next = { name, id: id + 1, maxVersions: s.maxVersions ?? DEFAULT_MAX_VERSIONS, ttlSeconds: s.ttlSeconds ?? DEFAULT_TTL_SECONDS, createdAt: now, updatedAt: now };
+        next = { name, id: id + 1, maxVersions: s.maxVersions ?? DEFAULT_MAX_VERSIONS, ttlSeconds: s.ttlSeconds ?? DEFAULT_TTL_SECONDS, latestIndex: s.latestIndex ?? true, createdAt: now, updatedAt: now };
       }
       await this.db.put(metaKey(META_DATASET, Buffer.from(name)), Buffer.from(JSON.stringify(next)));
       this.datasets.set(name, next);
       this.datasetsById.set(next.id, next);
-      this.logger?.info({ dataset: name, maxVersions: next.maxVersions, ttlSeconds: next.ttlSeconds, created: !existing }, 'wide-column dataset saved');
+      this.logger?.info({ dataset: name, maxVersions: next.maxVersions, ttlSeconds: next.ttlSeconds, latestIndex: next.latestIndex, created: !existing }, 'wide-column dataset saved');
       return { dataset: { ...next }, created: !existing };
     }));
     this.datasetWrites = run.catch(() => undefined);
@@ -404,6 +407,7 @@ export class WideColumnStore {
     try {
       let maxTs = 0;
       for (const { ctx, items, explicit, duplicates } of rows) {
+        const heads = ctx.ds.latestIndex;
         // Server timestamps are taken only now, after any explicit put to the row has finished.
         let base: number | null = null;
         if (!duplicates) {
@@ -412,6 +416,7 @@ export class WideColumnStore {
             if (i.ts === null) i.ts = base!;
             if (i.ts > maxTs) maxTs = i.ts;
             w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts), i.value);
+            if (!heads) continue;
             const key = concat(ctx.headPrefix, i.colEsc);
             if (i.server) w.tryPut(key, headValue(i.ts, i.value));
             else (headsToCheck ??= []).push({ key, item: i });
@@ -442,6 +447,7 @@ export class WideColumnStore {
               if (i.server) cur.blind = true;
             }
           }
+          if (!heads) newest.clear();
           for (const { item, blind } of newest.values()) {
             const key = concat(ctx.headPrefix, item.colEsc);
             if (blind) w.tryPut(key, headValue(item.ts!, item.value));

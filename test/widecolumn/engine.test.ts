@@ -224,7 +224,8 @@ test('datasets: validated names and settings, persisted across reopen, unknown d
     assert.deepEqual([changed.dataset.maxVersions, changed.dataset.ttlSeconds], [3, 120]);
     await store.putDataset('other');
     for (const name of ['', 'Events', '1abc', 'a-b', 'a'.repeat(64), '../x', 'é']) assert.equal(await errorCode(store.putDataset(name)), 'INVALID_ARGUMENT', name);
-    for (const s of [{ maxVersions: 0 }, { maxVersions: 1.5 }, { maxVersions: 100_001 }, { ttlSeconds: -1 }, { other: 1 }]) assert.equal(await errorCode(store.putDataset('events', s as never)), 'INVALID_ARGUMENT');
+    for (const s of [{ maxVersions: 0 }, { maxVersions: 1.5 }, { maxVersions: 100_001 }, { ttlSeconds: -1 }, { other: 1 }, { latestIndex: false }, { latestIndex: 'no' }]) assert.equal(await errorCode(store.putDataset('events', s as never)), 'INVALID_ARGUMENT');
+    assert.equal((await store.putDataset('events', { latestIndex: true })).dataset.latestIndex, true, 'restating the fixed value is fine');
     assert.equal(await errorCode(store.getRow('nope', 'r')), 'UNKNOWN_DATASET');
     assert.equal(await errorCode(store.putRow('nope', 'r', [{ column: 'c', value: 'v' }])), 'UNKNOWN_DATASET');
     assert.equal(await errorCode(store.deleteRow('nope', 'r')), 'UNKNOWN_DATASET');
@@ -232,7 +233,7 @@ test('datasets: validated names and settings, persisted across reopen, unknown d
     await store.putRow('other', 'r', [{ column: 'c', value: 'other', timestamp: 5 }]);
     await store.close();
     store = await openStore(tmp.dir);
-    assert.deepEqual(store.listDatasets().map((d) => [d.name, d.maxVersions, d.ttlSeconds]), [['events', 3, 120], ['other', 1, 0]]);
+    assert.deepEqual(store.listDatasets().map((d) => [d.name, d.maxVersions, d.ttlSeconds, d.latestIndex]), [['events', 3, 120, true], ['other', 1, 0, true]]);
     assert.deepEqual(plain((await store.getRow('other', 'r')).columns), [['c', [[5, 'other']]]], 'datasets do not share rows');
     assert.equal(await errorCode(() => WideColumnStore.open(`${tmp.dir}/widecolumn`)), 'STORE_LOCKED', 'one process, one open store');
     await store.close();
@@ -282,11 +283,11 @@ test('server timestamps after reopen stay above everything written before, even 
   }
 });
 
-for (const seed0 of [12345, 777, 4242]) test(`model check (seed ${seed0}): random puts, backfills, deletes, clock moves and setting changes; every read path agrees with a plain model`, () => withStore(async (store, clock) => {
+for (const [seed0, latestIndex] of [[12345, true], [777, true], [4242, true], [99, false], [31337, false]] as const) test(`model check (seed ${seed0}, latestIndex ${latestIndex}): random puts, backfills, deletes, clock moves and setting changes; every read path agrees with a plain model`, () => withStore(async (store, clock) => {
   const model = new WideColumnModel();
   model.maxVersions = 3;
   model.ttlSeconds = 0;
-  await store.putDataset('m', { maxVersions: 3 });
+  await store.putDataset('m', { maxVersions: 3, latestIndex });
   const rows = ['a', 'a\u0000', 'b', 'é', '😀'];
   const cols = ['x', 'x\u0000', 'x\u0001', 'y', 'é', '😀', '\uffff'];
   let seed = seed0;
@@ -350,4 +351,30 @@ for (const seed0 of [12345, 777, 4242]) test(`model check (seed ${seed0}): rando
     }
   }
   await check();
+}));
+
+test('latestIndex false: same answers as with head records on rows mixing deep and shallow columns', () => withStore(async (store) => {
+  await store.putDataset('heads', { maxVersions: 6 });
+  await store.putDataset('plain', { maxVersions: 6, latestIndex: false });
+  const layout: Array<[string, number]> = [['a', 1], ['b', 5], ['c', 1], ['d', 2], ['e', 1], ['f', 1], ['g', 9], ['h', 1], ['i', 3], ['j', 1], ['k', 1], ['l', 1]];
+  for (const ds of ['heads', 'plain']) {
+    for (const [column, n] of layout) {
+      await store.putRow(ds, 'row', Array.from({ length: n }, (_, v) => ({ column, value: `${column}${v}`, timestamp: 100 + v * 10 })));
+    }
+  }
+  assert.equal(store.getDataset('plain').latestIndex, false);
+  for (const q of [{}, { versions: 2 }, { versions: 3 }, { versions: 10 }, { start: 105, end: 140 }, { versions: 2, start: 0, end: 125 }, { columns: ['b', 'g', 'zz'], versions: 4 }]) {
+    for (const limit of [1, 2, 5, 100]) {
+      const a = await readAll(store, 'heads', 'row', q, limit);
+      assert.deepEqual(await readAll(store, 'plain', 'row', q, limit), a, `${JSON.stringify(q)} limit ${limit}`);
+    }
+  }
+  const latest = await readAll(store, 'plain', 'row', {}, 100);
+  assert.deepEqual(latest.map(([c, cells]) => [c, cells.length]), layout.map(([c]) => [c, 1]));
+  assert.deepEqual(latest.find(([c]) => c === 'g')![1], [[180, 'g8']]);
+  const raw = store.snapshot();
+  let heads = 0;
+  for await (const { key } of raw.entries()) if (key[2] === 0x02 && key.readUInt32BE(3) === store.getDataset('plain').id) heads++;
+  await raw.close();
+  assert.equal(heads, 0, 'no head records are written');
 }));

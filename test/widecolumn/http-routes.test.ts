@@ -37,7 +37,7 @@ test('HTTP: datasets, put row, get row (UTF-8 and base64 values), delete row', a
   try {
     let res = await s.app.inject({ method: 'PUT', url: '/v1/datasets/events', payload: { maxVersions: 3 } });
     assert.equal(res.statusCode, 201);
-    assert.deepEqual({ ...res.json(), createdAt: 0, updatedAt: 0 }, { name: 'events', maxVersions: 3, ttlSeconds: 0, createdAt: 0, updatedAt: 0 });
+    assert.deepEqual({ ...res.json(), createdAt: 0, updatedAt: 0 }, { name: 'events', maxVersions: 3, ttlSeconds: 0, latestIndex: true, createdAt: 0, updatedAt: 0 });
     res = await s.app.inject({ method: 'PUT', url: '/v1/datasets/events', payload: { ttlSeconds: 86400 } });
     assert.equal(res.statusCode, 200);
     assert.equal(res.json().ttlSeconds, 86400);

@@ -18,8 +18,8 @@ const errors = { 400: errorBody, 404: errorBody, 409: errorBody, 413: errorBody,
 
 const datasetJson = {
   type: 'object',
-  properties: { name: { type: 'string' }, maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' }, createdAt: { type: 'integer' }, updatedAt: { type: 'integer' } },
-  required: ['name', 'maxVersions', 'ttlSeconds'],
+  properties: { name: { type: 'string' }, maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' }, latestIndex: { type: 'boolean' }, createdAt: { type: 'integer' }, updatedAt: { type: 'integer' } },
+  required: ['name', 'maxVersions', 'ttlSeconds', 'latestIndex'],
   additionalProperties: false,
 } as const;
 
@@ -131,13 +131,13 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
       },
     }, async (request) => publicDataset(store.getDataset(request.params.ds)));
 
-    app.put<{ Params: { ds: string }; Body: { maxVersions?: number; ttlSeconds?: number } }>('/v1/datasets/:ds', {
+    app.put<{ Params: { ds: string }; Body: { maxVersions?: number; ttlSeconds?: number; latestIndex?: boolean } }>('/v1/datasets/:ds', {
       schema: {
         tags: ['widecolumn'],
         summary: 'Create a dataset or change its settings',
-        description: 'maxVersions: versions kept per column (default 1); ttlSeconds: cells expire that long after their timestamp (0 = never, the default). Absent fields keep their value.',
+        description: 'maxVersions: versions kept per column (default 1); ttlSeconds: cells expire that long after their timestamp (0 = never, the default); latestIndex (creation only, default true): keep a head record of each column\'s newest cell, so latest-version reads cost the same on deep rows while puts write twice the keys. Absent fields keep their value.',
         params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
-        body: { type: 'object', properties: { maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' } }, additionalProperties: false },
+        body: { type: 'object', properties: { maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' }, latestIndex: { type: 'boolean' } }, additionalProperties: false },
         response: { 200: datasetJson, 201: datasetJson, ...errors },
       },
     }, async (request, reply) => {
