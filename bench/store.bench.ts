@@ -19,7 +19,7 @@ import { ShardMap, shardDatabaseName } from '../src/topology/shard-map.js';
 
 const SHARDS = 64;
 const OBJECTS = 20_000;
-const GETS = 100_000;
+const GETS = 40_000;
 const LIST_DEPTH = 10_000;
 const LIST_ITER = 3_000;
 
@@ -61,15 +61,15 @@ try {
   }
   const parts = order.map((id) => pinterestId.decode(id));
 
-  const kitGet = await best(3, async () => {
+  const kitOnce = async () => {
     let sink = 0;
     const t = performance.now();
     for (const id of order) sink += (await kit.objects.get(id)).data.details === undefined ? 0 : 1;
     const ms = performance.now() - t;
     if (sink !== GETS) throw new Error('missing objects');
     return rate(GETS, ms);
-  });
-  const rawGet = await best(3, () => {
+  };
+  const rawOnce = () => {
     let sink = 0;
     const t = performance.now();
     for (const p of parts) {
@@ -79,7 +79,14 @@ try {
     const ms = performance.now() - t;
     if (sink !== GETS) throw new Error('missing rows');
     return rate(GETS, ms);
-  });
+  };
+  // Rounds alternate so that load from other processes on the machine hits both sides alike.
+  let kitGet = 0;
+  let rawGet = 0;
+  for (let round = 0; round < 5; round++) {
+    kitGet = Math.max(kitGet, await kitOnce());
+    rawGet = Math.max(rawGet, rawOnce());
+  }
 
   // getMany of 50 IDs over many shards, for reference (no raw peer: the raw equivalent is 50 gets).
   const batches = Array.from({ length: 2000 }, (_, b) => order.slice(b * 50, b * 50 + 50));
@@ -120,7 +127,7 @@ try {
   const off0 = await offsetAt(0);
   const offDeep = await offsetAt(LIST_DEPTH);
 
-  console.log(`objects.get (${OBJECTS} pins on ${SHARDS} shard files, ${GETS} random gets, best of 3)`);
+  console.log(`objects.get (${OBJECTS} pins on ${SHARDS} shard files, ${GETS} random gets, best of 5 alternating rounds)`);
   console.log(`  ShardKit objects.get           ${fmt(kitGet)}`);
   console.log(`  raw better-sqlite3 stmt.get    ${fmt(rawGet)}`);
   console.log(`  ratio ShardKit/raw             ${(kitGet / rawGet).toFixed(2)}x   (target >= 0.5x)`);

@@ -42,6 +42,8 @@ export class StoreContext {
   /** Written to an empty topology store on first use. */
   private readonly seed: ShardMap | undefined;
   private current: ShardMap | undefined;
+  private refsMap: ShardMap | undefined;
+  private refs: ShardRef[] = [];
   private loading: Promise<ShardMap> | undefined;
   private unwatch: (() => void) | undefined;
   private closed = false;
@@ -141,7 +143,12 @@ export class StoreContext {
   }
 
   objectRef(map: ShardMap, shard: number): ShardRef {
-    return { host: map.locate(shard).master, shard, fleet: 'objects' };
+    // Refs are cached per map: every call routes through here.
+    if (this.refsMap !== map) {
+      this.refsMap = map;
+      this.refs = [];
+    }
+    return (this.refs[shard] ??= { host: map.locate(shard).master, shard, fleet: 'objects' });
   }
 
   lookupRef(map: ShardMap, key: string): ShardRef {

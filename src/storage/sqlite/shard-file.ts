@@ -87,11 +87,16 @@ export class ShardFile {
     this.statements.clear();
   }
 
-  /** Prepared once per handle; SQL text is built only from validated table names. */
-  stmt(sql: string): Database.Statement {
+  /**
+   * Prepared once per handle; SQL text is built only from validated table names. `bigints`:
+   * integers come back as BigInt (64-bit ids); object rows (36-bit local ids, ms timestamps) do
+   * not need it and read faster without.
+   */
+  stmt(sql: string, bigints = true): Database.Statement {
     let s = this.statements.get(sql);
     if (s === undefined) {
       s = this.db.prepare(sql);
+      if (!bigints) s.safeIntegers(false);
       this.statements.set(sql, s);
     }
     return s;

@@ -34,9 +34,9 @@ interface HostEntry {
 type TableSql = Record<string, string>;
 
 interface ObjectRow {
-  local_id: bigint;
+  local_id: number;
   data: string;
-  ts: bigint;
+  ts: number;
 }
 
 const FILE = /^db([0-9]{5})\.sqlite$/;
@@ -170,7 +170,7 @@ export class SqliteBackend implements ShardBackend {
       if (file === undefined || keys.length === 0) return out;
       if (keys.length === 1) {
         const k = keys[0]!;
-        const row = file.stmt(this.sql.get(k.table)!.selectOne!).get(k.localId) as ObjectRow | undefined;
+        const row = file.stmt(this.sql.get(k.table)!.selectOne!, false).get(k.localId) as ObjectRow | undefined;
         out[0] = row && toStored(row);
         return out;
       }
@@ -182,10 +182,10 @@ export class SqliteBackend implements ShardBackend {
       });
       for (const [table, idx] of byTable) {
         const rows = file
-          .stmt(this.sql.get(table)!.selectMany!)
+          .stmt(this.sql.get(table)!.selectMany!, false)
           .all(JSON.stringify(idx.map((i) => keys[i]!.localId))) as ObjectRow[];
         const found = new Map<number, StoredObject>();
-        for (const row of rows) found.set(Number(row.local_id), toStored(row));
+        for (const row of rows) found.set(row.local_id, toStored(row));
         for (const i of idx) out[i] = found.get(keys[i]!.localId);
       }
       return out;
@@ -200,13 +200,13 @@ export class SqliteBackend implements ShardBackend {
       if (file === undefined) return undefined;
       // IMMEDIATE takes the write lock before the read: the SQLite form of SELECT ... FOR UPDATE.
       return file.transaction(() => {
-        const row = file.stmt(this.sql.get(table)!.selectOne!).get(localId) as ObjectRow | undefined;
+        const row = file.stmt(this.sql.get(table)!.selectOne!, false).get(localId) as ObjectRow | undefined;
         if (row === undefined) return undefined;
         const next = fn(row.data);
         if (next === undefined) return toStored(row);
         if (typeof next !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'update function must return JSON text or undefined');
         file.stmt(this.sql.get(table)!.update!).run(next, localId);
-        return { localId, data: next, createdAt: new Date(Number(row.ts)) };
+        return { localId, data: next, createdAt: new Date(row.ts) };
       });
     });
   }
@@ -409,7 +409,7 @@ function lookupSql(t: string): TableSql {
 }
 
 function toStored(row: ObjectRow): StoredObject {
-  return { localId: Number(row.local_id), data: row.data, createdAt: new Date(Number(row.ts)) };
+  return { localId: row.local_id, data: row.data, createdAt: new Date(row.ts) };
 }
 
 function isFsError(err: unknown): boolean {
