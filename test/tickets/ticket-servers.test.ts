@@ -3,9 +3,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Fastify from 'fastify';
 import { defaultConfig, initTicketServers, ShardKitError, TicketClient, type TicketsConfigInput } from '../../src/index.js';
-import { installErrorHandler } from '../../src/http/error-handler.js';
+import { makeApp } from '../http/http-fixture.js';
 import { ticketsRoutes } from '../../src/http/routes/tickets-routes.js';
 import { parity, SEQUENCES, startTicketCluster, type TicketCluster } from './ticket-cluster.js';
 
@@ -267,9 +266,8 @@ test('segment mode: 8 clients that crash and restart, a classic client alongside
 
 test('HTTP: POST /v1/tickets/{sequence}?count=n returns decimal string IDs; errors have stable codes', async () => {
   const client = new TicketClient(cluster.config, { mode: 'segment' });
-  const app = Fastify();
-  installErrorHandler(app);
-  await app.register(ticketsRoutes(client));
+  const f = await makeApp({ plugins: [ticketsRoutes(client)] });
+  const app = f.app;
   try {
     const one = await app.inject({ method: 'POST', url: '/v1/tickets/photos' });
     assert.equal(one.statusCode, 200);
@@ -291,7 +289,7 @@ test('HTTP: POST /v1/tickets/{sequence}?count=n returns decimal string IDs; erro
     assert.deepEqual(status.json().sequences, SEQUENCES);
     assert.deepEqual(status.json().servers.map((s: { up: boolean }) => s.up), [true, true]);
   } finally {
-    await app.close();
+    await f.cleanup();
     await client.close();
   }
 });
