@@ -1,7 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import parquet from '@dsnp/parquetjs';
+import type { ParquetSchema, ParquetWriter } from '@dsnp/parquetjs';
 import { ShardKitError } from '../errors.js';
 import { CELL_TAG, datasetShardRange, parseCellKey, decodeEscaped } from './key-codec.js';
 import { isLive } from './row-context.js';
@@ -16,8 +16,9 @@ export interface ExportReport {
   durationMs: number;
 }
 
-/** The Parquet schema of an export: one record per live cell. */
-export function exportSchema(): InstanceType<typeof parquet.ParquetSchema> {
+/** The Parquet schema of an export: one record per live cell. Loaded on first use (heavy). */
+export async function exportSchema(): Promise<ParquetSchema> {
+  const parquet = (await import('@dsnp/parquetjs')).default;
   return new parquet.ParquetSchema({
     row_key: { type: 'UTF8', compression: 'SNAPPY' },
     column: { type: 'UTF8', compression: 'SNAPPY' },
@@ -46,9 +47,10 @@ async function runExport(store: WideColumnStore, dataset: string, file: string, 
   const now = snap.takenAt;
   let cells = 0;
   let rows = 0;
-  let writer: Awaited<ReturnType<typeof parquet.ParquetWriter.openFile>> | null = null;
+  let writer: ParquetWriter | null = null;
   try {
-    writer = await parquet.ParquetWriter.openFile(exportSchema(), tmp);
+    const parquet = (await import('@dsnp/parquetjs')).default;
+    writer = await parquet.ParquetWriter.openFile(await exportSchema(), tmp);
     writer.setMetadata('shardkit.dataset', ds.name);
     writer.setMetadata('shardkit.snapshotAt', String(now));
     for (let shard = 0; shard < store.shards; shard++) {
