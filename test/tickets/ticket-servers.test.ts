@@ -85,6 +85,7 @@ test('acceptance: 2 servers, 8 concurrent clients, 10^5 IDs; kill -9 one mid-run
   let phase: keyof typeof byPhase = 'before';
   let started = 0;
   let failures = 0;
+  let slowestWhileDown = 0;
   const failureMessages: string[] = [];
   const record = (id: bigint, p: keyof typeof byPhase) => {
     if (seen.has(id)) duplicates.push(id);
@@ -97,8 +98,10 @@ test('acceptance: 2 servers, 8 concurrent clients, 10^5 IDs; kill -9 one mid-run
     while (!until()) {
       started++;
       const p = phase;
+      const t0 = performance.now();
       try {
         record(await client.next('photos'), p);
+        if (p === 'down') slowestWhileDown = Math.max(slowestWhileDown, performance.now() - t0);
       } catch (err) {
         if (failures++ < 5) failureMessages.push(`${p}: ${String(err)}`);
       }
@@ -124,7 +127,7 @@ test('acceptance: 2 servers, 8 concurrent clients, 10^5 IDs; kill -9 one mid-run
   } finally {
     await Promise.all(clients.map((c) => c.close()));
   }
-  t.diagnostic(`IDs: ${seen.size}; before kill ${JSON.stringify(byPhase.before)}, while down ${JSON.stringify(byPhase.down)}, after restart ${JSON.stringify(byPhase.restarted)}`);
+  t.diagnostic(`IDs: ${seen.size}; before kill ${JSON.stringify(byPhase.before)}, while down ${JSON.stringify(byPhase.down)}, after restart ${JSON.stringify(byPhase.restarted)}; slowest next() while down: ${slowestWhileDown.toFixed(1)} ms (queryTimeoutMs ${cluster.config.queryTimeoutMs})`);
   assert.equal(duplicates.length, 0, `duplicates: ${duplicates.slice(0, 5).join(', ')}`);
   assert.equal(failures, 0, `no next() may fail while one server is down: ${failureMessages.join(' | ')}`);
   assert.ok(seen.size >= TOTAL);
