@@ -67,22 +67,33 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
       let removing: 'expired' | 'versions' | null = null;
       let expiredHeads: Buffer[] = [];
       let lastShard = -1;
+      // A put may have replaced a head since the scan: heads are checked again, and deleted in
+      // one batch, under their rows' exclusive locks.
       const dropHeads = async (): Promise<void> => {
-        for (const key of expiredHeads) {
-          const ds = store.datasetById(key.readUInt32BE(3))!;
-          const row = unescapeComponent(key, 7).raw.toString('utf8');
-          // A put may have replaced the head since the scan: check again under the row's lock.
-          const release = await store.lockRow(rowId(ds.id, row));
-          try {
-            const v = await db.get(key);
+        if (expiredHeads.length === 0) return;
+        const ids = [...new Set(expiredHeads.map((key) => rowId(key.readUInt32BE(3), unescapeComponent(key, 7).raw.toString('utf8'))))];
+        const release = await store.lockRows(ids);
+        try {
+          const read = db.read({ capacity: expiredHeads.length, autoDestroy: true });
+          const pendingReads = expiredHeads.map((key) => read.get(key));
+          read.tryFlush();
+          const values = await Promise.all(pendingReads);
+          const del = db.write({ capacity: expiredHeads.length, autoDestroy: true });
+          let n = 0;
+          expiredHeads.forEach((key, i) => {
+            const v = values[i];
+            const ds = store.datasetById(key.readUInt32BE(3))!;
             if (v && !isLive(ds, decodeHeadValue(v).ts, now)) {
-              await db.delete(key);
-              report.removedHeads++;
+              del.tryDelete(key);
+              n++;
               report.removedBytes += key.length + v.length;
             }
-          } finally {
-            release();
-          }
+          });
+          if (n > 0) await del.flush();
+          else del.destroy();
+          report.removedHeads += n;
+        } finally {
+          release();
         }
         expiredHeads = [];
       };

@@ -540,9 +540,9 @@ export class WideColumnStore {
     return rowContext(ds, row as string, raw, this.shards);
   }
 
-  /** @internal Exclusive row lock, for compaction's head removal; returns the release. */
-  async lockRow(id: string): Promise<() => void> {
-    const { handle, wait } = this.locks.acquire([id], true);
+  /** @internal Exclusive locks on distinct rows, for compaction's head removal; returns the release. */
+  async lockRows(ids: string[]): Promise<() => void> {
+    const { handle, wait } = this.locks.acquire(ids, true);
     if (wait) await wait;
     return () => this.locks.release(handle);
   }
