@@ -37,6 +37,7 @@ const TWO23 = 2 ** 23;
 export const instagramId = {
   layout: INSTAGRAM_LAYOUT,
   decode(id: IdInput, epoch = INSTAGRAM_EPOCH): InstagramIdParts {
+    if (!Number.isSafeInteger(epoch) || epoch < 0) throw new ShardKitError('INVALID_ARGUMENT', 'epoch must be a non-negative integer (unix ms)');
     const f = codec.decode(id);
     const unixMs = epoch + f.ms!;
     return { ms: f.ms!, unixMs, date: new Date(unixMs), shard: f.shard!, sequence: f.sequence! };
@@ -55,7 +56,8 @@ class Generator implements InstagramIdGenerator {
   private readonly epoch: number;
   private readonly clock: () => number;
   private readonly maxBackwardsMs: number;
-  private lastMs = -1;
+  // -Infinity, not -1: a clock just before the epoch must fail the range check, not match lastMs.
+  private lastMs = Number.NEGATIVE_INFINITY;
   private seq = 0;
   private readonly shardBits: number;
 
@@ -65,27 +67,28 @@ class Generator implements InstagramIdGenerator {
     }
     this.shard = o.shard;
     this.epoch = o.epoch ?? INSTAGRAM_EPOCH;
+    if (!Number.isSafeInteger(this.epoch) || this.epoch < 0) throw new ShardKitError('INVALID_ARGUMENT', 'epoch must be a non-negative integer (unix ms)');
     this.clock = o.clock ?? Date.now;
     this.maxBackwardsMs = o.maxBackwardsMs ?? 10;
+    if (!(this.maxBackwardsMs >= 0 && this.maxBackwardsMs <= 60_000)) throw new ShardKitError('INVALID_ARGUMENT', 'maxBackwardsMs must be in 0..60000');
     this.shardBits = o.shard * 1024;
   }
 
   next(): bigint {
-    let now = this.clock() - this.epoch;
+    let now = this.now();
     if (now < this.lastMs) now = this.waitOutBackwards(now);
     if (now === this.lastMs) {
       if (++this.seq > 1023) {
         // 1024 IDs used in this millisecond: wait for the next one.
-        do now = this.clock() - this.epoch;
+        do now = this.now();
         while (now <= this.lastMs && this.lastMs - now <= this.maxBackwardsMs);
         if (now < this.lastMs) this.tooFarBack(now);
+        if (!(now <= INSTAGRAM_MAX_MS)) this.outOfRange();
         this.lastMs = now;
         this.seq = 0;
       }
     } else {
-      if (now < 0 || now > INSTAGRAM_MAX_MS) {
-        throw new ShardKitError('INVALID_ARGUMENT', `clock is outside the 41-bit range of epoch ${this.epoch}`);
-      }
+      if (!(now >= 0 && now <= INSTAGRAM_MAX_MS)) this.outOfRange();
       this.lastMs = now;
       this.seq = 0;
     }
@@ -97,9 +100,18 @@ class Generator implements InstagramIdGenerator {
   private waitOutBackwards(now: number): number {
     while (now < this.lastMs) {
       if (this.lastMs - now > this.maxBackwardsMs) this.tooFarBack(now);
-      now = this.clock() - this.epoch;
+      now = this.now();
     }
     return now;
+  }
+
+  /** Whole milliseconds since the epoch (an injected clock may return fractions, e.g. performance.now()). */
+  private now(): number {
+    return Math.floor(this.clock()) - this.epoch;
+  }
+
+  private outOfRange(): never {
+    throw new ShardKitError('INVALID_ARGUMENT', `clock is outside the 41-bit range of epoch ${this.epoch}`);
   }
 
   private tooFarBack(now: number): never {

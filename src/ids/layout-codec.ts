@@ -54,7 +54,7 @@ export class LayoutCodec {
 
   field(name: string): { bits: number; max: number } {
     const f = this.plan.find((p) => p.name === name);
-    if (!f) throw new Error(`layout ${this.layout.name} has no field ${name}`);
+    if (!f) throw new ShardKitError('INVALID_ARGUMENT', `layout ${this.layout.name} has no field ${name}`);
     return { bits: f.bits, max: f.max };
   }
 
