@@ -5,7 +5,7 @@
  * in this process, does not share a core with it. Target: >= 0.5x.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -58,14 +58,27 @@ function startServer(kind: string, arg: string): Promise<{ proc: ChildProcess; r
   });
 }
 
-async function load(port: number, paths: string[], seconds: number): Promise<{ rps: number; p99: number; non2xx: number }> {
+/** utime + stime of a process in clock ticks (Linux /proc), to report server CPU per request. */
+function cpuTicks(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function load(port: number, paths: string[], seconds: number, pid?: number): Promise<{ rps: number; p99: number; non2xx: number; cpuUsPerReq: number }> {
+  const before = pid === undefined ? Number.NaN : cpuTicks(pid);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
     requests: paths.map((path) => ({ method: 'GET', path })),
   });
-  return { rps: result.requests.average, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
+  // Clock ticks are 10 ms on Linux: per-request CPU in microseconds of the server process.
+  const cpuUsPerReq = ((cpuTicks(pid ?? -1) - before) * 10_000) / result.requests.total;
+  return { rps: result.requests.average, p99: result.latency.p99, non2xx: result.non2xx + result.errors, cpuUsPerReq };
 }
 
 async function main(): Promise<void> {
@@ -78,19 +91,21 @@ async function main(): Promise<void> {
     await load(kit.ready.port, paths, 2);
     await load(bare.ready.port, paths, 2);
     // Alternate the two servers and keep the best of each: load on the machine hits both alike.
-    let k = { rps: 0, p99: 0, non2xx: 0 };
-    let b = { rps: 0, p99: 0, non2xx: 0 };
+    let k = { rps: 0, p99: 0, non2xx: 0, cpuUsPerReq: Infinity };
+    let b = { rps: 0, p99: 0, non2xx: 0, cpuUsPerReq: Infinity };
     for (let round = 0; round < 2; round++) {
-      const kr = await load(kit.ready.port, paths, DURATION_S / 2);
-      const br = await load(bare.ready.port, paths, DURATION_S / 2);
+      const kr = await load(kit.ready.port, paths, DURATION_S / 2, kit.proc.pid);
+      const br = await load(bare.ready.port, paths, DURATION_S / 2, bare.proc.pid);
       if (kr.non2xx > 0 || br.non2xx > 0) throw new Error(`errors during the run: ${kr.non2xx} / ${br.non2xx}`);
-      if (kr.rps > k.rps) k = kr;
-      if (br.rps > b.rps) b = br;
+      if (kr.rps > k.rps) k = { ...kr, cpuUsPerReq: Math.min(k.cpuUsPerReq, kr.cpuUsPerReq) };
+      else k.cpuUsPerReq = Math.min(k.cpuUsPerReq, kr.cpuUsPerReq);
+      if (br.rps > b.rps) b = { ...br, cpuUsPerReq: Math.min(b.cpuUsPerReq, br.cpuUsPerReq) };
+      else b.cpuUsPerReq = Math.min(b.cpuUsPerReq, br.cpuUsPerReq);
     }
     console.log(`GET /v1/objects/{id}: ${CONNECTIONS} connections, ${DURATION_S / 2} s rounds (best of 2), ${kit.ready.body.length}-byte bodies, ${OBJECTS} objects on 64 shard files`);
-    console.log(`  shardkit service          ${Math.round(k.rps).toLocaleString('en-US')} req/s  p99 ${k.p99} ms`);
-    console.log(`  bare fastify constant     ${Math.round(b.rps).toLocaleString('en-US')} req/s  p99 ${b.p99} ms`);
-    console.log(`  ratio shardkit/bare       ${(k.rps / b.rps).toFixed(2)}x   (target >= 0.5x)`);
+    console.log(`  shardkit service          ${Math.round(k.rps).toLocaleString('en-US')} req/s  p99 ${k.p99} ms  server CPU ${k.cpuUsPerReq.toFixed(0)} us/req`);
+    console.log(`  bare fastify constant     ${Math.round(b.rps).toLocaleString('en-US')} req/s  p99 ${b.p99} ms  server CPU ${b.cpuUsPerReq.toFixed(0)} us/req`);
+    console.log(`  ratio shardkit/bare       ${(k.rps / b.rps).toFixed(2)}x throughput   (target >= 0.5x); CPU per request ratio bare/shardkit ${(b.cpuUsPerReq / k.cpuUsPerReq).toFixed(2)}`);
   } finally {
     kit.proc.kill('SIGTERM');
     bare.proc.kill('SIGTERM');

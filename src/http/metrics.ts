@@ -1,7 +1,81 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { ShardKit } from '../store/shard-kit.js';
 import type { ShardErrorEvent } from '../store/types.js';
+
+const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+interface RouteEntry {
+  method: string;
+  route: string;
+  /** Requests per status code. */
+  statuses: Map<number, number>;
+  /** Non-cumulative counts per bucket; the last slot is +Inf. */
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * Request counts and latency per route, kept in plain numbers and turned into Prometheus
+ * values only when scraped. prom-client's Counter/Histogram hash their labels on every
+ * observation, which cost as much CPU as serving an object from its shard (bench/http).
+ */
+class RouteStats {
+  private readonly routes = new Map<string, Map<string, RouteEntry>>();
+
+  record(method: string, route: string, status: number, seconds: number): void {
+    let byMethod = this.routes.get(route);
+    if (byMethod === undefined) this.routes.set(route, (byMethod = new Map()));
+    let e = byMethod.get(method);
+    if (e === undefined) byMethod.set(method, (e = { method, route, statuses: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
+    e.statuses.set(status, (e.statuses.get(status) ?? 0) + 1);
+    let i = 0;
+    while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++;
+    e.buckets[i]!++;
+    e.sum += seconds;
+    e.count++;
+  }
+
+  entries(): RouteEntry[] {
+    return [...this.routes.values()].flatMap((m) => [...m.values()]);
+  }
+
+  /** Metric objects in the shape prom-client's Registry formats (name, help, type, values). */
+  metrics(): [Metric, Metric] {
+    const requests = {
+      name: 'shardkit_http_requests_total',
+      help: 'HTTP requests by route and status',
+      type: 'counter',
+      aggregator: 'sum',
+      get: async () => ({
+        name: requests.name, help: requests.help, type: requests.type, aggregator: requests.aggregator,
+        values: this.entries().flatMap((e) => [...e.statuses].map(([status, value]) => ({ labels: { method: e.method, route: e.route, status: String(status) }, value }))),
+      }),
+    };
+    const latency = {
+      name: 'shardkit_http_request_duration_seconds',
+      help: 'HTTP request latency by route',
+      type: 'histogram',
+      aggregator: 'sum',
+      get: async () => ({
+        name: latency.name, help: latency.help, type: latency.type, aggregator: latency.aggregator,
+        values: this.entries().flatMap((e) => {
+          let cumulative = 0;
+          const out: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
+          e.buckets.forEach((n, i) => {
+            cumulative += n;
+            out.push({ labels: { le: i < BUCKETS.length ? BUCKETS[i]! : '+Inf', method: e.method, route: e.route }, value: cumulative, metricName: `${latency.name}_bucket` });
+          });
+          out.push({ labels: { method: e.method, route: e.route }, value: e.sum, metricName: `${latency.name}_sum` });
+          out.push({ labels: { method: e.method, route: e.route }, value: e.count, metricName: `${latency.name}_count` });
+          return out;
+        }),
+      }),
+    };
+    return [requests as unknown as Metric, latency as unknown as Metric];
+  }
+}
 
 /**
  * Prometheus metrics of one app, in its own registry (several apps can live in one process):
@@ -10,19 +84,8 @@ import type { ShardErrorEvent } from '../store/types.js';
 export function installMetrics(app: FastifyInstance, kit: ShardKit): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'shardkit_' });
-  const requests = new Counter({
-    name: 'shardkit_http_requests_total',
-    help: 'HTTP requests by route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
-  });
-  const latency = new Histogram({
-    name: 'shardkit_http_request_duration_seconds',
-    help: 'HTTP request latency by route',
-    labelNames: ['method', 'route'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
+  const stats = new RouteStats();
+  for (const m of stats.metrics()) registry.registerMetric(m);
   const shardErrors = new Counter({
     name: 'shardkit_shard_errors_total',
     help: 'Storage failures by host, fleet and operation',
@@ -43,20 +106,9 @@ export function installMetrics(app: FastifyInstance, kit: ShardKit): Registry {
   app.addHook('onClose', async () => {
     kit.events.off('shard-error', onShardError);
   });
-  // Label children are looked up once per (route, method, status): prom-client hashes label
-  // objects on every call otherwise, which costs as much as serving the object.
-  const children = new Map<string, Map<string, { latency: ReturnType<typeof latency.labels>; counts: Map<number, ReturnType<typeof requests.labels>> }>>();
   app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, not the URL: IDs must not become label values.
-    const route = request.routeOptions.url ?? 'unmatched';
-    let byMethod = children.get(route);
-    if (byMethod === undefined) children.set(route, (byMethod = new Map()));
-    let entry = byMethod.get(request.method);
-    if (entry === undefined) byMethod.set(request.method, (entry = { latency: latency.labels(request.method, route), counts: new Map() }));
-    let count = entry.counts.get(reply.statusCode);
-    if (count === undefined) entry.counts.set(reply.statusCode, (count = requests.labels(request.method, route, String(reply.statusCode))));
-    count.inc();
-    entry.latency.observe(reply.elapsedTime / 1000);
+    stats.record(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
   return registry;

@@ -27,3 +27,13 @@ export function decodeActive(text: string): JsonObject | undefined {
   const data = JSON.parse(text) as JsonObject;
   return data.active === false ? undefined : data;
 }
+
+/**
+ * Whether stored text is a live object, parsing only when it mentions "active" (any member
+ * named active, at any depth, contains that quoted word; most objects never do).
+ */
+export function liveData(text: string): { live: boolean; data: JsonObject | undefined } {
+  if (!text.includes('"active"')) return { live: true, data: undefined };
+  const data = decodeActive(text);
+  return { live: data !== undefined, data };
+}

@@ -4,7 +4,7 @@ import { PINTEREST_MAX_LOCAL_ID, PINTEREST_MAX_SHARD, pinterestId } from '../ids
 import type { ObjectKey, StoredObject } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import { etagOf } from './etag.js';
-import { decodeActive, encodeData, isPlainObject } from './json-data.js';
+import { decodeActive, encodeData, isPlainObject, liveData } from './json-data.js';
 import { mergePatch } from './merge-patch.js';
 import type { LocatedId, StoreContext } from './store-context.js';
 import { StoreObject } from './store-object.js';
@@ -36,7 +36,7 @@ export class Objects {
       throw new ShardKitError('SHARD_CLOSED', `shard ${shard} has used every local id of type ${def.name}`);
     }
     const id = pinterestId.encode({ shard, type: def.id, localId: row.localId });
-    return new StoreObject(id, def.name, shard, JSON.parse(text) as JsonObject, text, row.createdAt);
+    return new StoreObject(id, def.name, shard, undefined, text, row.createdAt);
   }
 
   /** The object, or NOT_FOUND when it does not exist or was deleted. */
@@ -173,8 +173,9 @@ export class Objects {
 }
 
 function toObject(loc: LocatedId, row: StoredObject): StoreObject | undefined {
-  const data = decodeActive(row.data);
-  return data && new StoreObject(loc.id, loc.type.name, loc.shard, data, row.data, row.createdAt);
+  // `data` is parsed lazily: the HTTP service sends the stored text without parsing it.
+  const { live, data } = liveData(row.data);
+  return live ? new StoreObject(loc.id, loc.type.name, loc.shard, data, row.data, row.createdAt) : undefined;
 }
 
 function notFound(id: bigint): ShardKitError {
