@@ -2,7 +2,9 @@
  * HTTP: GET /v1/objects/{id} of the real service (ShardKit on SQLite, metrics and ETag on)
  * against a bare fastify route returning a constant body of the same size, with the same
  * headers, connections and paths. Each server runs in its own process so that autocannon,
- * in this process, does not share a core with it. Target: >= 0.5x.
+ * in this process, does not share a core with it. Target: >= 0.5x. A third server, a bare
+ * fastify route reading the same files with raw better-sqlite3, shows what a database read
+ * itself costs in a server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -31,6 +33,27 @@ async function serverMain(kind: string, arg: string): Promise<void> {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
     process.stdout.write(`${JSON.stringify({ port, ids: [], body: ready.body, etag: ready.etag })}\n`);
+    return;
+  }
+  if (kind === 'raw') {
+    // The floor of a DB-backed route: one prepared better-sqlite3 statement per shard file, the
+    // ID split by hand, the row's JSON spliced into the same response shape. No validation.
+    const Database = (await import('better-sqlite3')).default;
+    const { pinterestId } = await import('../src/ids/pinterest-id.js');
+    const { ShardMap, defaultShardMapJson, shardDatabaseName } = await import('../src/topology/shard-map.js');
+    const map = ShardMap.fromJSON(defaultShardMapJson({ shards: 64, pairs: 8 }));
+    const stmts = Array.from({ length: 64 }, (_, s) =>
+      new Database(join(arg, 'hosts', map.locate(s).master, `${shardDatabaseName(s)}.sqlite`)).prepare('SELECT data, ts FROM pins WHERE local_id = ?'));
+    const app = Fastify({ logger: false });
+    app.get<{ Params: { id: string } }>('/v1/objects/:id', async (req, reply) => {
+      const { shard, localId } = pinterestId.decode(req.params.id);
+      const row = stmts[shard]!.get(localId) as { data: string; ts: number };
+      return reply.header('etag', '"0000000000000x"').type('application/json; charset=utf-8')
+        .send(`{"id":"${req.params.id}","type":"pin","shard":${shard},"data":${row.data},"createdAt":"${new Date(row.ts).toISOString()}"}`);
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as { port: number }).port;
+    process.stdout.write(`${JSON.stringify({ port, ids: [], body: '', etag: '' })}\n`);
     return;
   }
   const { ShardKit } = await import('../src/store/shard-kit.js');
@@ -85,17 +108,24 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-http-'));
   const kit = await startServer('kit', dir);
   const bare = await startServer('bare', JSON.stringify({ body: kit.ready.body, etag: kit.ready.etag }));
+  const raw = await startServer('raw', dir);
   try {
     // Shuffled IDs spread over all 64 shard files; the bare server gets the same paths.
     const paths = kit.ready.ids.map((id) => `/v1/objects/${id}`).sort(() => Math.random() - 0.5);
     await load(kit.ready.port, paths, 2);
     await load(bare.ready.port, paths, 2);
+    await load(raw.ready.port, paths, 2);
     // Alternate the two servers and keep the best of each: load on the machine hits both alike.
     let k = { rps: 0, p99: 0, non2xx: 0, cpuUsPerReq: Infinity };
     let b = { rps: 0, p99: 0, non2xx: 0, cpuUsPerReq: Infinity };
+    let r = { rps: 0, p99: 0, non2xx: 0, cpuUsPerReq: Infinity };
     for (let round = 0; round < 2; round++) {
       const kr = await load(kit.ready.port, paths, DURATION_S / 2, kit.proc.pid);
       const br = await load(bare.ready.port, paths, DURATION_S / 2, bare.proc.pid);
+      const rr = await load(raw.ready.port, paths, DURATION_S / 2, raw.proc.pid);
+      if (rr.non2xx > 0) throw new Error(`errors on the raw server: ${rr.non2xx}`);
+      if (rr.rps > r.rps) r = { ...rr, cpuUsPerReq: Math.min(r.cpuUsPerReq, rr.cpuUsPerReq) };
+      else r.cpuUsPerReq = Math.min(r.cpuUsPerReq, rr.cpuUsPerReq);
       if (kr.non2xx > 0 || br.non2xx > 0) throw new Error(`errors during the run: ${kr.non2xx} / ${br.non2xx}`);
       if (kr.rps > k.rps) k = { ...kr, cpuUsPerReq: Math.min(k.cpuUsPerReq, kr.cpuUsPerReq) };
       else k.cpuUsPerReq = Math.min(k.cpuUsPerReq, kr.cpuUsPerReq);
@@ -105,10 +135,13 @@ async function main(): Promise<void> {
     console.log(`GET /v1/objects/{id}: ${CONNECTIONS} connections, ${DURATION_S / 2} s rounds (best of 2), ${kit.ready.body.length}-byte bodies, ${OBJECTS} objects on 64 shard files`);
     console.log(`  shardkit service          ${Math.round(k.rps).toLocaleString('en-US')} req/s  p99 ${k.p99} ms  server CPU ${k.cpuUsPerReq.toFixed(0)} us/req`);
     console.log(`  bare fastify constant     ${Math.round(b.rps).toLocaleString('en-US')} req/s  p99 ${b.p99} ms  server CPU ${b.cpuUsPerReq.toFixed(0)} us/req`);
+    console.log(`  raw better-sqlite3 route  ${Math.round(r.rps).toLocaleString('en-US')} req/s  p99 ${r.p99} ms  server CPU ${r.cpuUsPerReq.toFixed(0)} us/req  (no validation, for reference)`);
     console.log(`  ratio shardkit/bare       ${(k.rps / b.rps).toFixed(2)}x throughput   (target >= 0.5x); CPU per request ratio bare/shardkit ${(b.cpuUsPerReq / k.cpuUsPerReq).toFixed(2)}`);
+    console.log(`  ratio shardkit/raw route  ${(k.rps / r.rps).toFixed(2)}x throughput; CPU per request ratio raw/shardkit ${(r.cpuUsPerReq / k.cpuUsPerReq).toFixed(2)}`);
   } finally {
     kit.proc.kill('SIGTERM');
     bare.proc.kill('SIGTERM');
+    raw.proc.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   }
 }
