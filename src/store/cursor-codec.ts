@@ -21,10 +21,14 @@ export function encodeCursor(item: MappingItem, order: ListOrder): string {
   return buf.toString('base64url');
 }
 
+const MAX_SEQUENCE = BigInt(Number.MAX_SAFE_INTEGER);
+const MIN_SEQUENCE = BigInt(Number.MIN_SAFE_INTEGER);
+
+function bad(why: string): never {
+  throw new ShardKitError('INVALID_ARGUMENT', `invalid cursor: ${why}`);
+}
+
 export function decodeCursor(cursor: unknown, order: ListOrder): MappingItem {
-  const bad = (why: string): never => {
-    throw new ShardKitError('INVALID_ARGUMENT', `invalid cursor: ${why}`);
-  };
   if (typeof cursor !== 'string' || !TEXT.test(cursor)) bad('not a cursor returned by this API');
   const buf = Buffer.from(cursor as string, 'base64url');
   if (buf.length !== BYTES || buf.toString('base64url') !== cursor) bad('not a cursor returned by this API');
@@ -32,7 +36,7 @@ export function decodeCursor(cursor: unknown, order: ListOrder): MappingItem {
   if (buf[1]! > 1) bad('not a cursor returned by this API');
   if ((buf[1] === 1 ? 'desc' : 'asc') !== order) bad(`the cursor belongs to a listing in ${buf[1] === 1 ? 'desc' : 'asc'} order`);
   const sequence = buf.readBigInt64BE(2);
-  if (sequence > BigInt(Number.MAX_SAFE_INTEGER) || sequence < BigInt(Number.MIN_SAFE_INTEGER)) bad('sequence out of range');
+  if (sequence > MAX_SEQUENCE || sequence < MIN_SEQUENCE) bad('sequence out of range');
   const toId = buf.readBigUInt64BE(10);
   if (toId > MAX_ID) bad('id out of range');
   return { sequence: Number(sequence), toId };

@@ -92,11 +92,13 @@ export class ShardFile {
    * integers come back as BigInt (64-bit ids); object rows (36-bit local ids, ms timestamps) do
    * not need it and read faster without.
    */
-  stmt(sql: string, bigints = true): Database.Statement {
+  stmt(sql: string, bigints = true, arrays = false): Database.Statement {
     let s = this.statements.get(sql);
     if (s === undefined) {
       s = this.db.prepare(sql);
       if (!bigints) s.safeIntegers(false);
+      // Rows as arrays: no object per row (mapping pages are up to 1001 rows).
+      if (arrays) s.raw(true);
       this.statements.set(sql, s);
     }
     return s;

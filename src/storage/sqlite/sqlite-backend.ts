@@ -249,9 +249,11 @@ export class SqliteBackend implements ShardBackend {
       const desc = page.order === 'desc';
       // Keyset paging: a row-value comparison on the (from_id, sequence, to_id) index is one range scan.
       const rows = (page.after === undefined
-        ? file.stmt(desc ? sql.listDesc! : sql.listAsc!).all(fromId, page.limit)
-        : file.stmt(desc ? sql.listDescAfter! : sql.listAscAfter!).all(fromId, BigInt(page.after.sequence), page.after.toId, page.limit)) as Array<{ to_id: bigint; sequence: bigint }>;
-      return rows.map((r) => ({ toId: r.to_id, sequence: Number(r.sequence) }));
+        ? file.stmt(desc ? sql.listDesc! : sql.listAsc!, true, true).all(fromId, page.limit)
+        : file.stmt(desc ? sql.listDescAfter! : sql.listAscAfter!, true, true).all(fromId, BigInt(page.after.sequence), page.after.toId, page.limit)) as Array<[bigint, bigint]>;
+      const out = new Array<MappingItem>(rows.length);
+      for (let i = 0; i < rows.length; i++) out[i] = { toId: rows[i]![0], sequence: Number(rows[i]![1]) };
+      return out;
     });
   }
 
