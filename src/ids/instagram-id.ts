@@ -1,16 +1,38 @@
 import { ShardKitError } from '../errors.js';
 import type { IdInput } from './codec.js';
 import { INSTAGRAM_EPOCH, INSTAGRAM_LAYOUT } from './layout.js';
-import { LayoutCodec, joinHalves } from './layout-codec.js';
+import { LayoutCodec, ID_HI, ID_LO, idWords, joinHalves, loadId } from './layout-codec.js';
 
 export interface InstagramIdParts {
   /** Milliseconds since the layout's epoch (the raw 41-bit field). */
-  ms: number;
+  readonly ms: number;
   /** Unix milliseconds: epoch + ms. */
-  unixMs: number;
-  date: Date;
-  shard: number;
-  sequence: number;
+  readonly unixMs: number;
+  /** The creation time (a new Date on each access). */
+  readonly date: Date;
+  readonly shard: number;
+  readonly sequence: number;
+}
+
+/**
+ * Decoded fields. `date` is a getter: building a Date costs ~4x the rest of a decode, and most
+ * callers only want the shard. JSON.stringify still shows it, as an ISO string.
+ */
+class DecodedInstagramId implements InstagramIdParts {
+  constructor(
+    readonly ms: number,
+    readonly unixMs: number,
+    readonly shard: number,
+    readonly sequence: number,
+  ) {}
+
+  get date(): Date {
+    return new Date(this.unixMs);
+  }
+
+  toJSON(): { ms: number; unixMs: number; date: string; shard: number; sequence: number } {
+    return { ms: this.ms, unixMs: this.unixMs, date: this.date.toISOString(), shard: this.shard, sequence: this.sequence };
+  }
 }
 
 export interface GeneratorOptions {
@@ -38,9 +60,12 @@ export const instagramId = {
   layout: INSTAGRAM_LAYOUT,
   decode(id: IdInput, epoch = INSTAGRAM_EPOCH): InstagramIdParts {
     if (!Number.isSafeInteger(epoch) || epoch < 0) throw new ShardKitError('INVALID_ARGUMENT', 'epoch must be a non-negative integer (unix ms)');
-    const f = codec.decode(id);
-    const unixMs = epoch + f.ms!;
-    return { ms: f.ms!, unixMs, date: new Date(unixMs), shard: f.shard!, sequence: f.sequence! };
+    loadId(id);
+    const hi = idWords[ID_HI]!;
+    const lo = idWords[ID_LO]!;
+    // 41-bit ms = all 32 bits of hi and the top 9 of lo; then 13-bit shard, 10-bit sequence.
+    const ms = hi * TWO9 + (lo >>> 23);
+    return new DecodedInstagramId(ms, epoch + ms, (lo >>> 10) & 0x1fff, lo & 0x3ff);
   },
   /** `(ms - epoch) << 23 | shard << 10 | seq % 1024`, where `ms` is the raw since-epoch field. */
   encode(parts: { ms: number; shard: number; sequence: number }): bigint {

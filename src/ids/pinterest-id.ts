@@ -1,6 +1,7 @@
 import type { IdInput } from './codec.js';
 import { PINTEREST_LAYOUT } from './layout.js';
-import { LayoutCodec } from './layout-codec.js';
+import { ShardKitError } from '../errors.js';
+import { LayoutCodec, ID_HI, ID_LO, idWords, joinHalves, loadId, TWO32 } from './layout-codec.js';
 
 export interface PinterestIdParts {
   shard: number;
@@ -18,9 +19,21 @@ export const PINTEREST_MAX_LOCAL_ID = 2 ** 36 - 1;
 export const pinterestId = {
   layout: PINTEREST_LAYOUT,
   encode(parts: PinterestIdParts): bigint {
+    const { shard, type, localId } = parts;
+    // Fast path for plain in-range integers; anything else goes through the codec, which validates.
+    if (
+      typeof shard === 'number' && (shard & 0xffff) === shard && typeof type === 'number' && (type & 0x3ff) === type &&
+      typeof localId === 'number' && Number.isInteger(localId) && localId >= 0 && localId <= PINTEREST_MAX_LOCAL_ID
+    ) {
+      return joinHalves(shard * 0x4000 + type * 16 + Math.floor(localId / TWO32), localId >>> 0);
+    }
     return codec.encode(parts as unknown as Record<string, number>);
   },
-  decode(id: IdInput): PinterestIdParts {
-    return codec.decode(id) as unknown as PinterestIdParts;
+  decode(input: IdInput): PinterestIdParts {
+    const id = loadId(input);
+    const hi = idWords[ID_HI]!;
+    const lo = idWords[ID_LO]!;
+    if (hi > 0x3fffffff) throw new ShardKitError('INVALID_ID', `id ${id} has reserved bits set (not a pinterest id)`);
+    return { shard: hi >>> 14, type: (hi >>> 4) & 0x3ff, localId: (hi & 0xf) * TWO32 + lo };
   },
 };

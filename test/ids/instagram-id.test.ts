@@ -56,6 +56,13 @@ test('a worked example: shard 5 at 2011-09-01T00:00:00Z, sequence 1', () => {
   assert.equal(d.date.toISOString(), '2011-09-01T00:00:00.000Z');
 });
 
+test('decoded parts: date is a fresh Date each time; JSON shows it as ISO 8601', () => {
+  const d = instagramId.decode(instagramId.encode({ ms: 5000, shard: 2, sequence: 9 }));
+  assert.notEqual(d.date, d.date);
+  assert.equal(d.date.getTime(), EPOCH + 5000);
+  assert.deepEqual(JSON.parse(JSON.stringify(d)), { ms: 5000, unixMs: EPOCH + 5000, date: new Date(EPOCH + 5000).toISOString(), shard: 2, sequence: 9 });
+});
+
 test('decode with a custom epoch shifts only the time', () => {
   const id = instagramId.encode({ ms: 1000, shard: 7, sequence: 3 });
   const d = instagramId.decode(id, 0);
