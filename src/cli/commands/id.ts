@@ -43,7 +43,7 @@ Examples:
   $ shardkit id decode 241294492511762325
   {"id":"241294492511762325","layout":"pinterest","shard":3429,"type":1,"localId":7075733}
   $ shardkit id decode 1387263000967006721 --layout instagram
-  {"id":"1387263000967006721","layout":"instagram","shard":...,"sequence":...,"ms":...,"time":"..."}
+  {"id":"1387263000967006721","layout":"instagram","shard":2962,"sequence":513,"ms":165374636765,"time":"2016-11-19T22:30:58.486Z"}
   ("ms" is the raw milliseconds-since-epoch field; "time" is epoch + ms in ISO 8601.)`)
     .action(action((input: string, opts: { layout: LayoutName; epoch?: number }) => {
       process.stdout.write(`${JSON.stringify(decodeIdJson(input, opts.layout, opts.epoch))}\n`);
