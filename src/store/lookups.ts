@@ -1,4 +1,4 @@
-import { checkLookupKey } from '../storage/sqlite/backend-args.js';
+import { checkLookupKey } from '../storage/backend-args.js';
 import type { StoreContext } from './store-context.js';
 
 /**

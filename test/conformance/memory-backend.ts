@@ -7,7 +7,7 @@ import { ShardKitError } from '../../src/errors.js';
 import type {
   BackendCapabilities, Fleet, MappingItem, MappingPage, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
 } from '../../src/storage/shard-backend.js';
-import { checkLookupKey, checkStoredId } from '../../src/storage/sqlite/backend-args.js';
+import { checkLookupKey, checkStoredId } from '../../src/storage/backend-args.js';
 
 interface Shard {
   fleet: Fleet;

@@ -11,7 +11,7 @@ import type {
   ShardRef,
   StoredObject,
 } from '../shard-backend.js';
-import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../sqlite/backend-args.js';
+import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables, mysqlDatabaseName, parseMysqlDatabaseName, shardDdl } from './mysql-ddl.js';
 import { mapMysqlError } from './mysql-errors.js';
 import { MysqlHostPool, type MysqlHostOptions, type SqlValue } from './mysql-host-pool.js';

@@ -9,7 +9,7 @@ import type {
 } from '../shard-backend.js';
 import {
   checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText,
-} from './backend-args.js';
+} from '../backend-args.js';
 import { ShardFile, shardTemplate } from './shard-file.js';
 
 export interface SqliteBackendOptions {

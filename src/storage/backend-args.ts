@@ -1,5 +1,5 @@
-import { ShardKitError } from '../../errors.js';
-import type { Fleet, ShardRef } from '../shard-backend.js';
+import { ShardKitError } from '../errors.js';
+import type { Fleet, ShardRef } from './shard-backend.js';
 
 /**
  * Argument checks every backend makes before touching storage. IDs in mapping and lookup
