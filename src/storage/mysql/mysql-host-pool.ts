@@ -61,10 +61,18 @@ export class MysqlHostPool {
       enableKeepAlive: true,
       charset: 'utf8mb4_bin',
     });
-    // UTC sessions: FROM_UNIXTIME / UNIX_TIMESTAMP round-trip exactly, whatever the server's zone.
+    // The client-side query timeout only abandons a statement; the server would go on running it
+    // (holding locks and a thread) after we destroyed the connection. The same limit is therefore
+    // set on the server: MariaDB's max_statement_time (seconds), MySQL's max_execution_time (ms,
+    // SELECTs only); whichever the server does not know fails quietly.
+    const limitMs = Math.ceil(options.queryTimeoutMs);
     this.pool.on('connection', (conn) => {
+      // UTC sessions: FROM_UNIXTIME / UNIX_TIMESTAMP round-trip exactly, whatever the server's zone.
       // Errors here surface on the caller's first query over this connection.
       conn.query("SET time_zone = '+00:00'", () => undefined);
+      conn.query('SET SESSION max_statement_time = ?', [limitMs / 1000], (err) => {
+        if (err) conn.query('SET SESSION max_execution_time = ?', [limitMs], () => undefined);
+      });
     });
   }
 
