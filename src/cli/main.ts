@@ -10,9 +10,8 @@ const program = new Command('shardkit')
   .exitOverride()
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
-registerCommands(program);
-
 try {
+  await registerCommands(program);
   await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {

@@ -110,7 +110,7 @@ test('route plugins of other modules plug in and share the error format; unexpec
 });
 
 test('docs/openapi.json is the document the service serves (regenerate: shardkit openapi --out docs/openapi.json)', async () => {
-  const { openapiDocument } = await import('../../src/cli/commands/serve.js');
+  const { openapiDocument } = await import('../../src/cli/actions/openapi.js');
   const committed = JSON.parse(readFileSync('docs/openapi.json', 'utf8')) as unknown;
   assert.deepEqual(committed, JSON.parse(JSON.stringify(await openapiDocument())));
 });

@@ -1,0 +1,63 @@
+import { DevCluster, devUp, type DevClusterExtension, type DevServerDetail, type DevServerStatus } from '../../ops/dev-cluster.js';
+import { createProgress, type Progress } from '../../ops/progress.js';
+
+/** The `dev status --json` shape: exactly these keys, in this order. */
+function jsonRow(s: DevServerDetail): DevServerStatus {
+  return { name: s.name, role: s.role, host: s.host, port: s.port, socket: s.socket, pid: s.pid, master: s.master, replicationLagSeconds: s.replicationLagSeconds };
+}
+
+function table(rows: DevServerDetail[]): string {
+  const head = ['NAME', 'ROLE', 'HOST', 'PORT', 'PID', 'MASTER', 'LAG', 'REPLICATION'];
+  const body = rows.map((r) => [r.name, r.role, r.host, String(r.port), r.pid === null ? 'down' : String(r.pid), r.master ?? '-', r.replicationLagSeconds === null ? '-' : `${r.replicationLagSeconds}s`, r.replication]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return [line(head), ...body.map(line)].join('\n');
+}
+
+function printStatus(rows: DevServerDetail[], json: boolean | undefined): void {
+  if (json) process.stdout.write(`${JSON.stringify(rows.map(jsonRow), null, 2)}\n`);
+  else process.stdout.write(`${table(rows)}\n`);
+}
+
+export interface UpOptions {
+  dir: string;
+  pairs?: number;
+  shards?: number;
+  modShards?: number;
+  init: boolean;
+  json?: boolean;
+}
+
+export async function devUpCommand(opts: UpOptions, extensions: DevClusterExtension[]): Promise<void> {
+  let progress: Progress | undefined;
+  const result = await devUp({
+    dir: opts.dir,
+    ...(opts.pairs !== undefined ? { pairs: opts.pairs } : {}),
+    ...(opts.shards !== undefined ? { shards: opts.shards } : {}),
+    ...(opts.modShards !== undefined ? { modShards: opts.modShards } : {}),
+    skipInit: !opts.init,
+    extensions,
+    log: (m) => process.stderr.write(`shardkit: ${m}\n`),
+    onInitProgress: (p) => {
+      progress ??= createProgress('init', p.total);
+      progress.update(p.done, { created: p.created });
+    },
+  });
+  progress?.finish(result.init ? { created: result.init.created } : undefined);
+  const rows = await result.cluster.status();
+  printStatus(rows, opts.json);
+  if (opts.json) return;
+  const what = result.created ? 'created' : result.started.length > 0 ? `restarted ${result.started.join(', ')}` : 'already running';
+  const st = result.cluster.state;
+  const init = result.init ? `; ${st.shards} object shards + ${st.modShards} mod shards (${result.init.created} created now)` : '';
+  process.stdout.write(`cluster ${what}${init}\nconfig: ${result.cluster.configPath}\n`);
+}
+
+export async function devStatusCommand(opts: { dir: string; json?: boolean }): Promise<void> {
+  printStatus(await DevCluster.require(opts.dir).status(), opts.json);
+}
+
+export async function devDownCommand(opts: { dir: string }): Promise<void> {
+  const stopped = await DevCluster.require(opts.dir).down();
+  process.stdout.write(stopped.length > 0 ? `stopped ${stopped.join(', ')}\n` : 'nothing was running\n');
+}

@@ -1,0 +1,105 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { defaultConfig, loadConfigFile, type ShardKitConfig } from '../../config/config.js';
+import { buildApp, type RoutePlugin } from '../../http/app.js';
+import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
+import { widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
+import { ShardKit } from '../../store/shard-kit.js';
+import { createTicketClient } from '../../tickets/index.js';
+import { openWideColumnService } from '../../widecolumn/service.js';
+
+export interface ServeOptions {
+  config?: string;
+  data: string;
+  port: number;
+  host: string;
+  logLevel: string;
+  widecolumn: boolean;
+}
+
+/** The config file in force: --config, else <data>/shardkit.json, written with the defaults on first start. */
+export function ensureConfig(dataDir: string, configPath: string | undefined, log?: Logger): { path: string; config: ShardKitConfig } {
+  if (configPath !== undefined) return { path: resolve(configPath), config: loadConfigFile(configPath) };
+  const path = join(dataDir, 'shardkit.json');
+  if (!existsSync(path)) {
+    mkdirSync(dataDir, { recursive: true });
+    // 'wx': two services started at once must not overwrite each other's first config.
+    try {
+      writeFileSync(path, `${JSON.stringify(defaultConfig(), null, 2)}\n`, { flag: 'wx' });
+      log?.info({ path }, 'wrote the default config (embedded SQLite, 4096 shards)');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  return { path, config: loadConfigFile(path) };
+}
+
+interface Extension {
+  plugin: RoutePlugin;
+  close(): Promise<void>;
+}
+
+/** Route plugins of the other modules, opened from the same config and data dir. */
+async function openExtensions(config: ShardKitConfig, dataDir: string, options: ServeOptions, log: Logger): Promise<Extension[]> {
+  const out: Extension[] = [];
+  try {
+    if (options.widecolumn) {
+      const wc = await openWideColumnService({ dataDir, config: config.widecolumn, logger: log.child({ module: 'widecolumn' }) });
+      out.push({ plugin: widecolumnRoutes(wc.store), close: () => wc.close() });
+    }
+    if (config.tickets !== undefined) {
+      const client = createTicketClient(config.tickets as never);
+      out.push({ plugin: ticketsRoutes(client), close: () => client.close() });
+    }
+  } catch (err) {
+    for (const e of out.reverse()) await e.close().catch(() => {});
+    throw err;
+  }
+  return out;
+}
+
+export async function serve(options: ServeOptions): Promise<void> {
+  const log = pino({ level: options.logLevel });
+  const dataDir = resolve(options.data);
+  const { path, config } = ensureConfig(dataDir, options.config, log);
+  const kit = await ShardKit.open({ config, dataDir });
+  let extensions: Extension[] = [];
+  try {
+    extensions = await openExtensions(config, dataDir, options, log);
+  } catch (err) {
+    await kit.close();
+    throw err;
+  }
+  const app = await buildApp({ kit, loggerInstance: log, plugins: extensions.map((e) => e.plugin) });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    try {
+      await app.close();
+      for (const e of extensions.reverse()) await e.close();
+      await kit.close();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+  try {
+    await app.listen({ port: options.port, host: options.host });
+  } catch (err) {
+    await app.close();
+    for (const e of extensions.reverse()) await e.close();
+    await kit.close();
+    throw err;
+  }
+  log.info({ config: path, dataDir, backend: kit.backend.kind, topologyVersion: (await kit.shardMap()).version }, 'shardkit serving');
+}

@@ -1,0 +1,80 @@
+/**
+ * The CLI defines every command cheaply and imports a command's implementation (and fastify,
+ * mysql2, RocksDB, SQLite, Parquet, zod ...) only when that command runs.
+ */
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { registerCommands, selectedCommand } from '../../src/cli/commands/index.js';
+import { HELP_DEFAULT_DEV_PAIRS, HELP_DEFAULT_DEV_SHARDS } from '../../src/cli/commands/dev.js';
+import { HELP_MAX_DEV_TICKET_SERVERS } from '../../src/cli/commands/tickets.js';
+import { DEFAULT_DEV_PAIRS, DEFAULT_DEV_SHARDS } from '../../src/ops/dev-cluster.js';
+import { MAX_DEV_TICKET_SERVERS } from '../../src/tickets/dev-ticket-servers.js';
+import { CLI, ROOT, ensureBuilt } from './cli-harness.js';
+
+before(ensureBuilt);
+
+const HEAVY = ['fastify', 'mysql2', 'rocksdb-native', 'better-sqlite3', '@dsnp/parquetjs', 'zod', 'pino', 'prom-client', 'cli-progress'];
+
+/** The node_modules packages `shardkit <args>` loads. */
+function packagesLoaded(args: string[]): { code: number | null; stdout: string; packages: Set<string> } {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-imports-'));
+  const record = join(dir, 'imports.txt');
+  try {
+    const res = spawnSync(process.execPath, ['--import', join(ROOT, 'test/cli/fixtures/record-imports.mjs'), CLI, ...args], {
+      cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NODE_OPTIONS: '', RECORD_IMPORTS_TO: record },
+    });
+    const packages = new Set<string>();
+    for (const url of readFileSync(record, 'utf8').split('\n')) {
+      const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+      if (m) packages.add(m[1]!);
+    }
+    return { code: res.status, stdout: res.stdout, packages };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('--help, a command\'s --help and `id decode` load no heavy dependency', () => {
+  for (const args of [['--help'], ['serve', '--help'], ['dev', 'up', '--help'], ['id', 'decode', '241294492511762325']]) {
+    const r = packagesLoaded(args);
+    assert.equal(r.code, 0, args.join(' '));
+    assert.ok(r.packages.has('commander'), `the recorder saw commander for ${args.join(' ')}`);
+    const heavy = HEAVY.filter((p) => r.packages.has(p));
+    assert.deepEqual(heavy, [], `${args.join(' ')} loaded ${heavy.join(', ')}`);
+  }
+});
+
+test('a command loads its dependencies when it runs', () => {
+  const r = packagesLoaded(['topology', 'show', '--json']);
+  assert.equal(r.code, 0);
+  assert.equal((JSON.parse(r.stdout) as { version: number }).version, 1);
+  assert.ok(r.packages.has('zod'), 'topology show validates the map with zod');
+});
+
+test('the wc stub in the top-level help is the wc command it stands for', async () => {
+  const stubbed = new Command('shardkit');
+  await registerCommands(stubbed, ['id', 'decode', '1']);
+  const real = new Command('shardkit');
+  await registerCommands(real, ['wc', 'compact']);
+  assert.equal(stubbed.helpInformation(), real.helpInformation());
+  assert.equal(stubbed.commands.find((c) => c.name() === 'wc')!.commands.length, 0);
+  assert.ok(real.commands.find((c) => c.name() === 'wc')!.commands.length > 0);
+});
+
+test('selectedCommand: the first operand, or the one after help', () => {
+  assert.equal(selectedCommand(['wc', 'compact', '--data', 'x']), 'wc');
+  assert.equal(selectedCommand(['--help']), undefined);
+  assert.equal(selectedCommand(['help', 'wc']), 'wc');
+  assert.equal(selectedCommand(['-h', 'serve']), 'serve');
+});
+
+test('help texts quote the real defaults and limits', () => {
+  assert.equal(HELP_DEFAULT_DEV_PAIRS, DEFAULT_DEV_PAIRS);
+  assert.equal(HELP_DEFAULT_DEV_SHARDS, DEFAULT_DEV_SHARDS);
+  assert.equal(HELP_MAX_DEV_TICKET_SERVERS, MAX_DEV_TICKET_SERVERS);
+});
