@@ -49,7 +49,7 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
       out.push({ plugin: widecolumnRoutes(wc.store), close: () => wc.close() });
     }
     if (config.tickets !== undefined) {
-      const client = createTicketClient(config.tickets as never);
+      const client = createTicketClient(config.tickets);
       out.push({ plugin: ticketsRoutes(client), close: () => client.close() });
     }
   } catch (err) {
