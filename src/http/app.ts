@@ -66,11 +66,16 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         version: '0.1.0',
         description: 'Sharded objects, mappings and lookups (the Pinterest design). IDs are 64-bit integers sent as decimal strings. Errors are `{"error":{"code","message"}}` with a stable code.',
       },
+      // Every tag a route of ours or of a module's plugin uses, so each group has its description
+      // even in a document without those plugins (docs/openapi.json).
       tags: [
         { name: 'objects', description: 'JSON objects found by their 64-bit ID' },
         { name: 'mappings', description: 'Ordered one-directional lists from an object to objects' },
         { name: 'lookups', description: 'Arbitrary keys to object IDs on the mod-shard fleet' },
         { name: 'system', description: 'Topology, health and metrics' },
+        { name: 'tickets', description: 'Unique 64-bit IDs from named sequences on Flickr-style ticket servers (served when the config has a tickets section; docs/tickets.md)' },
+        { name: 'widecolumn', description: 'Datasets, rows and timestamped cells of the RocksDB wide-column store (docs/widecolumn.md)' },
+        { name: 'widecolumn-admin', description: 'Compaction, backups and Parquet exports of the wide-column store (docs/widecolumn.md)' },
       ],
     },
   });

@@ -1,10 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { ShardKitError } from '../../src/errors.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { ticketsRoutes } from '../../src/http/routes/tickets-routes.js';
+import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
+import { createTicketClient } from '../../src/tickets/ticket-client.js';
+import { WideColumnStore } from '../../src/widecolumn/wide-column-store.js';
 import { testConfig } from '../store/kit-fixture.js';
 import { assertError, createObject, makeApp } from './http-fixture.js';
 
@@ -106,6 +111,27 @@ test('route plugins of other modules plug in and share the error format; unexpec
     assert.ok('/v1/extra/ok' in spec.paths);
   } finally {
     await f.cleanup();
+  }
+});
+
+test('every OpenAPI tag a route uses, tickets and wide-column plugins included, is declared with a description', async () => {
+  // Pools are created without connecting: building the routes needs no ticket server.
+  const tickets = createTicketClient({ servers: [{ name: 't1', host: '127.0.0.1', port: 1 }], sequences: ['photos'] });
+  const wcDir = mkdtempSync(join(tmpdir(), 'shardkit-openapi-wc-'));
+  const store = await WideColumnStore.open(wcDir);
+  const f = await makeApp({ plugins: [ticketsRoutes(tickets), widecolumnRoutes(store)] });
+  try {
+    const spec = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { tags: Array<{ name: string; description?: string }>; paths: Record<string, Record<string, { tags?: string[] }>> };
+    const used = new Set(Object.values(spec.paths).flatMap((ops) => Object.values(ops).flatMap((op) => op.tags ?? [])));
+    assert.ok(used.has('tickets') && used.has('widecolumn'), `tags used: ${[...used].join(', ')}`);
+    const declared = new Map(spec.tags.map((t) => [t.name, t.description]));
+    for (const tag of used) assert.ok((declared.get(tag) ?? '').length > 0, `tag ${tag} is declared with a description`);
+    for (const [name, description] of declared) assert.ok((description ?? '').length > 0, `tag ${name} has a description`);
+  } finally {
+    await f.cleanup();
+    await store.close();
+    await tickets.close();
+    rmSync(wcDir, { recursive: true, force: true });
   }
 });
 
