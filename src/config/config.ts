@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_TYPE } from '../ids/pinterest-id.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
+import { RESERVED_TABLE_PREFIX, shardNames } from '../storage/shard-names.js';
 import { defaultShardMapJson, shardMapSchema, ShardMap } from '../topology/shard-map.js';
 import { ticketsConfigSchema, resolveTickets } from '../tickets/tickets-config.js';
 
@@ -115,7 +116,10 @@ export function loadConfigFile(path: string): ShardKitConfig {
   return parseConfig(json);
 }
 
-/** Fills default table names and checks uniqueness: pin → pins, a mapping's table is its name. */
+/**
+ * Fills default table names (pin → pins, a mapping's table is its name, keyspace email →
+ * lookup_email) and checks that names are unique and that no two tables or indexes coincide.
+ */
 export function resolveSchema(config: Pick<ShardKitConfig, 'schema'>): SchemaDef {
   const s = config.schema;
   const fail = (m: string): never => {
@@ -135,14 +139,31 @@ export function resolveSchema(config: Pick<ShardKitConfig, 'schema'>): SchemaDef
   unique('type id', types.map((t) => t.id));
   unique('mapping name', mappings.map((m) => m.name));
   unique('keyspace', keyspaces.map((k) => k.name));
-  unique('object-shard table', [...types.map((t) => t.table), ...mappings.map((m) => m.table)]);
-  unique('lookup table', keyspaces.map((k) => k.table));
   const typeNames = new Set(types.map((t) => t.name));
   for (const m of mappings) {
     if (!typeNames.has(m.from)) fail(`mapping ${m.name} comes from unknown type ${m.from}`);
     if (!typeNames.has(m.to)) fail(`mapping ${m.name} goes to unknown type ${m.to}`);
   }
+  checkShardNames({ types, mappings, keyspaces }, fail);
   return { types, mappings, keyspaces };
+}
+
+/**
+ * Types, mappings and keyspaces put their tables (and SQLite their mapping indexes) in the same
+ * database or file of each shard when a host serves both fleets, so any two names that coincide
+ * would share one table: refused, naming both entities.
+ */
+function checkShardNames(schema: SchemaDef, fail: (m: string) => never): void {
+  const owners = new Map<string, string>();
+  for (const { name, kind, owner } of shardNames(schema)) {
+    // Only a default table (pin → pins, email → lookup_email) can grow past the identifier rule;
+    // 63 characters fit MySQL (64) and PostgreSQL (63). SQLite index names have no limit.
+    if (kind === 'table' && !identifier.safeParse(name).success) fail(`${owner} would use the table name ${name}, longer than 63 characters (give it a shorter "table")`);
+    if (name.startsWith(RESERVED_TABLE_PREFIX)) fail(`${owner} would use the table name ${name}; names starting with ${RESERVED_TABLE_PREFIX} are reserved by SQLite`);
+    const other = owners.get(name);
+    if (other !== undefined) fail(`${other} and ${owner} would both use the name ${name} in every shard database (give one of them another "table")`);
+    owners.set(name, owner);
+  }
 }
 
 /** The embedded default written on first start: the seed's types, mappings and keyspaces. */

@@ -12,7 +12,8 @@ import type {
   StoredObject,
 } from '../shard-backend.js';
 import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../backend-args.js';
-import { fleetTables, mysqlDatabaseName, parseMysqlDatabaseName, shardDdl } from './mysql-ddl.js';
+import { fleetTables } from '../shard-names.js';
+import { mysqlDatabaseName, parseMysqlDatabaseName, shardDdl } from './mysql-ddl.js';
 import { mapMysqlError } from './mysql-errors.js';
 import { MysqlHostPool, type MysqlHostOptions, type SqlValue } from './mysql-host-pool.js';
 

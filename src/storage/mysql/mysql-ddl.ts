@@ -4,7 +4,8 @@ import { shardDatabaseName } from '../../topology/shard-map.js';
 /**
  * Shard n of either fleet is the database `db03429`, as the embedded engine's file `db03429.sqlite`:
  * a server that serves both fleets (the dev cluster puts mod shards on the object pairs) holds
- * both fleets' tables in one database, and table names never collide (resolveSchema checks).
+ * both fleets' tables in one database, and table names never collide (src/storage/shard-names.ts,
+ * checked by resolveSchema).
  */
 export function mysqlDatabaseName(shard: number): string {
   return shardDatabaseName(shard);
@@ -14,12 +15,6 @@ export function mysqlDatabaseName(shard: number): string {
 export function parseMysqlDatabaseName(name: string): number | undefined {
   const m = /^db([0-9]{5})$/.exec(name);
   return m ? Number(m[1]) : undefined;
-}
-
-export function fleetTables(schema: SchemaDef, fleet: Fleet): string[] {
-  return fleet === 'objects'
-    ? [...schema.types.map((t) => t.table), ...schema.mappings.map((m) => m.table)]
-    : schema.keyspaces.map((k) => k.table);
 }
 
 // One table definition each, written so that MariaDB 10.11 and MySQL 8 both accept them.

@@ -1,16 +1,11 @@
 import type { Fleet, SchemaDef } from '../shard-backend.js';
+import { mappingIndexName } from '../shard-names.js';
 
 /**
  * DDL of one shard file. Every statement is CREATE ... IF NOT EXISTS, so opening an old file
  * with a newer schema only adds the tables of new types, mappings or keyspaces (no ALTER).
  * Table names come from the validated schema (config.ts `identifier`), never from requests.
  */
-export function shardTables(schema: SchemaDef, fleet: Fleet): string[] {
-  return fleet === 'objects'
-    ? [...schema.types.map((t) => t.table), ...schema.mappings.map((m) => m.table)]
-    : schema.keyspaces.map((k) => k.table);
-}
-
 export function shardDdl(schema: SchemaDef, fleet: Fleet, only?: ReadonlySet<string>): string {
   const want = (table: string) => only === undefined || only.has(table);
   const out: string[] = [];
@@ -25,7 +20,7 @@ export function shardDdl(schema: SchemaDef, fleet: Fleet, only?: ReadonlySet<str
       // The primary key stops duplicate pairs; the index makes a page one range scan.
       out.push(
         `CREATE TABLE IF NOT EXISTS "${m.table}" (from_id INTEGER NOT NULL, to_id INTEGER NOT NULL, sequence INTEGER NOT NULL, PRIMARY KEY (from_id, to_id)) WITHOUT ROWID;`,
-        `CREATE INDEX IF NOT EXISTS "${m.table}_by_sequence" ON "${m.table}" (from_id, sequence, to_id);`,
+        `CREATE INDEX IF NOT EXISTS "${mappingIndexName(m.table)}" ON "${m.table}" (from_id, sequence, to_id);`,
       );
     }
   } else {

@@ -2,7 +2,8 @@ import { closeSync, existsSync, fsyncSync, linkSync, openSync, unlinkSync, write
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Fleet, SchemaDef } from '../shard-backend.js';
-import { shardDdl, shardTables } from './shard-ddl.js';
+import { fleetTables } from '../shard-names.js';
+import { shardDdl } from './shard-ddl.js';
 
 /** `PRAGMA user_version` bits saying which fleets' tables a file holds (a host may serve both). */
 const FLEET_BIT: Record<Fleet, number> = { objects: 1, lookups: 2 };
@@ -63,7 +64,7 @@ export class ShardFile {
     const existing = new Set(
       (this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]),
     );
-    const missing = new Set(shardTables(schema, fleet).filter((t) => !existing.has(t)));
+    const missing = new Set(fleetTables(schema, fleet).filter((t) => !existing.has(t)));
     if (missing.size > 0 || !this.holds(fleet)) {
       this.db.transaction(() => {
         if (missing.size > 0) this.db.exec(shardDdl(schema, fleet, missing));
@@ -78,7 +79,7 @@ export class ShardFile {
   /** Drops the tables of `fleet` only (used when the file also holds the other fleet). */
   dropFleet(fleet: Fleet, schema: SchemaDef): void {
     this.db.transaction(() => {
-      for (const t of shardTables(schema, fleet)) this.db.exec(`DROP TABLE IF EXISTS "${t}"`);
+      for (const t of fleetTables(schema, fleet)) this.db.exec(`DROP TABLE IF EXISTS "${t}"`);
       const bits = Number(this.db.pragma('user_version', { simple: true })) & ~FLEET_BIT[fleet];
       this.db.pragma(`user_version = ${bits}`);
       this.fleetBits = bits;

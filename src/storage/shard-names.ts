@@ -1,0 +1,33 @@
+import type { Fleet, SchemaDef } from './shard-backend.js';
+
+/**
+ * The names a schema creates inside one shard. A host that serves both fleets (the dev cluster
+ * puts mod shards on the object pairs) keeps both fleets' tables in the shard's one database
+ * (`db03429` on MySQL) or file (`db03429.sqlite`), and SQLite indexes share the tables'
+ * namespace, so all of these must differ (config.ts refuses a schema where two coincide).
+ */
+
+/** Tables of one fleet: objects and mappings on the object fleet, keyspaces on the lookup fleet. */
+export function fleetTables(schema: SchemaDef, fleet: Fleet): string[] {
+  return fleet === 'objects'
+    ? [...schema.types.map((t) => t.table), ...schema.mappings.map((m) => m.table)]
+    : schema.keyspaces.map((k) => k.table);
+}
+
+/** The page index of a mapping table: per table on MySQL, but a file-wide name on SQLite. */
+export function mappingIndexName(table: string): string {
+  return `${table}_by_sequence`;
+}
+
+/** SQLite refuses tables whose names start with this ("reserved for internal use"). */
+export const RESERVED_TABLE_PREFIX = 'sqlite_';
+
+/** Every name the schema puts in a shard, each with the schema entity that puts it there. */
+export function shardNames(schema: SchemaDef): Array<{ name: string; kind: 'table' | 'index'; owner: string }> {
+  return [
+    ...schema.types.map((t) => ({ name: t.table, kind: 'table' as const, owner: `type ${t.name}` })),
+    ...schema.mappings.map((m) => ({ name: m.table, kind: 'table' as const, owner: `mapping ${m.name}` })),
+    ...schema.keyspaces.map((k) => ({ name: k.table, kind: 'table' as const, owner: `keyspace ${k.name}` })),
+    ...schema.mappings.map((m) => ({ name: mappingIndexName(m.table), kind: 'index' as const, owner: `the page index of mapping ${m.name}` })),
+  ];
+}
