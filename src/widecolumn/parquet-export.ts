@@ -16,8 +16,18 @@ export interface ExportReport {
   durationMs: number;
 }
 
-/** The Parquet schema of an export: one record per live cell. Loaded on first use (heavy). */
-export async function exportSchema(): Promise<ParquetSchema> {
+/**
+ * The Parquet schema of an export: one record per live cell. A @dsnp/parquetjs `ParquetSchema`,
+ * typed as `object` in what we publish: that package's declarations import `json-schema` types
+ * it does not depend on, so naming it here would break consumers' type checks without
+ * skipLibCheck.
+ */
+export function exportSchema(): Promise<object> {
+  return parquetSchema();
+}
+
+/** @dsnp/parquetjs is loaded on first use (heavy). */
+async function parquetSchema(): Promise<ParquetSchema> {
   const parquet = (await import('@dsnp/parquetjs')).default;
   return new parquet.ParquetSchema({
     row_key: { type: 'UTF8', compression: 'SNAPPY' },
@@ -50,7 +60,7 @@ async function runExport(store: WideColumnStore, dataset: string, file: string, 
   let writer: ParquetWriter | null = null;
   try {
     const parquet = (await import('@dsnp/parquetjs')).default;
-    writer = await parquet.ParquetWriter.openFile(await exportSchema(), tmp);
+    writer = await parquet.ParquetWriter.openFile(await parquetSchema(), tmp);
     writer.setMetadata('shardkit.dataset', ds.name);
     writer.setMetadata('shardkit.snapshotAt', String(now));
     for (let shard = 0; shard < store.shards; shard++) {
