@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -89,9 +89,9 @@ class KvFileWriter {
 }
 
 function checkEmptyTarget(dir: string, what: string): void {
-  if (existsSync(dir) && readdirSync(dir).length > 0) {
-    throw new ShardKitError('ALREADY_EXISTS', `${what} ${dir} is not empty; give a new or empty directory`);
-  }
+  if (!existsSync(dir)) return;
+  if (!statSync(dir).isDirectory()) throw new ShardKitError('ALREADY_EXISTS', `${what} ${dir} exists and is not a directory; give a new or empty directory`);
+  if (readdirSync(dir).length > 0) throw new ShardKitError('ALREADY_EXISTS', `${what} ${dir} is not empty; give a new or empty directory`);
 }
 
 /**

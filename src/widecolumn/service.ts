@@ -1,7 +1,8 @@
-import { join } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { ShardKitError } from '../errors.js';
 import { compact, type CompactionReport } from './compaction.js';
+import { DEFAULT_EXPORT_DIR, defaultExportDir } from './export-dir.js';
 import type { Logger } from './types.js';
 import { WideColumnStore, type WideColumnStoreOptions } from './wide-column-store.js';
 
@@ -12,6 +13,9 @@ export const wideColumnConfigSchema = z.object({
   compactionIntervalSeconds: z.number().int().min(0).max(2_000_000).default(24 * 3600),
   /** Logical shards, fixed when the store is created. */
   shards: z.number().int().min(1).max(65535).optional(),
+  /** The only directory where backups and exports asked for over HTTP are written; relative to
+   *  the data directory unless absolute. Default `widecolumn-exports`. */
+  exportDir: z.string().min(1).refine((s) => !s.includes('\0'), 'must not contain NUL').optional(),
   limits: z.object({
     maxRowKeyBytes: z.number().int().min(1).max(64 * 1024).optional(),
     maxColumnBytes: z.number().int().min(1).max(64 * 1024).optional(),
@@ -37,6 +41,35 @@ export function parseWideColumnConfig(input: unknown): WideColumnConfig {
 /** Where the service and the `wc` commands keep the store inside a data directory. */
 export function wideColumnDir(dataDir: string): string {
   return join(dataDir, 'widecolumn');
+}
+
+/**
+ * The directory that HTTP backups and exports are confined to. It must neither hold the store nor
+ * lie inside it: an export with overwrite would otherwise replace the store's own files (or the
+ * config, were it the data directory).
+ */
+export function wideColumnExportDir(dataDir: string, config: WideColumnConfig): string {
+  const dir = resolve(dataDir, config.exportDir ?? DEFAULT_EXPORT_DIR);
+  const store = resolve(wideColumnDir(dataDir));
+  if (within(dir, store) || within(store, dir) || dir === resolve(dataDir)) {
+    throw new ShardKitError('INVALID_CONFIG', `invalid config at widecolumn.exportDir: ${dir} must be a directory of its own, not the data directory, the store or a directory holding them`);
+  }
+  return dir;
+}
+
+/** Whether `inner` is `outer` or below it. */
+function within(inner: string, outer: string): boolean {
+  const rel = relative(outer, inner);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+// The HTTP plugin is handed only the store (`widecolumnRoutes(service.store)`), so the service
+// records here which export directory its config chose for that store.
+const exportDirs = new WeakMap<WideColumnStore, string>();
+
+/** The export directory of a store opened by openWideColumnService, else the one next to the store. */
+export function exportDirOf(store: WideColumnStore): string {
+  return exportDirs.get(store) ?? defaultExportDir(store.path);
 }
 
 export function storeOptions(config: WideColumnConfig, extra: WideColumnStoreOptions = {}): WideColumnStoreOptions {
@@ -68,17 +101,22 @@ export function startCompactionSchedule(store: WideColumnStore, intervalMs: numb
 
 export interface WideColumnService {
   store: WideColumnStore;
+  /** Where HTTP backups and exports go (config `widecolumn.exportDir`). */
+  exportDir: string;
   /** Stops the compaction schedule and closes the store. */
   close(): Promise<void>;
 }
 
-/** What `shardkit serve` needs: the store in `<data>/widecolumn` and its compaction schedule. */
+/** What `shardkit serve` needs: the store in `<data>/widecolumn`, its compaction schedule and export directory. */
 export async function openWideColumnService(options: { dataDir: string; config?: unknown; logger?: Logger }): Promise<WideColumnService> {
   const config = parseWideColumnConfig(options.config);
+  const exportDir = wideColumnExportDir(options.dataDir, config);
   const store = await WideColumnStore.open(wideColumnDir(options.dataDir), storeOptions(config, options.logger ? { logger: options.logger } : {}));
+  exportDirs.set(store, exportDir);
   const stop = startCompactionSchedule(store, config.compactionIntervalSeconds * 1000, options.logger);
   return {
     store,
+    exportDir,
     async close() {
       await stop();
       await store.close();

@@ -177,7 +177,7 @@ test('HTTP: bad input is 4xx with a stable code, never 500, and changes nothing'
       ['POST', '/v1/datasets/d/rows:batchDelete', { rows: [{ row: 'keep', columns: [] }] }, 400, 'INVALID_ARGUMENT'],
       ['POST', '/v1/datasets/d/rows:batchDelete', { rows: 'keep' }, 400, 'INVALID_ARGUMENT'],
       ['DELETE', '/v1/datasets/d/rows/keep?columns=', undefined, 400, 'INVALID_ARGUMENT'],
-      ['POST', '/v1/admin/widecolumn/export', { dataset: 'nope', file: join(s.dir, 'x.parquet') }, 404, 'UNKNOWN_DATASET'],
+      ['POST', '/v1/admin/widecolumn/export', { dataset: 'nope', name: 'x.parquet' }, 404, 'UNKNOWN_DATASET'],
       ['POST', '/v1/admin/widecolumn/backup', {}, 400, 'INVALID_ARGUMENT'],
     ];
     for (const [method, url, payload, status, code] of cases) {
@@ -186,7 +186,7 @@ test('HTTP: bad input is 4xx with a stable code, never 500, and changes nothing'
       assert.equal(res.json().error.code, code, `${method} ${url.slice(0, 80)}`);
     }
     assert.deepEqual((await s.store.getRow('d', 'keep', { versions: 2 })).columns.map((c) => c.cells.length), [1], 'nothing changed');
-    assert.equal(existsSync(join(s.dir, 'x.parquet')), false);
+    assert.equal(existsSync(join(s.dir, 'widecolumn-exports')), false, 'a refused export creates nothing');
   } finally {
     await s.close();
   }
@@ -201,16 +201,18 @@ test('HTTP admin: compact, backup and export through the service', async () => {
     let res = await s.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/compact' });
     assert.equal(res.statusCode, 200);
     assert.equal(res.json().removedExcessVersions, 1);
-    res = await s.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/backup', payload: { dir: join(s.dir, 'bk') } });
+    res = await s.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/backup', payload: { name: 'bk' } });
     assert.equal(res.statusCode, 200);
     assert.ok(res.json().records >= 3);
-    assert.ok(existsSync(join(s.dir, 'bk', 'manifest.json')));
-    res = await s.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/backup', payload: { dir: join(s.dir, 'bk') } });
+    assert.equal(res.json().dir, join(s.dir, 'widecolumn-exports', 'bk'));
+    assert.ok(existsSync(join(s.dir, 'widecolumn-exports', 'bk', 'manifest.json')));
+    res = await s.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/backup', payload: { name: 'bk' } });
     assert.equal(res.statusCode, 409);
     assert.equal(res.json().error.code, 'ALREADY_EXISTS');
-    res = await s.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/export', payload: { dataset: 'a', file: join(s.dir, 'a.parquet') } });
+    res = await s.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/export', payload: { dataset: 'a', name: 'a.parquet' } });
     assert.equal(res.statusCode, 200);
     assert.deepEqual([res.json().rows, res.json().cells], [1, 1]);
+    assert.equal(res.json().file, join(s.dir, 'widecolumn-exports', 'a.parquet'));
   } finally {
     await s.close();
   }

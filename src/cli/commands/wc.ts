@@ -19,7 +19,8 @@ interface TargetOptions {
 }
 
 const DATA_HELP = 'data directory of the service (the store is <data>/widecolumn)';
-const URL_HELP = 'ask the running service at this URL instead (e.g. http://127.0.0.1:7070); paths are then on its machine';
+const URL_HELP = 'ask the running service at this URL instead (e.g. http://127.0.0.1:7070)';
+const URL_OUTPUT_HELP = 'ask the running service at this URL instead (e.g. http://127.0.0.1:7070); it writes only into its export directory (<data>/widecolumn-exports unless configured), so give a plain name there instead of a path';
 
 /** One progress display per phase (scan, compact, ...), a bar on a TTY, JSON lines otherwise. */
 function progressReporter(label: string): { onProgress: ProgressFn; finish(): void } {
@@ -111,27 +112,29 @@ the service instead.`);
 
   wc.command('backup')
     .description('Write a consistent backup (from a RocksDB snapshot, while writes go on) of every dataset into a new or empty directory')
-    .argument('<dir>', 'backup directory (new or empty)')
+    .argument('<dir>', 'backup directory (new or empty); with --url, a new name in the service\'s export directory')
     .option('--data <dir>', DATA_HELP, './data')
-    .option('--url <url>', URL_HELP)
+    .option('--url <url>', URL_OUTPUT_HELP)
     .option('--json', 'print the result as JSON')
     .action(action(async (dir: string, opts: TargetOptions) => {
-      const target = resolve(dir);
-      let result: { records: number; bytes: number; files: number };
+      let result: { dir: string; records: number; bytes: number; files: number };
       if (opts.url) {
-        result = (await callService(opts.url, 'v1/admin/widecolumn/backup', { dir: target })) as typeof result;
+        // The service resolves the name inside its export directory and says where it wrote.
+        result = (await callService(opts.url, 'v1/admin/widecolumn/backup', { name: dir })) as typeof result;
       } else {
+        const target = resolve(dir);
         result = await withStore(opts.data, async (store) => {
           const p = progressReporter('wc backup');
           try {
             const m = await backup(store, target, { onProgress: p.onProgress });
-            return { records: m.records, bytes: m.bytes, files: m.files.length };
+            return { dir: target, records: m.records, bytes: m.bytes, files: m.files.length };
           } finally {
             p.finish();
           }
         });
       }
-      print(opts.json, { dir: target, ...result }, `backup written to ${target}: ${result.records} records, ${result.bytes} bytes in ${result.files} file(s)`);
+      const where = opts.url ? `${result.dir} on the service machine` : result.dir;
+      print(opts.json, result, `backup written to ${where}: ${result.records} records, ${result.bytes} bytes in ${result.files} file(s)`);
     }));
 
   wc.command('restore')
@@ -156,25 +159,24 @@ the service instead.`);
   wc.command('export')
     .description('Write the live cells of a dataset (unexpired, within maxVersions) as Parquet with columns row_key, column, timestamp, value')
     .argument('<dataset>', 'dataset name')
-    .argument('<file>', 'Parquet file to write (refused if it exists, unless --overwrite)')
+    .argument('<file>', 'Parquet file to write (refused if it exists, unless --overwrite); with --url, a name in the service\'s export directory')
     .option('--data <dir>', DATA_HELP, './data')
-    .option('--url <url>', URL_HELP)
+    .option('--url <url>', URL_OUTPUT_HELP)
     .option('--overwrite', 'replace an existing file')
     .option('--json', 'print the result as JSON')
     .action(action(async (dataset: string, file: string, opts: TargetOptions & { overwrite?: boolean }) => {
-      const target = resolve(file);
       const overwrite = opts.overwrite === true;
       const r = (opts.url
-        ? await callService(opts.url, 'v1/admin/widecolumn/export', { dataset, file: target, overwrite })
+        ? await callService(opts.url, 'v1/admin/widecolumn/export', { dataset, name: file, overwrite })
         : await withStore(opts.data, async (store) => {
           const p = progressReporter('wc export');
           try {
-            return await exportParquet(store, dataset, target, { overwrite, onProgress: p.onProgress });
+            return await exportParquet(store, dataset, resolve(file), { overwrite, onProgress: p.onProgress });
           } finally {
             p.finish();
           }
-        })) as { rows: number; cells: number };
-      print(opts.json, r, `exported ${r.cells} cells of ${r.rows} rows of ${dataset} to ${target}`);
+        })) as { file: string; rows: number; cells: number };
+      print(opts.json, r, `exported ${r.cells} cells of ${r.rows} rows of ${dataset} to ${r.file}${opts.url ? ' on the service machine' : ''}`);
     }));
 
   wc.command('datasets')

@@ -1,13 +1,14 @@
 import { isUtf8 } from 'node:buffer';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import { ShardKitError } from '../../errors.js';
-import { backup } from '../../widecolumn/backup.js';
 import { compact } from '../../widecolumn/compaction.js';
 import { publicDataset } from '../../widecolumn/dataset-config.js';
-import { exportParquet } from '../../widecolumn/parquet-export.js';
+import { backupToExportDir, EXPORT_NAME_PATTERN, EXPORT_NAME_RULE, exportToExportDir, resolveExportName } from '../../widecolumn/export-dir.js';
+import { exportDirOf } from '../../widecolumn/service.js';
 import type { GetRowRequest, PutItem, RowResult } from '../../widecolumn/types.js';
 import type { WideColumnStore } from '../../widecolumn/wide-column-store.js';
+import { strictBodyTypes } from '../strict-body.js';
 
 const errorBody = {
   type: 'object',
@@ -64,6 +65,33 @@ const readParams = {
 
 const encodingParam = { type: 'string', enum: ['utf8', 'base64'], default: 'utf8' } as const;
 
+const datasetBody = { type: 'object', properties: { maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' }, latestIndex: { type: 'boolean' } }, additionalProperties: false } as const;
+const putRowBody = { type: 'object', properties: { items: { type: 'array', items: itemJson } }, required: ['items'], additionalProperties: false } as const;
+const batchGetBody = {
+  type: 'object',
+  properties: {
+    requests: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, ...readParams }, required: ['row'], additionalProperties: false } },
+    encoding: encodingParam,
+  },
+  required: ['requests'],
+  additionalProperties: false,
+} as const;
+const batchPutBody = {
+  type: 'object',
+  properties: { rows: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, items: { type: 'array', items: itemJson } }, required: ['row', 'items'], additionalProperties: false } } },
+  required: ['rows'],
+  additionalProperties: false,
+} as const;
+const batchDeleteBody = {
+  type: 'object',
+  properties: { rows: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, columns: { type: 'array', items: { type: 'string' } } }, required: ['row'], additionalProperties: false } } },
+  required: ['rows'],
+  additionalProperties: false,
+} as const;
+const exportName = { type: 'string', pattern: EXPORT_NAME_PATTERN, description: `An entry of the service's export directory: ${EXPORT_NAME_RULE}. Not a path.` } as const;
+const backupBody = { type: 'object', properties: { name: exportName }, required: ['name'], additionalProperties: false } as const;
+const exportBody = { type: 'object', properties: { dataset: { type: 'string' }, name: exportName, overwrite: { type: 'boolean' } }, required: ['dataset', 'name'], additionalProperties: false } as const;
+
 interface JsonItem {
   column: string;
   value: string;
@@ -98,6 +126,14 @@ function rowToJson(r: RowResult, encoding: Encoding): { row: string; columns: Re
   return { row: r.row, columns, marker: r.marker };
 }
 
+/** Checks `name` before the schema does, so a path gets our message rather than Ajv's pattern text. */
+function exportNameCheck(exportDir: string, what: string): (request: FastifyRequest) => Promise<void> {
+  return async (request) => {
+    const name = (request.body as { name?: unknown } | undefined)?.name;
+    if (name !== undefined) resolveExportName(exportDir, name, what);
+  };
+}
+
 function splitColumns(columns: string | undefined): string[] | undefined {
   if (columns === undefined) return undefined;
   const list = columns.split(',');
@@ -105,14 +141,22 @@ function splitColumns(columns: string | undefined): string[] | undefined {
   return list;
 }
 
+export interface WidecolumnRoutesOptions {
+  /** The only directory admin backups and exports write into (default: the one openWideColumnService
+   *  chose for this store, else `widecolumn-exports` next to the store directory). */
+  exportDir?: string;
+}
+
 /**
  * The wide-column HTTP API (issue 6 §2) plus admin endpoints that let `shardkit wc --url` ask a
  * running service to compact, back up or export. A plugin for `buildApp({ plugins })`; the
  * store stays owned by the caller. Row keys travel URL-encoded in the path (the route is a
- * wildcard so long keys are not cut by the router's parameter length limit).
+ * wildcard so long keys are not cut by the router's parameter length limit). Every body route
+ * refuses values of the wrong JSON type instead of letting Ajv coerce them (strict-body.ts).
  */
-export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance) => Promise<void> {
+export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
   const bodyLimit = Math.ceil(store.limits.maxBatchBytes * 1.5) + 1024 * 1024;
+  const exportDir = options.exportDir ?? exportDirOf(store);
   return async (app: FastifyInstance) => {
     app.get('/v1/datasets', {
       schema: {
@@ -132,12 +176,13 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
     }, async (request) => publicDataset(store.getDataset(request.params.ds)));
 
     app.put<{ Params: { ds: string }; Body: { maxVersions?: number; ttlSeconds?: number; latestIndex?: boolean } }>('/v1/datasets/:ds', {
+      preValidation: strictBodyTypes(datasetBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Create a dataset or change its settings',
         description: 'maxVersions: versions kept per column (default 1); ttlSeconds: cells expire that long after their timestamp (0 = never, the default); latestIndex (creation only, default true): keep a head record of each column\'s newest cell, so latest-version reads cost the same on deep rows while puts write twice the keys. Absent fields keep their value.',
         params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
-        body: { type: 'object', properties: { maxVersions: { type: 'integer' }, ttlSeconds: { type: 'integer' }, latestIndex: { type: 'boolean' } }, additionalProperties: false },
+        body: datasetBody,
         response: { 200: datasetJson, 201: datasetJson, ...errors },
       },
     }, async (request, reply) => {
@@ -182,12 +227,13 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
 
     app.put<{ Params: { ds: string; '*': string }; Body: { items: JsonItem[] } }>('/v1/datasets/:ds/rows/*', {
       bodyLimit,
+      preValidation: strictBodyTypes(putRowBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Put Row: add cells to a row, all in one atomic write',
         description: 'items: [{column, value, timestamp?, encoding?}]. Without a timestamp the server time is used (repeats of a column get consecutive ms); older timestamps are allowed (backfills). Values are UTF-8 text, or base64 with "encoding":"base64".',
         params: { type: 'object', properties: { ds: { type: 'string' }, '*': { type: 'string' } }, required: ['ds', '*'] },
-        body: { type: 'object', properties: { items: { type: 'array', items: itemJson } }, required: ['items'], additionalProperties: false },
+        body: putRowBody,
         response: { 200: { type: 'object', properties: { row: { type: 'string' }, timestamp: { type: ['integer', 'null'] } }, required: ['row', 'timestamp'] }, ...errors },
       },
     }, async (request) => {
@@ -212,19 +258,12 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
 
     app.post<{ Params: { ds: string }; Body: { requests: GetRowRequest[]; encoding: Encoding } }>('/v1/datasets/:ds/rows::batchGet', {
       bodyLimit,
+      preValidation: strictBodyTypes(batchGetBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Batch Get Row',
         params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
-        body: {
-          type: 'object',
-          properties: {
-            requests: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, ...readParams }, required: ['row'], additionalProperties: false } },
-            encoding: encodingParam,
-          },
-          required: ['requests'],
-          additionalProperties: false,
-        },
+        body: batchGetBody,
         response: { 200: { type: 'object', properties: { results: { type: 'array', items: rowJson } }, required: ['results'] }, ...errors },
       },
     }, async (request) => {
@@ -234,16 +273,12 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
 
     app.post<{ Params: { ds: string }; Body: { rows: Array<{ row: string; items: JsonItem[] }> } }>('/v1/datasets/:ds/rows::batchPut', {
       bodyLimit,
+      preValidation: strictBodyTypes(batchPutBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Batch Put Row: every item of every row in one atomic write',
         params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
-        body: {
-          type: 'object',
-          properties: { rows: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, items: { type: 'array', items: itemJson } }, required: ['row', 'items'], additionalProperties: false } } },
-          required: ['rows'],
-          additionalProperties: false,
-        },
+        body: batchPutBody,
         response: {
           200: { type: 'object', properties: { results: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, timestamp: { type: ['integer', 'null'] } }, required: ['row', 'timestamp'] } } }, required: ['results'] },
           ...errors,
@@ -256,16 +291,12 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
 
     app.post<{ Params: { ds: string }; Body: { rows: Array<{ row: string; columns?: string[] }> } }>('/v1/datasets/:ds/rows::batchDelete', {
       bodyLimit,
+      preValidation: strictBodyTypes(batchDeleteBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Batch Delete Row: columns of rows, or whole rows, in one atomic write',
         params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
-        body: {
-          type: 'object',
-          properties: { rows: { type: 'array', items: { type: 'object', properties: { row: { type: 'string' }, columns: { type: 'array', items: { type: 'string' } } }, required: ['row'], additionalProperties: false } } },
-          required: ['rows'],
-          additionalProperties: false,
-        },
+        body: batchDeleteBody,
         response: { 200: { type: 'object', properties: { deleted: { type: 'integer' } }, required: ['deleted'] }, ...errors },
       },
     }, async (request) => {
@@ -273,7 +304,8 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
       return { deleted: request.body.rows.length };
     });
 
-    // Admin: what `shardkit wc --url` calls. Paths are on the service's machine.
+    // Admin: what `shardkit wc --url` calls. A client names an entry of the export directory and
+    // never gives a path: whoever can reach the service must not pick where it writes.
     app.post('/v1/admin/widecolumn/compact', {
       schema: {
         tags: ['widecolumn-admin'],
@@ -282,31 +314,32 @@ export function widecolumnRoutes(store: WideColumnStore): (app: FastifyInstance)
       },
     }, async () => ({ ...(await compact(store)) }));
 
-    app.post<{ Body: { dir: string } }>('/v1/admin/widecolumn/backup', {
+    app.post<{ Body: { name: string } }>('/v1/admin/widecolumn/backup', {
+      preValidation: [strictBodyTypes(backupBody), exportNameCheck(exportDir, 'backup name')],
       schema: {
         tags: ['widecolumn-admin'],
-        summary: 'Write a consistent backup from a RocksDB snapshot into a new or empty directory on the service machine',
-        body: { type: 'object', properties: { dir: { type: 'string', minLength: 1 } }, required: ['dir'], additionalProperties: false },
+        summary: 'Write a consistent backup from a RocksDB snapshot into a new directory <name> of the service\'s export directory',
+        description: 'name: a plain name, not a path (an existing entry of that name is refused with ALREADY_EXISTS). The export directory is config widecolumn.exportDir, by default <data>/widecolumn-exports. The answer\'s dir is the backup\'s path on the service machine.',
+        body: backupBody,
         response: {
-          200: { type: 'object', properties: { dir: { type: 'string' }, records: { type: 'integer' }, bytes: { type: 'integer' }, files: { type: 'integer' }, snapshotAt: { type: 'integer' } }, required: ['dir', 'records', 'bytes', 'files'] },
+          200: { type: 'object', properties: { name: { type: 'string' }, dir: { type: 'string' }, records: { type: 'integer' }, bytes: { type: 'integer' }, files: { type: 'integer' }, snapshotAt: { type: 'integer' } }, required: ['name', 'dir', 'records', 'bytes', 'files'] },
           ...errors,
         },
       },
-    }, async (request) => {
-      const m = await backup(store, request.body.dir);
-      return { dir: request.body.dir, records: m.records, bytes: m.bytes, files: m.files.length, snapshotAt: m.snapshotAt };
-    });
+    }, async (request) => backupToExportDir(store, exportDir, request.body.name));
 
-    app.post<{ Body: { dataset: string; file: string; overwrite?: boolean } }>('/v1/admin/widecolumn/export', {
+    app.post<{ Body: { dataset: string; name: string; overwrite?: boolean } }>('/v1/admin/widecolumn/export', {
+      preValidation: [strictBodyTypes(exportBody), exportNameCheck(exportDir, 'export name')],
       schema: {
         tags: ['widecolumn-admin'],
-        summary: 'Export the live cells of a dataset as Parquet (row_key, column, timestamp, value) to a file on the service machine',
-        body: { type: 'object', properties: { dataset: { type: 'string' }, file: { type: 'string', minLength: 1 }, overwrite: { type: 'boolean' } }, required: ['dataset', 'file'], additionalProperties: false },
+        summary: 'Export the live cells of a dataset as Parquet (row_key, column, timestamp, value) to the file <name> of the service\'s export directory',
+        description: 'name: a plain name, not a path; an existing file is replaced only with overwrite: true. The answer\'s file is its path on the service machine.',
+        body: exportBody,
         response: {
-          200: { type: 'object', properties: { dataset: { type: 'string' }, file: { type: 'string' }, rows: { type: 'integer' }, cells: { type: 'integer' }, durationMs: { type: 'integer' } }, required: ['dataset', 'file', 'rows', 'cells'] },
+          200: { type: 'object', properties: { dataset: { type: 'string' }, name: { type: 'string' }, file: { type: 'string' }, rows: { type: 'integer' }, cells: { type: 'integer' }, durationMs: { type: 'integer' } }, required: ['dataset', 'name', 'file', 'rows', 'cells'] },
           ...errors,
         },
       },
-    }, async (request) => exportParquet(store, request.body.dataset, request.body.file, { overwrite: request.body.overwrite === true }));
+    }, async (request) => exportToExportDir(store, exportDir, request.body.dataset, request.body.name, { overwrite: request.body.overwrite === true }));
   };
 }
