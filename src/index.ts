@@ -5,6 +5,7 @@ export type { TopologyStore } from './topology/topology-store.js';
 export { MemoryTopologyStore, MemoryTopologyBacking, FileTopologyStore, createTopologyStore, type MemoryTopologyStoreOptions, type FileTopologyStoreOptions, type TopologyStoreSpec, type TopologyListener } from './topology/index.js';
 export type * from './storage/shard-backend.js';
 export { SqliteBackend, type SqliteBackendOptions } from './storage/sqlite/index.js';
+export { MysqlBackend, mysqlBackendFromConfig, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './storage/mysql/index.js';
 export { ShardKit, StoreObject, mergePatch, type ShardKitOptions, type OpenOptions, type ShardObject, type JsonObject, type JsonValue, type CreateOptions, type UpdateOptions, type DeleteOptions, type ListOptions, type ListOrder, type MappingEntry, type MappingListPage, type JoinPage, type ShardErrorEvent } from './store/index.js';
 export { buildApp, type BuildAppOptions, type RoutePlugin } from './http/app.js';
 export { parseConfig, loadConfigFile, defaultConfig, resolveSchema, type ShardKitConfig, type ConfigInput } from './config/config.js';

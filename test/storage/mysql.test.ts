@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { resolveSchema } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
 import { MysqlBackend } from '../../src/storage/mysql/index.js';
+import * as shardkit from '../../src/index.js';
 import type { SchemaDef } from '../../src/storage/shard-backend.js';
 import { runStorageSuite } from '../conformance/storage-suite.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
@@ -13,6 +14,7 @@ let stopCluster: (() => Promise<void>) | undefined;
 let hosts: Record<string, { host: string; port: number }> = {};
 let storage: { user: string; password?: string } = { user: 'root' };
 let schema: SchemaDef;
+let shardMapJson: unknown;
 let admin: MysqlBackend;
 const HOSTS = ['MySQL001A', 'MySQL002A'];
 
@@ -21,6 +23,7 @@ before(async () => {
   stopCluster = started.stop;
   const config = started.cluster.config();
   schema = resolveSchema(config);
+  shardMapJson = config.shardMap;
   hosts = Object.fromEntries(Object.entries(config.hosts).map(([name, h]) => [name, { host: h.host!, port: h.port! }]));
   const s = config.storage;
   if (s.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
@@ -99,5 +102,27 @@ test('a server that refuses connections is SHARD_UNAVAILABLE at once, naming the
     });
   } finally {
     await backend.close();
+  }
+});
+
+test('the package root exports MysqlBackend: a ShardKit on MariaDB built from parts, as docs/mysql.md shows', async () => {
+  await dropAllShards();
+  assert.equal(shardkit.MysqlBackend, MysqlBackend);
+  const backend = new shardkit.MysqlBackend({ hosts, storage: { ...storage, poolSize: 2 }, schema });
+  const map = shardkit.ShardMap.fromJSON(shardMapJson);
+  for (const [ranges, fleet] of [[map.objectRanges(), 'objects'], [map.modShardRanges(), 'lookups']] as const) {
+    for (const r of ranges) for (let shard = r.range[0]; shard <= r.range[1]; shard++) await backend.createShard({ host: r.master, shard, fleet });
+  }
+  const kit = new shardkit.ShardKit({ backend, schema, shardMap: map });
+  try {
+    const pin = await kit.objects.create('pin', { details: 'sourdough' });
+    await kit.lookups.put('email', 'ann@example.com', pin.id);
+    assert.equal(await kit.lookups.get('email', 'ann@example.com'), pin.id);
+    assert.deepEqual((await kit.objects.get(pin.id)).data, { details: 'sourdough' });
+    assert.equal(kit.backend.kind, 'mysql');
+  } finally {
+    await kit.close();
+    await backend.close();
+    await dropAllShards();
   }
 });
