@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import RocksDB from 'rocksdb-native';
+import { RocksDB } from '../src/widecolumn/rocksdb.js';
 import { WideColumnStore } from '../src/widecolumn/index.js';
 
 const COLS = 10;

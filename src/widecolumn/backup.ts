@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import type { WriteBatch } from 'rocksdb-native';
+import type { WriteBatch } from './rocksdb.js';
 import { ShardKitError } from '../errors.js';
 import { openRocks } from './wide-column-store.js';
 import type { WideColumnSnapshot } from './snapshot.js';

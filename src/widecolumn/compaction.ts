@@ -1,4 +1,4 @@
-import RocksDB from 'rocksdb-native';
+import { RocksDB } from './rocksdb.js';
 import {
   CELL_TAG,
   decodeHeadValue,

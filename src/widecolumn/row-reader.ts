@@ -1,4 +1,4 @@
-import type RocksDB from 'rocksdb-native';
+import type { RocksDB } from './rocksdb.js';
 import { concat, decodeEscaped, decodeHeadValue, escapeComponent, prefixEnd, readInvertedTimestamp } from './key-codec.js';
 import { isLive, type RowContext } from './row-context.js';
 import type { Cell, ColumnCells, RowResult } from './types.js';

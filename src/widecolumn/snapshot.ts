@@ -1,4 +1,4 @@
-import type RocksDB from 'rocksdb-native';
+import type { RocksDB } from './rocksdb.js';
 import { ShardKitError } from '../errors.js';
 import { readRow } from './row-reader.js';
 import type { GetRowOptions, GetRowRequest, RowResult } from './types.js';

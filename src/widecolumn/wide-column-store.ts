@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import RocksDB from 'rocksdb-native';
+import { RocksDB } from './rocksdb.js';
 import { ShardKitError } from '../errors.js';
 import {
   checkDatasetName,

@@ -1,0 +1,92 @@
+// The subset of rocksdb-native (3.x, which ships no types) that the wide-column store uses,
+// checked against node_modules/rocksdb-native/{index.js,lib/*.js}. A module rather than an
+// ambient declaration, so that the published .d.ts files need nothing from the untyped package.
+import { createRequire } from 'node:module';
+
+export type Key = Buffer | Uint8Array | string;
+
+export interface RocksDBOptions {
+  readOnly?: boolean;
+  createIfMissing?: boolean;
+  maxBackgroundJobs?: number;
+  columnFamilies?: string[];
+}
+
+export interface IteratorRange {
+  gt?: Key | null;
+  gte?: Key | null;
+  lt?: Key | null;
+  lte?: Key | null;
+}
+
+export interface IteratorOptions {
+  reverse?: boolean;
+  values?: boolean;
+  limit?: number;
+  /** Entries fetched per native read. */
+  capacity?: number;
+}
+
+export interface Entry {
+  key: Buffer;
+  value: Buffer;
+}
+
+export interface RocksDBIterator extends AsyncIterable<Entry> {
+  destroy(err?: Error): void;
+}
+
+export interface ReadBatch {
+  get(key: Key): Promise<Buffer | null>;
+  flush(): Promise<void>;
+  tryFlush(): void;
+  destroy(): void;
+}
+
+export interface WriteBatch {
+  put(key: Key, value: Key): Promise<void>;
+  tryPut(key: Key, value: Key): void;
+  delete(key: Key): Promise<void>;
+  tryDelete(key: Key): void;
+  deleteRange(start: Key, end: Key): Promise<void>;
+  tryDeleteRange(start: Key, end: Key): void;
+  flush(): Promise<void>;
+  destroy(): void;
+}
+
+export interface CompactRangeOptions {
+  exclusive?: boolean;
+  /** constants.bottommostLevelCompaction: NONE 0 (skip), SKIP 1, FORCE 2. */
+  bottommostLevelCompaction?: number;
+}
+
+/** An open RocksDB (or a snapshot of one). */
+export interface RocksDB {
+  readonly opened: boolean;
+  readonly closed: boolean;
+  readonly path: string;
+  ready(): Promise<void>;
+  close(options?: { force?: boolean }): Promise<void>;
+  snapshot(): RocksDB;
+  iterator(range?: IteratorRange, options?: IteratorOptions): RocksDBIterator;
+  peek(range?: IteratorRange, options?: IteratorOptions): Promise<Entry | null>;
+  read(options?: { capacity?: number; autoDestroy?: boolean }): ReadBatch;
+  write(options?: { capacity?: number; autoDestroy?: boolean }): WriteBatch;
+  get(key: Key): Promise<Buffer | null>;
+  put(key: Key, value: Key): Promise<void>;
+  delete(key: Key): Promise<void>;
+  flush(): Promise<void>;
+  compactRange(start?: Key | null, end?: Key | null, options?: CompactRangeOptions): Promise<void>;
+  approximateSize(start: Key, end: Key, options?: { includeMemtables?: boolean; includeFiles?: boolean }): Promise<number>;
+  getProperty(name: string): Promise<string>;
+}
+
+export interface RocksDBConstructor {
+  new (path: string, options?: RocksDBOptions): RocksDB;
+  constants: {
+    bottommostLevelCompaction: { NONE: number; SKIP: number; FORCE: number };
+  };
+}
+
+const require = createRequire(import.meta.url);
+export const RocksDB = require('rocksdb-native') as RocksDBConstructor;

@@ -1,0 +1,41 @@
+/**
+ * A TypeScript consumer of the built package, strict, moduleResolution nodenext and *without*
+ * skipLibCheck, compiles: what we publish in dist/*.d.ts type-checks on its own (rocksdb-native
+ * and parquetjs ship no usable types, so none of ours may leak them).
+ */
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, ensureBuilt } from '../cli/cli-harness.js';
+
+before(ensureBuilt);
+
+test('a strict consumer without skipLibCheck compiles against dist/*.d.ts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-consumer-'));
+  try {
+    // Outside the repository: the package is reached through node_modules like an installed one.
+    mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
+    symlinkSync(ROOT, join(dir, 'node_modules', 'shardkit'), 'dir');
+    symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir');
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, noEmit: true, types: ['node'] },
+      files: ['index.ts'],
+    }));
+    writeFileSync(join(dir, 'index.ts'), [
+      "import * as shardkit from 'shardkit';",
+      "import * as ids from 'shardkit/ids';",
+      "import { WideColumnStore, ShardKitError, buildApp } from 'shardkit';",
+      'export const open: (path: string) => Promise<WideColumnStore> = (p) => WideColumnStore.open(p);',
+      'export const all = [shardkit, ids, ShardKitError, buildApp];',
+      '',
+    ].join('\n'));
+    const res = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(res.status, 0, `tsc found errors in what we publish:\n${res.stdout}${res.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
