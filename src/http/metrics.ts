@@ -41,40 +41,40 @@ class RouteStats {
     return [...this.routes.values()].flatMap((m) => [...m.values()]);
   }
 
-  /** Metric objects in the shape prom-client's Registry formats (name, help, type, values). */
+  /** The request counter and the latency histogram, computed from the plain numbers when scraped. */
   metrics(): [Metric, Metric] {
-    const requests = {
-      name: 'shardkit_http_requests_total',
-      help: 'HTTP requests by route and status',
-      type: 'counter',
-      aggregator: 'sum',
-      get: async () => ({
-        name: requests.name, help: requests.help, type: requests.type, aggregator: requests.aggregator,
-        values: this.entries().flatMap((e) => [...e.statuses].map(([status, value]) => ({ labels: { method: e.method, route: e.route, status: String(status) }, value }))),
-      }),
-    };
-    const latency = {
-      name: 'shardkit_http_request_duration_seconds',
-      help: 'HTTP request latency by route',
-      type: 'histogram',
-      aggregator: 'sum',
-      get: async () => ({
-        name: latency.name, help: latency.help, type: latency.type, aggregator: latency.aggregator,
-        values: this.entries().flatMap((e) => {
+    const latency = 'shardkit_http_request_duration_seconds';
+    return [
+      scrapedMetric('shardkit_http_requests_total', 'HTTP requests by route and status', 'counter', () =>
+        this.entries().flatMap((e) => [...e.statuses].map(([status, value]) => ({ labels: { method: e.method, route: e.route, status: String(status) }, value })))),
+      scrapedMetric(latency, 'HTTP request latency by route', 'histogram', () =>
+        this.entries().flatMap((e) => {
           let cumulative = 0;
-          const out: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = [];
-          e.buckets.forEach((n, i) => {
+          const out: MetricValue[] = e.buckets.map((n, i) => {
             cumulative += n;
-            out.push({ labels: { le: i < BUCKETS.length ? BUCKETS[i]! : '+Inf', method: e.method, route: e.route }, value: cumulative, metricName: `${latency.name}_bucket` });
+            return { labels: { le: i < BUCKETS.length ? BUCKETS[i]! : '+Inf', method: e.method, route: e.route }, value: cumulative, metricName: `${latency}_bucket` };
           });
-          out.push({ labels: { method: e.method, route: e.route }, value: e.sum, metricName: `${latency.name}_sum` });
-          out.push({ labels: { method: e.method, route: e.route }, value: e.count, metricName: `${latency.name}_count` });
+          out.push({ labels: { method: e.method, route: e.route }, value: e.sum, metricName: `${latency}_sum` });
+          out.push({ labels: { method: e.method, route: e.route }, value: e.count, metricName: `${latency}_count` });
           return out;
-        }),
-      }),
-    };
-    return [requests as unknown as Metric, latency as unknown as Metric];
+        })),
+    ];
   }
+}
+
+interface MetricValue {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName?: string;
+}
+
+/**
+ * A metric in the shape prom-client's Registry formats (name, help, type, values), its values
+ * computed at scrape time. Registry.registerMetric is typed for its own classes only, hence the cast.
+ */
+function scrapedMetric(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[]): Metric {
+  const head = { name, help, type, aggregator: 'sum' };
+  return { ...head, get: async () => ({ ...head, values: values() }) } as unknown as Metric;
 }
 
 /**

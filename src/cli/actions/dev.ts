@@ -1,5 +1,6 @@
 import { DevCluster, devUp, type DevClusterExtension, type DevServerDetail, type DevServerStatus } from '../../ops/dev-cluster.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
+import { textTable } from '../text-table.js';
 
 /** The `dev status --json` shape: exactly these keys, in this order. */
 function jsonRow(s: DevServerDetail): DevServerStatus {
@@ -7,11 +8,10 @@ function jsonRow(s: DevServerDetail): DevServerStatus {
 }
 
 function table(rows: DevServerDetail[]): string {
-  const head = ['NAME', 'ROLE', 'HOST', 'PORT', 'PID', 'MASTER', 'LAG', 'REPLICATION'];
-  const body = rows.map((r) => [r.name, r.role, r.host, String(r.port), r.pid === null ? 'down' : String(r.pid), r.master ?? '-', r.replicationLagSeconds === null ? '-' : `${r.replicationLagSeconds}s`, r.replication]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
-  return [line(head), ...body.map(line)].join('\n');
+  return textTable(
+    ['NAME', 'ROLE', 'HOST', 'PORT', 'PID', 'MASTER', 'LAG', 'REPLICATION'],
+    rows.map((r) => [r.name, r.role, r.host, String(r.port), r.pid === null ? 'down' : String(r.pid), r.master ?? '-', r.replicationLagSeconds === null ? '-' : `${r.replicationLagSeconds}s`, r.replication]),
+  );
 }
 
 function printStatus(rows: DevServerDetail[], json: boolean | undefined): void {

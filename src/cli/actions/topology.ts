@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { defaultShardMapJson, ShardMap, type ShardRange } from '../../topology/shard-map.js';
+import { textTable } from '../text-table.js';
 
 /**
  * Reads a shard map from a topology JSON file (the store's file, `topology show --json` output)
@@ -34,12 +35,6 @@ export async function loadShardMapFile(path: string): Promise<ShardMap> {
   return prefixed(() => ShardMap.fromJSON(json));
 }
 
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
-  return [line(header), ...rows.map(line)].join('\n');
-}
-
 const rangeText = (r: ShardRange): string => (r.range[0] === r.range[1] ? `${r.range[0]}` : `${r.range[0]}..${r.range[1]}`);
 
 export function formatShardMapTable(map: ShardMap): string {
@@ -48,10 +43,10 @@ export function formatShardMapTable(map: ShardMap): string {
   return [
     `shard map version ${map.version}: ${map.shardCount} object shards (${map.openShardCount} open) on ${objects.length} ranges; ${map.modShardCount} mod shards`,
     '',
-    table(['RANGE', 'MASTER', 'SLAVE', 'OPEN'], objects.map((r) => [rangeText(r), r.master, r.slave ?? '-', r.open ? 'yes' : 'no'])),
+    textTable(['RANGE', 'MASTER', 'SLAVE', 'OPEN'], objects.map((r) => [rangeText(r), r.master, r.slave ?? '-', r.open ? 'yes' : 'no'])),
     '',
     `mod shards (${map.modShardCount}):`,
-    table(['RANGE', 'MASTER', 'SLAVE'], mod.map((r) => [rangeText(r), r.master, r.slave ?? '-'])),
+    textTable(['RANGE', 'MASTER', 'SLAVE'], mod.map((r) => [rangeText(r), r.master, r.slave ?? '-'])),
   ].join('\n');
 }
 

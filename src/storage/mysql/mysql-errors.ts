@@ -9,8 +9,8 @@ export interface MysqlErrorContext {
   fleet?: Fleet;
 }
 
-/** Network-level failures: the server is down, unreachable or went away mid-query. */
-const CONNECTION_CODES = new Set([
+/** The server is down or cannot be reached at all (the network-level part of both sets below). */
+const UNREACHABLE_CODES = [
   'ECONNREFUSED',
   'ECONNRESET',
   'ENOENT', // unix socket missing: server not running
@@ -21,6 +21,11 @@ const CONNECTION_CODES = new Set([
   'EAI_AGAIN',
   'ENOTFOUND',
   'PROTOCOL_CONNECTION_LOST',
+];
+
+/** Network-level failures: the server is down, unreachable or went away mid-query. */
+const CONNECTION_CODES = new Set([
+  ...UNREACHABLE_CODES,
   'PROTOCOL_SEQUENCE_TIMEOUT', // our per-query timeout
   'ACQUIRE_TIMEOUT', // no pooled connection within the connect timeout
   'HOST_DOWN', // the host failed moments ago; not retried yet
@@ -42,20 +47,7 @@ const UNAVAILABLE_SERVER_CODES = new Set([
 ]);
 
 /** The server cannot be reached at all: worth failing fast for a moment instead of retrying each call. */
-const HOST_DOWN_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ENOENT',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'PROTOCOL_CONNECTION_LOST',
-  'ER_SERVER_SHUTDOWN',
-  'ER_CON_COUNT_ERROR',
-]);
+const HOST_DOWN_CODES = new Set([...UNREACHABLE_CODES, 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR']);
 
 function codeOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;

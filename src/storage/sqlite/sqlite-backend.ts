@@ -164,10 +164,9 @@ export class SqliteBackend implements ShardBackend {
       this.checkTable('types', k.table, ref);
       checkLocalId(k.localId);
     }
-    return this.run(ref, () => {
-      const out: (StoredObject | undefined)[] = new Array(keys.length).fill(undefined);
-      const file = this.readable(ref);
-      if (file === undefined || keys.length === 0) return out;
+    const out: (StoredObject | undefined)[] = new Array(keys.length).fill(undefined);
+    return this.inExisting(ref, out, (file) => {
+      if (keys.length === 0) return out;
       if (keys.length === 1) {
         const k = keys[0]!;
         const row = file.stmt(this.sql.get(k.table)!.selectOne!, false).get(k.localId) as ObjectRow | undefined;
@@ -195,9 +194,7 @@ export class SqliteBackend implements ShardBackend {
   async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
     this.checkTable('types', table, ref);
     checkLocalId(localId);
-    return this.run(ref, () => {
-      const file = this.readable(ref);
-      if (file === undefined) return undefined;
+    return this.inExisting(ref, undefined, (file) => {
       // IMMEDIATE takes the write lock before the read: the SQLite form of SELECT ... FOR UPDATE.
       return file.transaction(() => {
         const row = file.stmt(this.sql.get(table)!.selectOne!, false).get(localId) as ObjectRow | undefined;
@@ -214,11 +211,7 @@ export class SqliteBackend implements ShardBackend {
   async deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean> {
     this.checkTable('types', table, ref);
     checkLocalId(localId);
-    return this.run(ref, () => {
-      const file = this.readable(ref);
-      if (file === undefined) return false;
-      return file.stmt(this.sql.get(table)!.delete!).run(localId).changes > 0;
-    });
+    return this.inExisting(ref, false, (file) => file.stmt(this.sql.get(table)!.delete!).run(localId).changes > 0);
   }
 
   async addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void> {
@@ -242,9 +235,7 @@ export class SqliteBackend implements ShardBackend {
       checkSequence(page.after.sequence);
       checkStoredId(page.after.toId, 'cursor id');
     }
-    return this.run(ref, () => {
-      const file = this.readable(ref);
-      if (file === undefined) return [];
+    return this.inExisting(ref, [], (file) => {
       const sql = this.sql.get(table)!;
       const desc = page.order === 'desc';
       // Keyset paging: a row-value comparison on the (from_id, sequence, to_id) index is one range scan.
@@ -261,21 +252,13 @@ export class SqliteBackend implements ShardBackend {
     this.checkTable('mappings', table, ref);
     checkStoredId(fromId, 'from id');
     checkStoredId(toId, 'to id');
-    return this.run(ref, () => {
-      const file = this.readable(ref);
-      if (file === undefined) return false;
-      return file.stmt(this.sql.get(table)!.remove!).run(fromId, toId).changes > 0;
-    });
+    return this.inExisting(ref, false, (file) => file.stmt(this.sql.get(table)!.remove!).run(fromId, toId).changes > 0);
   }
 
   async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
     this.checkTable('mappings', table, ref);
     checkStoredId(fromId, 'from id');
-    return this.run(ref, () => {
-      const file = this.readable(ref);
-      if (file === undefined) return 0;
-      return Number(file.stmt(this.sql.get(table)!.count!).pluck().get(fromId) as bigint);
-    });
+    return this.inExisting(ref, 0, (file) => Number(file.stmt(this.sql.get(table)!.count!).pluck().get(fromId) as bigint));
   }
 
   async putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
@@ -292,21 +275,13 @@ export class SqliteBackend implements ShardBackend {
   async getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
     this.checkTable('keyspaces', table, ref);
     checkLookupKey(key);
-    return this.run(ref, () => {
-      const file = this.readable(ref);
-      if (file === undefined) return undefined;
-      return file.stmt(this.sql.get(table)!.get!).pluck().get(key) as bigint | undefined;
-    });
+    return this.inExisting(ref, undefined, (file) => file.stmt(this.sql.get(table)!.get!).pluck().get(key) as bigint | undefined);
   }
 
   async deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
     this.checkTable('keyspaces', table, ref);
     checkLookupKey(key);
-    return this.run(ref, () => {
-      const file = this.readable(ref);
-      if (file === undefined) return false;
-      return file.stmt(this.sql.get(table)!.delete!).run(key).changes > 0;
-    });
+    return this.inExisting(ref, false, (file) => file.stmt(this.sql.get(table)!.delete!).run(key).changes > 0);
   }
 
   async close(): Promise<void> {
@@ -337,6 +312,14 @@ export class SqliteBackend implements ShardBackend {
       if (err instanceof Database.SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);
       throw err;
     }
+  }
+
+  /** `work` on the shard's file when the shard exists, else `absent` (reads never create a shard). */
+  private inExisting<T>(ref: ShardRef, absent: T, work: (file: ShardFile) => T): T {
+    return this.run(ref, () => {
+      const file = this.readable(ref);
+      return file === undefined ? absent : work(file);
+    });
   }
 
   /** The open file of a shard that exists, or undefined; never creates one. */
