@@ -61,13 +61,35 @@ test('topology show --file reads a topology file (e.g. the file store\'s) and sh
   assert.match(text.stdout, /2048 object shards \(1024 open\)/);
 });
 
-test('topology show --file reads the shardMap of a full config file', async () => {
+test('topology show --file reads the shardMap of a full config file (no topology store written yet)', async () => {
   const config = defaultConfig({ shards: 16, pairs: 2 });
-  const path = join(dir, 'shardkit.json');
+  const path = join(await mkdtemp(join(dir, 'seed-')), 'shardkit.json');
   await writeFile(path, JSON.stringify(config));
   const r = await cli(['topology', 'show', '--file', path, '--json']);
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), config.shardMap);
+});
+
+test('topology show --file <config> shows the live map of its topology store once one exists', async () => {
+  const sub = await mkdtemp(join(dir, 'live-'));
+  const config = defaultConfig({ shards: 16, pairs: 2 });
+  const path = join(sub, 'shardkit.json');
+  await writeFile(path, JSON.stringify(config));
+  // As a service would: the store is seeded from the config, then an operator closes shards 0-7.
+  const store = new FileTopologyStore({ path: join(sub, 'topology.json') });
+  const seed = await store.write(ShardMap.fromJSON(config.shardMap), 0);
+  const closed = { ...seed.toJSON(), ranges: seed.toJSON().ranges.map((r) => (r.range[0] === 0 ? { ...r, open: false } : r)) };
+  const live = await store.write(ShardMap.fromJSON(closed), seed.version);
+  await store.close();
+  const r = await cli(['topology', 'show', '--file', path, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), live.toJSON());
+  assert.equal(JSON.parse(r.stdout).ranges[0].open, false);
+  // --data names another data dir (here: one without a store), which falls back to the seed.
+  const other = await mkdtemp(join(dir, 'other-'));
+  const r2 = await cli(['topology', 'show', '--file', path, '--data', other, '--json']);
+  assert.equal(r2.code, 0, r2.stderr);
+  assert.deepEqual(JSON.parse(r2.stdout), config.shardMap);
 });
 
 test('topology show: bad files exit 2 with one line naming the problem', async () => {

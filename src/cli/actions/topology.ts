@@ -1,14 +1,17 @@
 import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { parseConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
+import { createTopologyStore } from '../../topology/index.js';
 import { defaultShardMapJson, ShardMap, type ShardRange } from '../../topology/shard-map.js';
 import { textTable } from '../text-table.js';
 
 /**
  * Reads a shard map from a topology JSON file (the store's file, `topology show --json` output)
- * or from a whole shardkit config file (its `shardMap`, validated with the rest of the config).
+ * or from a whole shardkit config file: the live map in its topology store when one was written
+ * there (`dataDir`, default the config's directory), else the config's `shardMap` seed.
  */
-export async function loadShardMapFile(path: string): Promise<ShardMap> {
+export async function loadShardMapFile(path: string, dataDir?: string): Promise<ShardMap> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -21,7 +24,7 @@ export async function loadShardMapFile(path: string): Promise<ShardMap> {
   } catch (err) {
     throw new ShardKitError('INVALID_CONFIG', `${path} is not valid JSON: ${(err as Error).message}`);
   }
-  const prefixed = (fn: () => ShardMap): ShardMap => {
+  const prefixed = <T>(fn: () => T): T => {
     try {
       return fn();
     } catch (err) {
@@ -30,7 +33,19 @@ export async function loadShardMapFile(path: string): Promise<ShardMap> {
     }
   };
   if (json !== null && typeof json === 'object' && !Array.isArray(json) && 'shardMap' in json) {
-    return prefixed(() => ShardMap.fromJSON(parseConfig(json).shardMap));
+    const config = prefixed(() => parseConfig(json));
+    // The config's shardMap only seeds the topology store; once a service has run, the store
+    // holds the live map (possibly a later version), which is what an operator wants to see.
+    if (config.topologyStore.kind === 'file') {
+      const store = createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) });
+      try {
+        const live = await store.read();
+        if (live !== undefined) return live;
+      } finally {
+        await store.close();
+      }
+    }
+    return prefixed(() => ShardMap.fromJSON(config.shardMap));
   }
   return prefixed(() => ShardMap.fromJSON(json));
 }
@@ -51,7 +66,7 @@ export function formatShardMapTable(map: ShardMap): string {
 }
 
 /** `topology show`: the map of --file, or the built-in default map. */
-export async function showTopology(opts: { file?: string; json?: boolean }): Promise<void> {
-  const map = opts.file === undefined ? ShardMap.fromJSON(defaultShardMapJson()) : await loadShardMapFile(opts.file);
+export async function showTopology(opts: { file?: string; json?: boolean; data?: string }): Promise<void> {
+  const map = opts.file === undefined ? ShardMap.fromJSON(defaultShardMapJson()) : await loadShardMapFile(opts.file, opts.data);
   process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map)}\n`);
 }
