@@ -13,7 +13,8 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     const { status, body } = toErrorResponse(err);
     // Clients see only the code and message; the log keeps the cause (storage failures included).
-    if (status >= 500) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
+    // 501 is how this service was configured, not a failure: the request log line is enough.
+    if (status >= 500 && status !== 501) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
     void reply.code(status).type('application/json').send(body);
   });
   app.setNotFoundHandler((request, reply) => {

@@ -7,6 +7,8 @@ export interface TypedSchema {
   readonly properties?: Readonly<Record<string, TypedSchema>>;
   readonly items?: TypedSchema;
   readonly additionalProperties?: boolean | TypedSchema;
+  /** Other keywords (description, limits, ...) are the validator's business. */
+  readonly [keyword: string]: unknown;
 }
 
 function hasType(type: string, v: unknown): boolean {

@@ -2,17 +2,45 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, parseConfig, resolveSchema } from '../../config/config.js';
 import { buildApp } from '../../http/app.js';
+import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
+import { widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
 import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
 import { ShardKit } from '../../store/shard-kit.js';
 import { ShardMap } from '../../topology/shard-map.js';
+import { DEFAULT_LIMITS } from '../../widecolumn/limits.js';
+import type { WideColumnStore } from '../../widecolumn/wide-column-store.js';
 
-/** The OpenAPI document of the object, mapping and lookup routes, built without touching storage. */
+/**
+ * Stands in for a dependency that route plugins keep for their handlers: only `known` can be
+ * read (what a plugin reads while registering its routes); anything else throws, so a
+ * generator that did call it would fail loudly instead of describing a half-built service.
+ */
+function unusedDependency<T>(what: string, known: Record<string, unknown>): T {
+  return new Proxy(known, {
+    get(target, prop) {
+      if (typeof prop === 'string' && Object.hasOwn(target, prop)) return target[prop];
+      throw new Error(`${what}.${String(prop)} used while generating the OpenAPI document`);
+    },
+  }) as T;
+}
+
+/**
+ * The OpenAPI document of every route `shardkit serve` can mount: objects, mappings, lookups,
+ * system, tickets, wide-column and its admin routes. Built without storage, ticket servers or a
+ * wide-column store: only the route schemas are collected.
+ */
 export async function openapiDocument(): Promise<unknown> {
   const config = parseConfig(defaultConfig());
   const schema = resolveSchema(config);
   // A kit that is never called: building the app only collects the route schemas.
   const kit = new ShardKit({ backend: new SqliteBackend({ root: join(tmpdir(), 'shardkit-openapi-unused'), schema }), schema, shardMap: ShardMap.fromJSON(config.shardMap) });
-  const app = await buildApp({ kit, metrics: true });
+  const store = unusedDependency<WideColumnStore>('wide-column store', { limits: DEFAULT_LIMITS });
+  const app = await buildApp({
+    kit,
+    metrics: true,
+    // Tickets as a service without a tickets section mounts them: same routes, same schemas.
+    plugins: [ticketsRoutes(), widecolumnRoutes(store, { exportDir: join(tmpdir(), 'shardkit-openapi-unused') })],
+  });
   try {
     return app.swagger();
   } finally {

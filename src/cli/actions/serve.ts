@@ -51,6 +51,9 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
     if (config.tickets !== undefined) {
       const client = createTicketClient(config.tickets);
       out.push({ plugin: ticketsRoutes(client), close: () => client.close() });
+    } else {
+      // The routes exist anyway and say that ticket servers are not configured.
+      out.push({ plugin: ticketsRoutes(), close: async () => {} });
     }
   } catch (err) {
     for (const e of out.reverse()) await e.close().catch(() => {});

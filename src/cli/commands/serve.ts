@@ -7,7 +7,7 @@ import { action, intOption } from '../run-action.js';
 export function register(program: Command): void {
   program
     .command('openapi')
-    .description('Print the OpenAPI 3 document of the HTTP API (objects, mappings, lookups, system routes)')
+    .description('Print the OpenAPI 3 document of the HTTP API (every route serve can mount: objects, mappings, lookups, system, tickets, wide-column)')
     .option('--out <file>', 'write it to this file instead of stdout')
     .action(action(async (opts: { out?: string }) => {
       const { openapiDocument } = await import('../actions/openapi.js');

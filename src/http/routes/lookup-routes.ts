@@ -3,6 +3,7 @@ import { ShardKitError } from '../../errors.js';
 import { formatId } from '../../ids/codec.js';
 import type { ShardKit } from '../../store/shard-kit.js';
 import { errorResponses, idInBody, idString, nameParam } from '../schemas.js';
+import { strictBodyTypes } from '../strict-body.js';
 
 const params = {
   type: 'object',
@@ -13,16 +14,20 @@ const params = {
   required: ['keyspace', 'key'],
 } as const;
 
+// `id` has no JSON type in the schema (schemas.ts): the handler refuses a non-string as INVALID_ID.
+const putBody = { type: 'object', properties: { id: idInBody }, required: ['id'], additionalProperties: false } as const;
+
 /** Lookups on the mod-shard fleet: key → object ID. */
 export function lookupRoutes(kit: ShardKit) {
   return async (app: FastifyInstance): Promise<void> => {
     app.put<{ Params: { keyspace: string; key: string }; Body: { id: unknown } }>('/v1/lookups/:keyspace/:key', {
+      preValidation: strictBodyTypes(putBody),
       schema: {
         tags: ['lookups'],
         summary: 'Map a key (email, username, ip, ...) to an object ID',
         description: 'Stored on mod shard md5(key) mod N. Replaces an existing mapping of the key.',
         params,
-        body: { type: 'object', properties: { id: idInBody }, required: ['id'], additionalProperties: false },
+        body: putBody,
         response: { 204: { type: 'null', description: 'Stored' }, ...errorResponses },
       },
     }, async (request, reply) => {

@@ -3,6 +3,7 @@ import { formatId } from '../../ids/codec.js';
 import type { ShardKit } from '../../store/shard-kit.js';
 import type { ListOrder } from '../../store/types.js';
 import { errorResponses, idString, listQuery, nameParam, objectBody } from '../schemas.js';
+import { strictBodyTypes } from '../strict-body.js';
 
 interface PairParams {
   name: string;
@@ -18,6 +19,11 @@ interface ListQuery {
 
 const fromParams = { type: 'object', properties: { name: nameParam, from: idString }, required: ['name', 'from'] } as const;
 const pairParams = { type: 'object', properties: { name: nameParam, from: idString, to: idString }, required: ['name', 'from', 'to'] } as const;
+const addBody = {
+  type: 'object',
+  properties: { sequence: { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER } },
+  additionalProperties: false,
+} as const;
 const nextField = { type: ['string', 'null'], description: 'Cursor of the next page; null on the last page' } as const;
 
 /** Mappings: add (upsert), remove, keyset-paged lists, the application-level join, count. */
@@ -29,17 +35,17 @@ export function mappingRoutes(kit: ShardKit) {
         summary: 'Add a mapping from → to (or move it to a new sequence)',
         description: 'Stored on the shard of `from`. The default sequence is the time of the call in unix ms; adding an existing pair updates its sequence.',
         params: pairParams,
-        body: {
-          type: 'object',
-          properties: { sequence: { type: 'integer', minimum: Number.MIN_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER } },
-          additionalProperties: false,
-        },
+        body: addBody,
         response: { 204: { type: 'null', description: 'Stored' }, ...errorResponses },
       },
-      // The body is optional: a bare PUT adds the pair at the current time.
-      preValidation: async (request) => {
-        if (request.body === undefined) request.body = {};
-      },
+      // The body is optional: a bare PUT adds the pair at the current time. A sequence of another
+      // JSON type ("5", true, null) is refused rather than coerced by Ajv into a number.
+      preValidation: [
+        async (request) => {
+          if (request.body === undefined) request.body = {};
+        },
+        strictBodyTypes(addBody),
+      ],
     }, async (request, reply) => {
       const { name, from, to } = request.params;
       const sequence = request.body?.sequence;

@@ -5,31 +5,41 @@ import type { StoreObject } from '../../store/store-object.js';
 import type { JsonObject } from '../../store/types.js';
 import { formatEtag, parseEntityTags } from '../entity-tags.js';
 import { errorResponses, idInBody, idString, nameParam, objectBody } from '../schemas.js';
+import { strictBodyTypes } from '../strict-body.js';
 
 /** Most IDs one GET /v1/objects?ids= may ask for. */
 export const MAX_MULTI_GET = 1000;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** Objects: create, get, multi-get, merge-patch with If-Match, delete. */
+const createBody = {
+  type: 'object',
+  properties: {
+    data: { type: 'object', additionalProperties: true, description: 'The object\'s fields (a JSON object; `active` is reserved)' },
+    near: idInBody,
+    shard: { type: 'integer', minimum: 0, maximum: 65535 },
+  },
+  required: ['data'],
+  additionalProperties: false,
+} as const;
+
+/** A JSON merge patch: any JSON values (null removes a field), so only its shape is checked. */
+const patchBody = { type: 'object', additionalProperties: true } as const;
+
+/**
+ * Objects: create, get, multi-get, merge-patch with If-Match, delete. Bodies with a value of the
+ * wrong JSON type are refused before Ajv would coerce them (strict-body.ts).
+ */
 export function objectRoutes(kit: ShardKit) {
   return async (app: FastifyInstance): Promise<void> => {
     app.post<{ Params: { type: string }; Body: { data: JsonObject; near?: unknown; shard?: number } }>('/v1/objects/:type', {
+      preValidation: strictBodyTypes(createBody),
       schema: {
         tags: ['objects'],
         summary: 'Create an object',
         description: 'Placed on the shard of `near` when given (a pin on its board\'s shard), else on `shard`, else on a uniformly chosen open shard. The ID encodes shard, type and local id.',
         params: { type: 'object', properties: { type: nameParam }, required: ['type'] },
-        body: {
-          type: 'object',
-          properties: {
-            data: { type: 'object', additionalProperties: true, description: 'The object\'s fields (a JSON object; `active` is reserved)' },
-            near: idInBody,
-            shard: { type: 'integer', minimum: 0, maximum: 65535 },
-          },
-          required: ['data'],
-          additionalProperties: false,
-        },
+        body: createBody,
         response: { 201: objectBody, ...errorResponses },
       },
     }, async (request, reply) => {
@@ -77,13 +87,14 @@ export function objectRoutes(kit: ShardKit) {
     });
 
     app.patch<{ Params: { id: string }; Body: JsonObject }>('/v1/objects/:id', {
+      preValidation: strictBodyTypes(patchBody),
       schema: {
         tags: ['objects'],
         summary: 'Update an object with a JSON merge patch (RFC 7396)',
         description: 'Content-Type application/merge-patch+json or application/json. `null` removes a field. With If-Match, the patch applies only if the object still has that ETag (else 412 PRECONDITION_FAILED); read, patch and write happen in one transaction.',
         params: { type: 'object', properties: { id: idString }, required: ['id'] },
         headers: { type: 'object', properties: { 'if-match': { type: 'string' } } },
-        body: { type: 'object', additionalProperties: true },
+        body: patchBody,
         response: { 200: objectBody, ...errorResponses },
       },
     }, async (request, reply) => {
