@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { snapshot } from '../store/kit-fixture.js';
-import { assertError, createObject, makeApp } from './http-fixture.js';
+import { assertError, createObject, failedCases, makeApp, type BadCase } from './http-fixture.js';
 
-type Case = [what: string, request: InjectOptions, status: number, code: string];
+type Case = BadCase;
 
 const enc = encodeURIComponent;
 
@@ -161,16 +161,7 @@ test('every route answers bad input with 4xx, a stable code, no stack trace, and
       ['unknown method', { method: 'PUT', url: `/v1/objects/${pin.id}` }, 404, 'NOT_FOUND'],
     );
 
-    const failures: string[] = [];
-    for (const [what, request, status, code] of cases) {
-      const res = await f.app.inject(request);
-      try {
-        assertError(res, status, code, what);
-      } catch (err) {
-        failures.push((err as Error).message.split('\n')[0]!);
-      }
-    }
-    assert.deepEqual(failures, []);
+    assert.deepEqual(await failedCases(f.app, cases), []);
     assert.equal(snapshot(f.root), before, 'bad input must not write anything');
     // And the good objects are untouched.
     const got = await f.app.inject({ method: 'GET', url: `/v1/objects/${pin.id}` });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type RoutePlugin } from '../../src/http/app.js';
 import type { ShardMap } from '../../src/topology/shard-map.js';
 import { makeKit, type KitFixture } from '../store/kit-fixture.js';
@@ -36,4 +36,21 @@ export async function createObject(app: FastifyInstance, type: string, data: Rec
   assert.equal(res.statusCode, 201, res.body);
   const body = res.json() as { id: string; shard: number };
   return { id: body.id, shard: body.shard, etag: String(res.headers.etag) };
+}
+
+/** One bad request and the answer it must get: [what, request, status, code]. */
+export type BadCase = [string, InjectOptions, number, string];
+
+/** Sends every case and returns the first line of each failed expectation (all cases run). */
+export async function failedCases(app: FastifyInstance, cases: BadCase[]): Promise<string[]> {
+  const failures: string[] = [];
+  for (const [what, request, status, code] of cases) {
+    const res = await app.inject(request);
+    try {
+      assertError(res, status, code, what);
+    } catch (err) {
+      failures.push((err as Error).message.split('\n')[0]!);
+    }
+  }
+  return failures;
 }
