@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import AjvCompiler from '@fastify/ajv-compiler';
 import type { ShardKit } from '../store/shard-kit.js';
 import { installErrorHandler, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
@@ -8,6 +9,22 @@ import { lookupRoutes } from './routes/lookup-routes.js';
 import { mappingRoutes } from './routes/mapping-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
 import { systemRoutes } from './routes/system-routes.js';
+
+const ajvCompiler = AjvCompiler();
+
+/**
+ * Fastify's Ajv coerces types, which query strings and path params need ("?limit=50") but bodies
+ * must not get: `{"shard":"1"}` or `{"value":5}` are wrong JSON, not a number or a string. Bodies
+ * get a compiler that does not coerce; every other part keeps coercion. (The package types the
+ * compiler's argument as a bare schema; fastify passes, and the compiler reads, the route
+ * definition { schema, method, url, httpPart }: hence the one cast.)
+ */
+export const bodyStrictValidator = ((externalSchemas: Parameters<typeof ajvCompiler>[0], ajvOptions?: Parameters<typeof ajvCompiler>[1]) => {
+  const coercing = ajvCompiler(externalSchemas, ajvOptions) as unknown as (route: AjvCompiler.RouteDefinition) => unknown;
+  const opts = (ajvOptions ?? {}) as { customOptions?: Record<string, unknown> };
+  const strict = ajvCompiler(externalSchemas, { ...opts, customOptions: { ...opts.customOptions, coerceTypes: false } } as Parameters<typeof ajvCompiler>[1]) as unknown as typeof coercing;
+  return (route: AjvCompiler.RouteDefinition) => (route.httpPart === 'body' ? strict : coercing)(route);
+}) as unknown as typeof ajvCompiler;
 
 /** A route plugin of another module (wide-column, tickets, ...), registered after ours. */
 export type RoutePlugin = (app: FastifyInstance) => Promise<void> | void;
@@ -53,6 +70,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     ajv: { customOptions: { removeAdditional: false } },
+    // Fastify's Ajv coerces types, which query strings and path params need ("?limit=50") but
+    // bodies must not get: `{"shard":"1"}` or `{"value":5}` are wrong JSON, not a number or a
+    // string. Bodies get a validator that does not coerce; every other part keeps coercion.
+    schemaController: { compilersFactory: { buildValidator: bodyStrictValidator } },
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);

@@ -1,6 +1,6 @@
 /**
  * Values of the wrong JSON type in request bodies. Fastify's Ajv coerces types (query strings
- * need it), so without strict-body.ts `{"shard":"1"}` would place an object on shard 1 and
+ * need it), so without the non-coercing body validator (bodyStrictValidator in src/http/app.ts) `{"shard":"1"}` would place an object on shard 1 and
  * `{"sequence":null}` would store sequence 0. Each must be 400 with a stable code and write
  * nothing; the right types, and a merge patch's arbitrary values, still work.
  */

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { bodyStrictValidator } from '../../src/http/app.js';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { installErrorHandler } from '../../src/http/error-handler.js';
 import { widecolumnRoutes, type WidecolumnRoutesOptions } from '../../src/http/routes/widecolumn-routes.js';
@@ -13,7 +14,7 @@ import { tempDir } from './helpers.js';
 
 async function serve(store: WideColumnStore, options?: WidecolumnRoutesOptions): Promise<FastifyInstance> {
   // The same parser settings as buildApp (src/http/app.ts).
-  const app = Fastify({ onProtoPoisoning: 'error', ajv: { customOptions: { removeAdditional: false } } });
+  const app = Fastify({ onProtoPoisoning: 'error', ajv: { customOptions: { removeAdditional: false } }, schemaController: { compilersFactory: { buildValidator: bodyStrictValidator } } });
   installErrorHandler(app);
   await app.register(widecolumnRoutes(store, options));
   await app.ready();

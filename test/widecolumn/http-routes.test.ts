@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { bodyStrictValidator } from '../../src/http/app.js';
 import { installErrorHandler } from '../../src/http/error-handler.js';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import type { WideColumnStore } from '../../src/widecolumn/index.js';
@@ -13,7 +14,7 @@ async function setup(): Promise<{ app: FastifyInstance; store: WideColumnStore; 
   const clock = new TestClock();
   const store = await openStore(tmp.dir, { clock: clock.now });
   // The same parser settings as buildApp (src/http/app.ts): unknown fields are refused, not dropped.
-  const app = Fastify({ onProtoPoisoning: 'error', ajv: { customOptions: { removeAdditional: false } } });
+  const app = Fastify({ onProtoPoisoning: 'error', ajv: { customOptions: { removeAdditional: false } }, schemaController: { compilersFactory: { buildValidator: bodyStrictValidator } } });
   installErrorHandler(app);
   await app.register(widecolumnRoutes(store));
   await app.ready();

@@ -3,7 +3,6 @@ import { ShardKitError } from '../../errors.js';
 import { formatId } from '../../ids/codec.js';
 import type { ShardKit } from '../../store/shard-kit.js';
 import { errorResponses, idInBody, idString, nameParam } from '../schemas.js';
-import { strictBodyTypes } from '../strict-body.js';
 
 const params = {
   type: 'object',
@@ -21,7 +20,6 @@ const putBody = { type: 'object', properties: { id: idInBody }, required: ['id']
 export function lookupRoutes(kit: ShardKit) {
   return async (app: FastifyInstance): Promise<void> => {
     app.put<{ Params: { keyspace: string; key: string }; Body: { id: unknown } }>('/v1/lookups/:keyspace/:key', {
-      preValidation: strictBodyTypes(putBody),
       schema: {
         tags: ['lookups'],
         summary: 'Map a key (email, username, ip, ...) to an object ID',

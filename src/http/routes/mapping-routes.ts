@@ -3,7 +3,6 @@ import { formatId } from '../../ids/codec.js';
 import type { ShardKit } from '../../store/shard-kit.js';
 import type { ListOrder } from '../../store/types.js';
 import { errorResponses, idString, listQuery, nameParam, objectBody } from '../schemas.js';
-import { strictBodyTypes } from '../strict-body.js';
 
 interface PairParams {
   name: string;
@@ -44,7 +43,6 @@ export function mappingRoutes(kit: ShardKit) {
         async (request) => {
           if (request.body === undefined) request.body = {};
         },
-        strictBodyTypes(addBody),
       ],
     }, async (request, reply) => {
       const { name, from, to } = request.params;

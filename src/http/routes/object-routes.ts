@@ -5,7 +5,6 @@ import type { StoreObject } from '../../store/store-object.js';
 import type { JsonObject } from '../../store/types.js';
 import { formatEtag, parseEntityTags } from '../entity-tags.js';
 import { errorResponses, idInBody, idString, nameParam, objectBody } from '../schemas.js';
-import { strictBodyTypes } from '../strict-body.js';
 
 /** Most IDs one GET /v1/objects?ids= may ask for. */
 export const MAX_MULTI_GET = 1000;
@@ -28,12 +27,11 @@ const patchBody = { type: 'object', additionalProperties: true } as const;
 
 /**
  * Objects: create, get, multi-get, merge-patch with If-Match, delete. Bodies with a value of the
- * wrong JSON type are refused before Ajv would coerce them (strict-body.ts).
+ * wrong JSON type are refused, not coerced (bodyStrictValidator, app.ts).
  */
 export function objectRoutes(kit: ShardKit) {
   return async (app: FastifyInstance): Promise<void> => {
     app.post<{ Params: { type: string }; Body: { data: JsonObject; near?: unknown; shard?: number } }>('/v1/objects/:type', {
-      preValidation: strictBodyTypes(createBody),
       schema: {
         tags: ['objects'],
         summary: 'Create an object',
@@ -87,7 +85,6 @@ export function objectRoutes(kit: ShardKit) {
     });
 
     app.patch<{ Params: { id: string }; Body: JsonObject }>('/v1/objects/:id', {
-      preValidation: strictBodyTypes(patchBody),
       schema: {
         tags: ['objects'],
         summary: 'Update an object with a JSON merge patch (RFC 7396)',

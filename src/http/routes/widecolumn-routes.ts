@@ -8,7 +8,6 @@ import { backupToExportDir, EXPORT_NAME_PATTERN, EXPORT_NAME_RULE, exportToExpor
 import { exportDirOf } from '../../widecolumn/service.js';
 import type { GetRowRequest, PutItem, RowResult } from '../../widecolumn/types.js';
 import type { WideColumnStore } from '../../widecolumn/wide-column-store.js';
-import { strictBodyTypes } from '../strict-body.js';
 
 const errorBody = {
   type: 'object',
@@ -129,8 +128,10 @@ function rowToJson(r: RowResult, encoding: Encoding): { row: string; columns: Re
 /** Checks `name` before the schema does, so a path gets our message rather than Ajv's pattern text. */
 function exportNameCheck(exportDir: string, what: string): (request: FastifyRequest) => Promise<void> {
   return async (request) => {
+    // Before the schema, so a bad name gets this message rather than the pattern; a name of
+    // another JSON type is left to the (non-coercing) body validator.
     const name = (request.body as { name?: unknown } | undefined)?.name;
-    if (name !== undefined) resolveExportName(exportDir, name, what);
+    if (typeof name === 'string') resolveExportName(exportDir, name, what);
   };
 }
 
@@ -152,7 +153,7 @@ export interface WidecolumnRoutesOptions {
  * running service to compact, back up or export. A plugin for `buildApp({ plugins })`; the
  * store stays owned by the caller. Row keys travel URL-encoded in the path (the route is a
  * wildcard so long keys are not cut by the router's parameter length limit). Every body route
- * refuses values of the wrong JSON type instead of letting Ajv coerce them (strict-body.ts).
+ * refuses values of the wrong JSON type instead of letting Ajv coerce them (bodyStrictValidator, app.ts).
  */
 export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
   const bodyLimit = Math.ceil(store.limits.maxBatchBytes * 1.5) + 1024 * 1024;
@@ -176,7 +177,6 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
     }, async (request) => publicDataset(store.getDataset(request.params.ds)));
 
     app.put<{ Params: { ds: string }; Body: { maxVersions?: number; ttlSeconds?: number; latestIndex?: boolean } }>('/v1/datasets/:ds', {
-      preValidation: strictBodyTypes(datasetBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Create a dataset or change its settings',
@@ -227,7 +227,6 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
 
     app.put<{ Params: { ds: string; '*': string }; Body: { items: JsonItem[] } }>('/v1/datasets/:ds/rows/*', {
       bodyLimit,
-      preValidation: strictBodyTypes(putRowBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Put Row: add cells to a row, all in one atomic write',
@@ -258,7 +257,6 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
 
     app.post<{ Params: { ds: string }; Body: { requests: GetRowRequest[]; encoding: Encoding } }>('/v1/datasets/:ds/rows::batchGet', {
       bodyLimit,
-      preValidation: strictBodyTypes(batchGetBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Batch Get Row',
@@ -273,7 +271,6 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
 
     app.post<{ Params: { ds: string }; Body: { rows: Array<{ row: string; items: JsonItem[] }> } }>('/v1/datasets/:ds/rows::batchPut', {
       bodyLimit,
-      preValidation: strictBodyTypes(batchPutBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Batch Put Row: every item of every row in one atomic write',
@@ -291,7 +288,6 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
 
     app.post<{ Params: { ds: string }; Body: { rows: Array<{ row: string; columns?: string[] }> } }>('/v1/datasets/:ds/rows::batchDelete', {
       bodyLimit,
-      preValidation: strictBodyTypes(batchDeleteBody),
       schema: {
         tags: ['widecolumn'],
         summary: 'Batch Delete Row: columns of rows, or whole rows, in one atomic write',
@@ -315,7 +311,7 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
     }, async () => ({ ...(await compact(store)) }));
 
     app.post<{ Body: { name: string } }>('/v1/admin/widecolumn/backup', {
-      preValidation: [strictBodyTypes(backupBody), exportNameCheck(exportDir, 'backup name')],
+      preValidation: exportNameCheck(exportDir, 'backup name'),
       schema: {
         tags: ['widecolumn-admin'],
         summary: 'Write a consistent backup from a RocksDB snapshot into a new directory <name> of the service\'s export directory',
@@ -329,7 +325,7 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
     }, async (request) => backupToExportDir(store, exportDir, request.body.name));
 
     app.post<{ Body: { dataset: string; name: string; overwrite?: boolean } }>('/v1/admin/widecolumn/export', {
-      preValidation: [strictBodyTypes(exportBody), exportNameCheck(exportDir, 'export name')],
+      preValidation: exportNameCheck(exportDir, 'export name'),
       schema: {
         tags: ['widecolumn-admin'],
         summary: 'Export the live cells of a dataset as Parquet (row_key, column, timestamp, value) to the file <name> of the service\'s export directory',
