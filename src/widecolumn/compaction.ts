@@ -3,6 +3,7 @@ import {
   CELL_TAG,
   decodeHeadValue,
   HEAD_TAG,
+  isLogKey,
   META_FLOOR,
   metaRange,
   readInvertedTimestamp,
@@ -19,6 +20,8 @@ export interface CompactionReport {
   removedExpiredCells: number;
   removedExcessVersions: number;
   removedHeads: number;
+  /** Write-log records folded into head records (and removed). */
+  foldedLogRecords: number;
   /** Key + value bytes of the removed records (before RocksDB's own compression). */
   removedBytes: number;
   rangeDeletes: number;
@@ -47,6 +50,7 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
       removedExpiredCells: 0,
       removedExcessVersions: 0,
       removedHeads: 0,
+      foldedLogRecords: 0,
       removedBytes: 0,
       rangeDeletes: 0,
       sstBytesBefore: await sstBytes(db),
@@ -97,6 +101,23 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
         }
         expiredHeads = [];
       };
+      // Rows with a write log: folded into heads (expired columns lose theirs) under their locks.
+      let logRows: Array<{ dsId: number; row: string }> = [];
+      let lastLogRow: Buffer | null = null;
+      const foldLogs = async (): Promise<void> => {
+        if (logRows.length === 0) return;
+        const ctxs = logRows.map(({ dsId, row }) => store.context(store.datasetById(dsId)!, row));
+        const release = await store.lockRows([...new Set(ctxs.map((c) => c.id))]);
+        try {
+          const r = await store.foldRows(ctxs, { expiredAt: now });
+          report.foldedLogRecords += r.records;
+          report.removedHeads += r.removedHeads;
+          report.removedBytes += r.removedBytes;
+        } finally {
+          release();
+        }
+        logRows = [];
+      };
       for await (const { key, value } of db.iterator({ gte: Buffer.from([0x00]), lt: Buffer.from([0xff, 0xff]) }, { capacity: 512 })) {
         const shard = key.readUInt16BE(0);
         if (shard !== lastShard) {
@@ -106,6 +127,16 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
         const ds = store.datasetById(key.readUInt32BE(3));
         if (!ds) continue;
         if (key[2] === HEAD_TAG) {
+          const row = unescapeComponent(key, 7);
+          if (isLogKey(key, row.next)) {
+            const rowKey = key.subarray(0, row.next);
+            if (!lastLogRow || !rowKey.equals(lastLogRow)) {
+              lastLogRow = Buffer.from(rowKey);
+              logRows.push({ dsId: ds.id, row: row.raw.toString('utf8') });
+              if (logRows.length >= FLUSH_EVERY) await foldLogs();
+            }
+            continue;
+          }
           // An expired head means its whole column expired.
           if (!isLive(ds, decodeHeadValue(value).ts, now)) expiredHeads.push(key);
           if (expiredHeads.length >= FLUSH_EVERY) await dropHeads();
@@ -137,6 +168,7 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
       }
       await flush();
       await dropHeads();
+      await foldLogs();
       options.onProgress?.({ phase: 'scan', done: store.shards, total: store.shards });
       // Floors: only the highest matters.
       let first = true;

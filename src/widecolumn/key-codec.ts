@@ -3,6 +3,7 @@
  *
  *   cell  = shard:u16 | 0x01 | dataset:u32 | esc(row) 00 01 | esc(column) 00 01 | ~timestamp:u64
  *   head  = shard:u16 | 0x02 | dataset:u32 | esc(row) 00 01 | esc(column) 00 01      -> timestamp:u64 | value
+ *   log   = shard:u16 | 0x02 | dataset:u32 | esc(row) 00 01 | 00 00 | ~seq:u64       -> (column, timestamp) of each cell of one put
  *   meta  = ff ff | kind:u8 | ...
  *
  * esc() doubles nothing but 0x00, which becomes 00 ff; the terminator 00 01 sorts below every
@@ -20,6 +21,11 @@ export const META_STORE = 0x53; // 'S'
 
 const TERMINATOR_LOW = 0x01;
 const TS_BYTES = 8;
+/**
+ * Marks a write-log record in a row's head region: an escaped column never starts with 00 00
+ * (a zero byte escapes to 00 ff, the terminator is 00 01), so the log sorts before every head.
+ */
+const LOG_MARK = Buffer.from([0x00, 0x00]);
 
 /** Escapes raw bytes and appends the 00 01 terminator. */
 export function escapeComponent(raw: Uint8Array): Buffer {
@@ -204,5 +210,68 @@ export function metaRange(kind: number): { gte: Buffer; lt: Buffer } {
 export function floorKey(ts: number): Buffer {
   const out = metaKey(META_FLOOR, Buffer.alloc(TS_BYTES));
   writeInvertedTimestamp(out, 3, ts);
+  return out;
+}
+
+/** The write-log record of one put in a row's head region; `seq` is unique per row. */
+export function logKey(headPrefix: Buffer, seq: number): Buffer {
+  const out = Buffer.allocUnsafe(headPrefix.length + LOG_MARK.length + TS_BYTES);
+  headPrefix.copy(out, 0);
+  LOG_MARK.copy(out, headPrefix.length);
+  writeInvertedTimestamp(out, headPrefix.length + LOG_MARK.length, seq);
+  return out;
+}
+
+/** The range of a row's write-log records (they sort before its heads). */
+export function logRange(headPrefix: Buffer): { gte: Buffer; lt: Buffer } {
+  const gte = concat(headPrefix, LOG_MARK);
+  const lt = Buffer.from(gte);
+  lt[lt.length - 1] = 0x01;
+  return { gte, lt };
+}
+
+/** Whether a key of a row's head region (prefix length `plen`) is a write-log record. */
+export function isLogKey(key: Uint8Array, plen: number): boolean {
+  return key[plen] === 0x00 && key[plen + 1] === 0x00;
+}
+
+/** A cell as a write-log record names it: escaped column and timestamp (the value stays in the cell). */
+export interface LoggedCell {
+  colEsc: Buffer;
+  ts: number;
+}
+
+/** count:u32 | per cell: colLen:u32 | esc(column) | ts:u64. */
+export function encodeLog(cells: ReadonlyArray<{ colEsc: Buffer; ts: number }>): Buffer {
+  let size = 4;
+  for (const c of cells) size += 12 + c.colEsc.length;
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt32BE(cells.length, 0);
+  let o = 4;
+  for (const c of cells) {
+    out.writeUInt32BE(c.colEsc.length, o);
+    c.colEsc.copy(out, o + 4);
+    o += 4 + c.colEsc.length;
+    writeTimestamp(out, o, c.ts);
+    o += 8;
+  }
+  return out;
+}
+
+/** The cells a write-log record names; column buffers share the record's memory. */
+export function decodeLog(v: Buffer): LoggedCell[] {
+  if (v.length < 4) throw new Error('malformed wide-column log record');
+  const n = v.readUInt32BE(0);
+  const out: LoggedCell[] = new Array(n);
+  let o = 4;
+  for (let i = 0; i < n; i++) {
+    if (o + 4 > v.length) throw new Error('malformed wide-column log record');
+    const colLen = v.readUInt32BE(o);
+    if (o + 12 + colLen > v.length) throw new Error('malformed wide-column log record');
+    const colEsc = v.subarray(o + 4, o + 4 + colLen);
+    o += 4 + colLen;
+    out[i] = { colEsc, ts: readTimestamp(v, o) };
+    o += 8;
+  }
   return out;
 }

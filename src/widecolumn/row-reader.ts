@@ -1,7 +1,8 @@
-import type { RocksDB } from './rocksdb.js';
-import { concat, decodeEscaped, decodeHeadValue, escapeComponent, prefixEnd, readInvertedTimestamp } from './key-codec.js';
+import type { Entry, RocksDB } from './rocksdb.js';
+import { cellKey, concat, decodeEscaped, decodeHeadValue, escapeComponent, isLogKey, logRange, prefixEnd, readInvertedTimestamp, type LoggedCell } from './key-codec.js';
 import { isLive, type RowContext } from './row-context.js';
 import type { Cell, ColumnCells, RowResult } from './types.js';
+import { addNewest, newestCell, readLog, sortedCells } from './write-log.js';
 
 /** A validated Get Row query. */
 export interface ReadQuery {
@@ -21,6 +22,19 @@ interface RawColumn {
   cells: Cell[];
 }
 
+/**
+ * What the store remembers between reads: rows found deep (columns with more versions than a
+ * read wants) skip the cell scan and go to the head region at once; a read that met write-log
+ * records there asks for a fold.
+ */
+export interface ReadHints {
+  /** Unwanted cells the first scan of a row steps over before it switches to the head region. */
+  skipBudget: number;
+  isDeep(ctx: RowContext): boolean;
+  markDeep(ctx: RowContext): void;
+  logRecords(ctx: RowContext, records: number): void;
+}
+
 const TS_BYTES = 8;
 
 export function encodeMarker(raw: Buffer): string {
@@ -28,18 +42,19 @@ export function encodeMarker(raw: Buffer): string {
 }
 
 /**
- * Reads one page of a row. Versions=1 without a time range is served from the head records
- * (one record per column holding its newest cell), so it costs the same whatever the number of
- * versions; everything else reads the cells, newest first, seeking past unneeded versions.
+ * Reads one page of a row. Named columns are read with one bounded iterator each, in parallel:
+ * no more cells than asked for, whatever the depth of the column. All columns: one scan of the
+ * cells while they hold about as many versions as wanted (the common shallow row); for deep rows
+ * the head region says which columns exist and, for the latest version, which cell is newest
+ * (see latestFromHeads), so the cost does not grow with the number of versions.
  */
-export async function readRow(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): Promise<RowResult> {
-  const fromHeads = ctx.ds.latestIndex && q.versions === 1 && q.start === 0 && q.end === Infinity;
+export async function readRow(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number, hints?: ReadHints): Promise<RowResult> {
   let source: AsyncGenerator<RawColumn>;
   if (q.columns) {
     const cols = q.marker ? q.columns.filter((c) => Buffer.compare(c, q.marker!) > 0) : q.columns;
-    source = fromHeads ? headsOf(db, ctx, cols, now) : cellsOf(db, ctx, cols, q, now);
+    source = cellsOf(db, ctx, cols, q, now);
   } else {
-    source = fromHeads ? scanHeads(db, ctx, q, now) : scanCells(db, ctx, q, now);
+    source = scanCells(db, ctx, q, now, hints);
   }
   const columns: ColumnCells[] = [];
   let last: Buffer | null = null;
@@ -57,37 +72,6 @@ export async function readRow(db: RocksDB, ctx: RowContext, q: ReadQuery, now: n
     await source.return(undefined);
   }
   return { row: ctx.row, columns, marker: more && last ? encodeMarker(last) : null };
-}
-
-async function* scanHeads(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
-  const range = q.marker
-    ? { gt: concat(ctx.headPrefix, escapeComponent(q.marker)), lt: prefixEnd(ctx.headPrefix) }
-    : { gte: ctx.headPrefix, lt: prefixEnd(ctx.headPrefix) };
-  const plen = ctx.headPrefix.length;
-  for await (const { key, value } of db.iterator(range, { capacity: Math.min(q.limit + 1, 256) })) {
-    const head = decodeHeadValue(value);
-    if (!isLive(ctx.ds, head.ts, now)) continue;
-    yield { raw: decodeEscaped(key.subarray(plen)), cells: [{ timestamp: head.ts, value: head.value }] };
-  }
-}
-
-async function* headsOf(db: RocksDB, ctx: RowContext, cols: Buffer[], now: number): AsyncGenerator<RawColumn> {
-  // One multi-get per chunk: chunks keep a huge column list from pinning one giant read.
-  const CHUNK = 256;
-  for (let i = 0; i < cols.length; i += CHUNK) {
-    const chunk = cols.slice(i, i + CHUNK);
-    const batch = db.read({ capacity: chunk.length, autoDestroy: true });
-    const pending = chunk.map((c) => batch.get(concat(ctx.headPrefix, escapeComponent(c))));
-    batch.tryFlush();
-    const values = await Promise.all(pending);
-    for (let j = 0; j < chunk.length; j++) {
-      const v = values[j];
-      if (!v) continue;
-      const head = decodeHeadValue(v);
-      if (!isLive(ctx.ds, head.ts, now)) continue;
-      yield { raw: chunk[j]!, cells: [{ timestamp: head.ts, value: head.value }] };
-    }
-  }
 }
 
 /**
@@ -111,20 +95,26 @@ class ColumnFilter {
 }
 
 /**
- * All columns, from the cells. One scan while columns hold no more versions than needed (the
- * common shallow row); at the first column with versions to skip it switches to the head
- * records as a column directory and reads the remaining columns in parallel, each with its own
- * bounded iterator: rocksdb-native cannot seek an open iterator, and a new one per column in
- * sequence would make deep rows pay one round trip per column. Datasets without head records
- * (latestIndex false) pay exactly that.
+ * All columns. One scan of the cells while columns hold about as many versions as needed (up to
+ * hints.skipBudget unwanted cells are stepped over); then, or at once for a row known to be deep,
+ * the head region takes over after the last column read: rocksdb-native cannot seek an open
+ * iterator, and a new one per column in sequence would make deep rows pay one round trip per
+ * column. Datasets without head records (latestIndex false) pay exactly that.
  */
-async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
+async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number, hints?: ReadHints): AsyncGenerator<RawColumn> {
+  const latest = q.versions === 1 && q.start === 0 && q.end === Infinity;
+  if (ctx.ds.latestIndex && hints?.isDeep(ctx)) {
+    const after = q.marker ? escapeComponent(q.marker) : null;
+    yield* latest ? latestFromHeads(db, ctx, after, q, now, hints) : fromDirectory(db, ctx, after, q, now);
+    return;
+  }
   const plen = ctx.cellPrefix.length;
   const end = prefixEnd(ctx.cellPrefix);
   let range: { gte?: Buffer; gt?: Buffer; lt: Buffer } = { gte: q.marker ? prefixEnd(concat(ctx.cellPrefix, escapeComponent(q.marker))) : ctx.cellPrefix, lt: end };
   // First one open-ended scan; once a deep column shows up, pages of at most `page` entries,
   // which end after one native read (a scan left early would have read ahead for nothing).
   let page = 0;
+  let skipped = 0;
   let cur: Buffer | null = null;
   let filter: ColumnFilter | null = null;
   let wanting = true;
@@ -143,6 +133,7 @@ async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: numbe
         filter = new ColumnFilter(ctx, q, now);
         wanting = true;
       } else if (!wanting) {
+        if (page === 0 && ++skipped <= (hints?.skipBudget ?? 0)) continue;
         deep = true;
         break;
       }
@@ -151,14 +142,15 @@ async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: numbe
     if (deep) {
       if (filter!.cells.length > 0) yield { raw: decodeEscaped(cur!), cells: filter!.cells };
       if (ctx.ds.latestIndex) {
-        yield* fromDirectory(db, ctx, cur!, q, now);
+        hints?.markDeep(ctx);
+        yield* latest ? latestFromHeads(db, ctx, cur!, q, now, hints) : fromDirectory(db, ctx, cur!, q, now);
         return;
       }
       // No head records: a new iterator right after the column (no seek on an open one).
       range = { gte: prefixEnd(concat(ctx.cellPrefix, cur!)), lt: end };
       cur = null;
       filter = null;
-      page = (q.start === 0 && q.end === Infinity ? q.versions : Math.min(ctx.ds.maxVersions, 63)) + 1;
+      page = (latest ? q.versions : Math.min(ctx.ds.maxVersions, 63)) + 1;
       continue;
     }
     if (page === 0 || n < page) break;
@@ -167,18 +159,151 @@ async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: numbe
   if (cur && filter!.cells.length > 0) yield { raw: decodeEscaped(cur), cells: filter!.cells };
 }
 
-/** The columns after `after` (escaped), listed from the head records, read in parallel. */
-async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
+/** A column's newest cell as the head region knows it; `value` null when it must come from the cell. */
+interface Newest {
+  colEsc: Buffer;
+  ts: number;
+  value: Buffer | null;
+}
+
+/**
+ * The newest cell of every column after `after` (escaped; null = all), from the head region:
+ * heads hold (timestamp, value), write-log records the (column, timestamp) of newer cells, whose
+ * values are then read with one multi-get per page. Without `after`, one iterator reads both
+ * (log records sort first), a consistent view; with it, the log is read before the heads, so a
+ * fold committing in between has moved what the log held into the heads read next.
+ */
+async function* latestFromHeads(db: RocksDB, ctx: RowContext, after: Buffer | null, q: ReadQuery, now: number, hints?: ReadHints): AsyncGenerator<RawColumn> {
+  const plen = ctx.headPrefix.length;
+  const end = prefixEnd(ctx.headPrefix);
+  const capacity = Math.min(q.limit + 1, 256);
+  let logged: LoggedCell[];
+  let heads: AsyncIterable<Entry>;
+  if (after) {
+    const log = await readLog(db, ctx);
+    hints?.logRecords(ctx, log.records);
+    logged = log.cells.filter((c) => Buffer.compare(c.colEsc, after) > 0);
+    heads = db.iterator({ gt: concat(ctx.headPrefix, after), lt: end }, { capacity });
+  } else {
+    const it = db.iterator({ gte: ctx.headPrefix, lt: end }, { capacity })[Symbol.asyncIterator]();
+    const best = new Map<string, LoggedCell>();
+    let records = 0;
+    let first: IteratorResult<Entry>;
+    try {
+      for (;;) {
+        first = await it.next();
+        if (first.done || !isLogKey(first.value.key, plen)) break;
+        records++;
+        addNewest(best, first.value.value);
+      }
+    } catch (err) {
+      await it.return?.();
+      throw err;
+    }
+    hints?.logRecords(ctx, records);
+    logged = sortedCells(best);
+    heads = resumed(first, it);
+  }
+  let page: Newest[] = [];
+  for await (const n of mergeNewest(logged, heads, plen)) {
+    if (!isLive(ctx.ds, n.ts, now)) continue;
+    page.push(n);
+    if (page.length === capacity) {
+      yield* withValues(db, ctx, page, now);
+      page = [];
+    }
+  }
+  if (page.length > 0) yield* withValues(db, ctx, page, now);
+}
+
+/** An iterator continued after a first result that was already taken from it. */
+function resumed(first: IteratorResult<Entry>, it: AsyncIterator<Entry>): AsyncIterable<Entry> {
+  let pending: IteratorResult<Entry> | null = first;
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => {
+        if (pending) {
+          const r = pending;
+          pending = null;
+          return Promise.resolve(r);
+        }
+        return it.next();
+      },
+      return: async () => {
+        await it.return?.();
+        return { done: true, value: undefined };
+      },
+    }),
+  };
+}
+
+/** Heads (in key order) merged with logged cells sorted by column; the log wins a tie (it is newer). */
+async function* mergeNewest(log: LoggedCell[], heads: AsyncIterable<Entry>, plen: number): AsyncGenerator<Newest> {
+  let i = 0;
+  for await (const { key, value } of heads) {
+    const colEsc = key.subarray(plen);
+    while (i < log.length && Buffer.compare(log[i]!.colEsc, colEsc) < 0) {
+      const c = log[i++]!;
+      yield { colEsc: c.colEsc, ts: c.ts, value: null };
+    }
+    const head = decodeHeadValue(value);
+    if (i < log.length && log[i]!.colEsc.equals(colEsc)) {
+      const c = log[i++]!;
+      if (c.ts >= head.ts) {
+        yield { colEsc, ts: c.ts, value: null };
+        continue;
+      }
+    }
+    yield { colEsc, ts: head.ts, value: head.value };
+  }
+  for (; i < log.length; i++) yield { colEsc: log[i]!.colEsc, ts: log[i]!.ts, value: null };
+}
+
+/** Fills in values from the cells (one multi-get); a logged cell that is gone is looked up again. */
+async function* withValues(db: RocksDB, ctx: RowContext, page: Newest[], now: number): AsyncGenerator<RawColumn> {
+  const missing = page.filter((n) => n.value === null);
+  if (missing.length > 0) {
+    const read = db.read({ capacity: missing.length, autoDestroy: true });
+    const pending = missing.map((n) => read.get(cellKey(ctx.cellPrefix, n.colEsc, n.ts)));
+    read.tryFlush();
+    const values = await Promise.all(pending);
+    for (let i = 0; i < missing.length; i++) {
+      const n = missing[i]!;
+      n.value = values[i] ?? null;
+      if (n.value !== null) continue;
+      // Deleted or compacted away since the record was written: the cells have the answer.
+      const cell = await newestCell(db, ctx, n.colEsc);
+      if (cell && isLive(ctx.ds, cell.ts, now)) {
+        n.ts = cell.ts;
+        n.value = cell.value;
+      }
+    }
+  }
+  for (const n of page) if (n.value !== null) yield { raw: decodeEscaped(n.colEsc), cells: [{ timestamp: n.ts, value: n.value }] };
+}
+
+/** The columns after `after` (escaped; null = all), listed from the write log and the heads, read in parallel. */
+async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
   const PARALLEL = 16;
+  const logged = (await readLog(db, ctx)).cells.map((c) => c.colEsc).filter((c) => after === null || Buffer.compare(c, after) > 0);
+  let i = 0;
   let names: Buffer[] = [];
-  const hplen = ctx.headPrefix.length;
-  for await (const { key } of db.iterator({ gt: concat(ctx.headPrefix, after), lt: prefixEnd(ctx.headPrefix) }, { capacity: 64, values: false })) {
-    names.push(Buffer.from(key.subarray(hplen)));
+  const add = async function* (name: Buffer): AsyncGenerator<RawColumn> {
+    names.push(name);
     if (names.length === PARALLEL) {
       yield* readColumns(db, ctx, names, q, now);
       names = [];
     }
+  };
+  const hplen = ctx.headPrefix.length;
+  const start = after ? { gt: concat(ctx.headPrefix, after) } : { gte: logRange(ctx.headPrefix).lt };
+  for await (const { key } of db.iterator({ ...start, lt: prefixEnd(ctx.headPrefix) }, { capacity: 64, values: false })) {
+    const name = Buffer.from(key.subarray(hplen));
+    while (i < logged.length && Buffer.compare(logged[i]!, name) < 0) yield* add(logged[i++]!);
+    if (i < logged.length && logged[i]!.equals(name)) i++;
+    yield* add(name);
   }
+  while (i < logged.length) yield* add(logged[i++]!);
   if (names.length > 0) yield* readColumns(db, ctx, names, q, now);
 }
 

@@ -15,10 +15,10 @@ import {
 import {
   cellKey,
   concat,
-  decodeHeadValue,
   escapeComponent,
   floorKey,
-  headValue,
+  encodeLog,
+  logKey,
   META_DATASET,
   META_FLOOR,
   META_STORE,
@@ -30,9 +30,10 @@ import {
 import { checkCount, checkName, checkTimestamp, DEFAULT_LIMITS, tooLarge, type WideColumnLimits } from './limits.js';
 import { rowContext, type RowContext } from './row-context.js';
 import { RowLocks } from './row-locks.js';
-import { readRow, type ReadQuery } from './row-reader.js';
+import { readRow, type ReadHints, type ReadQuery } from './row-reader.js';
 import { WideColumnSnapshot } from './snapshot.js';
 import { TimestampOracle } from './timestamp-oracle.js';
+import { foldLog, type FoldResult } from './write-log.js';
 import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, PutItem, PutRowRequest, PutRowResult, RowResult } from './types.js';
 
 export interface WideColumnStoreOptions {
@@ -44,6 +45,10 @@ export interface WideColumnStoreOptions {
   /** Logical shards (mod shard of the row key); fixed when the store is created (default 4096). */
   shards?: number;
   logger?: Logger;
+  /** Puts to a row after which its write log is folded into head records (default 16). */
+  foldAfter?: number;
+  /** @internal Unwanted cells a scan steps over before it uses the head region (default 32; tests use 0). */
+  scanSkipBudget?: number;
 }
 
 interface StoreInfo {
@@ -53,6 +58,8 @@ interface StoreInfo {
 }
 
 export const DEFAULT_SHARDS = 4096;
+const DEFAULT_FOLD_AFTER = 16;
+const DEFAULT_SKIP_BUDGET = 32;
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 10_000;
 
@@ -103,6 +110,10 @@ export class WideColumnStore {
   private closing: Promise<void> | null = null;
   private readonly snapshots = new Set<WideColumnSnapshot>();
   private datasetWrites: Promise<unknown> = Promise.resolve();
+  /** Puts per row since its log was last folded; approximate (dropped whole when it fills). */
+  private readonly logCounts = new Map<string, number>();
+  private readonly folding = new Map<string, Promise<void>>();
+  readonly foldAfter: number;
 
   private constructor(
     /** @internal */ readonly db: RocksDB,
@@ -112,7 +123,9 @@ export class WideColumnStore {
     /** @internal */ readonly oracle: TimestampOracle,
     readonly clock: () => number,
     readonly logger: Logger | undefined,
+    foldAfter: number,
   ) {
+    this.foldAfter = foldAfter;
     this.path = path;
     this.shards = shards;
     this.limits = limits;
@@ -139,7 +152,10 @@ export class WideColumnStore {
       const floor = await db.peek(metaRange(META_FLOOR));
       const floorAtOpen = floor ? readInvertedTimestamp(floor.key, 3) : 0;
       const limits = { ...DEFAULT_LIMITS, ...options.limits };
-      const store = new WideColumnStore(db, path, info.shards, limits, new TimestampOracle(clock, options.timestampLeaseMs ?? 1000, floorAtOpen), clock, options.logger);
+      const foldAfter = options.foldAfter ?? DEFAULT_FOLD_AFTER;
+      if (!Number.isSafeInteger(foldAfter) || foldAfter < 1) throw new ShardKitError('INVALID_CONFIG', `foldAfter must be a positive integer, got ${foldAfter}`);
+      const store = new WideColumnStore(db, path, info.shards, limits, new TimestampOracle(clock, options.timestampLeaseMs ?? 1000, floorAtOpen), clock, options.logger, foldAfter);
+      if (options.scanSkipBudget !== undefined) store.hints.skipBudget = options.scanSkipBudget;
       for await (const { value } of db.iterator(metaRange(META_DATASET))) {
         const d = decodeStoredDataset(value);
         store.datasets.set(d.name, d);
@@ -259,7 +275,7 @@ export class WideColumnStore {
     this.enter();
     try {
       const [ctx, q] = this.prepareRead(this.dataset(dataset), { ...options, row });
-      return await readRow(this.db, ctx, q, this.clock());
+      return await readRow(this.db, ctx, q, this.clock(), this.hints);
     } finally {
       this.leave();
     }
@@ -273,7 +289,7 @@ export class WideColumnStore {
       checkCount('rows in one batch', requests.length, this.limits.maxBatchRows);
       const prepared = requests.map((r) => this.prepareRead(ds, r));
       const now = this.clock();
-      return await Promise.all(prepared.map(([ctx, q]) => readRow(this.db, ctx, q, now)));
+      return await Promise.all(prepared.map(([ctx, q]) => readRow(this.db, ctx, q, now, this.hints)));
     } finally {
       this.leave();
     }
@@ -325,14 +341,13 @@ export class WideColumnStore {
       if (!Array.isArray(rows) || rows.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
       checkCount('rows in one batch', rows.length, this.limits.maxBatchRows);
       const prepared = this.preparePuts(ds, rows);
-      let explicit = false;
       // Before waiting: puts that queue behind this one must stamp above its timestamps.
       for (const p of prepared) {
         if (p.explicit === 0) continue;
-        explicit = true;
         for (const i of p.items) if (i.ts !== null) this.oracle.observe(p.ctx.id, i.ts);
       }
-      const { handle, wait } = this.locks.acquire(prepared.length === 1 ? [prepared[0]!.ctx.id] : prepared.map((p) => p.ctx.id), explicit);
+      // Every put writes blindly (cells and one log record), so puts to a row run side by side.
+      const { handle, wait } = this.locks.acquire(prepared.length === 1 ? [prepared[0]!.ctx.id] : prepared.map((p) => p.ctx.id), false);
       try {
         if (wait) await wait;
         return await this.writePuts(prepared);
@@ -400,26 +415,19 @@ export class WideColumnStore {
 
   private async writePuts(rows: PreparedRow[]): Promise<PutRowResult[]> {
     const results: PutRowResult[] = [];
-    // Heads are written without looking when the column has a server-stamped item (newer than
-    // anything stored); explicit-only columns compare with the stored head first.
-    let headsToCheck: Array<{ key: Buffer; item: PreparedItem }> | null = null;
     const w = this.db.write({ capacity: 16 });
     try {
       let maxTs = 0;
       for (const { ctx, items, explicit, duplicates } of rows) {
-        const heads = ctx.ds.latestIndex;
         // Server timestamps are taken only now, after any explicit put to the row has finished.
         let base: number | null = null;
+        let logged: PreparedItem[] = items;
         if (!duplicates) {
           if (explicit < items.length) base = this.oracle.reserve(ctx.id, 1);
           for (const i of items) {
             if (i.ts === null) i.ts = base!;
             if (i.ts > maxTs) maxTs = i.ts;
             w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts), i.value);
-            if (!heads) continue;
-            const key = concat(ctx.headPrefix, i.colEsc);
-            if (i.server) w.tryPut(key, headValue(i.ts, i.value));
-            else (headsToCheck ??= []).push({ key, item: i });
           }
         } else {
           // Repeats of a column in one call get consecutive timestamps, later item = newer.
@@ -436,41 +444,29 @@ export class WideColumnStore {
             base = this.oracle.reserve(ctx.id, span);
             for (const i of items) if (i.server) i.ts = base + i.ts!;
           }
-          const newest = new Map<string, { item: PreparedItem; blind: boolean }>();
+          const newest = new Map<string, PreparedItem>();
           for (const i of items) {
             if (i.ts! > maxTs) maxTs = i.ts!;
             w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts!), i.value);
             const cur = newest.get(i.column);
-            if (!cur) newest.set(i.column, { item: i, blind: i.server });
-            else {
-              if (i.ts! > cur.item.ts!) cur.item = i;
-              if (i.server) cur.blind = true;
-            }
+            if (!cur || i.ts! > cur.ts!) newest.set(i.column, i);
           }
-          if (!heads) newest.clear();
-          for (const { item, blind } of newest.values()) {
-            const key = concat(ctx.headPrefix, item.colEsc);
-            if (blind) w.tryPut(key, headValue(item.ts!, item.value));
-            else (headsToCheck ??= []).push({ key, item });
-          }
+          logged = [...newest.values()];
+        }
+        if (ctx.ds.latestIndex) {
+          // The put's cells once more, as one write-log record in the row's head region: what
+          // versions=1 reads find without scanning versions, folded into heads later.
+          const seq = base ?? this.oracle.reserve(ctx.id, 1);
+          if (seq > maxTs) maxTs = seq;
+          w.tryPut(logKey(ctx.headPrefix, seq), encodeLog(logged as Array<PreparedItem & { ts: number }>));
         }
         results.push({ row: ctx.row, timestamp: base });
-      }
-      if (headsToCheck) {
-        const batch = this.db.read({ capacity: headsToCheck.length, autoDestroy: true });
-        const pending = headsToCheck.map((h) => batch.get(h.key));
-        batch.tryFlush();
-        const current = await Promise.all(pending);
-        for (let j = 0; j < headsToCheck.length; j++) {
-          const h = headsToCheck[j]!;
-          const v = current[j];
-          if (!v || h.item.ts! >= decodeHeadValue(v).ts) w.tryPut(h.key, headValue(h.item.ts!, h.item.value));
-        }
       }
       const floor = this.oracle.floorFor(maxTs);
       if (floor !== null) w.tryPut(floorKey(floor), EMPTY);
       await w.flush();
       if (floor !== null) this.oracle.floorWritten(floor);
+      for (const { ctx } of rows) if (ctx.ds.latestIndex) this.logged(ctx);
       return results;
     } finally {
       w.destroy();
@@ -495,15 +491,23 @@ export class WideColumnStore {
         checkCount('columns in one request', r.columns.length, this.limits.maxItemsPerRow);
         return { ctx, columns: uniqueSorted(r.columns.map((c) => checkName('column name', c, this.limits.maxColumnBytes))) };
       });
-      const { handle, wait } = this.locks.acquire([...new Set(prepared.map((p) => p.ctx.id))], false);
+      // Deleting columns folds the row's write log first (it may hold cells of those columns),
+      // which needs the row to itself; whole rows go with two range deletes.
+      const someColumns = prepared.some((p) => p.columns !== null);
+      const { handle, wait } = this.locks.acquire([...new Set(prepared.map((p) => p.ctx.id))], someColumns);
       try {
         if (wait) await wait;
         const w = this.db.write({ capacity: 8, autoDestroy: true });
+        const folded = new Set<string>();
         for (const { ctx, columns } of prepared) {
           if (!columns) {
             w.tryDeleteRange(ctx.cellPrefix, prefixEnd(ctx.cellPrefix));
             w.tryDeleteRange(ctx.headPrefix, prefixEnd(ctx.headPrefix));
             continue;
+          }
+          if (ctx.ds.latestIndex && !folded.has(ctx.id)) {
+            folded.add(ctx.id);
+            await foldLog(this.db, ctx, w);
           }
           for (const c of columns) {
             const esc = escapeComponent(c);
@@ -517,6 +521,79 @@ export class WideColumnStore {
         this.locks.release(handle);
       }
     });
+  }
+
+  /** Rows found deep by a read; approximate (dropped whole when it fills). */
+  private readonly deepRows = new Set<string>();
+  private readonly hints: ReadHints = {
+    skipBudget: DEFAULT_SKIP_BUDGET,
+    isDeep: (ctx) => this.deepRows.has(ctx.id),
+    markDeep: (ctx) => {
+      if (this.deepRows.size >= 100_000) this.deepRows.clear();
+      this.deepRows.add(ctx.id);
+    },
+    // A deep row read with a log pays a multi-get for the logged cells: fold it for the next read.
+    logRecords: (ctx, records) => {
+      if (records > 0) this.scheduleFold(ctx);
+    },
+  };
+
+  /** Counts a put to a row with a write log; the log is folded every `foldAfter` puts. */
+  private logged(ctx: RowContext): void {
+    const n = (this.logCounts.get(ctx.id) ?? 0) + 1;
+    if (n >= this.foldAfter) {
+      this.scheduleFold(ctx);
+      return;
+    }
+    if (this.logCounts.size >= 100_000) this.logCounts.clear();
+    this.logCounts.set(ctx.id, n);
+  }
+
+  /**
+   * Folds a row's write log into its heads in the background, under the row's exclusive lock.
+   * A fold changes no answer, only how much a read has to merge, so a failure is only logged.
+   */
+  private scheduleFold(ctx: RowContext): void {
+    this.logCounts.delete(ctx.id);
+    if (this.closing || this.folding.has(ctx.id)) return;
+    this.active++;
+    const run = (async () => {
+      const { handle, wait } = this.locks.acquire([ctx.id], true);
+      try {
+        if (wait) await wait;
+        await this.foldRows([ctx]);
+      } catch (err) {
+        this.logger?.warn({ err, dataset: ctx.ds.name, row: ctx.row }, 'wide-column write-log fold failed');
+      } finally {
+        this.locks.release(handle);
+        this.folding.delete(ctx.id);
+        this.leave();
+      }
+    })();
+    this.folding.set(ctx.id, run);
+  }
+
+  /** @internal Settles when the background folds started so far have finished (tests). */
+  async foldsSettled(): Promise<void> {
+    while (this.folding.size > 0) await Promise.all(this.folding.values());
+  }
+
+  /** @internal Folds the write logs of rows whose exclusive locks the caller holds, in one batch. */
+  async foldRows(ctxs: RowContext[], options: { expiredAt?: number } = {}): Promise<FoldResult> {
+    const total: FoldResult = { records: 0, removedHeads: 0, removedBytes: 0 };
+    const w = this.db.write({ capacity: 16 });
+    try {
+      for (const ctx of ctxs) {
+        const r = await foldLog(this.db, ctx, w, options);
+        total.records += r.records;
+        total.removedHeads += r.removedHeads;
+        total.removedBytes += r.removedBytes;
+      }
+      if (total.records > 0) await w.flush();
+      return total;
+    } finally {
+      w.destroy();
+    }
   }
 
   /**

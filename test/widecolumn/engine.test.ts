@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WideColumnStore } from '../../src/widecolumn/index.js';
+import { compact, WideColumnStore } from '../../src/widecolumn/index.js';
 import { errorCode, openStore, plain, tempDir, TestClock } from './helpers.js';
 import { WideColumnModel } from './model.js';
 
-async function withStore(fn: (store: WideColumnStore, clock: TestClock, dir: string) => Promise<void>, options: { leaseMs?: number } = {}): Promise<void> {
+async function withStore(fn: (store: WideColumnStore, clock: TestClock, dir: string) => Promise<void>, options: { leaseMs?: number; foldAfter?: number; skipBudget?: number } = {}): Promise<void> {
   const tmp = tempDir();
   const clock = new TestClock();
-  const store = await openStore(tmp.dir, { clock: clock.now, timestampLeaseMs: options.leaseMs ?? 1000 });
+  const store = await openStore(tmp.dir, { clock: clock.now, timestampLeaseMs: options.leaseMs ?? 1000, ...(options.foldAfter !== undefined ? { foldAfter: options.foldAfter } : {}), ...(options.skipBudget !== undefined ? { scanSkipBudget: options.skipBudget } : {}) });
   try {
     await fn(store, clock, tmp.dir);
   } finally {
@@ -283,7 +283,10 @@ test('server timestamps after reopen stay above everything written before, even 
   }
 });
 
-for (const [seed0, latestIndex] of [[12345, true], [777, true], [4242, true], [99, false], [31337, false]] as const) test(`model check (seed ${seed0}, latestIndex ${latestIndex}): random puts, backfills, deletes, clock moves and setting changes; every read path agrees with a plain model`, () => withStore(async (store, clock) => {
+// foldAfter 1 folds a row's write log after every put (folds run in the background, beside the
+// reads); 1000 leaves the log to reads, column deletes and compaction. skipBudget 0 sends every
+// read of a row with a deeper column than wanted to the head region (32 is the default).
+for (const [seed0, latestIndex, foldAfter, skipBudget] of [[12345, true, 16, 32], [777, true, 1, 0], [4242, true, 3, 0], [2024, true, 1000, 0], [99, false, 16, 0], [31337, false, 16, 32]] as const) test(`model check (seed ${seed0}, latestIndex ${latestIndex}, foldAfter ${foldAfter}, skipBudget ${skipBudget}): random puts, backfills, deletes, clock moves, setting changes and compactions; every read path agrees with a plain model`, () => withStore(async (store, clock) => {
   const model = new WideColumnModel();
   model.maxVersions = 3;
   model.ttlSeconds = 0;
@@ -346,12 +349,14 @@ for (const [seed0, latestIndex] of [[12345, true], [777, true], [4242, true], [9
       await store.putDataset('m', { ttlSeconds: ttl, maxVersions: mv });
       model.ttlSeconds = ttl;
       model.maxVersions = mv;
+    } else if (op < 98) {
+      await compact(store);
     } else {
       await check();
     }
   }
   await check();
-}));
+}, { foldAfter, skipBudget }));
 
 test('latestIndex false: same answers as with head records on rows mixing deep and shallow columns', () => withStore(async (store) => {
   await store.putDataset('heads', { maxVersions: 6 });

@@ -4,7 +4,7 @@ import { compact, type WideColumnStore } from '../../src/widecolumn/index.js';
 import { openStore, plain, tempDir, TestClock } from './helpers.js';
 import { WideColumnModel } from './model.js';
 
-/** Data records (cells and heads) as RocksDB holds them: what compaction is about. */
+/** Data records (cells, heads and write-log records) as RocksDB holds them: what compaction is about. */
 async function rawCount(store: WideColumnStore): Promise<number> {
   const snap = store.snapshot();
   let n = 0;
@@ -39,11 +39,12 @@ test('TTL: a cell is returned up to ts + ttl and never after, on every read path
     }
     clock.advance(1);
     for (const r of await reads()) assert.deepEqual(r, [['edge', [[t0 - 9_999, 'e']]], ['mixed', [[t0, 'm2']]]]);
-    const before = await rawCount(store);
+    assert.equal(await rawCount(store), 6, '4 cells and the 2 puts\' write-log records');
     const report = await compact(store);
     assert.equal(report.removedExpiredCells, 2, 'old and mixed@t0-20000');
-    assert.equal(report.removedHeads, 1, 'the head of "old"');
-    assert.equal(await rawCount(store), before - 3);
+    assert.equal(report.foldedLogRecords, 2);
+    assert.equal(report.removedHeads, 0, '"old" expired before it got a head: its log entry is dropped, no head is written');
+    assert.equal(await rawCount(store), 4, 'the cells of edge and mixed@t0, and their heads');
     for (const r of await reads()) assert.deepEqual(r, [['edge', [[t0 - 9_999, 'e']]], ['mixed', [[t0, 'm2']]]]);
     clock.advance(10_000);
     for (const r of await reads()) assert.deepEqual(r, []);

@@ -77,7 +77,7 @@ export async function wcCompactCommand(opts: TargetOptions): Promise<void> {
     ? await callService(opts.url, 'v1/admin/widecolumn/compact', undefined)
     : await withStore(opts.data, (store) => withProgress('wc compact', (onProgress) => compact(store, { onProgress })));
   const r = report as Record<string, number>;
-  print(opts.json, report, `compacted: ${r.scannedCells} cells scanned, ${r.removedExpiredCells} expired and ${r.removedExcessVersions} excess versions removed, ${r.removedHeads} expired columns dropped; SST ${r.sstBytesBefore} -> ${r.sstBytesAfter} bytes (${r.durationMs} ms)`);
+  print(opts.json, report, `compacted: ${r.scannedCells} cells scanned, ${r.removedExpiredCells} expired and ${r.removedExcessVersions} excess versions removed, ${r.removedHeads} expired columns dropped, ${r.foldedLogRecords} write-log records folded; SST ${r.sstBytesBefore} -> ${r.sstBytesAfter} bytes (${r.durationMs} ms)`);
 }
 
 export async function wcBackupCommand(dir: string, opts: TargetOptions): Promise<void> {
