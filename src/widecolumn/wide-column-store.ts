@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { RocksDB } from './rocksdb.js';
+import { RocksDB, type WriteBatch } from './rocksdb.js';
 import { ShardKitError } from '../errors.js';
 import {
   checkDatasetName,
@@ -497,30 +497,41 @@ export class WideColumnStore {
       const { handle, wait } = this.locks.acquire([...new Set(prepared.map((p) => p.ctx.id))], someColumns);
       try {
         if (wait) await wait;
-        const w = this.db.write({ capacity: 8, autoDestroy: true });
-        const folded = new Set<string>();
-        for (const { ctx, columns } of prepared) {
-          if (!columns) {
-            w.tryDeleteRange(ctx.cellPrefix, prefixEnd(ctx.cellPrefix));
-            w.tryDeleteRange(ctx.headPrefix, prefixEnd(ctx.headPrefix));
-            continue;
-          }
-          if (ctx.ds.latestIndex && !folded.has(ctx.id)) {
-            folded.add(ctx.id);
-            await foldLog(this.db, ctx, w);
-          }
-          for (const c of columns) {
-            const esc = escapeComponent(c);
-            const p = concat(ctx.cellPrefix, esc);
-            w.tryDeleteRange(p, prefixEnd(p));
-            w.tryDelete(concat(ctx.headPrefix, esc));
-          }
+        const w = this.db.write({ capacity: 8 });
+        try {
+          await this.writeDeletes(w, prepared);
+          await w.flush();
+        } finally {
+          w.destroy();
         }
-        await w.flush();
       } finally {
         this.locks.release(handle);
       }
     });
+  }
+
+  private async writeDeletes(w: WriteBatch, prepared: Array<{ ctx: RowContext; columns: Buffer[] | null }>): Promise<void> {
+    // Rows whose log is already taken care of in this batch: folded, or deleted whole (a fold
+    // after that would put heads back).
+    const done = new Set<string>();
+    for (const { ctx, columns } of prepared) {
+      if (!columns) {
+        w.tryDeleteRange(ctx.cellPrefix, prefixEnd(ctx.cellPrefix));
+        w.tryDeleteRange(ctx.headPrefix, prefixEnd(ctx.headPrefix));
+        done.add(ctx.id);
+        continue;
+      }
+      if (ctx.ds.latestIndex && !done.has(ctx.id)) {
+        done.add(ctx.id);
+        await foldLog(this.db, ctx, w);
+      }
+      for (const c of columns) {
+        const esc = escapeComponent(c);
+        const p = concat(ctx.cellPrefix, esc);
+        w.tryDeleteRange(p, prefixEnd(p));
+        w.tryDelete(concat(ctx.headPrefix, esc));
+      }
+    }
   }
 
   /** Rows found deep by a read; approximate (dropped whole when it fills). */
