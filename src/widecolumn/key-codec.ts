@@ -241,18 +241,22 @@ export interface LoggedCell {
   ts: number;
 }
 
-/** count:u32 | per cell: colLen:u32 | esc(column) | ts:u64. */
+/** count:u32 | per cell: colLen:u32 | esc(column) | ts:u64. Built on every put: one DataView, no per-field checks. */
 export function encodeLog(cells: ReadonlyArray<{ colEsc: Buffer; ts: number }>): Buffer {
   let size = 4;
-  for (const c of cells) size += 12 + c.colEsc.length;
+  for (let i = 0; i < cells.length; i++) size += 12 + cells[i]!.colEsc.length;
   const out = Buffer.allocUnsafe(size);
-  out.writeUInt32BE(cells.length, 0);
+  const dv = new DataView(out.buffer, out.byteOffset, size);
+  dv.setUint32(0, cells.length);
   let o = 4;
-  for (const c of cells) {
-    out.writeUInt32BE(c.colEsc.length, o);
-    c.colEsc.copy(out, o + 4);
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells[i]!;
+    dv.setUint32(o, c.colEsc.length);
+    out.set(c.colEsc, o + 4);
     o += 4 + c.colEsc.length;
-    writeTimestamp(out, o, c.ts);
+    const hi = Math.floor(c.ts / 0x1_0000_0000);
+    dv.setUint32(o, hi);
+    dv.setUint32(o + 4, c.ts - hi * 0x1_0000_0000);
     o += 8;
   }
   return out;
