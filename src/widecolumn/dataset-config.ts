@@ -8,8 +8,8 @@ export const MAX_TTL_SECONDS = 100 * 366 * 24 * 3600;
 
 /**
  * What a client sets: `ttlSeconds` 0 means cells never expire. `latestIndex` (set at creation
- * only, default true) keeps a head record of each column's newest cell: reads of the latest
- * versions then cost the same on deep rows, and every put writes twice the keys.
+ * only, default true) keeps head records of each column's newest cell and a write log (one small
+ * record per put): reads of the latest versions then cost the same on deep rows.
  */
 export const datasetSettingsSchema = z.object({
   maxVersions: z.number().int().min(1).max(MAX_VERSIONS_LIMIT).optional(),
@@ -25,7 +25,7 @@ export interface DatasetConfig {
   id: number;
   maxVersions: number;
   ttlSeconds: number;
-  /** Head records kept (see datasetSettingsSchema); fixed at creation. */
+  /** Head records and write log kept (see datasetSettingsSchema); fixed at creation. */
   latestIndex: boolean;
   createdAt: number;
   updatedAt: number;

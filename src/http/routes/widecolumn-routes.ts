@@ -180,7 +180,7 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
       schema: {
         tags: ['widecolumn'],
         summary: 'Create a dataset or change its settings',
-        description: 'maxVersions: versions kept per column (default 1); ttlSeconds: cells expire that long after their timestamp (0 = never, the default); latestIndex (creation only, default true): keep a head record of each column\'s newest cell, so latest-version reads cost the same on deep rows while puts write twice the keys. Absent fields keep their value.',
+        description: 'maxVersions: versions kept per column (default 1); ttlSeconds: cells expire that long after their timestamp (0 = never, the default); latestIndex (creation only, default true): keep head records of each column\'s newest cell and a write log (one small record per put), so latest-version reads cost the same on deep rows. Absent fields keep their value.',
         params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
         body: datasetBody,
         response: { 200: datasetJson, 201: datasetJson, ...errors },
