@@ -160,13 +160,17 @@ export class StoreContext {
   call<T>(ref: ShardRef, op: string, work: () => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
     // A rejection handler rather than an async frame: this wraps every storage call.
     return work().then(undefined, (err: unknown) => {
-      if (isCallerError?.(err)) throw err;
-      if (!isShardKitError(err) || err.code === 'SHARD_UNAVAILABLE' || err.code === 'INTERNAL') {
-        const event: ShardErrorEvent = { host: ref.host, shard: ref.shard, fleet: ref.fleet, op, error: err };
-        this.events.emit('shard-error', event);
-      }
+      if (!isCallerError?.(err)) this.reportFailure(ref, op, err);
       throw err;
     });
+  }
+
+  /** What call() does with a rejection, for callers that await the backend themselves. */
+  reportFailure(ref: ShardRef, op: string, err: unknown): void {
+    if (!isShardKitError(err) || err.code === 'SHARD_UNAVAILABLE' || err.code === 'INTERNAL') {
+      const event: ShardErrorEvent = { host: ref.host, shard: ref.shard, fleet: ref.fleet, op, error: err };
+      this.events.emit('shard-error', event);
+    }
   }
 
   async close(): Promise<void> {
