@@ -15,5 +15,22 @@ export function etagOf(text: string): string {
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return (h2 >>> 0).toString(36).padStart(7, '0') + (h1 >>> 0).toString(36).padStart(7, '0');
+  return base36(h2 >>> 0) + base36(h1 >>> 0);
+}
+
+const DIGITS = '0123456789abcdefghijklmnopqrstuvwxyz';
+
+/**
+ * `n.toString(36).padStart(7, '0')` for a uint32 (36^7 > 2^32), the etag's historical form.
+ * Number#toString(36) goes through V8's generic double-to-radix conversion (fmod per digit):
+ * it cost more than hashing the text.
+ */
+function base36(n: number): string {
+  let s = '';
+  for (let i = 0; i < 7; i++) {
+    const q = Math.floor(n / 36);
+    s = DIGITS[n - q * 36]! + s;
+    n = q;
+  }
+  return s;
 }
