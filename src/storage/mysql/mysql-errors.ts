@@ -40,11 +40,19 @@ const UNAVAILABLE_SERVER_CODES = new Set([
   'ER_LOCK_DEADLOCK',
   'ER_QUERY_INTERRUPTED',
   'ER_STATEMENT_TIMEOUT',
+  'ER_QUERY_TIMEOUT', // MySQL's max_execution_time
   'ER_OPTION_PREVENTS_STATEMENT', // read_only: a slave, or a master being failed over
   'ER_CONNECTION_KILLED',
   'ER_CLIENT_INTERACTION_TIMEOUT',
   'ER_HOST_IS_BLOCKED',
 ]);
+
+/**
+ * MariaDB error numbers mysql2 has no name for (its table is MySQL's): 1969 is MariaDB's
+ * ER_STATEMENT_TIMEOUT, what max_statement_time raises when the server stops a statement before
+ * our client-side timer fires.
+ */
+const MARIADB_UNAVAILABLE_ERRNOS = new Set([1969]);
 
 /** The server cannot be reached at all: worth failing fast for a moment instead of retrying each call. */
 const HOST_DOWN_CODES = new Set([...UNREACHABLE_CODES, 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR']);
@@ -82,7 +90,7 @@ export function mapMysqlError(err: unknown, ctx: MysqlErrorContext): ShardKitErr
   const code = typeof e.code === 'string' ? e.code : '';
   const reason = `${code ? `${code}: ` : ''}${(e.sqlMessage ?? e.message ?? String(err)).split('\n')[0]}`;
   const details: Record<string, unknown> = { host: ctx.host, ...(ctx.shard !== undefined ? { shard: ctx.shard, fleet: ctx.fleet ?? 'objects' } : {}), driverCode: code };
-  if (CONNECTION_CODES.has(code) || UNAVAILABLE_SERVER_CODES.has(code)) {
+  if (CONNECTION_CODES.has(code) || UNAVAILABLE_SERVER_CODES.has(code) || (code === '' && typeof e.errno === 'number' && MARIADB_UNAVAILABLE_ERRNOS.has(e.errno))) {
     return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details });
   }
   switch (code) {
