@@ -421,7 +421,7 @@ export class WideColumnStore {
       for (const { ctx, items, explicit, duplicates } of rows) {
         // Server timestamps are taken only now, after any explicit put to the row has finished.
         let base: number | null = null;
-        let logged: PreparedItem[] = items;
+        let toLog: PreparedItem[] = items;
         if (!duplicates) {
           if (explicit < items.length) base = this.oracle.reserve(ctx.id, 1);
           for (const i of items) {
@@ -451,14 +451,14 @@ export class WideColumnStore {
             const cur = newest.get(i.column);
             if (!cur || i.ts! > cur.ts!) newest.set(i.column, i);
           }
-          logged = [...newest.values()];
+          toLog = [...newest.values()];
         }
         if (ctx.ds.latestIndex) {
-          // The put's cells once more, as one write-log record in the row's head region: what
-          // versions=1 reads find without scanning versions, folded into heads later.
+          // One write-log record naming the put's (column, timestamp) pairs in the row's head
+          // region: how reads of deep rows find the newest cells until a fold makes them heads.
           const seq = base ?? this.oracle.reserve(ctx.id, 1);
           if (seq > maxTs) maxTs = seq;
-          w.tryPut(logKey(ctx.headPrefix, seq), encodeLog(logged as Array<PreparedItem & { ts: number }>));
+          w.tryPut(logKey(ctx.headPrefix, seq), encodeLog(toLog as Array<PreparedItem & { ts: number }>));
         }
         results.push({ row: ctx.row, timestamp: base });
       }

@@ -192,3 +192,14 @@ test('one delete batch with a whole row and then some of its columns leaves noth
   assert.deepEqual(await records(store), { cells: 0, heads: 0, logs: 0 });
   assert.deepEqual((await store.getRow('d', 'row')).columns, []);
 }));
+
+test('foldAfter must be a positive integer', async () => {
+  const tmp = tempDir();
+  try {
+    for (const foldAfter of [0, -1, 1.5, Number.NaN]) {
+      await assert.rejects(openStore(tmp.dir, { foldAfter }), (err: { code?: string }) => err.code === 'INVALID_CONFIG', String(foldAfter));
+    }
+  } finally {
+    tmp.cleanup();
+  }
+});
