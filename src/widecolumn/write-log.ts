@@ -17,14 +17,16 @@ const TS_BYTES = 8;
  * The newest logged timestamp per column, sorted by escaped column. A record may name a cell
  * that is gone (a column deleted, or compacted away after it expired): readers check the cell.
  */
-export async function readLog(db: RocksDB, ctx: RowContext): Promise<{ cells: LoggedCell[]; records: number }> {
+export async function readLog(db: RocksDB, ctx: RowContext): Promise<{ cells: LoggedCell[]; records: number; bytes: number }> {
   const best = new Map<string, LoggedCell>();
   let records = 0;
-  for await (const { value } of db.iterator(logRange(ctx.headPrefix), { capacity: 32 })) {
+  let bytes = 0;
+  for await (const { key, value } of db.iterator(logRange(ctx.headPrefix), { capacity: 32 })) {
     records++;
+    bytes += key.length + value.length;
     addNewest(best, value);
   }
-  return { cells: sortedCells(best), records };
+  return { cells: sortedCells(best), records, bytes };
 }
 
 export function addNewest(best: Map<string, LoggedCell>, record: Buffer): void {
@@ -64,16 +66,11 @@ export interface FoldResult {
  * a column whose newest cell has expired loses its head instead.
  */
 export async function foldLog(db: RocksDB, ctx: RowContext, w: WriteBatch, options: { expiredAt?: number } = {}): Promise<FoldResult> {
+  const log = await readLog(db, ctx);
+  const result: FoldResult = { records: log.records, removedHeads: 0, removedBytes: log.bytes };
+  if (log.records === 0) return result;
   const range = logRange(ctx.headPrefix);
-  const best = new Map<string, LoggedCell>();
-  const result: FoldResult = { records: 0, removedHeads: 0, removedBytes: 0 };
-  for await (const { key, value } of db.iterator(range, { capacity: 32 })) {
-    result.records++;
-    result.removedBytes += key.length + value.length;
-    addNewest(best, value);
-  }
-  if (result.records === 0) return result;
-  const logged = [...best.values()];
+  const logged = log.cells;
   const headKeys = logged.map((c) => concat(ctx.headPrefix, c.colEsc));
   const read = db.read({ capacity: 2 * logged.length, autoDestroy: true });
   const pendingHeads = headKeys.map((k) => read.get(k));
