@@ -77,7 +77,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);
-  installErrorHandler(app);
+  // Before any route (swagger's included): metrics hook each route as it is added.
+  const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
+  installErrorHandler(app, metrics !== undefined ? { notFoundPreHandler: metrics.countUnmatched } : {});
 
   await app.register(swagger, {
     openapi: {
@@ -102,7 +104,6 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const registry = options.metrics === false ? undefined : installMetrics(app, kit);
   await app.register(async (api) => {
     // Our routes take JSON only (text/plain would reach the schema as a string): anything else
     // is 415. RFC 7396 patches arrive as application/merge-patch+json and parse like JSON.
@@ -111,7 +112,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await api.register(objectRoutes(kit));
     await api.register(mappingRoutes(kit));
     await api.register(lookupRoutes(kit));
-    await api.register(systemRoutes(kit, registry));
+    await api.register(systemRoutes(kit, metrics?.registry));
   });
   for (const plugin of options.plugins ?? []) {
     await app.register(async (child) => {

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, preHandlerHookHandler } from 'fastify';
 import { ShardKitError } from '../errors.js';
 
 export interface ErrorBody {
@@ -9,7 +9,7 @@ export interface ErrorBody {
  * Maps every error to `{"error":{"code","message"}}` once: ShardKitError by its code, Fastify's
  * own validation/parse errors to 4xx codes, anything else to 500 INTERNAL without a stack trace.
  */
-export function installErrorHandler(app: FastifyInstance): void {
+export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler } = {}): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     const { status, body } = toErrorResponse(err);
     // Clients see only the code and message; the log keeps the cause (storage failures included).
@@ -17,7 +17,7 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (status >= 500 && status !== 501) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
     void reply.code(status).type('application/json').send(body);
   });
-  app.setNotFoundHandler((request, reply) => {
+  app.setNotFoundHandler(options.notFoundPreHandler !== undefined ? { preHandler: options.notFoundPreHandler } : {}, (request, reply) => {
     void reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } });
   });
 }

@@ -31,6 +31,9 @@ test('/metrics counts requests by route pattern and shard errors by host', async
     const o = await createObject(f.app, 'pin', {}, { shard: 1 });
     await f.app.inject({ method: 'GET', url: `/v1/objects/${o.id}` });
     await f.app.inject({ method: 'GET', url: '/v1/objects/abc' });
+    await f.app.inject({ method: 'HEAD', url: `/v1/objects/${o.id}` });
+    await f.app.inject({ method: 'DELETE', url: '/no/such/route' });
+    await f.app.inject({ method: 'GET', url: '/openapi.json' });
     // A shard file that is not a database: the read fails as SHARD_UNAVAILABLE (503), counted per host.
     mkdirSync(join(f.root, 'MySQL001A'), { recursive: true });
     writeFileSync(join(f.root, 'MySQL001A', 'db00002.sqlite'), 'this is not a database, just some text that is long enough to have a header'.repeat(20));
@@ -42,6 +45,11 @@ test('/metrics counts requests by route pattern and shard errors by host', async
     assert.match(res.body, /shardkit_http_requests_total\{method="GET",route="\/v1\/objects\/:id",status="200"\} 1/);
     assert.match(res.body, /shardkit_http_requests_total\{method="GET",route="\/v1\/objects\/:id",status="400"\} 1/);
     assert.match(res.body, /shardkit_http_requests_total\{method="POST",route="\/v1\/objects\/:type",status="201"\} 1/);
+    // Each route counts its own requests (including automatic HEAD routes and the docs routes,
+    // which are registered first); requests that match no route count as "unmatched".
+    assert.match(res.body, /shardkit_http_requests_total\{method="HEAD",route="\/v1\/objects\/:id",status="200"\} 1/);
+    assert.match(res.body, /shardkit_http_requests_total\{method="DELETE",route="unmatched",status="404"\} 1/);
+    assert.match(res.body, /shardkit_http_requests_total\{method="GET",route="\/openapi.json",status="200"\} 1/);
     assert.match(res.body, /shardkit_http_request_duration_seconds_bucket\{le="[0-9.]+",method="GET",route="\/v1\/objects\/:id"\}/);
     assert.match(res.body, /shardkit_shard_errors_total\{host="MySQL001A",fleet="objects",op="get"\} 1/);
     assert.match(res.body, /shardkit_topology_version 1/);
