@@ -8,11 +8,14 @@ if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
 elif ! command -v mariadb >/dev/null 2>&1; then
   need+=(mariadb-client)
 fi
+# The cache tests (test/cache) run their own redis-server and memcached.
+if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi
+if ! command -v memcached >/dev/null 2>&1; then need+=(memcached); fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "install-test-deps: need root to apt-get install ${need[*]}" >&2; exit 1; fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  # The package starts a system server; the tests run their own, so stop it.
-  (service mariadb stop || true) >/dev/null 2>&1
+  # The packages start system servers; the tests run their own, so stop them.
+  for svc in mariadb redis-server memcached; do (service "$svc" stop || true) >/dev/null 2>&1; done
 fi

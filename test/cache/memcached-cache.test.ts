@@ -1,0 +1,60 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MemcachedCache, checkMemcachedKey } from '../../src/cache/index.js';
+import { isShardKitError } from '../../src/errors.js';
+import { runCacheSuite } from '../conformance/cache-suite.js';
+import { LocalCacheServer } from './cache-servers.js';
+
+let server: LocalCacheServer;
+before(async () => {
+  server = await LocalCacheServer.start('memcached');
+});
+after(async () => {
+  await server?.destroy();
+});
+
+runCacheSuite({ name: 'memcached', factory: () => ({ open: () => new MemcachedCache({ servers: [server.address] }) }), supports: { shared: true } });
+
+test('memcached keys: over 250 bytes, whitespace or control characters are INVALID_ARGUMENT with a clear message', async () => {
+  assert.equal(checkMemcachedKey('o:' + '1'.repeat(248)), 'o:' + '1'.repeat(248));
+  const cache = new MemcachedCache({ servers: [server.address] });
+  try {
+    const cases: Array<[string, RegExp]> = [
+      ['o:' + '1'.repeat(249), /251 bytes; the limit is 250/],
+      ['é'.repeat(126), /252 bytes/],
+      ['a b', /whitespace or a control character/],
+      ['a\nb', /whitespace or a control character/],
+      ['a\u0001b', /whitespace or a control character/],
+      ['', /non-empty/],
+    ];
+    for (const [key, message] of cases) {
+      for (const call of [() => cache.getMany([key]), () => cache.setMany([[key, 'v']], 60), () => cache.deleteMany([key])]) {
+        await assert.rejects(call(), (err) => isShardKitError(err, 'INVALID_ARGUMENT') && message.test(err.message));
+      }
+    }
+  } finally {
+    await cache.close();
+  }
+});
+
+test('memcached cache: a stopped server fails calls (no hang), and the client recovers when it is back', async () => {
+  const own = await LocalCacheServer.start('memcached');
+  const cache = new MemcachedCache({ servers: [own.address] });
+  try {
+    await cache.setMany([['k', 'v']], 60);
+    await own.stop();
+    for (const call of [() => cache.getMany(['k']), () => cache.setMany([['k', 'w']], 60), () => cache.deleteMany(['k'])]) {
+      await assert.rejects(call(), (err) => err instanceof Error && !isShardKitError(err, 'CLOSED'));
+    }
+    await own.restart();
+    let got: (string | undefined)[] | undefined;
+    for (let i = 0; i < 100 && got === undefined; i++) {
+      got = await cache.getMany(['k']).catch(() => undefined);
+      if (got === undefined) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(got, [undefined], 'a restarted memcached is empty and reachable again');
+  } finally {
+    await cache.close();
+    await own.destroy();
+  }
+});
