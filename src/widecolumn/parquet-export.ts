@@ -1,5 +1,6 @@
 import { existsSync, rmSync } from 'node:fs';
-import { rename } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, rename, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ParquetSchema, ParquetWriter } from '@dsnp/parquetjs';
 import { ShardKitError } from '../errors.js';
@@ -24,6 +25,22 @@ export interface ExportReport {
  */
 export function exportSchema(): Promise<object> {
   return parquetSchema();
+}
+
+/**
+ * Moves the finished file to its name. Without overwrite, link() creates the name only if it is
+ * still free, so of two exports racing for one name exactly one wins and the other is refused
+ * (existsSync at the start only spares a doomed export its work).
+ */
+async function publish(tmp: string, target: string, overwrite: boolean): Promise<void> {
+  if (overwrite) return rename(tmp, target);
+  try {
+    await link(tmp, target);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
+    throw err;
+  }
+  await unlink(tmp);
 }
 
 /** @dsnp/parquetjs is loaded on first use (heavy). */
@@ -51,8 +68,8 @@ async function runExport(store: WideColumnStore, dataset: string, file: string, 
   const ds = store.dataset(dataset);
   const target = resolve(file);
   if (!options.overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
-  const tmp = `${target}.partial`;
-  rmSync(tmp, { force: true });
+  // Each export writes its own temp file: two exports to one name must not share (and delete) one.
+  const tmp = `${target}.${process.pid}-${randomBytes(4).toString('hex')}.partial`;
   const snap = store.snapshot();
   const now = snap.takenAt;
   let cells = 0;
@@ -96,7 +113,7 @@ async function runExport(store: WideColumnStore, dataset: string, file: string, 
     }
     await writer.close();
     writer = null;
-    await rename(tmp, target);
+    await publish(tmp, target, options.overwrite === true);
   } catch (err) {
     if (writer) await writer.close().catch(() => undefined);
     rmSync(tmp, { force: true });

@@ -128,3 +128,29 @@ test('Parquet export: live cells only (TTL, maxVersions), read back with hyparqu
     tmp.cleanup();
   }
 });
+
+test('Parquet export: concurrent exports to one new name: one file, complete, the others ALREADY_EXISTS, no temp files left', async () => {
+  const tmp = tempDir();
+  const store = await openStore(tmp.dir);
+  try {
+    await store.putDataset('seq', { maxVersions: 1 });
+    for (let i = 0; i < 300; i++) await store.putRow('seq', `row${i}`, [{ column: 'c', value: `v${i}` }]);
+    const out = join(tmp.dir, 'out');
+    mkdirSync(out);
+    const file = join(out, 'seq.parquet');
+    const results = await Promise.allSettled([1, 2, 3].map(() => exportParquet(store, 'seq', file)));
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => r.status === 'rejected' ? String(r.reason) : 'ok')));
+    for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, 'ALREADY_EXISTS');
+    const records = await parquetReadObjects({ file: await asyncBufferFromFile(file) }) as Array<{ row_key: string }>;
+    assert.equal(records.length, 300);
+    assert.deepEqual(readdirSync(out), ['seq.parquet']);
+    // With overwrite, concurrent exports all succeed and leave one complete file.
+    const again = await Promise.allSettled([1, 2].map(() => exportParquet(store, 'seq', file, { overwrite: true })));
+    assert.deepEqual(again.map((r) => r.status), ['fulfilled', 'fulfilled']);
+    assert.equal((await parquetReadObjects({ file: await asyncBufferFromFile(file) })).length, 300);
+    assert.deepEqual(readdirSync(out), ['seq.parquet']);
+  } finally {
+    await store.close();
+    tmp.cleanup();
+  }
+});
