@@ -11,3 +11,6 @@ export { buildApp, type BuildAppOptions, type RoutePlugin } from './http/app.js'
 export { parseConfig, loadConfigFile, defaultConfig, resolveSchema, type ShardKitConfig, type ConfigInput } from './config/config.js';
 export { WideColumnStore, WideColumnSnapshot, compact as compactWideColumn, backup as backupWideColumn, restore as restoreWideColumn, exportParquet, openWideColumnService, type WideColumnStoreOptions, type WideColumnLimits, type DatasetConfig, type DatasetSettings, type GetRowOptions, type GetRowRequest, type PutItem, type PutRowRequest, type PutRowResult, type DeleteRowRequest, type RowResult, type ColumnCells, type Cell, type CompactionReport, type BackupManifest, type ExportReport } from './widecolumn/index.js';
 export { TicketClient, createTicketClient, initTicketServers, resolveTickets, ticketsConfigSchema, type TicketMode, type TicketClientOptions, type TicketsConfig, type TicketsConfigInput, type ResolvedTickets, type TicketInitServerResult } from './tickets/index.js';
+export { MemoryCache, createCache, checkMemcachedKey, MAX_TTL_SECONDS, DEFAULT_CACHE_TTL_SECONDS, type Cache, type CacheSpec, type MemoryCacheOptions, type RedisCacheOptions, type MemcachedCacheOptions } from './cache/index.js';
+export type { CacheErrorEvent, CacheStats } from './store/types.js';
+export type { StoreCacheOptions } from './store/store-cache.js';

@@ -17,6 +17,9 @@ export interface Cache {
   close(): Promise<void>;
 }
 
+/** TTL used when a config or ShardKit option gives none. */
+export const DEFAULT_CACHE_TTL_SECONDS = 300;
+
 /** Longest TTL: memcached reads a larger expiry as an absolute unix time. */
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 

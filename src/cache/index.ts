@@ -1,12 +1,10 @@
 import type { Cache } from './cache.js';
 import { MemoryCache } from './memory/memory-cache.js';
-import { RedisCache } from './redis/redis-cache.js';
-import { MemcachedCache } from './memcached/memcached-cache.js';
 
-export { type Cache, MAX_TTL_SECONDS } from './cache.js';
+export { type Cache, MAX_TTL_SECONDS, DEFAULT_CACHE_TTL_SECONDS } from './cache.js';
 export { MemoryCache, type MemoryCacheOptions } from './memory/memory-cache.js';
-export { RedisCache, type RedisCacheOptions } from './redis/redis-cache.js';
-export { MemcachedCache, type MemcachedCacheOptions } from './memcached/memcached-cache.js';
+export type { RedisCacheOptions } from './redis/redis-cache.js';
+export type { MemcachedCacheOptions } from './memcached/memcached-cache.js';
 export { checkMemcachedKey, MAX_MEMCACHED_KEY_BYTES } from './memcached/memcached-keys.js';
 
 /** The config file's `cache` section (validated in src/config/config.ts). */
@@ -15,17 +13,22 @@ export type CacheSpec =
   | { kind: 'redis'; url: string; ttlSeconds?: number; keyPrefix?: string }
   | { kind: 'memcached'; servers: readonly string[]; ttlSeconds?: number; keyPrefix?: string };
 
-/** TTL used when a spec gives none. */
-export const DEFAULT_CACHE_TTL_SECONDS = 300;
-
-/** Opens the cache a config names; never fails on a down server (clients connect in the background). */
-export function createCache(spec: CacheSpec): Cache {
+/**
+ * Opens the cache a config names. The Redis and memcached clients are imported only here, so a
+ * kit without them never loads ioredis or memjs. Never fails on a down server: the clients
+ * connect in the background and report failures per call.
+ */
+export async function createCache(spec: CacheSpec): Promise<Cache> {
   switch (spec.kind) {
     case 'memory':
       return new MemoryCache(spec.maxEntries === undefined ? {} : { maxEntries: spec.maxEntries });
-    case 'redis':
+    case 'redis': {
+      const { RedisCache } = await import('./redis/redis-cache.js');
       return new RedisCache({ url: spec.url });
-    case 'memcached':
+    }
+    case 'memcached': {
+      const { MemcachedCache } = await import('./memcached/memcached-cache.js');
       return new MemcachedCache({ servers: spec.servers });
+    }
   }
 }

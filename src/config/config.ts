@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { MAX_TTL_SECONDS } from '../cache/cache.js';
 import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_TYPE } from '../ids/pinterest-id.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
@@ -69,6 +70,33 @@ export const topologyStoreSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('memory') }).strict(),
 ]);
 
+const ttlSeconds = z.number().int().min(1).max(MAX_TTL_SECONDS).optional();
+/** Put before every cache key; keys must stay within memcached's rules (no whitespace, 250 bytes). */
+const keyPrefix = z.string().regex(/^[A-Za-z0-9_.:-]{0,64}$/, 'must be at most 64 of A-Z a-z 0-9 _ . : -').optional();
+// memjs splits each server at ':', so IPv6 literals cannot be given.
+const memcachedServer = z.string().regex(/^[A-Za-z0-9.-]+:[0-9]{1,5}$/, 'must be host:port (a name or IPv4 address)');
+
+/** The read-through cache (src/cache, docs/caching.md); absent: no cache. */
+export const cacheSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('memory'), maxEntries: z.number().int().min(1).max(100_000_000).optional(), ttlSeconds, keyPrefix }).strict(),
+  z.object({
+    kind: z.literal('redis'),
+    url: z.string().refine(isRedisUrl, 'must be a redis:// or rediss:// URL'),
+    ttlSeconds,
+    keyPrefix,
+  }).strict(),
+  z.object({ kind: z.literal('memcached'), servers: z.array(memcachedServer).min(1), ttlSeconds, keyPrefix }).strict(),
+]);
+
+function isRedisUrl(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 export const configSchema = z.object({
   storage: storageSchema.default({ backend: 'sqlite', dir: 'hosts', maxOpenShards: 256, synchronous: 'normal', busyTimeoutMs: 5000 }),
   hosts: z.record(z.string(), hostSchema).default({}),
@@ -76,6 +104,8 @@ export const configSchema = z.object({
   shardMap: shardMapSchema,
   topologyStore: topologyStoreSchema.default({ kind: 'file', path: 'topology.json' }),
   schema: schemaConfigSchema,
+  /** Read-through cache of objects and mapping lists; default none (docs/caching.md). */
+  cache: cacheSchema.optional(),
   /** Ticket servers and named sequences (src/tickets, docs/tickets.md). */
   tickets: ticketsConfigSchema.optional(),
   /** Wide-column store (src/widecolumn); validated by that module. */

@@ -2,6 +2,7 @@ import { ShardKitError } from '../errors.js';
 import type { MappingDef } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import { decodeCursor, encodeCursor } from './cursor-codec.js';
+import type { StoreCache } from './store-cache.js';
 import type { LocatedId, StoreContext } from './store-context.js';
 import type { ListOptions, ListOrder, MappingListPage } from './types.js';
 
@@ -41,7 +42,12 @@ export class Mappings {
     if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence)) {
       throw new ShardKitError('INVALID_ARGUMENT', 'sequence must be a safe integer');
     }
-    await this.ctx.call(fromLoc.ref, 'mapping-add', () => this.ctx.backend.addMapping(fromLoc.ref, def.table, fromLoc.id, toLoc.id, sequence));
+    try {
+      await this.ctx.call(fromLoc.ref, 'mapping-add', () => this.ctx.backend.addMapping(fromLoc.ref, def.table, fromLoc.id, toLoc.id, sequence));
+    } finally {
+      // Also after a failure: it may have committed (a timeout after COMMIT).
+      await this.ctx.cache?.bumpGeneration(def.name, fromLoc.id);
+    }
   }
 
   async list(name: string, from: bigint | string, options: ListOptions = {}): Promise<MappingListPage> {
@@ -49,26 +55,40 @@ export class Mappings {
     const def = this.ctx.mapping(name);
     const fromLoc = this.end(map, def, from, 'from');
     const { limit, order, after } = parseListOptions(options);
-    // One row more than asked says whether there is a next page.
-    const rows = await this.ctx.call(fromLoc.ref, 'mapping-list', () =>
-      this.ctx.backend.listMappings(fromLoc.ref, def.table, fromLoc.id, { limit: limit + 1, order, ...(after ? { after } : {}) }));
-    const items = rows.slice(0, limit).map((r) => ({ id: r.toId, sequence: r.sequence }));
-    const last = rows.length > limit ? rows[limit - 1]! : undefined;
-    return { items, next: last ? encodeCursor(last, order) : null };
+    const read = async (): Promise<MappingListPage> => {
+      // One row more than asked says whether there is a next page.
+      const rows = await this.ctx.call(fromLoc.ref, 'mapping-list', () =>
+        this.ctx.backend.listMappings(fromLoc.ref, def.table, fromLoc.id, { limit: limit + 1, order, ...(after ? { after } : {}) }));
+      const items = rows.slice(0, limit).map((r) => ({ id: r.toId, sequence: r.sequence }));
+      const last = rows.length > limit ? rows[limit - 1]! : undefined;
+      return { items, next: last ? encodeCursor(last, order) : null };
+    };
+    const cache = this.ctx.cache;
+    if (cache === undefined) return read();
+    // The page key is built from the parsed cursor, never from the client's text.
+    const page = `${order}:${limit}:${after ? `${after.sequence}.${after.toId}` : '-'}`;
+    return readThrough(cache, def.name, fromLoc.id, page, read, encodePage, decodePage);
   }
 
   /** True when the pair existed. */
   async remove(name: string, from: bigint | string, to: bigint | string): Promise<boolean> {
     const map = await this.ctx.map();
     const { def, fromLoc, toLoc } = this.resolve(map, name, from, to);
-    return this.ctx.call(fromLoc.ref, 'mapping-remove', () => this.ctx.backend.removeMapping(fromLoc.ref, def.table, fromLoc.id, toLoc.id));
+    try {
+      return await this.ctx.call(fromLoc.ref, 'mapping-remove', () => this.ctx.backend.removeMapping(fromLoc.ref, def.table, fromLoc.id, toLoc.id));
+    } finally {
+      await this.ctx.cache?.bumpGeneration(def.name, fromLoc.id);
+    }
   }
 
   async count(name: string, from: bigint | string): Promise<number> {
     const map = await this.ctx.map();
     const def = this.ctx.mapping(name);
     const fromLoc = this.end(map, def, from, 'from');
-    return this.ctx.call(fromLoc.ref, 'mapping-count', () => this.ctx.backend.countMappings(fromLoc.ref, def.table, fromLoc.id));
+    const read = () => this.ctx.call(fromLoc.ref, 'mapping-count', () => this.ctx.backend.countMappings(fromLoc.ref, def.table, fromLoc.id));
+    const cache = this.ctx.cache;
+    if (cache === undefined) return read();
+    return readThrough(cache, def.name, fromLoc.id, 'count', read, String, decodeCount);
   }
 
   private resolve(map: ShardMap, name: string, from: unknown, to: unknown): { def: MappingDef; fromLoc: LocatedId; toLoc: LocatedId } {
@@ -85,4 +105,80 @@ export class Mappings {
     }
     return loc;
   }
+}
+
+/*
+ * Mapping lists are cached per (mapping, from) under a generation: a key g:<mapping>:<from>
+ * holds a random token, and every page and count of that list is stored under a key that
+ * embeds it. add/remove replace the token, which orphans every page at once (memcached cannot
+ * list or delete by prefix; the orphans expire with their TTL). It tolerates races simply: a
+ * reader that read the list before a write can only fill under the old token, which nobody
+ * reads any more. The one window left is a reader that found no token at all and creates one
+ * after another process's write set its own: inside one process the fill guard (on the
+ * generation key) closes it; across processes the TTL bounds it.
+ */
+async function readThrough<T>(
+  cache: StoreCache,
+  mapping: string,
+  from: bigint,
+  what: string,
+  read: () => Promise<T>,
+  encode: (value: T) => string,
+  decode: (text: string) => T | undefined,
+): Promise<T> {
+  const genKey = cache.generationKey(mapping, from);
+  // The token is taken before the generation is read: a write after this point skips our fill.
+  const token = cache.begin();
+  let filled = false;
+  try {
+    const [current] = await cache.read([genKey], false);
+    if (current !== undefined) {
+      const [text] = await cache.read([cache.listKey(mapping, from, current, what)], false);
+      const hit = text === undefined ? undefined : decode(text);
+      if (hit !== undefined) {
+        cache.count(true);
+        return hit;
+      }
+    }
+    cache.count(false);
+    const value = await read();
+    const generation = current ?? cache.newGeneration();
+    const entries: [string, string, string][] = [[cache.listKey(mapping, from, generation, what), encode(value), genKey]];
+    if (current === undefined) entries.push([genKey, generation, genKey]);
+    filled = true;
+    cache.fill(token, entries);
+    return value;
+  } finally {
+    if (!filled) cache.release();
+  }
+}
+
+/** A page as `[next, id, sequence, id, sequence, ...]` with IDs as decimal strings. */
+function encodePage(page: MappingListPage): string {
+  const flat: (string | number | null)[] = [page.next];
+  for (const item of page.items) flat.push(String(item.id), item.sequence);
+  return JSON.stringify(flat);
+}
+
+function decodePage(text: string): MappingListPage | undefined {
+  let flat: unknown;
+  try {
+    flat = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(flat) || flat.length % 2 !== 1 || (flat[0] !== null && typeof flat[0] !== 'string')) return undefined;
+  const items: MappingListPage['items'] = [];
+  for (let i = 1; i < flat.length; i += 2) {
+    const id = flat[i];
+    const sequence = flat[i + 1];
+    if (typeof id !== 'string' || !/^[0-9]{1,20}$/.test(id) || typeof sequence !== 'number') return undefined;
+    items.push({ id: BigInt(id), sequence });
+  }
+  return { items, next: flat[0] as string | null };
+}
+
+function decodeCount(text: string): number | undefined {
+  const n = Number(text);
+  return /^[0-9]{1,16}$/.test(text) && Number.isSafeInteger(n) ? n : undefined;
 }

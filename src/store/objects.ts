@@ -6,6 +6,7 @@ import type { ShardMap } from '../topology/shard-map.js';
 import { etagOf } from './etag.js';
 import { decodeActive, encodeData, isPlainObject, liveData } from './json-data.js';
 import { mergePatch } from './merge-patch.js';
+import type { StoreCache } from './store-cache.js';
 import type { LocatedId, StoreContext } from './store-context.js';
 import { StoreObject } from './store-object.js';
 import type { CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
@@ -20,7 +21,10 @@ class Abort {
  * before any storage is touched, so bad input never writes anything.
  */
 export class Objects {
-  constructor(private readonly ctx: StoreContext) {}
+  constructor(private readonly ctx: StoreContext) {
+    // Chosen once here, so that get() without a cache stays exactly the tuned path below.
+    if (ctx.cache !== undefined) this.get = (id) => this.getCached(id, ctx.cache!);
+  }
 
   /** Creates an object on the shard of `near`, on `shard`, or on a uniformly chosen open shard. */
   async create(type: string, data: JsonObject, options: CreateOptions = {}): Promise<StoreObject> {
@@ -74,14 +78,49 @@ export class Objects {
         return undefined;
       }
     });
+    const out: (StoreObject | undefined)[] = new Array(ids.length).fill(undefined);
+    const cache = this.ctx.cache;
+    if (cache === undefined) {
+      await this.readShards(located, located.map((_, i) => i), out);
+      return out;
+    }
+    // One cache round trip for all, the backend only for the misses, one fill of what it returned.
+    const wanted = located.flatMap((loc, i) => (loc === undefined ? [] : [i]));
+    const keys = wanted.map((i) => cache.objectKey(located[i]!.id));
+    const values = await cache.read(keys);
+    const misses: number[] = [];
+    wanted.forEach((i, k) => {
+      const hit = values[k] === undefined ? undefined : fromCacheEntry(located[i]!, values[k]!);
+      if (hit === undefined) misses.push(i);
+      else out[i] = hit;
+    });
+    if (misses.length === 0) return out;
+    const token = cache.begin();
+    try {
+      await this.readShards(located, misses, out);
+    } catch (err) {
+      cache.release();
+      throw err;
+    }
+    const entries: [string, string][] = [];
+    for (const i of misses) {
+      const obj = out[i];
+      if (obj !== undefined) entries.push([cache.objectKey(obj.id), toCacheEntry(obj)]);
+    }
+    cache.fill(token, entries);
+    return out;
+  }
+
+  /** Reads `indexes` of `located` from their shards into `out`: one backend call per shard, shards in parallel. */
+  private async readShards(located: ReadonlyArray<LocatedId | undefined>, indexes: readonly number[], out: (StoreObject | undefined)[]): Promise<void> {
     const byShard = new Map<number, number[]>();
-    located.forEach((loc, i) => {
-      if (loc === undefined) return;
+    for (const i of indexes) {
+      const loc = located[i];
+      if (loc === undefined) continue;
       const list = byShard.get(loc.shard);
       if (list) list.push(i);
       else byShard.set(loc.shard, [i]);
-    });
-    const out: (StoreObject | undefined)[] = new Array(ids.length).fill(undefined);
+    }
     await Promise.all([...byShard.values()].map(async (idx) => {
       const ref = located[idx[0]!]!.ref;
       const keys: ObjectKey[] = idx.map((i) => ({ table: located[i]!.type.table, localId: located[i]!.localId }));
@@ -91,7 +130,35 @@ export class Objects {
         out[i] = row && toObject(located[i]!, row);
       });
     }));
-    return out;
+  }
+
+  /** get() when a cache is configured: the cache, then on a miss the shard and a (guarded) fill. */
+  private async getCached(id: bigint | string, cache: StoreCache): Promise<StoreObject> {
+    const map = this.ctx.loaded ?? (await this.ctx.map());
+    const loc = this.ctx.locate(map, id);
+    const key = cache.objectKey(loc.id);
+    const [value] = await cache.read([key]);
+    const hit = value === undefined ? undefined : fromCacheEntry(loc, value);
+    if (hit !== undefined) return hit;
+    const token = cache.begin();
+    let row: StoredObject | undefined;
+    try {
+      [row] = await this.ctx.call(loc.ref, 'get', () => this.ctx.backend.getObjects(loc.ref, [{ table: loc.type.table, localId: loc.localId }]));
+    } catch (err) {
+      cache.release();
+      throw err;
+    }
+    const obj = row && toObject(loc, row);
+    // Deleted and missing objects are not cached: only live ones are entries.
+    cache.fill(token, obj === undefined ? [] : [[key, toCacheEntry(obj)]]);
+    if (obj === undefined) throw notFound(loc.id);
+    return obj;
+  }
+
+  /** After a write to `loc` (committed, or of unknown outcome): forget its cache entry. */
+  private async invalidate(loc: LocatedId): Promise<void> {
+    const cache = this.ctx.cache;
+    if (cache !== undefined) await cache.invalidate([cache.objectKey(loc.id)]);
   }
 
   /**
@@ -130,9 +197,12 @@ export class Objects {
         }
       }), (err) => err instanceof Abort || (callerError !== undefined && err === callerError.error));
     } catch (err) {
+      // A storage failure may have committed (a timeout after COMMIT): forget the entry then too.
+      if (!(err instanceof Abort) && (callerError === undefined || err !== callerError.error)) await this.invalidate(loc);
       if (err instanceof Abort) throw err.error;
       throw err;
     }
+    await this.invalidate(loc);
     const obj = row && toObject(loc, row);
     if (obj === undefined) throw notFound(loc.id);
     return obj;
@@ -149,7 +219,14 @@ export class Objects {
     const map = await this.ctx.map();
     const loc = this.ctx.locate(map, id);
     if (options.hard === true) {
-      const removed = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.deleteObject(loc.ref, loc.type.table, loc.localId));
+      let removed: boolean;
+      try {
+        removed = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.deleteObject(loc.ref, loc.type.table, loc.localId));
+      } catch (err) {
+        await this.invalidate(loc);
+        throw err;
+      }
+      await this.invalidate(loc);
       if (!removed) throw notFound(loc.id);
       return;
     }
@@ -162,8 +239,10 @@ export class Objects {
       }), (err) => err instanceof Abort);
     } catch (err) {
       if (err instanceof Abort) throw err.error;
+      await this.invalidate(loc);
       throw err;
     }
+    await this.invalidate(loc);
     if (row === undefined) throw notFound(loc.id);
   }
 
@@ -185,6 +264,23 @@ function toObject(loc: LocatedId, row: StoredObject): StoreObject | undefined {
   // `data` is parsed lazily: the HTTP service sends the stored text without parsing it.
   const { live, data } = liveData(row.data);
   return live ? new StoreObject(loc.id, loc.type.name, loc.shard, data, row.data, row.createdAt) : undefined;
+}
+
+/*
+ * A cached object is `<createdAt ms>\n<stored data text>`: enough to rebuild the StoreObject
+ * (ID, type and shard come from the ID itself). Only live objects are ever written.
+ */
+function toCacheEntry(obj: StoreObject): string {
+  return `${obj.createdAt.getTime()}\n${obj.storedText}`;
+}
+
+/** The object of a cache entry; undefined (a miss) for anything not written by toCacheEntry. */
+function fromCacheEntry(loc: LocatedId, entry: string): StoreObject | undefined {
+  const nl = entry.indexOf('\n');
+  if (nl < 1) return undefined;
+  const ms = Number(entry.slice(0, nl));
+  if (!Number.isSafeInteger(ms)) return undefined;
+  return new StoreObject(loc.id, loc.type.name, loc.shard, undefined, entry.slice(nl + 1), new Date(ms));
 }
 
 function notFound(id: bigint): ShardKitError {

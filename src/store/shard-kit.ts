@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { ShardKitError } from '../errors.js';
 import { loadConfigFile, parseConfig, resolveSchema, type ConfigInput, type ShardKitConfig } from '../config/config.js';
 import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
+import { createCache, DEFAULT_CACHE_TTL_SECONDS, type Cache } from '../cache/index.js';
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
@@ -12,7 +13,12 @@ import { Mappings } from './mappings.js';
 import { Objects } from './objects.js';
 import { StoreContext } from './store-context.js';
 import type { StoreObject } from './store-object.js';
-import type { ListOptions } from './types.js';
+import type { CacheStats, ListOptions } from './types.js';
+import type { StoreCacheOptions } from './store-cache.js';
+
+function isCache(value: Cache | StoreCacheOptions): value is Cache {
+  return typeof (value as Cache).getMany === 'function';
+}
 
 export interface ShardKitOptions {
   backend: ShardBackend;
@@ -23,7 +29,12 @@ export interface ShardKitOptions {
   shardMap?: ShardMap;
   /** Random source for placing new objects (tests pass a seeded one). */
   random?: () => number;
-  /** close() also closes the backend and the topology store (set by ShardKit.open). */
+  /**
+   * Read-through cache of objects and mapping lists (docs/caching.md): a Cache, or one with its
+   * TTL and key prefix. None by default.
+   */
+  cache?: Cache | StoreCacheOptions;
+  /** close() also closes the backend, the topology store and the cache (set by ShardKit.open). */
   ownsResources?: boolean;
 }
 
@@ -54,7 +65,8 @@ export class ShardKit {
   private closing: Promise<void> | undefined;
 
   constructor(options: ShardKitOptions) {
-    this.ctx = new StoreContext(options);
+    const { cache, ...rest } = options;
+    this.ctx = new StoreContext(cache === undefined ? rest : { ...rest, cache: isCache(cache) ? { cache } : cache });
     this.backend = options.backend;
     this.schema = options.schema;
     this.topology = options.topology;
@@ -74,7 +86,15 @@ export class ShardKit {
     const seed = ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) });
     const backend = await createBackend({ config, dataDir, schema });
     const topology = createTopologyStore(config.topologyStore, { dataDir });
-    const kit = new ShardKit({ backend, schema, topology, shardMap: seed, ownsResources: true, ...(options.random ? { random: options.random } : {}) });
+    const spec = config.cache;
+    const cache: StoreCacheOptions | undefined = spec === undefined
+      ? undefined
+      : { cache: await createCache(spec), ttlSeconds: spec.ttlSeconds ?? DEFAULT_CACHE_TTL_SECONDS, ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}) };
+    const kit = new ShardKit({
+      backend, schema, topology, shardMap: seed, ownsResources: true,
+      ...(cache ? { cache } : {}),
+      ...(options.random ? { random: options.random } : {}),
+    });
     try {
       await kit.ready();
     } catch (err) {
@@ -94,7 +114,18 @@ export class ShardKit {
     return this.ctx.map();
   }
 
-  /** 'shard-error' (ShardErrorEvent) on storage failures, 'topology' (ShardMap) on map changes. */
+  /**
+   * Counters of the cache (hits, misses, errors, fills, skipped fills, invalidations) since
+   * this kit was made; undefined when it has no cache.
+   */
+  cacheStats(): CacheStats | undefined {
+    return this.ctx.cache?.stats();
+  }
+
+  /**
+   * 'shard-error' (ShardErrorEvent) on storage failures, 'cache-error' (CacheErrorEvent) on cache
+   * failures (the read or write itself went on), 'topology' (ShardMap) on map changes.
+   */
   get events(): EventEmitter {
     return this.ctx.events;
   }
@@ -115,6 +146,7 @@ export class ShardKit {
       if (this.ownsResources) {
         await this.backend.close();
         await this.topology?.close();
+        await this.ctx.cache?.cache.close();
       }
     })();
     return this.closing;

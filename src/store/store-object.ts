@@ -28,6 +28,11 @@ export class StoreObject implements ShardObject {
     return (this.#data ??= JSON.parse(this.#text) as JsonObject);
   }
 
+  /** The data as stored (JSON text), kept so it can be cached or sent without serializing again. */
+  get storedText(): string {
+    return this.#text;
+  }
+
   get etag(): string {
     return (this.#etag ??= etagOf(this.#text));
   }

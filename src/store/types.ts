@@ -67,3 +67,31 @@ export interface ShardErrorEvent {
   op: string;
   error: unknown;
 }
+
+/** Emitted on `kit.events` as 'cache-error' when a cache call fails (the read or write itself went on). */
+export interface CacheErrorEvent {
+  /**
+   * get: a read fell back to the backend; fill: entries read after a miss were not stored;
+   * invalidate: a write's invalidation was lost, so the old entry may be served until its TTL.
+   */
+  op: 'get' | 'fill' | 'invalidate';
+  /** How many keys the failed call carried. */
+  keys: number;
+  error: unknown;
+}
+
+/** Counters of a kit's cache since it was opened (kit.cacheStats()). */
+export interface CacheStats {
+  /** Lookups answered by the cache (an object, a list page or a count). */
+  hits: number;
+  /** Lookups that went to the backend (including those whose cache read failed). */
+  misses: number;
+  /** Failed cache calls (each also emitted as 'cache-error'). */
+  errors: number;
+  /** Entries written after a miss. */
+  fills: number;
+  /** Fills dropped because a write in this process invalidated the key meanwhile. */
+  skippedFills: number;
+  /** Keys invalidated (deleted, or list generations moved) after writes. */
+  invalidations: number;
+}

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MemcachedCache, checkMemcachedKey } from '../../src/cache/index.js';
+import { checkMemcachedKey } from '../../src/cache/index.js';
+import { MemcachedCache } from '../../src/cache/memcached/memcached-cache.js';
 import { isShardKitError } from '../../src/errors.js';
 import { runCacheSuite } from '../conformance/cache-suite.js';
 import { LocalCacheServer } from './cache-servers.js';

@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RedisCache } from '../../src/cache/index.js';
+import { RedisCache } from '../../src/cache/redis/redis-cache.js';
 import { isShardKitError } from '../../src/errors.js';
 import { runCacheSuite } from '../conformance/cache-suite.js';
 import { LocalCacheServer } from './cache-servers.js';
