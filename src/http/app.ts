@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import AjvCompiler from '@fastify/ajv-compiler';
 import type { ShardKit } from '../store/shard-kit.js';
+import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAccess } from './admin-auth.js';
 import { installErrorHandler, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
 import { lookupRoutes } from './routes/lookup-routes.js';
@@ -39,6 +40,8 @@ export interface BuildAppOptions {
   bodyLimit?: number;
   /** Serve /metrics (default true). */
   metrics?: boolean;
+  /** Who may call the /v1/admin/ routes (default: open; `serve` decides from its host and token). */
+  admin?: AdminAccess;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -80,6 +83,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
   installErrorHandler(app, metrics !== undefined ? { notFoundPreHandler: metrics.countUnmatched } : {});
+  installAdminAuth(app, options.admin ?? { kind: 'open' });
 
   await app.register(swagger, {
     openapi: {
@@ -98,8 +102,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         { name: 'system', description: 'Topology, health and metrics' },
         { name: 'tickets', description: 'Unique 64-bit IDs from named sequences on Flickr-style ticket servers (served when the config has a tickets section; docs/tickets.md)' },
         { name: 'widecolumn', description: 'Datasets, rows and timestamped cells of the RocksDB wide-column store (docs/widecolumn.md)' },
-        { name: 'widecolumn-admin', description: 'Compaction, backups and Parquet exports of the wide-column store (docs/widecolumn.md)' },
+        { name: 'widecolumn-admin', description: 'Compaction, backups and Parquet exports of the wide-column store (docs/widecolumn.md). Admin routes take `Authorization: Bearer <token>` when the service has an admin token (docs/operations.md).' },
       ],
+      components: {
+        securitySchemes: {
+          [ADMIN_SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: `The service's admin token (${ADMIN_TOKEN_ENV} or serve --admin-token-file). Without one, admin routes are open on a loopback address and answer 403 FORBIDDEN on any other.` },
+        },
+      },
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });

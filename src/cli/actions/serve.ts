@@ -1,7 +1,9 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { defaultConfig, loadConfigFile, type ShardKitConfig } from '../../config/config.js';
+import { ShardKitError } from '../../errors.js';
+import { ADMIN_TOKEN_ENV, checkAdminToken, type AdminAccess } from '../../http/admin-auth.js';
 import { buildApp, type RoutePlugin } from '../../http/app.js';
 import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
 import { widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
@@ -16,6 +18,31 @@ export interface ServeOptions {
   host: string;
   logLevel: string;
   widecolumn: boolean;
+  adminTokenFile?: string;
+}
+
+/**
+ * Admin access from --admin-token-file or SHARDKIT_ADMIN_TOKEN; without a token the admin routes
+ * are open only when the service listens on loopback, where only this machine can reach them.
+ */
+export function adminAccess(options: Pick<ServeOptions, 'host' | 'adminTokenFile'>, env: NodeJS.ProcessEnv = process.env): AdminAccess {
+  if (options.adminTokenFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(options.adminTokenFile, 'utf8');
+    } catch (err) {
+      throw new ShardKitError('INVALID_CONFIG', `cannot read the admin token file ${options.adminTokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    return { kind: 'token', token: checkAdminToken(text, options.adminTokenFile) };
+  }
+  const fromEnv = env[ADMIN_TOKEN_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') return { kind: 'token', token: checkAdminToken(fromEnv, ADMIN_TOKEN_ENV) };
+  if (isLoopback(options.host)) return { kind: 'open' };
+  return { kind: 'disabled', reason: `admin routes are disabled: the service listens on ${options.host} without an admin token; restart it with ${ADMIN_TOKEN_ENV} or --admin-token-file` };
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 /** The config file in force: --config, else <data>/shardkit.json, written with the defaults on first start. */
@@ -65,6 +92,7 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
 export async function serve(options: ServeOptions): Promise<void> {
   const log = pino({ level: options.logLevel });
   const dataDir = resolve(options.data);
+  const admin = adminAccess(options);
   const { path, config } = ensureConfig(dataDir, options.config, log);
   const kit = await ShardKit.open({ config, dataDir });
   let extensions: Extension[] = [];
@@ -74,7 +102,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     await kit.close();
     throw err;
   }
-  const app = await buildApp({ kit, loggerInstance: log, plugins: extensions.map((e) => e.plugin) });
+  const app = await buildApp({ kit, loggerInstance: log, plugins: extensions.map((e) => e.plugin), admin });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) {
@@ -104,5 +132,5 @@ export async function serve(options: ServeOptions): Promise<void> {
     await kit.close();
     throw err;
   }
-  log.info({ config: path, dataDir, backend: kit.backend.kind, topologyVersion: (await kit.shardMap()).version }, 'shardkit serving');
+  log.info({ config: path, dataDir, backend: kit.backend.kind, topologyVersion: (await kit.shardMap()).version, admin: admin.kind }, 'shardkit serving');
 }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ERROR_CODES, ShardKitError, type ErrorCode } from '../../errors.js';
+import { ADMIN_TOKEN_ENV } from '../../http/admin-auth.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { backup, restore } from '../../widecolumn/backup.js';
 import { compact } from '../../widecolumn/compaction.js';
@@ -49,7 +50,10 @@ export async function callService(url: string, path: string, body: unknown, meth
   let res: Response;
   const target = new URL(path, url.endsWith('/') ? url : `${url}/`);
   try {
-    res = await fetch(target, body === undefined ? { method } : { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const token = process.env[ADMIN_TOKEN_ENV];
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token.trim()}` } : {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    res = await fetch(target, body === undefined ? { method, headers } : { method, headers, body: JSON.stringify(body) });
   } catch (err) {
     throw new Error(`cannot reach the service at ${url}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
   }

@@ -14,7 +14,8 @@ export function register(program: Command): void {
     .addHelpText('after', `
 The commands open <data>/widecolumn directly, which RocksDB allows to one process at a time:
 while \`shardkit serve\` runs on that data directory they say so (STORE_LOCKED) and --url asks
-the service instead.`);
+the service instead. With --url, a service that has an admin token needs it in
+SHARDKIT_ADMIN_TOKEN (sent as Authorization: Bearer).`);
 
   wc.command('compact')
     .description('Remove expired cells and versions beyond each dataset\'s maxVersions from the disk (range deletes, then a RocksDB compaction); reads never return them anyway')
