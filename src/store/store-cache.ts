@@ -62,6 +62,7 @@ export class StoreCache {
 
   /** Values in key order; every key reads as a miss when the cache fails. `count` = false reads without counting. */
   async read(keys: readonly string[], count = true): Promise<(string | undefined)[]> {
+    if (keys.length === 0) return [];
     let values: (string | undefined)[];
     try {
       values = await this.cache.getMany(keys);
