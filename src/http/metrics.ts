@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { ShardKit } from '../store/shard-kit.js';
-import type { ShardErrorEvent } from '../store/types.js';
+import type { CacheStats, ShardErrorEvent } from '../store/types.js';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
@@ -117,6 +117,21 @@ export function installMetrics(app: FastifyInstance, kit: ShardKit): AppMetrics 
       this.set((await kit.shardMap()).version);
     },
   });
+
+  // Read from the kit when scraped (the kit counts anyway); absent without a cache.
+  const cacheCounters: Array<[keyof CacheStats, string, string]> = [
+    ['hits', 'shardkit_cache_hits_total', 'Objects, list pages and counts answered by the cache'],
+    ['misses', 'shardkit_cache_misses_total', 'Objects, list pages and counts read from the shards (cache miss or failed cache read)'],
+    ['errors', 'shardkit_cache_errors_total', 'Failed cache calls (the read or write went on without the cache)'],
+    ['fills', 'shardkit_cache_fills_total', 'Cache entries written after a miss'],
+    ['skippedFills', 'shardkit_cache_skipped_fills_total', 'Fills dropped because a write invalidated the key meanwhile'],
+    ['invalidations', 'shardkit_cache_invalidations_total', 'Cache keys invalidated after writes'],
+  ];
+  if (kit.cacheStats() !== undefined) {
+    for (const [field, name, help] of cacheCounters) {
+      registry.registerMetric(scrapedMetric(name, help, 'counter', () => [{ labels: {}, value: kit.cacheStats()?.[field] ?? 0 }]));
+    }
+  }
 
   const onShardError = (e: ShardErrorEvent) => shardErrors.inc({ host: e.host, fleet: e.fleet, op: e.op });
   kit.events.on('shard-error', onShardError);

@@ -4,7 +4,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { defaultConfig } from '../../src/config/config.js';
 import { ShardKitError } from '../../src/errors.js';
+import { buildApp } from '../../src/http/app.js';
+import { ShardKit } from '../../src/store/shard-kit.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { ticketsRoutes } from '../../src/http/routes/tickets-routes.js';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
@@ -162,4 +165,32 @@ test('docs/openapi.json is the document the service serves (regenerate: shardkit
   ];
   const missing = expected.filter(([path, method]) => committed.paths[path]?.[method] === undefined).map(([path, method]) => `${method.toUpperCase()} ${path}`);
   assert.deepEqual(missing, [], 'routes missing from docs/openapi.json');
+});
+
+test('/metrics publishes the cache counters of a kit with a cache (and none without)', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'shardkit-metrics-cache-'));
+  const kit = await ShardKit.open({ config: { ...defaultConfig({ shards: 4, pairs: 1 }), cache: { kind: 'memory' } }, dataDir: root });
+  const app = await buildApp({ kit });
+  try {
+    const o = await createObject(app, 'pin', { n: 1 });
+    for (let i = 0; i < 3; i++) assert.equal((await app.inject({ method: 'GET', url: `/v1/objects/${o.id}` })).statusCode, 200);
+    assert.equal((await app.inject({ method: 'PATCH', url: `/v1/objects/${o.id}`, payload: { n: 2 } })).statusCode, 200);
+    const body = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(body, /^shardkit_cache_misses_total 1$/m);
+    assert.match(body, /^shardkit_cache_hits_total 2$/m);
+    assert.match(body, /^shardkit_cache_fills_total 1$/m);
+    assert.match(body, /^shardkit_cache_invalidations_total 1$/m);
+    assert.match(body, /^shardkit_cache_errors_total 0$/m);
+    assert.match(body, /^# TYPE shardkit_cache_skipped_fills_total counter$/m);
+  } finally {
+    await app.close();
+    await kit.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+  const f = await makeApp();
+  try {
+    assert.doesNotMatch((await f.app.inject({ method: 'GET', url: '/metrics' })).body, /shardkit_cache_/);
+  } finally {
+    await f.cleanup();
+  }
 });
