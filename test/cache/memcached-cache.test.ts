@@ -5,6 +5,7 @@ import { MemcachedCache } from '../../src/cache/memcached/memcached-cache.js';
 import { isShardKitError } from '../../src/errors.js';
 import { runCacheSuite } from '../conformance/cache-suite.js';
 import { LocalCacheServer } from './cache-servers.js';
+import { runServerCacheCases } from './server-cache-cases.js';
 
 let server: LocalCacheServer;
 before(async () => {
@@ -38,24 +39,4 @@ test('memcached keys: over 250 bytes, whitespace or control characters are INVAL
   }
 });
 
-test('memcached cache: a stopped server fails calls (no hang), and the client recovers when it is back', async () => {
-  const own = await LocalCacheServer.start('memcached');
-  const cache = new MemcachedCache({ servers: [own.address] });
-  try {
-    await cache.setMany([['k', 'v']], 60);
-    await own.stop();
-    for (const call of [() => cache.getMany(['k']), () => cache.setMany([['k', 'w']], 60), () => cache.deleteMany(['k'])]) {
-      await assert.rejects(call(), (err) => err instanceof Error && !isShardKitError(err, 'CLOSED'));
-    }
-    await own.restart();
-    let got: (string | undefined)[] | undefined;
-    for (let i = 0; i < 100 && got === undefined; i++) {
-      got = await cache.getMany(['k']).catch(() => undefined);
-      if (got === undefined) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.deepEqual(got, [undefined], 'a restarted memcached is empty and reachable again');
-  } finally {
-    await cache.close();
-    await own.destroy();
-  }
-});
+runServerCacheCases({ kind: 'memcached', client: (address) => new MemcachedCache({ servers: [address] }), configCache: (address) => ({ kind: 'memcached', servers: [address], ttlSeconds: 60, keyPrefix: 'open:' }), server: () => server });
