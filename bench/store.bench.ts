@@ -2,6 +2,8 @@
  * Store (embedded): ShardKit on SQLite against raw better-sqlite3 on the same files.
  *   1. objects.get(id) through ShardKit (parse + validate the ID, route by the shard map, read,
  *      JSON.parse, soft-delete check) vs a raw prepared statement + JSON.parse. Target >= 0.5x.
+ *      The same gets through a second kit on the same files with a memory cache (every object
+ *      hot after one pass), for reference: what a cache hit costs next to a SQLite read.
  *   2. mappings.list: a 50-item page at depth 10 000 vs at depth 0 (keyset cursor). Target >= 0.8.
  *      A raw OFFSET query at the same depth is shown for contrast.
  * Same process, same files, same IDs; rounds alternate, ratios are medians of round pairs.
@@ -14,6 +16,7 @@ import { defaultConfig, parseConfig, resolveSchema } from '../src/config/config.
 import { pinterestId } from '../src/ids/pinterest-id.js';
 import { SqliteBackend } from '../src/storage/sqlite/sqlite-backend.js';
 import { encodeCursor } from '../src/store/cursor-codec.js';
+import { MemoryCache } from '../src/cache/index.js';
 import { ShardKit } from '../src/store/shard-kit.js';
 import { ShardMap, shardDatabaseName } from '../src/topology/shard-map.js';
 
@@ -46,6 +49,7 @@ const schema = resolveSchema(config);
 const map = ShardMap.fromJSON(config.shardMap);
 const backend = new SqliteBackend({ root, schema, maxOpenShards: 256 });
 const kit = new ShardKit({ backend, schema, shardMap: map });
+const cachedKit = new ShardKit({ backend, schema, shardMap: map, cache: new MemoryCache({ maxEntries: 100_000 }) });
 try {
   // --- setup: OBJECTS pins spread over every shard -------------------------------------------
   const ids: bigint[] = [];
@@ -66,10 +70,10 @@ try {
   }
   const parts = order.map((id) => pinterestId.decode(id));
 
-  const kitOnce = async () => {
+  const kitOnce = async (k = kit) => {
     let sink = 0;
     const t = performance.now();
-    for (const id of order) sink += (await kit.objects.get(id)).data.details === undefined ? 0 : 1;
+    for (const id of order) sink += (await k.objects.get(id)).data.details === undefined ? 0 : 1;
     const ms = performance.now() - t;
     if (sink !== GETS) throw new Error('missing objects');
     return rate(GETS, ms);
@@ -97,6 +101,19 @@ try {
     rawGet = Math.max(rawGet, r);
     getRatios.push(k / r);
   }
+
+  await kitOnce(cachedKit); // fills the cache
+  let cachedGet = 0;
+  const cachedRatios: number[] = [];
+  for (let round = 0; round < 5; round++) {
+    const c = await kitOnce(cachedKit);
+    const r = rawOnce();
+    cachedGet = Math.max(cachedGet, c);
+    cachedRatios.push(c / r);
+  }
+  const stats = cachedKit.cacheStats()!;
+  const distinct = new Set(order).size;
+  if (stats.misses !== distinct || stats.hits !== GETS * 6 - distinct) throw new Error(`cache: ${JSON.stringify(stats)}`);
 
   // getMany of 50 IDs over many shards, for reference (no raw peer: the raw equivalent is 50 gets).
   const batches = Array.from({ length: 2000 }, (_, b) => order.slice(b * 50, b * 50 + 50));
@@ -146,6 +163,7 @@ try {
   console.log(`  raw better-sqlite3 stmt.get    ${fmt(rawGet)}`);
   console.log(`  ratio ShardKit/raw             ${median(getRatios).toFixed(2)}x   (median of 7 round pairs; target >= 0.5x)`);
   console.log(`  ShardKit objects.getMany(50)   ${fmt(kitMany)} objects`);
+  console.log(`  ShardKit + memory cache, hot   ${fmt(cachedGet)}   (${median(cachedRatios).toFixed(2)}x raw; median of 5 round pairs)`);
   console.log(`mappings.list, 50-item page, list of ${total} (7 alternating rounds, ${LIST_ITER} pages each)`);
   console.log(`  depth 0                        ${fmt(list0)}`);
   console.log(`  depth ${LIST_DEPTH} (keyset cursor)   ${fmt(listDeep)}`);
@@ -154,6 +172,7 @@ try {
   db1.close();
   for (const s of raw.values()) s.database.close();
 } finally {
+  await cachedKit.close();
   await kit.close();
   await backend.close();
   rmSync(root, { recursive: true, force: true });
