@@ -1,0 +1,385 @@
+import { parseId } from '../../ids/codec.js';
+import { ShardKitError } from '../../errors.js';
+import type {
+  BackendCapabilities,
+  Fleet,
+  MappingItem,
+  MappingPage,
+  ObjectKey,
+  SchemaDef,
+  ShardBackend,
+  ShardRef,
+  StoredObject,
+} from '../shard-backend.js';
+import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../backend-args.js';
+import { fleetTables } from '../shard-names.js';
+import { parsePostgresSchemaName, postgresSchemaName, qi, qualified, shardDdl } from './postgres-ddl.js';
+import { mapPostgresError } from './postgres-errors.js';
+import { PostgresHostPool, type PostgresHostOptions, type SqlValue } from './postgres-host-pool.js';
+
+/** Connection settings shared by every host (config `storage` when backend is postgres). */
+export interface PostgresStorageOptions {
+  user?: string;
+  password?: string;
+  /** The database holding every shard schema on each server. */
+  database?: string;
+  poolSize?: number;
+  connectTimeoutMs?: number;
+  queryTimeoutMs?: number;
+}
+
+/** One server as declared in config `hosts`. */
+export interface PostgresHostAddress {
+  host?: string;
+  port?: number;
+  /** Directory of the server's unix socket. */
+  socket?: string;
+  user?: string;
+  password?: string;
+}
+
+export interface PostgresBackendOptions {
+  hosts: Record<string, PostgresHostAddress>;
+  storage?: PostgresStorageOptions;
+  schema: SchemaDef;
+}
+
+type TableKind = 'types' | 'mappings' | 'keyspaces';
+
+interface ObjectRow {
+  local_id: string;
+  data: string;
+  ts: string;
+}
+
+// int8 columns arrive as decimal strings (pg's default): exact for every 64-bit value.
+function toStored(row: ObjectRow): StoredObject {
+  return { localId: Number(row.local_id), data: row.data, createdAt: new Date(Number(row.ts)) };
+}
+
+/** Advisory lock keys for shard creation: one per shard number (both fleets share its schema), far from small numbers apps use. */
+const CREATE_LOCK_BASE = 0x5348_0000;
+
+/**
+ * Logical shards as schemas in one database on PostgreSQL servers: one pool per host, one round
+ * trip per call (getObjects uses UNION ALL across tables), updates under SELECT ... FOR UPDATE.
+ */
+export class PostgresBackend implements ShardBackend {
+  readonly kind = 'postgres';
+  readonly supports: BackendCapabilities = { lazyShardCreation: false };
+  private readonly pools = new Map<string, PostgresHostPool>();
+  private readonly hosts: Record<string, PostgresHostAddress>;
+  private readonly storage: Required<Omit<PostgresStorageOptions, 'password'>> & { password?: string };
+  private schema!: SchemaDef;
+  private tables!: Record<TableKind, Set<string>>;
+  private closed = false;
+
+  constructor(options: PostgresBackendOptions) {
+    this.hosts = options.hosts;
+    this.setSchema(options.schema);
+    this.storage = {
+      user: options.storage?.user ?? 'postgres',
+      database: options.storage?.database ?? 'shardkit',
+      poolSize: options.storage?.poolSize ?? 10,
+      connectTimeoutMs: options.storage?.connectTimeoutMs ?? 2000,
+      queryTimeoutMs: options.storage?.queryTimeoutMs ?? 5000,
+      ...(options.storage?.password !== undefined ? { password: options.storage.password } : {}),
+    };
+  }
+
+  /** Later createShard calls use this schema (schema apply). */
+  setSchema(schema: SchemaDef): void {
+    this.schema = schema;
+    this.tables = {
+      types: new Set(schema.types.map((t) => t.table)),
+      mappings: new Set(schema.mappings.map((m) => m.table)),
+      keyspaces: new Set(schema.keyspaces.map((k) => k.table)),
+    };
+  }
+
+  /** Refuses a table outside the schema or on the wrong fleet: names reach SQL only from here. */
+  private table(kind: TableKind, ref: ShardRef, table: string): string {
+    checkRef(ref);
+    this.open();
+    const fleet: Fleet = kind === 'keyspaces' ? 'lookups' : 'objects';
+    if (ref.fleet !== fleet) throw new ShardKitError('INVALID_ARGUMENT', `table ${JSON.stringify(String(table).slice(0, 70))} is not on the ${ref.fleet} fleet`);
+    if (!this.tables[kind].has(table)) throw new ShardKitError('INVALID_ARGUMENT', `unknown table ${JSON.stringify(String(table).slice(0, 70))}`);
+    return qualified(ref.shard, table);
+  }
+
+  private open(): void {
+    if (this.closed) throw new ShardKitError('CLOSED', 'the PostgreSQL backend is closed');
+  }
+
+  /** Round trips sent to each host since creation (benchmarks, tests). */
+  roundTrips(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, pool] of this.pools) out[name] = pool.queries;
+    return out;
+  }
+
+  /** Per host: round trips and the most statements in flight at once since the last reset. */
+  hostStats(options: { reset?: boolean } = {}): Record<string, { queries: number; maxInFlight: number }> {
+    const out: Record<string, { queries: number; maxInFlight: number }> = {};
+    for (const [name, pool] of this.pools) {
+      out[name] = { queries: pool.queries, maxInFlight: pool.maxInFlight };
+      if (options.reset) {
+        pool.queries = 0;
+        pool.maxInFlight = pool.inFlight;
+      }
+    }
+    return out;
+  }
+
+  private pool(host: string): PostgresHostPool {
+    this.open();
+    let pool = this.pools.get(host);
+    if (pool) return pool;
+    const address = Object.hasOwn(this.hosts, host) ? this.hosts[host] : undefined;
+    if (!address) throw new ShardKitError('INVALID_CONFIG', `host ${host} is not declared in config "hosts"`);
+    const password = address.password ?? this.storage.password;
+    const options: PostgresHostOptions = {
+      ...(address.host !== undefined ? { host: address.host } : {}),
+      ...(address.port !== undefined ? { port: address.port } : {}),
+      ...(address.socket !== undefined ? { socket: address.socket } : {}),
+      user: address.user ?? this.storage.user,
+      ...(password !== undefined ? { password } : {}),
+      database: this.storage.database,
+      poolSize: this.storage.poolSize,
+      connectTimeoutMs: this.storage.connectTimeoutMs,
+      queryTimeoutMs: this.storage.queryTimeoutMs,
+    };
+    pool = new PostgresHostPool(host, options);
+    this.pools.set(host, pool);
+    return pool;
+  }
+
+  private async query<T extends object>(ref: ShardRef | { host: string }, sql: string, values?: SqlValue[]): Promise<{ rows: T[]; rowCount: number }> {
+    this.open();
+    try {
+      const res = await this.pool(ref.host).query<T & Record<string, unknown>>(sql, values);
+      return { rows: res.rows, rowCount: res.rowCount ?? 0 };
+    } catch (err) {
+      throw mapPostgresError(err, ref);
+    }
+  }
+
+  /**
+   * Creates the schema (when missing) and every missing table of the fleet, in one transaction
+   * (PostgreSQL DDL is transactional: a shard is complete or absent). Two processes creating the
+   * same shard at once would race on the catalogs (IF NOT EXISTS is not atomic there), so an
+   * advisory lock per shard serializes them.
+   */
+  async createShard(ref: ShardRef): Promise<void> {
+    checkRef(ref);
+    this.open();
+    const statements = shardDdl(this.schema, ref.fleet, ref.shard);
+    const lockKey = CREATE_LOCK_BASE + ref.shard;
+    try {
+      await this.pool(ref.host).transaction(async (run) => {
+        await run('SELECT pg_advisory_xact_lock($1)', [lockKey]);
+        for (const sql of statements) await run(sql);
+      });
+    } catch (err) {
+      throw mapPostgresError(err, ref);
+    }
+  }
+
+  /**
+   * Drops the fleet's tables; the schema goes too once no table of the other fleet is left
+   * (a host serving both fleets keeps db00005 for the objects when its lookups are dropped).
+   */
+  async dropShard(ref: ShardRef): Promise<void> {
+    checkRef(ref);
+    this.open();
+    const s = qi(postgresSchemaName(ref.shard));
+    const other: Fleet = ref.fleet === 'objects' ? 'lookups' : 'objects';
+    const present = (await this.tablesOnHost(ref.host, ref.shard)).get(ref.shard) ?? new Set<string>();
+    const keep = fleetTables(this.schema, other).some((t) => present.has(t));
+    if (!keep) {
+      await this.query(ref, `DROP SCHEMA IF EXISTS ${s} CASCADE`);
+      return;
+    }
+    const mine = fleetTables(this.schema, ref.fleet).filter((t) => present.has(t));
+    if (mine.length > 0) await this.query(ref, `DROP TABLE IF EXISTS ${mine.map((t) => qualified(ref.shard, t)).join(', ')}`);
+  }
+
+  /** Shards whose schema holds every table of the current schema for that fleet, ascending. */
+  async listShards(host: string, fleet: Fleet): Promise<number[]> {
+    checkHost(host);
+    checkFleet(fleet);
+    this.open();
+    const tables = await this.tablesOnHost(host);
+    const want = fleetTables(this.schema, fleet);
+    const out: number[] = [];
+    if (want.length === 0) return out;
+    for (const [shard, have] of tables) if (want.every((t) => have.has(t))) out.push(shard);
+    return out.sort((a, b) => a - b);
+  }
+
+  /** Every shard schema on `host` (or just `onlyShard`'s) with the tables it holds, in one query. */
+  async tablesOnHost(host: string, onlyShard?: number): Promise<Map<number, Set<string>>> {
+    checkHost(host);
+    const { rows } = await this.query<{ db: string; t: string | null }>(
+      { host },
+      `SELECT n.nspname AS db, c.relname AS t FROM pg_catalog.pg_namespace n
+       LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relkind IN ('r', 'p')
+       WHERE n.nspname ${onlyShard === undefined ? "~ '^db[0-9]{5}$'" : '= $1'}`,
+      onlyShard === undefined ? [] : [postgresSchemaName(onlyShard)],
+    );
+    const out = new Map<number, Set<string>>();
+    for (const r of rows) {
+      const shard = parsePostgresSchemaName(r.db);
+      if (shard === undefined) continue;
+      let set = out.get(shard);
+      if (!set) out.set(shard, (set = new Set()));
+      if (r.t !== null) set.add(r.t);
+    }
+    return out;
+  }
+
+  async insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject> {
+    const t = this.table('types', ref, table);
+    checkText(data);
+    const now = Date.now();
+    const { rows } = await this.query<{ local_id: string }>(ref, `INSERT INTO ${t} (data, ts) VALUES ($1, $2) RETURNING local_id`, [data, now]);
+    return { localId: Number(rows[0]!.local_id), data, createdAt: new Date(now) };
+  }
+
+  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]> {
+    checkRef(ref);
+    this.open();
+    if (keys.length === 0) return [];
+    const byTable = new Map<string, number[]>();
+    for (const k of keys) {
+      this.table('types', ref, k.table);
+      checkLocalId(k.localId);
+      let ids = byTable.get(k.table);
+      if (!ids) byTable.set(k.table, (ids = []));
+      ids.push(k.localId);
+    }
+    const tables = [...byTable.keys()];
+    // One round trip for the whole shard: one SELECT per table, glued with UNION ALL; each
+    // table's ids are one array parameter.
+    const values: SqlValue[] = tables.map((t) => [...new Set(byTable.get(t)!)]);
+    const parts = tables.map((t, i) => `SELECT ${i} AS tbl, local_id, data, ts FROM ${this.table('types', ref, t)} WHERE local_id = ANY($${i + 1}::bigint[])`);
+    const { rows } = await this.query<ObjectRow & { tbl: number }>(ref, parts.join(' UNION ALL '), values);
+    const found = new Map<string, StoredObject>();
+    for (const r of rows) found.set(`${tables[Number(r.tbl)]}\u0000${r.local_id}`, toStored(r));
+    return keys.map((k) => found.get(`${k.table}\u0000${k.localId}`));
+  }
+
+  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
+    const t = this.table('types', ref, table);
+    checkLocalId(localId);
+    // An error thrown by fn rolls back and reaches the caller unchanged.
+    let fnError: { error: unknown } | undefined;
+    try {
+      return await this.pool(ref.host).transaction(async (run) => {
+        const { rows } = await run<ObjectRow>(`SELECT local_id, data, ts FROM ${t} WHERE local_id = $1 FOR UPDATE`, [localId]);
+        const row = rows[0];
+        if (!row) return undefined;
+        const current = toStored(row);
+        let next: string | undefined;
+        try {
+          next = fn(current.data);
+        } catch (error) {
+          fnError = { error };
+          throw error;
+        }
+        if (next === undefined || next === current.data) return current;
+        checkText(next);
+        await run(`UPDATE ${t} SET data = $1 WHERE local_id = $2`, [next, localId]);
+        return { ...current, data: next };
+      });
+    } catch (err) {
+      if (fnError && err === fnError.error) throw err;
+      throw mapPostgresError(err, ref);
+    }
+  }
+
+  async deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean> {
+    const t = this.table('types', ref, table);
+    checkLocalId(localId);
+    const res = await this.query(ref, `DELETE FROM ${t} WHERE local_id = $1`, [localId]);
+    return res.rowCount > 0;
+  }
+
+  async addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void> {
+    const t = this.table('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    checkStoredId(toId, 'to id');
+    checkSequence(sequence);
+    await this.query(ref, `INSERT INTO ${t} (from_id, to_id, "sequence") VALUES ($1, $2, $3) ON CONFLICT (from_id, to_id) DO UPDATE SET "sequence" = EXCLUDED."sequence"`, [fromId, toId, sequence]);
+  }
+
+  async listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]> {
+    const t = this.table('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    checkLimit(page.limit);
+    if (page.after) {
+      checkSequence(page.after.sequence);
+      checkStoredId(page.after.toId, 'after.toId');
+    }
+    const desc = page.order === 'desc';
+    const dir = desc ? 'DESC' : 'ASC';
+    const values: SqlValue[] = [fromId];
+    let where = 'from_id = $1';
+    if (page.after) {
+      // A row comparison: PostgreSQL turns it into one range scan of the (from_id, sequence, to_id) index.
+      where += ` AND ("sequence", to_id) ${desc ? '<' : '>'} ($2, $3)`;
+      values.push(page.after.sequence, page.after.toId);
+    }
+    values.push(page.limit);
+    const { rows } = await this.query<{ to_id: string; sequence: string }>(
+      ref,
+      `SELECT to_id, "sequence" FROM ${t} WHERE ${where} ORDER BY "sequence" ${dir}, to_id ${dir} LIMIT $${values.length}`,
+      values,
+    );
+    return rows.map((r) => ({ toId: parseId(r.to_id), sequence: Number(r.sequence) }));
+  }
+
+  async removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
+    const t = this.table('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    checkStoredId(toId, 'to id');
+    const res = await this.query(ref, `DELETE FROM ${t} WHERE from_id = $1 AND to_id = $2`, [fromId, toId]);
+    return res.rowCount > 0;
+  }
+
+  async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
+    const t = this.table('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    const { rows } = await this.query<{ n: string }>(ref, `SELECT COUNT(*) AS n FROM ${t} WHERE from_id = $1`, [fromId]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
+    const t = this.table('keyspaces', ref, table);
+    checkLookupKey(key);
+    checkStoredId(value, 'lookup value');
+    await this.query(ref, `INSERT INTO ${t} ("key", "value") VALUES ($1, $2) ON CONFLICT ("key") DO UPDATE SET "value" = EXCLUDED."value"`, [Buffer.from(key, 'utf8'), value]);
+  }
+
+  async getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
+    const t = this.table('keyspaces', ref, table);
+    checkLookupKey(key);
+    const { rows } = await this.query<{ value: string }>(ref, `SELECT "value" FROM ${t} WHERE "key" = $1`, [Buffer.from(key, 'utf8')]);
+    return rows[0] ? parseId(rows[0].value) : undefined;
+  }
+
+  async deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
+    const t = this.table('keyspaces', ref, table);
+    checkLookupKey(key);
+    const res = await this.query(ref, `DELETE FROM ${t} WHERE "key" = $1`, [Buffer.from(key, 'utf8')]);
+    return res.rowCount > 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.close()));
+  }
+}

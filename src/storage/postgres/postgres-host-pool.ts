@@ -1,0 +1,173 @@
+import pg from 'pg';
+import { ShardKitError } from '../../errors.js';
+import { PG_ACQUIRE_TIMEOUT, PG_HOST_DOWN, codeDriverError, isConnectionError, isHostDownError } from './postgres-errors.js';
+
+/** How one server is reached (config `hosts[name]` merged with `storage`). */
+export interface PostgresHostOptions {
+  host?: string;
+  port?: number;
+  /** Directory of the server's unix socket (pg's `host` when it starts with a slash). */
+  socket?: string;
+  user: string;
+  password?: string;
+  database: string;
+  poolSize: number;
+  connectTimeoutMs: number;
+  queryTimeoutMs: number;
+}
+
+export type SqlValue = string | number | bigint | null | Buffer | number[];
+
+/**
+ * The server stops a statement at queryTimeoutMs (statement_timeout, set for every session in
+ * the startup packet); the client gives up this much later, only when the server itself is not
+ * answering (frozen, network gone). Normally the server's cancel arrives first and the
+ * connection stays usable.
+ */
+const CLIENT_TIMEOUT_MARGIN_MS = 250;
+
+/**
+ * One pg.Pool for one server, with the failure handling of the MySQL host pool:
+ * - statements are bounded on the server and the client; a connection whose statement the
+ *   client gave up on, or whose server went away, is destroyed, never reused;
+ * - getting a connection is bounded by the connect timeout, also when the pool is exhausted;
+ * - after a failure that says the server is unreachable (refused, reset, shut down, connect
+ *   timeout; not a slow statement) the host is "down" for min(1 s, connectTimeoutMs) and calls
+ *   fail at once, then the next call tries again: the pool recovers by itself.
+ */
+export class PostgresHostPool {
+  readonly name: string;
+  private readonly pool: pg.Pool;
+  private readonly options: PostgresHostOptions;
+  private downUntil = 0;
+  private lastError: unknown;
+  private closed = false;
+  /** Statements sent (round trips), for benchmarks and status. */
+  queries = 0;
+  /** Statements on the wire right now, and the most seen at once since the last reset. */
+  inFlight = 0;
+  maxInFlight = 0;
+
+  constructor(name: string, options: PostgresHostOptions) {
+    this.name = name;
+    this.options = options;
+    const target = options.host !== undefined || options.port !== undefined || options.socket === undefined
+      ? { host: options.host ?? '127.0.0.1', port: options.port ?? 5432 }
+      : { host: options.socket };
+    this.pool = new pg.Pool({
+      ...target,
+      user: options.user,
+      ...(options.password !== undefined ? { password: options.password } : {}),
+      database: options.database,
+      max: options.poolSize,
+      idleTimeoutMillis: 60_000,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+      statement_timeout: Math.ceil(options.queryTimeoutMs),
+      query_timeout: Math.ceil(options.queryTimeoutMs) + CLIENT_TIMEOUT_MARGIN_MS,
+      keepAlive: true,
+      application_name: 'shardkit',
+    });
+    // An idle connection whose server shut down emits 'error' on the pool; pg-pool has already
+    // dropped it. Without a listener that event would crash the process.
+    this.pool.on('error', (err) => this.markDown(codeDriverError(err)));
+  }
+
+  /** Why the host is considered down, or undefined when it is not. */
+  downReason(): unknown {
+    return Date.now() < this.downUntil ? this.lastError : undefined;
+  }
+
+  private markDown(err: unknown): void {
+    if (!isHostDownError(err)) return;
+    this.lastError = err;
+    this.downUntil = Date.now() + Math.min(1000, this.options.connectTimeoutMs);
+  }
+
+  private codedError(code: string, message: string): Error {
+    const err = new Error(message) as Error & { code: string };
+    err.code = code;
+    return err;
+  }
+
+  /** A pooled client; pg-pool bounds both opening one and waiting for one by connectionTimeoutMillis. */
+  private async acquire(): Promise<pg.PoolClient> {
+    if (this.closed) throw new ShardKitError('CLOSED', 'the PostgreSQL backend is closed');
+    const reason = this.downReason();
+    if (reason !== undefined) throw this.codedError(PG_HOST_DOWN, `host down since a moment ago (${(reason as Error).message ?? String(reason)})`);
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      codeDriverError(err);
+      if ((err as { code?: string }).code === undefined && this.pool.waitingCount > 0) {
+        (err as Error & { code: string }).code = PG_ACQUIRE_TIMEOUT;
+      }
+      this.markDown(err);
+      throw err;
+    }
+  }
+
+  private async run<T extends pg.QueryResultRow>(client: pg.PoolClient, sql: string, values?: SqlValue[]): Promise<pg.QueryResult<T>> {
+    this.queries++;
+    if (++this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    try {
+      return await client.query<T>(sql, values as unknown[] | undefined);
+    } catch (err) {
+      throw codeDriverError(err);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  /** One statement on a pooled connection. */
+  async query<T extends pg.QueryResultRow>(sql: string, values?: SqlValue[]): Promise<pg.QueryResult<T>> {
+    const client = await this.acquire();
+    try {
+      const res = await this.run<T>(client, sql, values);
+      client.release();
+      return res;
+    } catch (err) {
+      this.discardOnFailure(client, err);
+      throw err;
+    }
+  }
+
+  /**
+   * Runs `fn` inside BEGIN ... COMMIT on one connection; ROLLBACK when it throws. The connection
+   * is destroyed after a connection-level error or a client-side timeout (its state is unknown).
+   */
+  async transaction<T>(fn: (q: <R extends pg.QueryResultRow>(sql: string, values?: SqlValue[]) => Promise<pg.QueryResult<R>>) => Promise<T>): Promise<T> {
+    const client = await this.acquire();
+    const q = <R extends pg.QueryResultRow>(sql: string, values?: SqlValue[]) => this.run<R>(client, sql, values);
+    try {
+      await q('BEGIN');
+      let result: T;
+      try {
+        result = await fn(q);
+      } catch (err) {
+        if (!isConnectionError(err)) await q('ROLLBACK');
+        throw err;
+      }
+      await q('COMMIT');
+      client.release();
+      return result;
+    } catch (err) {
+      this.discardOnFailure(client, err);
+      throw err;
+    }
+  }
+
+  private discardOnFailure(client: pg.PoolClient, err: unknown): void {
+    if (isConnectionError(err)) {
+      this.markDown(err);
+      client.release(true);
+    } else {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
