@@ -20,3 +20,5 @@ export function createTopologyStore(
   const path = spec.path ?? 'topology.json';
   return new FileTopologyStore({ ...fileOptions, path: isAbsolute(path) || dataDir === undefined ? path : join(dataDir, path) });
 }
+export { changeShardMap, type ChangeShardMapOptions, type ShardMapChange } from './change-shard-map.js';
+export { promoteSlave, moveShards, setOpen, mergeAdjacent, parseShardSpan, diffShardMaps, formatShardMapDiff, type ShardSpan, type HostPair, type Fleet, type RangeChange } from './map-edits.js';

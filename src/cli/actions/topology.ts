@@ -2,8 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
-import { createTopologyStore } from '../../topology/index.js';
-import { defaultShardMapJson, ShardMap, type ShardRange } from '../../topology/shard-map.js';
+import { changeShardMap } from '../../topology/change-shard-map.js';
+import { createTopologyStore, FileTopologyStore } from '../../topology/index.js';
+import { formatShardMapDiff, moveShards, parseShardSpan, promoteSlave, setOpen } from '../../topology/map-edits.js';
+import type { TopologyStore } from '../../topology/topology-store.js';
+import { defaultShardMapJson, ShardMap, type ShardMapJson, type ShardRange } from '../../topology/shard-map.js';
 import { textTable } from '../text-table.js';
 
 /**
@@ -69,4 +72,117 @@ export function formatShardMapTable(map: ShardMap): string {
 export async function showTopology(opts: { file?: string; json?: boolean; data?: string }): Promise<void> {
   const map = opts.file === undefined ? ShardMap.fromJSON(defaultShardMapJson()) : await loadShardMapFile(opts.file, opts.data);
   process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map)}\n`);
+}
+
+/** Where an edit command reads and writes the live map, and what the next map is checked against. */
+interface EditTarget {
+  store: TopologyStore;
+  seed?: ShardMap;
+  hosts?: string[];
+  /** For messages: where new hosts must be declared. */
+  configPath?: string;
+}
+
+/**
+ * --file names a config file (its topology store, like `show`; the default file store is
+ * <data>/topology.json) or a topology file itself (then that file is the store).
+ */
+async function openEditTarget(path: string | undefined, dataDir: string | undefined): Promise<EditTarget> {
+  if (path === undefined) throw new ShardKitError('INVALID_ARGUMENT', '--file <config> is required: the shardkit config whose topology store holds the live map');
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ShardKitError('INVALID_ARGUMENT', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ShardKitError('INVALID_CONFIG', `${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (json !== null && typeof json === 'object' && !Array.isArray(json) && 'shardMap' in json) {
+    let config;
+    try {
+      config = parseConfig(json);
+    } catch (err) {
+      if (err instanceof ShardKitError) throw new ShardKitError(err.code, `${path}: ${err.message}`, { cause: err });
+      throw err;
+    }
+    if (config.topologyStore.kind !== 'file') {
+      throw new ShardKitError('INVALID_ARGUMENT', `${path} keeps its shard map in a "${config.topologyStore.kind}" topology store, which only the process holding it can change`);
+    }
+    return {
+      store: createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) }),
+      seed: ShardMap.fromJSON(config.shardMap),
+      hosts: Object.keys(config.hosts),
+      configPath: path,
+    };
+  }
+  if (dataDir !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--data only applies to a config file; ${path} is a topology file`);
+  return { store: new FileTopologyStore({ path }) };
+}
+
+export interface EditOptions {
+  file?: string;
+  data?: string;
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+/** Refuses hosts the config does not declare, saying how to declare them. */
+function checkDeclared(target: EditTarget, hosts: Array<string | undefined>): void {
+  if (target.hosts === undefined) return;
+  const missing = hosts.filter((h): h is string => h !== undefined && !target.hosts!.includes(h));
+  if (missing.length === 0) return;
+  const entries = missing.map((h) => `"${h}": {}`).join(', ');
+  throw new ShardKitError(
+    'INVALID_ARGUMENT',
+    `host ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not declared in "hosts" of ${target.configPath}: add ${entries} there (with "host"/"port" for a SQL server), then run this again`,
+  );
+}
+
+async function runEdit(opts: EditOptions, newHosts: Array<string | undefined>, change: (current: ShardMap) => ShardMapJson): Promise<void> {
+  const target = await openEditTarget(opts.file, opts.data);
+  try {
+    checkDeclared(target, newHosts);
+    const result = await changeShardMap(target.store, change, {
+      ...(target.seed ? { seed: target.seed } : {}),
+      ...(target.hosts ? { hosts: target.hosts } : {}),
+      dryRun: opts.dryRun === true,
+    });
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify(result.after.toJSON())}\n`);
+      return;
+    }
+    const outcome = result.written
+      ? `wrote shard map version ${result.after.version} (was ${result.fromSeed ? 'the config\'s seed: the store was empty' : result.before.version})${result.attempts > 1 ? ` after ${result.attempts} attempts: another writer changed it meanwhile` : ''}`
+      : opts.dryRun
+        ? `dry run: nothing written (the map is at version ${result.before.version})`
+        : `nothing written (the map stays at version ${result.before.version})`;
+    process.stdout.write(`${formatShardMapDiff(result.changes)}\n${outcome}\n`);
+  } finally {
+    await target.store.close();
+  }
+}
+
+/** `topology promote <host>`: failover of every range mastered by host to its slave. */
+export async function promoteTopology(host: string, opts: EditOptions & { dropOldMaster?: boolean }): Promise<void> {
+  await runEdit(opts, [], (map) => promoteSlave(map, host, { dropOldMaster: opts.dropOldMaster === true }));
+}
+
+/** `topology split <first>..<last> --master H --slave H [--mod]`: moves shards to a new pair. */
+export async function splitTopology(spanText: string, opts: EditOptions & { master?: string; slave?: string; mod?: boolean }): Promise<void> {
+  const span = parseShardSpan(spanText);
+  if (opts.master === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'split needs --master <host>: the new master of the moved shards');
+  const pair = { master: opts.master, ...(opts.slave !== undefined ? { slave: opts.slave } : {}) };
+  await runEdit(opts, [pair.master, pair.slave], (map) => moveShards(map, span, pair, { fleet: opts.mod ? 'mod' : 'objects' }));
+}
+
+/** `topology open|close <first>..<last> [--master H --slave H]`: placement of new objects; new shards past the end. */
+export async function openTopology(spanText: string, open: boolean, opts: EditOptions & { master?: string; slave?: string }): Promise<void> {
+  const span = parseShardSpan(spanText);
+  if (opts.master === undefined && opts.slave !== undefined) throw new ShardKitError('INVALID_ARGUMENT', '--slave needs --master: both name the hosts of new shards');
+  const pair = opts.master === undefined ? undefined : { master: opts.master, ...(opts.slave !== undefined ? { slave: opts.slave } : {}) };
+  await runEdit(opts, pair ? [pair.master, pair.slave] : [], (map) => setOpen(map, span, open, pair));
 }

@@ -14,4 +14,57 @@ export function register(program: Command): void {
 Without --file, prints the default map: 4096 shards (all open) over MySQL001A/B..MySQL008A/B and
 4096 mod shards over msdb001a/b..msdb008a/b.`)
     .action(action(async (opts: { file?: string; json?: boolean; data?: string }) => (await import('../actions/topology.js')).showTopology(opts)));
+
+  const edit = (cmd: Command): Command =>
+    cmd
+      .option('--file <config>', 'the shardkit config whose topology store holds the live map (or a topology file, which is then the store)')
+      .option('--data <dir>', 'the data directory holding the config\'s topology store (default: the config file\'s directory; the file store is <data>/topology.json)')
+      .option('--dry-run', 'print the changes and write nothing')
+      .option('--json', 'print the new map\'s JSON form instead of the changes');
+  const lazy = async () => import('../actions/topology.js');
+  const afterEdit = `
+The change is written with compare-and-set (redone on the newer map if another operator wrote
+first); running services follow the store and need no restart. docs/topology.md, "Changing the map".`;
+
+  edit(topology.command('promote <host>'))
+    .description('Failover: every range (object and mod shards) mastered by <host> gets its slave as master; <host> becomes the slave')
+    .option('--drop-old-master', 'leave those ranges without a slave instead of making <host> their slave')
+    .addHelpText('after', `
+Example:
+  $ shardkit topology promote MySQL003A --file shardkit.json
+  object shards 1024..1535: MySQL003A/MySQL003B open -> MySQL003B/MySQL003A open
+  wrote shard map version 5 (was 4)
+${afterEdit}`)
+    .action(action(async (host: string, opts: { file?: string; data?: string; dryRun?: boolean; json?: boolean; dropOldMaster?: boolean }) =>
+      (await lazy()).promoteTopology(host, opts)));
+
+  edit(topology.command('split <first..last>'))
+    .description('Move object shards first..last (inside one range) to a new master/slave pair, splitting that range')
+    .option('--master <host>', 'the new master (declared in the config\'s "hosts")')
+    .option('--slave <host>', 'the new slave (declared in the config\'s "hosts")')
+    .option('--mod', 'split mod shards instead of object shards')
+    .addHelpText('after', `
+Build the new pair and replicate the old master to it first; afterwards drop the moved databases
+from the old hosts (SPEC section 5). Example, moving the upper half of 0..511:
+  $ shardkit topology split 256..511 --master MySQL009A --slave MySQL009B --file shardkit.json
+  object shards 256..511: MySQL001A/MySQL001B open -> MySQL009A/MySQL009B open
+  wrote shard map version 2 (was 1)
+${afterEdit}`)
+    .action(action(async (span: string, opts: { file?: string; data?: string; dryRun?: boolean; json?: boolean; master?: string; slave?: string; mod?: boolean }) =>
+      (await lazy()).splitTopology(span, opts)));
+
+  for (const [name, open] of [['open', true], ['close', false]] as const) {
+    edit(topology.command(`${name} <first..last>`))
+      .description(open
+        ? 'Let new objects be placed on object shards first..last; with --master/--slave, add shards past the current last one'
+        : 'Stop placing new objects on object shards first..last (their objects are still read and updated)')
+      .option('--master <host>', 'for shards past the current last shard: their master')
+      .option('--slave <host>', 'for shards past the current last shard: their slave')
+      .addHelpText('after', `
+Example${open ? ', adding capacity' : ''}:
+  $ shardkit topology ${open ? 'open 4096..8191 --master MySQL009A --slave MySQL009B' : 'close 0..511'} --file shardkit.json
+${afterEdit}`)
+      .action(action(async (span: string, opts: { file?: string; data?: string; dryRun?: boolean; json?: boolean; master?: string; slave?: string }) =>
+        (await lazy()).openTopology(span, open, opts)));
+  }
 }
