@@ -9,24 +9,28 @@ import type { TopologyStore } from '../../topology/topology-store.js';
 import { defaultShardMapJson, ShardMap, type ShardMapJson, type ShardRange } from '../../topology/shard-map.js';
 import { textTable } from '../text-table.js';
 
-/**
- * Reads a shard map from a topology JSON file (the store's file, `topology show --json` output)
- * or from a whole shardkit config file: the live map in its topology store when one was written
- * there (`dataDir`, default the config's directory), else the config's `shardMap` seed.
- */
-export async function loadShardMapFile(path: string, dataDir?: string): Promise<ShardMap> {
+/** A JSON file's value; an unreadable file is INVALID_ARGUMENT, bad JSON INVALID_CONFIG, both naming it. */
+async function readJsonFile(path: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
     throw new ShardKitError('INVALID_ARGUMENT', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-  let json: unknown;
   try {
-    json = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw new ShardKitError('INVALID_CONFIG', `${path} is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+/**
+ * Reads a shard map from a topology JSON file (the store's file, `topology show --json` output)
+ * or from a whole shardkit config file: the live map in its topology store when one was written
+ * there (`dataDir`, default the config's directory), else the config's `shardMap` seed.
+ */
+export async function loadShardMapFile(path: string, dataDir?: string): Promise<ShardMap> {
+  const json = await readJsonFile(path);
   const prefixed = <T>(fn: () => T): T => {
     try {
       return fn();
@@ -89,18 +93,7 @@ interface EditTarget {
  */
 async function openEditTarget(path: string | undefined, dataDir: string | undefined): Promise<EditTarget> {
   if (path === undefined) throw new ShardKitError('INVALID_ARGUMENT', '--file <config> is required: the shardkit config whose topology store holds the live map');
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    throw new ShardKitError('INVALID_ARGUMENT', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new ShardKitError('INVALID_CONFIG', `${path} is not valid JSON: ${(err as Error).message}`);
-  }
+  const json = await readJsonFile(path);
   if (json !== null && typeof json === 'object' && !Array.isArray(json) && 'shardMap' in json) {
     let config;
     try {
