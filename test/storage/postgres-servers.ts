@@ -12,7 +12,7 @@ export interface PostgresServers {
   hosts: Record<string, { host: string; port: number }>;
   schema: SchemaDef;
   /** A validated postgres config over both servers: 8 object shards and 8 mod shards, both fleets on each master. */
-  config(storage?: { connectTimeoutMs?: number; queryTimeoutMs?: number; poolSize?: number }): ShardKitConfig;
+  config(storage?: { connectTimeoutMs?: number; queryTimeoutMs?: number; poolSize?: number }, shardMap?: unknown): ShardKitConfig;
   /** A backend for admin work (dropping every shard schema between tests). */
   admin: PostgresBackend;
   dropAllShards(): Promise<void>;
@@ -28,10 +28,10 @@ export async function startPostgresServers(): Promise<PostgresServers> {
     hosts[name.replace(/A$/, 'B')] = { host: servers[i]!.host, port: servers[i]!.port };
   });
   const schemaConfig = defaultConfig().schema;
-  const config: PostgresServers['config'] = (storage = {}) => parseConfig({
+  const config: PostgresServers['config'] = (storage = {}, shardMap) => parseConfig({
     storage: { backend: 'postgres', user: 'postgres', database: DATABASE, ...storage },
     hosts,
-    shardMap: {
+    shardMap: shardMap ?? {
       version: 1,
       ranges: [
         { range: [0, 3], master: 'PG001A', slave: 'PG001B', open: true },

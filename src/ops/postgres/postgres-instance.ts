@@ -35,13 +35,13 @@ function osUser(name: string): OsUser | undefined {
 }
 
 /**
- * Settings for a throwaway test server: durability off (its data dies with the test), small
- * memory, loopback only. Not for anything that must survive a crash of the machine.
+ * Settings for a throwaway test server: small memory, loopback only, no fsync. A commit is still
+ * written to the WAL before it is acknowledged (synchronous_commit stays on), so a killed server
+ * (stop('immediate')) loses nothing; only a crash of the machine could.
  */
 const BASE_SETTINGS: Record<string, string | number> = {
   listen_addresses: '127.0.0.1',
   fsync: 'off',
-  synchronous_commit: 'off',
   full_page_writes: 'off',
   shared_buffers: '16MB',
   max_connections: 100,
