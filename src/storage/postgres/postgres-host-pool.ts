@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
-import { PG_ACQUIRE_TIMEOUT, PG_HOST_DOWN, codeDriverError, isConnectionError, isHostDownError } from './postgres-errors.js';
+import { PG_HOST_DOWN, codeDriverError, isConnectionError, isHostDownError } from './postgres-errors.js';
 
 /** How one server is reached (config `hosts[name]` merged with `storage`). */
 export interface PostgresHostOptions {
@@ -98,9 +98,6 @@ export class PostgresHostPool {
       return await this.pool.connect();
     } catch (err) {
       codeDriverError(err);
-      if ((err as { code?: string }).code === undefined && this.pool.waitingCount > 0) {
-        (err as Error & { code: string }).code = PG_ACQUIRE_TIMEOUT;
-      }
       this.markDown(err);
       throw err;
     }
