@@ -13,6 +13,7 @@ import type {
 } from '../shard-backend.js';
 import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
+import { HostPools, SchemaTables, type TableKind } from '../server-hosts.js';
 import { mysqlDatabaseName, parseMysqlDatabaseName, shardDdl } from './mysql-ddl.js';
 import { mapMysqlError } from './mysql-errors.js';
 import { MysqlHostPool, type MysqlHostOptions, type SqlValue } from './mysql-host-pool.js';
@@ -41,8 +42,6 @@ export interface MysqlBackendOptions {
   schema: SchemaDef;
 }
 
-type TableKind = 'types' | 'mappings' | 'keyspaces';
-
 interface ObjectRow {
   local_id: string;
   data: string;
@@ -62,15 +61,13 @@ function toStored(row: ObjectRow): StoredObject {
 export class MysqlBackend implements ShardBackend {
   readonly kind = 'mysql';
   readonly supports: BackendCapabilities = { lazyShardCreation: false };
-  private readonly pools = new Map<string, MysqlHostPool>();
-  private readonly hosts: Record<string, MysqlHostAddress>;
+  private readonly pools: HostPools<MysqlHostPool, MysqlHostAddress>;
   private readonly storage: Required<Omit<MysqlStorageOptions, 'password'>> & { password?: string };
-  private schema!: SchemaDef;
-  private tables!: Record<TableKind, Set<string>>;
+  private tables!: SchemaTables;
   private closed = false;
 
   constructor(options: MysqlBackendOptions) {
-    this.hosts = options.hosts;
+    this.pools = new HostPools(options.hosts, (host, address) => this.newPool(host, address));
     this.setSchema(options.schema);
     this.storage = {
       user: options.storage?.user ?? 'root',
@@ -83,21 +80,17 @@ export class MysqlBackend implements ShardBackend {
 
   /** Later createShard calls use this schema (schema apply). */
   setSchema(schema: SchemaDef): void {
-    this.schema = schema;
-    this.tables = {
-      types: new Set(schema.types.map((t) => t.table)),
-      mappings: new Set(schema.mappings.map((m) => m.table)),
-      keyspaces: new Set(schema.keyspaces.map((k) => k.table)),
-    };
+    this.tables = new SchemaTables(schema);
+  }
+
+  private get schema(): SchemaDef {
+    return this.tables.schema;
   }
 
   /** Refuses a table outside the schema or on the wrong fleet: names reach SQL only from here. */
   private table(kind: TableKind, ref: ShardRef, table: string): string {
-    checkRef(ref);
+    this.tables.check(kind, ref, table);
     this.open();
-    const fleet: Fleet = kind === 'keyspaces' ? 'lookups' : 'objects';
-    if (ref.fleet !== fleet) throw new ShardKitError('INVALID_ARGUMENT', `table ${JSON.stringify(String(table).slice(0, 70))} is not on the ${ref.fleet} fleet`);
-    if (!this.tables[kind].has(table)) throw new ShardKitError('INVALID_ARGUMENT', `unknown table ${JSON.stringify(String(table).slice(0, 70))}`);
     return `${q(mysqlDatabaseName(ref.shard))}.${q(table)}`;
   }
 
@@ -107,30 +100,20 @@ export class MysqlBackend implements ShardBackend {
 
   /** Round trips sent to each host since creation (benchmarks, tests). */
   roundTrips(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [name, pool] of this.pools) out[name] = pool.queries;
-    return out;
+    return this.pools.roundTrips();
   }
 
   /** Per host: round trips and the most statements in flight at once since the last reset. */
   hostStats(options: { reset?: boolean } = {}): Record<string, { queries: number; maxInFlight: number }> {
-    const out: Record<string, { queries: number; maxInFlight: number }> = {};
-    for (const [name, pool] of this.pools) {
-      out[name] = { queries: pool.queries, maxInFlight: pool.maxInFlight };
-      if (options.reset) {
-        pool.queries = 0;
-        pool.maxInFlight = pool.inFlight;
-      }
-    }
-    return out;
+    return this.pools.stats(options);
   }
 
   private pool(host: string): MysqlHostPool {
     this.open();
-    let pool = this.pools.get(host);
-    if (pool) return pool;
-    const address = Object.hasOwn(this.hosts, host) ? this.hosts[host] : undefined;
-    if (!address) throw new ShardKitError('INVALID_CONFIG', `host ${host} is not declared in config "hosts"`);
+    return this.pools.get(host);
+  }
+
+  private newPool(host: string, address: MysqlHostAddress): MysqlHostPool {
     const options: MysqlHostOptions = {
       ...(address.host !== undefined ? { host: address.host } : {}),
       ...(address.port !== undefined ? { port: address.port } : {}),
@@ -141,9 +124,7 @@ export class MysqlBackend implements ShardBackend {
       connectTimeoutMs: this.storage.connectTimeoutMs,
       queryTimeoutMs: this.storage.queryTimeoutMs,
     };
-    pool = new MysqlHostPool(host, options);
-    this.pools.set(host, pool);
-    return pool;
+    return new MysqlHostPool(host, options);
   }
 
   private async query<T>(ref: ShardRef | { host: string }, sql: string, values?: SqlValue[]): Promise<T> {
@@ -359,8 +340,6 @@ export class MysqlBackend implements ShardBackend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const pools = [...this.pools.values()];
-    this.pools.clear();
-    await Promise.all(pools.map((p) => p.close()));
+    await this.pools.closeAll();
   }
 }

@@ -13,6 +13,7 @@ import type {
 } from '../shard-backend.js';
 import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
+import { HostPools, SchemaTables, type TableKind } from '../server-hosts.js';
 import { parsePostgresSchemaName, postgresSchemaName, qi, qualified, shardDdl } from './postgres-ddl.js';
 import { mapPostgresError } from './postgres-errors.js';
 import { PostgresHostPool, type PostgresHostOptions, type SqlValue } from './postgres-host-pool.js';
@@ -44,8 +45,6 @@ export interface PostgresBackendOptions {
   schema: SchemaDef;
 }
 
-type TableKind = 'types' | 'mappings' | 'keyspaces';
-
 interface ObjectRow {
   local_id: string;
   data: string;
@@ -67,15 +66,13 @@ const CREATE_LOCK_BASE = 0x5348_0000;
 export class PostgresBackend implements ShardBackend {
   readonly kind = 'postgres';
   readonly supports: BackendCapabilities = { lazyShardCreation: false };
-  private readonly pools = new Map<string, PostgresHostPool>();
-  private readonly hosts: Record<string, PostgresHostAddress>;
+  private readonly pools: HostPools<PostgresHostPool, PostgresHostAddress>;
   private readonly storage: Required<Omit<PostgresStorageOptions, 'password'>> & { password?: string };
-  private schema!: SchemaDef;
-  private tables!: Record<TableKind, Set<string>>;
+  private tables!: SchemaTables;
   private closed = false;
 
   constructor(options: PostgresBackendOptions) {
-    this.hosts = options.hosts;
+    this.pools = new HostPools(options.hosts, (host, address) => this.newPool(host, address));
     this.setSchema(options.schema);
     this.storage = {
       user: options.storage?.user ?? 'postgres',
@@ -89,21 +86,17 @@ export class PostgresBackend implements ShardBackend {
 
   /** Later createShard calls use this schema (schema apply). */
   setSchema(schema: SchemaDef): void {
-    this.schema = schema;
-    this.tables = {
-      types: new Set(schema.types.map((t) => t.table)),
-      mappings: new Set(schema.mappings.map((m) => m.table)),
-      keyspaces: new Set(schema.keyspaces.map((k) => k.table)),
-    };
+    this.tables = new SchemaTables(schema);
+  }
+
+  private get schema(): SchemaDef {
+    return this.tables.schema;
   }
 
   /** Refuses a table outside the schema or on the wrong fleet: names reach SQL only from here. */
   private table(kind: TableKind, ref: ShardRef, table: string): string {
-    checkRef(ref);
+    this.tables.check(kind, ref, table);
     this.open();
-    const fleet: Fleet = kind === 'keyspaces' ? 'lookups' : 'objects';
-    if (ref.fleet !== fleet) throw new ShardKitError('INVALID_ARGUMENT', `table ${JSON.stringify(String(table).slice(0, 70))} is not on the ${ref.fleet} fleet`);
-    if (!this.tables[kind].has(table)) throw new ShardKitError('INVALID_ARGUMENT', `unknown table ${JSON.stringify(String(table).slice(0, 70))}`);
     return qualified(ref.shard, table);
   }
 
@@ -113,30 +106,20 @@ export class PostgresBackend implements ShardBackend {
 
   /** Round trips sent to each host since creation (benchmarks, tests). */
   roundTrips(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [name, pool] of this.pools) out[name] = pool.queries;
-    return out;
+    return this.pools.roundTrips();
   }
 
   /** Per host: round trips and the most statements in flight at once since the last reset. */
   hostStats(options: { reset?: boolean } = {}): Record<string, { queries: number; maxInFlight: number }> {
-    const out: Record<string, { queries: number; maxInFlight: number }> = {};
-    for (const [name, pool] of this.pools) {
-      out[name] = { queries: pool.queries, maxInFlight: pool.maxInFlight };
-      if (options.reset) {
-        pool.queries = 0;
-        pool.maxInFlight = pool.inFlight;
-      }
-    }
-    return out;
+    return this.pools.stats(options);
   }
 
   private pool(host: string): PostgresHostPool {
     this.open();
-    let pool = this.pools.get(host);
-    if (pool) return pool;
-    const address = Object.hasOwn(this.hosts, host) ? this.hosts[host] : undefined;
-    if (!address) throw new ShardKitError('INVALID_CONFIG', `host ${host} is not declared in config "hosts"`);
+    return this.pools.get(host);
+  }
+
+  private newPool(host: string, address: PostgresHostAddress): PostgresHostPool {
     const password = address.password ?? this.storage.password;
     const options: PostgresHostOptions = {
       ...(address.host !== undefined ? { host: address.host } : {}),
@@ -149,9 +132,7 @@ export class PostgresBackend implements ShardBackend {
       connectTimeoutMs: this.storage.connectTimeoutMs,
       queryTimeoutMs: this.storage.queryTimeoutMs,
     };
-    pool = new PostgresHostPool(host, options);
-    this.pools.set(host, pool);
-    return pool;
+    return new PostgresHostPool(host, options);
   }
 
   private async query<T extends object>(ref: ShardRef | { host: string }, sql: string, values?: SqlValue[]): Promise<{ rows: T[]; rowCount: number }> {
@@ -378,8 +359,6 @@ export class PostgresBackend implements ShardBackend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const pools = [...this.pools.values()];
-    this.pools.clear();
-    await Promise.all(pools.map((p) => p.close()));
+    await this.pools.closeAll();
   }
 }
