@@ -13,11 +13,13 @@ if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi
 if ! command -v memcached >/dev/null 2>&1; then need+=(memcached); fi
 # The PostgreSQL backend tests run their own postgres (initdb into a temp dir, src/ops/postgres).
 if [ ! -x /usr/lib/postgresql/15/bin/postgres ] && [ -z "${SHARDKIT_POSTGRES_BIN:-}" ]; then need+=(postgresql); fi
+# The etcd topology store tests (test/topology/etcd-*) run their own etcd.
+if ! command -v etcd >/dev/null 2>&1; then need+=(etcd-server); fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "install-test-deps: need root to apt-get install ${need[*]}" >&2; exit 1; fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   # The packages start system servers; the tests run their own, so stop them.
-  for svc in mariadb redis-server memcached postgresql; do (service "$svc" stop || true) >/dev/null 2>&1; done
+  for svc in mariadb redis-server memcached postgresql etcd; do (service "$svc" stop || true) >/dev/null 2>&1; done
 fi

@@ -2,7 +2,7 @@ export { ShardKitError, ERROR_CODES, isShardKitError, type ErrorCode } from './e
 export * from './ids/index.js';
 export { ShardMap, defaultShardMapJson, shardDatabaseName, type ShardMapJson, type ShardRange, type ShardLocation } from './topology/shard-map.js';
 export type { TopologyStore } from './topology/topology-store.js';
-export { MemoryTopologyStore, MemoryTopologyBacking, FileTopologyStore, createTopologyStore, type MemoryTopologyStoreOptions, type FileTopologyStoreOptions, type TopologyStoreSpec, type TopologyListener, changeShardMap, promoteSlave, moveShards, setOpen, diffShardMaps, formatShardMapDiff, type ChangeShardMapOptions, type ShardMapChange, type ShardSpan, type HostPair } from './topology/index.js';
+export { MemoryTopologyStore, MemoryTopologyBacking, FileTopologyStore, EtcdTopologyStore, createTopologyStore, type MemoryTopologyStoreOptions, type FileTopologyStoreOptions, type EtcdTopologyStoreOptions, type TopologyStoreSpec, type TopologyListener, changeShardMap, promoteSlave, moveShards, setOpen, diffShardMaps, formatShardMapDiff, type ChangeShardMapOptions, type ShardMapChange, type ShardSpan, type HostPair } from './topology/index.js';
 export type * from './storage/shard-backend.js';
 export { SqliteBackend, type SqliteBackendOptions } from './storage/sqlite/index.js';
 export { PostgresBackend, postgresBackendFromConfig, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './storage/postgres/index.js';

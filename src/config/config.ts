@@ -68,7 +68,23 @@ export const storageSchema = z.discriminatedUnion('backend', [
 export const topologyStoreSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('file'), path: z.string().default('topology.json') }).strict(),
   z.object({ kind: z.literal('memory') }).strict(),
+  z.object({
+    kind: z.literal('etcd'),
+    endpoints: z.array(z.string().refine(isHttpUrl, 'must be an http:// or https:// URL')).min(1),
+    // Printable ASCII only: the key shows up in logs, errors and etcdctl commands.
+    key: z.string().regex(/^\/[\x21-\x7e]{0,1023}$/, "must start with '/' and be printable ASCII without spaces (at most 1024 characters)").optional(),
+    dialTimeoutMs: z.number().int().min(1).max(600_000).optional(),
+  }).strict(),
 ]);
+
+function isHttpUrl(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
 
 const ttlSeconds = z.number().int().min(1).max(MAX_TTL_SECONDS).optional();
 /** Put before every cache key; keys must stay within memcached's rules (no whitespace, 250 bytes). */

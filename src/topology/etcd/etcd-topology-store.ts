@@ -1,0 +1,332 @@
+import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ShardKitError } from '../../errors.js';
+import type { ShardMap } from '../shard-map.js';
+import type { TopologyStore } from '../topology-store.js';
+import { checkExpectedVersion, closedError, conflict, toShardMap } from '../memory/store-args.js';
+import { VersionListeners, type TopologyListener } from '../memory/version-listeners.js';
+import { ShardMap as ShardMapClass } from '../shard-map.js';
+
+export const DEFAULT_ETCD_TOPOLOGY_KEY = '/shardkit/topology';
+
+export interface EtcdTopologyStoreOptions {
+  /** etcd client URLs, e.g. ['http://127.0.0.1:2379']. */
+  endpoints: readonly string[];
+  /** The one key holding the map's JSON form. Default /shardkit/topology. */
+  key?: string;
+  /**
+   * Bound on every read and write, connecting included (etcd3 has no working dial timeout of its
+   * own): past it the call fails with TOPOLOGY_UNAVAILABLE instead of hanging. Default 3000 ms.
+   */
+  dialTimeoutMs?: number;
+  /** Longest pause between reconnect attempts (connection and watch stream) while etcd is down. Default 1000 ms. */
+  retryMaxMs?: number;
+  /** Called when a watch listener throws, a watched value cannot be parsed, or a catch-up read fails. */
+  onError?: (err: unknown) => void;
+}
+
+type EtcdModule = typeof import('etcd3');
+type CockatielModule = typeof import('cockatiel');
+
+/**
+ * The shard map under one etcd key (Pinterest's ZooKeeper node), for several machines.
+ *
+ * Compare-and-set compares the key's etcd `mod_revision` rather than its value: the shardkit
+ * version inside the JSON decides whether the caller's expectedVersion is current, and the
+ * mod_revision read alongside it guards the put, so a writer that slipped in between (even one
+ * writing the same version by hand) makes the transaction fail instead of being overwritten.
+ * Comparing on the value would need the exact stored bytes and is no stronger. A missing key has
+ * mod_revision 0, which makes "expectedVersion 0 = key absent" the same comparison.
+ *
+ * The client (etcd3, gRPC) is loaded and connected on first use, so constructing the store never
+ * fails or blocks and nothing loads etcd3 unless a config names this store.
+ */
+export class EtcdTopologyStore implements TopologyStore {
+  readonly key: string;
+  readonly endpoints: readonly string[];
+  private readonly timeoutMs: number;
+  private readonly retryMaxMs: number;
+  private etcd: EtcdModule | undefined;
+  private readonly onError: (err: unknown) => void;
+  private readonly listeners: VersionListeners;
+  private clientPromise: Promise<Etcd3> | undefined;
+  private watcher: Watcher | undefined;
+  private watching = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  /** Highest map version this instance has seen: the baseline of a new listener. */
+  private known = 0;
+  /** Highest etcd revision seen, so a watch starts right after what this instance already read. */
+  private revision = 0;
+  private closed = false;
+
+  constructor(options: EtcdTopologyStoreOptions) {
+    if (!Array.isArray(options?.endpoints) || options.endpoints.length === 0) {
+      throw new ShardKitError('INVALID_ARGUMENT', 'EtcdTopologyStore needs at least one endpoint');
+    }
+    this.endpoints = [...options.endpoints];
+    this.key = options.key ?? DEFAULT_ETCD_TOPOLOGY_KEY;
+    this.timeoutMs = options.dialTimeoutMs ?? 3000;
+    this.retryMaxMs = options.retryMaxMs ?? 1000;
+    this.onError = options.onError ?? (() => {});
+    this.listeners = new VersionListeners(this.onError);
+  }
+
+  async read(): Promise<ShardMap | undefined> {
+    if (this.closed) throw closedError();
+    return (await this.readRaw()).map;
+  }
+
+  async write(next: ShardMap, expectedVersion: number): Promise<ShardMap> {
+    if (this.closed) throw closedError();
+    const expected = checkExpectedVersion(expectedVersion);
+    const map = toShardMap(next);
+    const stored = map.withVersion(expected + 1);
+    const text = JSON.stringify(stored.toJSON());
+    // Each round either wins, or re-reads and finds the version moved on (VERSION_CONFLICT). Only a
+    // value rewritten with the same version (by hand) sends it round again, so a few rounds suffice.
+    let sent = 0;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const { map: current, modRevision, text: currentText } = await this.readRaw();
+      // A transaction sent more than once (the connection dropped after etcd applied it, see call)
+      // fails its compare against its own put: finding exactly our value means our write landed.
+      if (sent > 1 && currentText === text) break;
+      const actual = current?.version ?? 0;
+      if (actual !== expected) throw conflict(expected, actual);
+      if (this.closed) throw closedError();
+      const client = await this.client();
+      sent = 0;
+      const txn = await this.call('write', (options) => (sent++, client).if(this.key, 'Mod', '==', modRevision).options(options).then(client.put(this.key).value(text)).commit());
+      // Only a won transaction's revision is one this instance has seen the key at.
+      if (txn.succeeded) {
+        this.seeRevision(txn.header.revision);
+        break;
+      }
+      if (attempt === 4) throw conflict(expected, (await this.readRaw()).map?.version ?? 0);
+    }
+    this.offer(stored);
+    return stored;
+  }
+
+  watch(listener: TopologyListener): () => void {
+    if (this.closed) throw closedError();
+    const unsubscribe = this.listeners.add(listener, this.known);
+    this.startWatching();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      unsubscribe();
+      if (this.listeners.size === 0) this.stopWatching();
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listeners.clear();
+    this.stopWatching();
+    const pending = this.clientPromise;
+    this.clientPromise = undefined;
+    if (pending !== undefined) {
+      try {
+        (await pending).close();
+      } catch {
+        // The client never loaded: nothing to close.
+      }
+    }
+  }
+
+  private async readRaw(): Promise<{ map: ShardMap | undefined; modRevision: string; text?: string }> {
+    const client = await this.client();
+    const res = await this.call('read', (options) => client.get(this.key).options(options).exec());
+    this.seeRevision(res.header.revision);
+    const kv = res.kvs[0];
+    if (kv === undefined) return { map: undefined, modRevision: '0' };
+    const map = this.parse(kv);
+    this.known = Math.max(this.known, map.version);
+    return { map, modRevision: kv.mod_revision, text: kv.value.toString('utf8') };
+  }
+
+  /** The stored value; anything wrong is INVALID_CONFIG naming the key (and is never overwritten). */
+  private parse(kv: IKeyValue): ShardMap {
+    const where = `etcd key ${this.key} (${this.endpoints.join(',')})`;
+    let json: unknown;
+    try {
+      json = JSON.parse(kv.value.toString('utf8'));
+    } catch (err) {
+      throw new ShardKitError('INVALID_CONFIG', `topology in ${where} is not valid JSON: ${(err as Error).message}`);
+    }
+    try {
+      return ShardMapClass.fromJSON(json);
+    } catch (err) {
+      if (err instanceof ShardKitError) throw new ShardKitError(err.code, `topology in ${where}: ${err.message}`, { cause: err });
+      throw err;
+    }
+  }
+
+  private offer(map: ShardMap): void {
+    if (this.closed) return;
+    this.known = Math.max(this.known, map.version);
+    this.listeners.offer(map);
+  }
+
+  private seeRevision(revision: string | undefined): void {
+    const r = Number(revision ?? 0);
+    if (Number.isSafeInteger(r) && r > this.revision) this.revision = r;
+  }
+
+  /**
+   * Runs one etcd call within `dialTimeoutMs`. While the connection is down (gRPC UNAVAILABLE, e.g.
+   * etcd restarting) the call is retried until that deadline, so a brief outage costs latency rather
+   * than an error; gRPC enforces each attempt's deadline, and the timer is a backstop so nothing in
+   * the client (a stuck connect) can make a caller wait forever. Retrying a write is safe: its
+   * transaction compares the mod_revision, and write() recognises its own value if it did land.
+   */
+  private async call<T>(what: 'read' | 'write', fn: (options: { deadline: number }) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const backstop = new Promise<never>((_, reject) => {
+      // Not unref'd: a caller awaiting this (a CLI) must get its answer, not a silent exit.
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs + 500);
+    });
+    const attempt = async (): Promise<T> => {
+      for (let pause = 25; ; pause = Math.min(pause * 2, 200)) {
+        try {
+          return await fn({ deadline });
+        } catch (err) {
+          const transient = this.etcd !== undefined && err instanceof this.etcd.GRPCUnavailableError;
+          if (!transient || this.closed || Date.now() + pause >= deadline) throw err;
+          await sleep(pause);
+        }
+      }
+    };
+    try {
+      return await Promise.race([attempt(), backstop]);
+    } catch (err) {
+      if (err instanceof ShardKitError) throw err;
+      if (this.closed) throw closedError();
+      const outcome = what === 'write' ? ' (the write may or may not have been applied: read before retrying)' : '';
+      throw new ShardKitError(
+        'TOPOLOGY_UNAVAILABLE',
+        `etcd topology store ${this.endpoints.join(',')} key ${this.key}: ${what} failed: ${(err as Error)?.message ?? String(err)}${outcome}`,
+        { cause: err },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private client(): Promise<Etcd3> {
+    this.clientPromise ??= this.connect();
+    return this.clientPromise;
+  }
+
+  private async connect(): Promise<Etcd3> {
+    let etcd: EtcdModule;
+    let cockatiel: CockatielModule;
+    try {
+      [etcd, cockatiel] = await Promise.all([import('etcd3'), import('cockatiel')]);
+    } catch (err) {
+      this.clientPromise = undefined;
+      throw new ShardKitError('MISSING_DEPENDENCY', 'the etcd topology store needs the npm packages etcd3 and cockatiel (npm install etcd3 cockatiel)', { cause: err });
+    }
+    if (this.closed) throw closedError();
+    this.etcd = etcd;
+    return new etcd.Etcd3({
+      hosts: [...this.endpoints],
+      // gRPC's reconnect backoff grows to 120 s by default: calls would fail long after etcd is back.
+      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 50, 'grpc.max_reconnect_backoff_ms': this.retryMaxMs },
+      faultHandling: {
+        // etcd3's default circuit breaker keeps failing calls for 5 s after etcd comes back, and its
+        // retries stretch a call past the deadline; callers retry on TOPOLOGY_UNAVAILABLE instead.
+        host: () => cockatiel.noop,
+        global: cockatiel.noop,
+        // The default backoff grows to 30 s, which would leave watchers deaf long after a restart.
+        // etcd3's options type says IBackoff, but its WatchManager calls .next() on it: a factory.
+        watchBackoff: new cockatiel.ExponentialBackoff({ initialDelay: 50, maxDelay: this.retryMaxMs }) as unknown as import('cockatiel').IBackoff<unknown>,
+      },
+    });
+  }
+
+  private startWatching(): void {
+    if (this.watching || this.closed) return;
+    this.watching = true;
+    void this.openWatcher();
+  }
+
+  private stopWatching(): void {
+    this.watching = false;
+    if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    const w = this.watcher;
+    this.watcher = undefined;
+    // Its handlers check that it is still the current watcher, so late events are dropped.
+    if (w !== undefined) void w.cancel().catch(() => {});
+  }
+
+  private async openWatcher(): Promise<void> {
+    let client: Etcd3;
+    try {
+      client = await this.client();
+    } catch (err) {
+      this.onError(err);
+      this.scheduleRestart();
+      return;
+    }
+    // Stopped meanwhile, or a quick stop/start already opened one while this waited for the client.
+    if (!this.watching || this.closed || this.watcher !== undefined) return;
+    let builder = client.watch().key(this.key);
+    // Start right after the last revision this instance saw, so no write in between is missed.
+    if (this.revision > 0) builder = builder.startRevision(String(this.revision + 1));
+    const w = builder.watcher();
+    this.watcher = w;
+    w.on('put', (kv) => {
+      if (this.watcher !== w) return;
+      this.seeRevision(kv.mod_revision);
+      let map: ShardMap;
+      try {
+        map = this.parse(kv);
+      } catch (err) {
+        this.onError(err);
+        return;
+      }
+      this.offer(map);
+    });
+    // Every (re)connect: read once, so whatever happened while the stream was down is caught up.
+    w.on('connected', () => {
+      if (this.watcher === w) void this.catchUp();
+    });
+    w.on('disconnected', (err) => {
+      if (this.watcher === w) this.onError(err);
+    });
+    // Always listened to: an 'error' without a listener would throw out of the client.
+    w.on('error', (err) => {
+      if (this.watcher !== w) return;
+      // The server cancelled the watch (e.g. its start revision was compacted away): make a new one.
+      this.onError(err);
+      this.watcher = undefined;
+      void w.cancel().catch(() => {});
+      this.revision = 0;
+      this.scheduleRestart();
+    });
+  }
+
+  private scheduleRestart(): void {
+    if (!this.watching || this.closed || this.restartTimer !== undefined) return;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.watching && !this.closed && this.watcher === undefined) void this.openWatcher();
+    }, this.retryMaxMs);
+    this.restartTimer.unref();
+  }
+
+  private async catchUp(): Promise<void> {
+    if (this.closed || !this.watching) return;
+    try {
+      const { map } = await this.readRaw();
+      if (map !== undefined) this.offer(map);
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+}
