@@ -24,7 +24,7 @@ test('without a client, every ticket route answers 501 TICKETS_NOT_CONFIGURED, w
   }
 });
 
-test('`shardkit serve` on the embedded default config answers the ticket routes with TICKETS_NOT_CONFIGURED over HTTP', async () => {
+test('`shardkit serve --no-widecolumn` on the embedded default config answers the ticket routes with TICKETS_NOT_CONFIGURED and the wide-column routes with WIDECOLUMN_DISABLED over HTTP', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-notickets-'));
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data', dir, '--port', '0', '--no-widecolumn'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -48,6 +48,10 @@ test('`shardkit serve` on the embedded default config answers the ticket routes 
     const status = await fetch(`${url}/v1/tickets`);
     assert.equal(status.status, 501);
     assert.equal(((await status.json()) as { error: { code: string } }).error.code, 'TICKETS_NOT_CONFIGURED');
+    // Started with --no-widecolumn: the wide-column routes say so the same way.
+    const ds = await fetch(`${url}/v1/datasets/user_sequences/rows/1001`);
+    assert.equal(ds.status, 501);
+    assert.equal(((await ds.json()) as { error: { code: string } }).error.code, 'WIDECOLUMN_DISABLED');
     // Other unknown routes are still 404 NOT_FOUND.
     const other = await fetch(`${url}/v1/ticketz/photos`, { method: 'POST' });
     assert.equal(other.status, 404);

@@ -74,6 +74,9 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
     if (options.widecolumn) {
       const wc = await openWideColumnService({ dataDir, config: config.widecolumn, logger: log.child({ module: 'widecolumn' }) });
       out.push({ plugin: widecolumnRoutes(wc.store), close: () => wc.close() });
+    } else {
+      // The routes exist anyway and say that this service runs without the store.
+      out.push({ plugin: widecolumnRoutes(undefined), close: async () => {} });
     }
     if (config.tickets !== undefined) {
       const client = createTicketClient(config.tickets);

@@ -24,7 +24,7 @@ export function register(program: Command): void {
     .option('--port <n>', 'TCP port (0 picks a free one)', intOption('--port', 0, 65535), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug, trace, silent)', 'info')
-    .option('--no-widecolumn', 'do not open the wide-column store')
+    .option('--no-widecolumn', 'do not open the wide-column store (its routes then answer 501 WIDECOLUMN_DISABLED)')
     .option('--admin-token-file <file>', 'file holding the token the /v1/admin/ routes require as "Authorization: Bearer <token>" (or set SHARDKIT_ADMIN_TOKEN)')
     .addHelpText('after', `
 Admin routes (/v1/admin/: wide-column compaction, backups, exports) need the admin token when one

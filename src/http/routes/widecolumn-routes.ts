@@ -7,6 +7,7 @@ import { publicDataset } from '../../widecolumn/dataset-config.js';
 import { backupToExportDir, EXPORT_NAME_PATTERN, EXPORT_NAME_RULE, exportToExportDir, resolveExportName } from '../../widecolumn/export-dir.js';
 import { exportDirOf } from '../../widecolumn/service.js';
 import type { GetRowRequest, PutItem, RowResult } from '../../widecolumn/types.js';
+import { DEFAULT_LIMITS } from '../../widecolumn/limits.js';
 import type { WideColumnStore } from '../../widecolumn/wide-column-store.js';
 
 const errorBody = {
@@ -14,7 +15,7 @@ const errorBody = {
   properties: { error: { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } }, required: ['code', 'message'] } },
   required: ['error'],
 } as const;
-const errors = { 400: errorBody, 404: errorBody, 409: errorBody, 413: errorBody, 503: errorBody } as const;
+const errors = { 400: errorBody, 404: errorBody, 409: errorBody, 413: errorBody, 501: errorBody, 503: errorBody } as const;
 
 const datasetJson = {
   type: 'object',
@@ -142,6 +143,32 @@ function splitColumns(columns: string | undefined): string[] | undefined {
   return list;
 }
 
+function disabled(): ShardKitError {
+  return new ShardKitError('WIDECOLUMN_DISABLED', 'this service runs without the wide-column store (started with --no-widecolumn): restart it without that flag, or use a service that has it (docs/widecolumn.md)');
+}
+
+/**
+ * The routes of a service started without the wide-column store (`serve --no-widecolumn`, or
+ * `widecolumnRoutes(undefined)`): the same paths and schemas, each answering 501
+ * WIDECOLUMN_DISABLED before any validation, so a caller learns why rather than getting a bare
+ * 404 "no route". The store behind them throws the same error if anything ever reaches it.
+ */
+function disabledRoutes(options: WidecolumnRoutesOptions): (app: FastifyInstance) => Promise<void> {
+  const store = new Proxy({ limits: DEFAULT_LIMITS } as unknown as WideColumnStore, {
+    get(target, prop) {
+      if (prop === 'limits') return DEFAULT_LIMITS;
+      throw disabled();
+    },
+  });
+  const routes = widecolumnRoutes(store, { exportDir: options.exportDir ?? '' });
+  return async (app: FastifyInstance) => {
+    app.addHook('onRequest', async () => {
+      throw disabled();
+    });
+    await routes(app);
+  };
+}
+
 export interface WidecolumnRoutesOptions {
   /** The only directory admin backups and exports write into (default: the one openWideColumnService
    *  chose for this store, else `widecolumn-exports` next to the store directory). */
@@ -155,7 +182,8 @@ export interface WidecolumnRoutesOptions {
  * wildcard so long keys are not cut by the router's parameter length limit). Every body route
  * refuses values of the wrong JSON type instead of letting Ajv coerce them (bodyStrictValidator, app.ts).
  */
-export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
+export function widecolumnRoutes(store: WideColumnStore | undefined, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
+  if (store === undefined) return disabledRoutes(options);
   const bodyLimit = Math.ceil(store.limits.maxBatchBytes * 1.5) + 1024 * 1024;
   const exportDir = options.exportDir ?? exportDirOf(store);
   return async (app: FastifyInstance) => {
