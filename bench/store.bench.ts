@@ -128,7 +128,7 @@ try {
   const total = LIST_DEPTH + 200;
   // Pin i is mapped with sequence i, so the item at depth d has sequence d.
   for (let i = 0; i < total; i++) await kit.mappings.add('board_has_pins', board.id, ids[i]!, { sequence: i });
-  const deepCursor = encodeCursor({ sequence: LIST_DEPTH - 1, toId: ids[LIST_DEPTH - 1]! }, 'asc');
+  const deepCursor = encodeCursor({ sequence: LIST_DEPTH - 1, toId: ids[LIST_DEPTH - 1]! }, 'asc', { mapping: 'board_has_pins', from: board.id });
   const check = await kit.mappings.list('board_has_pins', board.id, { limit: 50, order: 'asc', cursor: deepCursor });
   if (check.items[0]!.sequence !== LIST_DEPTH || check.items.length !== 50) throw new Error(`deep page starts at ${check.items[0]?.sequence}`);
   const listOnce = async (cursor: string | null) => {

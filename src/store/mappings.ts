@@ -1,7 +1,7 @@
 import { ShardKitError } from '../errors.js';
 import type { MappingDef } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
-import { decodeCursor, encodeCursor } from './cursor-codec.js';
+import { decodeCursor, encodeCursor, type CursorList } from './cursor-codec.js';
 import type { StoreCache } from './store-cache.js';
 import type { LocatedId, StoreContext } from './store-context.js';
 import type { ListOptions, ListOrder, MappingListPage } from './types.js';
@@ -15,15 +15,15 @@ export interface ParsedListOptions {
   after: { sequence: number; toId: bigint } | undefined;
 }
 
-/** Validates limit, order and cursor (INVALID_ARGUMENT); shared by list and join. */
-export function parseListOptions(options: ListOptions = {}): ParsedListOptions {
+/** Validates limit, order and cursor (INVALID_ARGUMENT; the cursor must come from `list`). */
+export function parseListOptions(options: ListOptions, list: CursorList): ParsedListOptions {
   const limit = options.limit ?? DEFAULT_PAGE;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
     throw new ShardKitError('INVALID_ARGUMENT', `limit must be an integer in 1..${MAX_PAGE}`);
   }
   const order = options.order ?? 'desc';
   if (order !== 'asc' && order !== 'desc') throw new ShardKitError('INVALID_ARGUMENT', 'order must be "asc" or "desc"');
-  const after = options.cursor === undefined || options.cursor === null ? undefined : decodeCursor(options.cursor, order);
+  const after = options.cursor === undefined || options.cursor === null ? undefined : decodeCursor(options.cursor, order, list);
   return { limit, order, after };
 }
 
@@ -54,14 +54,15 @@ export class Mappings {
     const map = await this.ctx.map();
     const def = this.ctx.mapping(name);
     const fromLoc = this.end(map, def, from, 'from');
-    const { limit, order, after } = parseListOptions(options);
+    const list: CursorList = { mapping: def.name, from: fromLoc.id };
+    const { limit, order, after } = parseListOptions(options, list);
     const read = async (): Promise<MappingListPage> => {
       // One row more than asked says whether there is a next page.
       const rows = await this.ctx.call(fromLoc.ref, 'mapping-list', () =>
         this.ctx.backend.listMappings(fromLoc.ref, def.table, fromLoc.id, { limit: limit + 1, order, ...(after ? { after } : {}) }));
       const items = rows.slice(0, limit).map((r) => ({ id: r.toId, sequence: r.sequence }));
       const last = rows.length > limit ? rows[limit - 1]! : undefined;
-      return { items, next: last ? encodeCursor(last, order) : null };
+      return { items, next: last ? encodeCursor(last, order, list) : null };
     };
     const cache = this.ctx.cache;
     if (cache === undefined) return read();

@@ -9,6 +9,7 @@ import type { InjectOptions } from 'fastify';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { snapshot } from '../store/kit-fixture.js';
 import { assertError, createObject, failedCases, makeApp, type BadCase } from './http-fixture.js';
+import { encodeCursor } from '../../src/store/cursor-codec.js';
 
 type Case = BadCase;
 
@@ -41,6 +42,8 @@ test('every route answers bad input with 4xx, a stable code, no stack trace, and
     const cursor = ((await f.app.inject({ method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?order=asc&limit=1` })).json() as { next: string | null }).next;
     assert.equal(cursor, null);
     const ascCursor = Buffer.from([1, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7]).toString('base64url');
+    // A well-formed cursor of another list (the same board's boards-of-user mapping, another board).
+    const foreignCursors = [encodeCursor({ sequence: 5, toId: 7n }, 'desc', { mapping: 'user_has_boards', from: board.id }), encodeCursor({ sequence: 5, toId: 7n }, 'desc', { mapping: 'board_has_pins', from: board.id + 1n })];
     const before = snapshot(f.root);
     const big = 'x'.repeat(80 * 1024);
     const cases: Case[] = [];
@@ -136,6 +139,9 @@ test('every route answers bad input with 4xx, a stable code, no stack trace, and
       ['GET cursor garbage', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=garbage` }, 400, 'INVALID_ARGUMENT'],
       ['GET cursor too long', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=${'A'.repeat(100)}` }, 400, 'INVALID_ARGUMENT'],
       ['GET cursor of the other order', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=${ascCursor}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET cursor of another mapping', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=${foreignCursors[0]}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET cursor of another from ID', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}?cursor=${foreignCursors[1]}` }, 400, 'INVALID_ARGUMENT'],
+      ['GET join cursor of another list', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}/objects?cursor=${foreignCursors[1]}` }, 400, 'INVALID_ARGUMENT'],
       ['GET join cursor garbage', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}/objects?cursor=${enc("'; --")}` }, 400, 'INVALID_ARGUMENT'],
       ['GET join limit 0', { method: 'GET', url: `/v1/mappings/board_has_pins/${board.id}/objects?limit=0` }, 400, 'INVALID_ARGUMENT'],
       ['GET count unknown mapping', { method: 'GET', url: `/v1/mappings/nope/${board.id}/count` }, 404, 'UNKNOWN_MAPPING'],

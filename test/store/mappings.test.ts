@@ -110,21 +110,64 @@ test('cursors: garbage and cursors of the other order are INVALID_ARGUMENT', asy
   const f = makeKit();
   try {
     const u = await f.kit.objects.create('user', {});
-    const asc = encodeCursor({ sequence: 5, toId: 7n }, 'asc');
-    assert.deepEqual(decodeCursor(asc, 'asc'), { sequence: 5, toId: 7n });
-    const neg = encodeCursor({ sequence: -5, toId: (1n << 63n) - 1n }, 'desc');
-    assert.deepEqual(decodeCursor(neg, 'desc'), { sequence: -5, toId: (1n << 63n) - 1n });
+    const list = { mapping: 'user_follows_user', from: u.id };
+    const asc = encodeCursor({ sequence: 5, toId: 7n }, 'asc', list);
+    assert.deepEqual(decodeCursor(asc, 'asc', list), { sequence: 5, toId: 7n });
+    const neg = encodeCursor({ sequence: -5, toId: (1n << 63n) - 1n }, 'desc', list);
+    assert.deepEqual(decodeCursor(neg, 'desc', list), { sequence: -5, toId: (1n << 63n) - 1n });
     const tampered = Buffer.from(asc, 'base64url');
     tampered[0] = 9;
     const huge = Buffer.from(asc, 'base64url');
     huge.writeBigUInt64BE(1n << 63n, 10);
     const bigSeq = Buffer.from(asc, 'base64url');
     bigSeq.writeBigInt64BE(1n << 60n, 2);
-    for (const cursor of ['', 'x', 'garbage!!', `${asc}A`, asc.slice(1), `${asc.slice(0, -1)}=`, 'A'.repeat(24), tampered.toString('base64url'),
-      huge.toString('base64url'), bigSeq.toString('base64url'), '////////////////////////', 5 as unknown as string]) {
+    const retagged = Buffer.from(asc, 'base64url');
+    retagged.writeUInt32BE(retagged.readUInt32BE(18) ^ 1, 18);
+    // A version 1 (untagged) cursor padded to the version 2 length, and a version 2 one cut to the old length.
+    const v1Long = Buffer.from(asc, 'base64url');
+    v1Long[0] = 1;
+    const v2Short = Buffer.from(asc, 'base64url').subarray(0, 18);
+    for (const cursor of ['', 'x', 'garbage!!', `${asc}A`, asc.slice(1), `${asc.slice(0, -1)}=`, 'A'.repeat(24), 'A'.repeat(30), tampered.toString('base64url'),
+      huge.toString('base64url'), bigSeq.toString('base64url'), retagged.toString('base64url'), v1Long.toString('base64url'), v2Short.toString('base64url'),
+      '////////////////////////', 5 as unknown as string]) {
       await expectCode(f.kit.mappings.list('user_follows_user', u.id, { order: 'asc', cursor }), 'INVALID_ARGUMENT');
     }
     await expectCode(f.kit.mappings.list('user_follows_user', u.id, { order: 'desc', cursor: asc }), 'INVALID_ARGUMENT');
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('a cursor is bound to its list: another from ID or another mapping is INVALID_ARGUMENT, in list and join alike', async () => {
+  const f = makeKit();
+  try {
+    const [a, b] = [await f.kit.objects.create('user', {}), await f.kit.objects.create('user', {})];
+    const pins = [];
+    for (let i = 0; i < 4; i++) pins.push(await f.kit.objects.create('pin', { i }));
+    for (const [i, p] of pins.entries()) {
+      await f.kit.mappings.add('user_likes_pins', a.id, p.id, { sequence: i });
+      await f.kit.mappings.add('user_likes_pins', b.id, p.id, { sequence: i });
+    }
+    for (const [i, u] of [a, b].entries()) await f.kit.mappings.add('user_follows_user', a.id, u.id, { sequence: i + 10 });
+    const first = await f.kit.mappings.list('user_likes_pins', a.id, { limit: 2 });
+    assert.ok(first.next);
+    // Its own list pages on; the same position in another list is refused, not served silently.
+    assert.deepEqual((await f.kit.mappings.list('user_likes_pins', a.id, { limit: 2, cursor: first.next })).items.map((x) => x.sequence), [1, 0]);
+    for (const [name, from] of [['user_likes_pins', b.id], ['user_follows_user', a.id]] as const) {
+      await assert.rejects(f.kit.mappings.list(name, from, { limit: 2, cursor: first.next }), (e: unknown) => {
+        assert.equal((e as { code?: string }).code, 'INVALID_ARGUMENT');
+        assert.match((e as Error).message, /belongs to another list/);
+        return true;
+      });
+      await expectCode(f.kit.join(name, from, { limit: 2, cursor: first.next }), 'INVALID_ARGUMENT');
+    }
+    // Cursors handed out before lists were tagged (version 1: 18 bytes, no tag) still page on.
+    const v1 = Buffer.alloc(18);
+    v1[0] = 1;
+    v1[1] = 1;
+    v1.writeBigInt64BE(2n, 2);
+    v1.writeBigUInt64BE(pins[2]!.id, 10);
+    assert.deepEqual((await f.kit.mappings.list('user_likes_pins', b.id, { limit: 5, cursor: v1.toString('base64url') })).items.map((x) => x.sequence), [1, 0]);
   } finally {
     await f.cleanup();
   }
