@@ -4,7 +4,7 @@ import { PINTEREST_MAX_LOCAL_ID, PINTEREST_MAX_SHARD, pinterestId } from '../ids
 import type { ObjectKey, StoredObject } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import { etagOf } from './etag.js';
-import { decodeActive, encodeData, isPlainObject, liveData } from './json-data.js';
+import { checkJsonValue, decodeActive, encodeData, isPlainObject, liveData } from './json-data.js';
 import { mergePatch } from './merge-patch.js';
 import type { StoreCache } from './store-cache.js';
 import type { LocatedId, StoreContext } from './store-context.js';
@@ -211,6 +211,7 @@ export class Objects {
   /** Applies an RFC 7396 JSON merge patch (the HTTP PATCH). */
   async patch(id: bigint | string, patch: JsonObject, options: UpdateOptions = {}): Promise<StoreObject> {
     if (!isPlainObject(patch)) throw new ShardKitError('INVALID_ARGUMENT', 'a merge patch of an object must be a JSON object');
+    checkJsonValue(patch, 'patch');
     return this.update(id, (data) => mergePatch(data, patch as JsonValue) as JsonObject, options);
   }
 

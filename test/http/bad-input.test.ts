@@ -33,6 +33,12 @@ const BAD_IDS: Array<[string, number, string]> = [
   [pinterestId.encode({ shard: 60000, type: 1, localId: 1 }).toString(), 404, 'UNKNOWN_SHARD'],
 ];
 
+
+/** A JSON object nesting `depth` objects deep (the outermost counts as 1). */
+function nested(depth: number): string {
+  return `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
+}
+
 test('every route answers bad input with 4xx, a stable code, no stack trace, and writes nothing', async () => {
   const f = await makeApp({ bodyLimit: 64 * 1024 });
   try {
@@ -113,6 +119,15 @@ test('every route answers bad input with 4xx, a stable code, no stack trace, and
       ['PATCH active false', json('PATCH', `/v1/objects/${pin.id}`, { active: false }, { 'content-type': 'application/merge-patch+json' }), 400, 'INVALID_ARGUMENT'],
       ['PATCH __proto__', json('PATCH', `/v1/objects/${pin.id}`, '{"__proto__":{"x":1}}', { 'content-type': 'application/merge-patch+json' }), 400, 'INVALID_JSON'],
       ['PATCH oversize', json('PATCH', `/v1/objects/${pin.id}`, { big }, { 'content-type': 'application/merge-patch+json' }), 413, 'PAYLOAD_TOO_LARGE'],
+      // Nesting: 5000 levels once overflowed the recursive merge patch (500); 101 is one too many.
+      ['PATCH nested 5000 deep', json('PATCH', `/v1/objects/${pin.id}`, `{"x":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`, { 'content-type': 'application/merge-patch+json' }), 400, 'INVALID_ARGUMENT'],
+      ['PATCH nested 101 deep', json('PATCH', `/v1/objects/${pin.id}`, nested(101), { 'content-type': 'application/merge-patch+json' }), 400, 'INVALID_ARGUMENT'],
+      ['PATCH arrays 101 deep', json('PATCH', `/v1/objects/${pin.id}`, `{"x":${'['.repeat(100)}${']'.repeat(100)}}`), 400, 'INVALID_ARGUMENT'],
+      ['PATCH 1e400', json('PATCH', `/v1/objects/${pin.id}`, '{"n":1e400}'), 400, 'INVALID_ARGUMENT'],
+      ['POST data nested 5000 deep', json('POST', '/v1/objects/pin', `{"data":{"x":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}}`), 400, 'INVALID_ARGUMENT'],
+      ['POST data nested 101 deep', json('POST', '/v1/objects/pin', `{"data":${nested(101)}}`), 400, 'INVALID_ARGUMENT'],
+      ['POST data 1e400', json('POST', '/v1/objects/pin', '{"data":{"n":1e400}}'), 400, 'INVALID_ARGUMENT'],
+      ['POST data -1e999 in an array', json('POST', '/v1/objects/pin', '{"data":{"n":[1,-1e999]}}'), 400, 'INVALID_ARGUMENT'],
       ['PATCH stale If-Match', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': '"stale"' }), 412, 'PRECONDITION_FAILED'],
       ['PATCH unquoted If-Match', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': pin.etag.replaceAll('"', '') }), 412, 'PRECONDITION_FAILED'],
       ['DELETE hard=maybe', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=maybe` }, 400, 'INVALID_ARGUMENT'],

@@ -213,3 +213,33 @@ test('bad IDs and arguments get stable codes and write nothing', async () => {
     await f.cleanup();
   }
 });
+
+test('data may nest 100 levels deep, not 101; numbers JSON cannot hold are refused; nothing is written', async () => {
+  const f = makeKit();
+  try {
+    type Deep = { a?: Deep };
+    const deep = (levels: number): Deep => (levels === 1 ? {} : { a: deep(levels - 1) });
+    const depth = (d: Deep | undefined): number => (d === undefined ? 0 : 1 + depth(d.a));
+    const ok = await f.kit.objects.create('pin', deep(100) as never);
+    assert.equal(depth((await f.kit.objects.get(ok.id)).data as Deep), 100);
+    const pin = await f.kit.objects.create('pin', { n: 1 });
+    // A patch of 99 levels under one key makes data 100 deep: allowed.
+    const patched = await f.kit.objects.patch(pin.id, { x: deep(99) } as never);
+    assert.equal(depth((patched.data as { x: Deep }).x), 99);
+    const before = snapshot(f.root);
+    await expectCode(f.kit.objects.create('pin', deep(101) as never), 'INVALID_ARGUMENT');
+    await expectCode(f.kit.objects.patch(pin.id, deep(101) as never), 'INVALID_ARGUMENT');
+    await expectCode(f.kit.objects.patch(pin.id, { x: { a: deep(99) } } as never), 'INVALID_ARGUMENT');
+    // What an update function returns is checked like created data.
+    await expectCode(f.kit.objects.update(pin.id, (d) => ({ ...d, y: deep(100) }) as never), 'INVALID_ARGUMENT');
+    for (const n of [Infinity, -Infinity, NaN]) {
+      await expectCode(f.kit.objects.create('pin', { n }), 'INVALID_ARGUMENT');
+      await expectCode(f.kit.objects.update(pin.id, (d) => ({ ...d, n })), 'INVALID_ARGUMENT');
+      await expectCode(f.kit.objects.patch(pin.id, { list: [1, [n]] }), 'INVALID_ARGUMENT');
+    }
+    assert.equal(snapshot(f.root), before, 'refused writes must not change the shard files');
+    assert.deepEqual(Object.keys((await f.kit.objects.get(pin.id)).data).sort(), ['n', 'x']);
+  } finally {
+    await f.cleanup();
+  }
+});
