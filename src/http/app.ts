@@ -4,7 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import AjvCompiler from '@fastify/ajv-compiler';
 import type { ShardKit } from '../store/shard-kit.js';
 import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAccess } from './admin-auth.js';
-import { installErrorHandler, toErrorResponse } from './error-handler.js';
+import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
 import { lookupRoutes } from './routes/lookup-routes.js';
 import { mappingRoutes } from './routes/mapping-routes.js';
@@ -65,6 +65,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     bodyLimit,
     // Lookup keys travel in the path: up to 1024 UTF-8 bytes, percent-encoded three times longer.
     routerOptions: { maxParamLength: 16 * 1024 },
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    // Requests the HTTP parser refuses (malformed, headers too large) get our error body too.
+    clientErrorHandler,
     // Malformed URLs and headers are answered before routing; keep the same error body.
     frameworkErrors: (error, _request, reply) => {
       const { status, body } = toErrorResponse(error);

@@ -1,5 +1,13 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, preHandlerHookHandler } from 'fastify';
 import { ShardKitError } from '../errors.js';
+
+/**
+ * Largest request line plus headers, in bytes (Node's default is 16 KiB). A multi-get of
+ * MAX_MULTI_GET (1000) IDs is a URL of ~21 KB; the largest lookup key, percent-encoded, ~3 KB.
+ */
+export const MAX_HEADER_BYTES = 64 * 1024;
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -41,4 +49,24 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
     return { status: e.statusCode, body: { error: { code: 'INVALID_ARGUMENT', message: e.message } } };
   }
   return { status: 500, body: { error: { code: 'INTERNAL', message: 'internal error' } } };
+}
+
+/**
+ * Requests Node's HTTP parser refuses never reach fastify's error handler; fastify's default
+ * answer to them has another body shape. This one answers them like every other error, with
+ * `{"error":{"code","message"}}`, then closes the connection (the stream cannot be parsed on).
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const error = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? new ShardKitError('REQUEST_TIMEOUT', 'the request was not received in time')
+    : err.code === 'HPE_HEADER_OVERFLOW'
+      ? new ShardKitError('HEADERS_TOO_LARGE', `the request line and headers exceed ${MAX_HEADER_BYTES} bytes: send fewer IDs per request or a shorter key`)
+      : new ShardKitError('MALFORMED_REQUEST', `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`);
+  const body = JSON.stringify({ error: { code: error.code, message: error.message } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
