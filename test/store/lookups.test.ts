@@ -48,16 +48,23 @@ test('put overwrites, delete reports whether the key existed', async () => {
   }
 });
 
-test('hostile keys are exact and distinct', async () => {
+test('hostile keys are exact and distinct, and touch nothing but their own rows', async () => {
   const f = makeKit();
   try {
+    const canary = await f.kit.objects.create('user', { canary: true });
+    await f.kit.lookups.put('username', 'canary', canary.id);
     const ids = [];
-    for (const key of HOSTILE_STRINGS) {
+    for (const key of [...HOSTILE_STRINGS, '../../../etc/passwd', '..\\..\\x', '/tmp/x', 'db00001.sqlite', '%2e%2e%2f', '*', '?']) {
       const u = await f.kit.objects.create('user', {});
       ids.push(u.id);
       await f.kit.lookups.put('username', key, u.id);
     }
     for (const [i, key] of HOSTILE_STRINGS.entries()) assert.equal(await f.kit.lookups.get('username', key), ids[i]);
+    assert.equal(await f.kit.lookups.get('username', 'canary'), canary.id);
+    // Keys never become paths: the data dir holds host directories of shard files and nothing else.
+    const files = snapshot(f.root).split('\n').filter((l) => l !== '');
+    for (const line of files) assert.match(line.split(' ')[0]!.slice(f.root.length), /^\/[A-Za-z0-9_-]+\/(?:db\d{5}\.sqlite)?$/, line);
+    assert.equal(existsSync(join(f.root, '..', 'etc')), false);
   } finally {
     await f.cleanup();
   }
