@@ -115,23 +115,100 @@ test('a new type or mapping only adds its table to existing shard files', async 
   }
 });
 
+/**
+ * What is wrong with the plan of one mapping-page statement (empty: one range scan of `index`).
+ * A statement whose ORDER BY the index does not deliver (a column outside it, mixed directions,
+ * to_id before sequence) gets a "USE TEMP B-TREE FOR ORDER BY" step or another index; one that
+ * does not constrain from_id (and, for a cursor page, the (sequence, to_id) row value) gets a SCAN.
+ */
+function mappingPagePlanProblems(db: Database.Database, sql: string, table: string, index: string, cursor: boolean): string[] {
+  const params = (sql.match(/\?/g) ?? []).map(() => 1);
+  const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail);
+  const problems: string[] = [];
+  const range = cursor ? ' AND \\(sequence,to_id\\)[<>]\\(\\?,\\?\\)' : '';
+  const search = new RegExp(`^SEARCH ${table} USING (COVERING )?INDEX ${index} \\(from_id=\\?${range}\\)$`);
+  if (plan.length !== 1) problems.push(`${plan.length} plan steps`);
+  if (!plan.some((d) => search.test(d))) problems.push(`no range search of ${index}`);
+  if (plan.some((d) => /TEMP B-TREE/.test(d))) problems.push('sorts in a temp b-tree');
+  if (plan.some((d) => /^SCAN\b/.test(d))) problems.push('full scan');
+  return problems.map((p) => `${p}: ${JSON.stringify(plan)} for ${sql}`);
+}
+
 test('a mapping page is one range scan of the (from_id, sequence, to_id) index at any depth', async () => {
   const root = tempRoot();
-  const backend = new SqliteBackend({ root, schema });
+  const ref = { host: 'h1', shard: 2, fleet: 'objects' as const };
+  const table = 'board_has_pins';
+  const prepare = Database.prototype.prepare;
   try {
-    const ref = { host: 'h1', shard: 2, fleet: 'objects' as const };
-    await backend.addMapping(ref, 'board_has_pins', 1n, 2n, 3);
-    await backend.close();
-    const db = new Database(join(root, 'h1', 'db00002.sqlite'), { readonly: true });
-    for (const [op, dir] of [['>', 'ASC'], ['<', 'DESC']]) {
-      const plan = db
-        .prepare(`EXPLAIN QUERY PLAN SELECT to_id, sequence FROM "board_has_pins" WHERE from_id = ? AND (sequence, to_id) ${op} (?, ?) ORDER BY sequence ${dir}, to_id ${dir} LIMIT ?`)
-        .all(1, 2, 3, 50) as Array<{ detail: string }>;
-      assert.equal(plan.length, 1, JSON.stringify(plan));
-      assert.match(plan[0]!.detail, /SEARCH board_has_pins USING COVERING INDEX board_has_pins_by_sequence \(from_id=\? AND \(sequence,to_id\)[<>]\(\?,\?\)\)/);
+    const writer = new SqliteBackend({ root, schema });
+    try {
+      for (let i = 1; i <= 6; i++) await writer.addMapping(ref, table, 1n, BigInt(100 + i), i % 3);
+      await writer.addMapping(ref, table, 2n, 999n, 1);
+    } finally {
+      await writer.close();
     }
-    db.close();
+    // The statements the backend itself prepares (its SQL text is private), recorded at the one
+    // place better-sqlite3 makes every statement. A second backend: its handle and statement
+    // cache start empty, so each kind of page prepares its statement during the call.
+    const backend = new SqliteBackend({ root, schema });
+    const prepared: string[] = [];
+    const used = new Map<string, string>();
+    try {
+      Database.prototype.prepare = function (this: Database.Database, source: string) {
+        prepared.push(source);
+        return prepare.call(this, source);
+      } as typeof prepare;
+      // (sequence, to_id) of from 1: (0,103) (0,106) (1,101) (1,104) (2,102) (2,105).
+      const pages: Array<[string, Parameters<SqliteBackend['listMappings']>[3], bigint[]]> = [
+        ['asc first page', { order: 'asc', limit: 2 }, [103n, 106n]],
+        ['asc cursor page', { order: 'asc', limit: 2, after: { sequence: 1, toId: 101n } }, [104n, 102n]],
+        ['desc first page', { order: 'desc', limit: 2 }, [105n, 102n]],
+        ['desc cursor page', { order: 'desc', limit: 2, after: { sequence: 1, toId: 104n } }, [101n, 106n]],
+      ];
+      for (const [name, page, expected] of pages) {
+        const before = prepared.length;
+        const items = await backend.listMappings(ref, table, 1n, page);
+        assert.deepEqual(items.map((item) => item.toId), expected, name);
+        const mine = prepared.slice(before).filter((sql) => sql.includes(`"${table}"`));
+        assert.equal(mine.length, 1, `${name} prepares one statement on ${table}: ${JSON.stringify(mine)}`);
+        used.set(name, mine[0]!);
+      }
+    } finally {
+      Database.prototype.prepare = prepare;
+      await backend.close();
+    }
+    assert.equal(new Set(used.values()).size, 4, 'four different statements');
+
+    const db = new Database(join(root, 'h1', 'db00002.sqlite'), { readonly: true });
+    try {
+      // The index over exactly (from_id, sequence, to_id), found by its columns, not its name.
+      const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?").pluck().all(table) as string[];
+      const pageIndexes = indexes.filter((name) =>
+        JSON.stringify(db.prepare('SELECT name FROM pragma_index_info(?) ORDER BY seqno').pluck().all(name)) === '["from_id","sequence","to_id"]');
+      assert.equal(pageIndexes.length, 1, JSON.stringify(indexes));
+      const index = pageIndexes[0]!;
+      for (const [name, sql] of used) {
+        const cursor = name.includes('cursor');
+        assert.deepEqual(mappingPagePlanProblems(db, sql, table, index, cursor), [], name);
+        // The check itself catches an ORDER BY the index does not deliver and a missing range.
+        const broken = [
+          sql.replace(/ORDER BY .* LIMIT/, 'ORDER BY sequence ASC, to_id DESC LIMIT'),
+          sql.replace(/ORDER BY .* LIMIT/, 'ORDER BY to_id LIMIT'),
+          sql.replace(/ORDER BY .* LIMIT/, 'ORDER BY from_id + sequence LIMIT'),
+          sql.replace('from_id = ?', 'from_id + 0 = ?'),
+        ];
+        // A cursor written as OR: still this index, but bounded by from_id only (every page starts at the first row).
+        if (cursor) broken.push(sql.replace(/ AND \(sequence, to_id\) ([<>]) \(\?, \?\)/, ' AND (sequence $1 ? OR (sequence = ? AND to_id $1 ?))'));
+        for (const b of broken) {
+          assert.notEqual(b, sql, 'the mutation applies');
+          assert.notDeepEqual(mappingPagePlanProblems(db, b, table, index, cursor), [], `${name}, broken: ${b}`);
+        }
+      }
+    } finally {
+      db.close();
+    }
   } finally {
+    Database.prototype.prepare = prepare;
     rmSync(root, { recursive: true, force: true });
   }
 });
