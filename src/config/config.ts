@@ -4,11 +4,13 @@ import { MAX_TTL_SECONDS } from '../cache/cache.js';
 import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_TYPE } from '../ids/pinterest-id.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
-import { RESERVED_TABLE_PREFIX, shardNames } from '../storage/shard-names.js';
+import { mappingIndexName, RESERVED_TABLE_PREFIX, shardNames } from '../storage/shard-names.js';
 import { defaultShardMapJson, shardMapSchema, ShardMap } from '../topology/shard-map.js';
 import { ticketsConfigSchema, resolveTickets } from '../tickets/tickets-config.js';
 
 /** SQL identifiers (tables) and names used in URLs: validated once here, never taken from requests. */
+/** Longest name of a table or index in a shard: PostgreSQL keeps 63 bytes of an identifier, MySQL 64. */
+const MAX_IDENTIFIER = 63;
 export const identifier = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must match ^[a-z][a-z0-9_]{0,62}$');
 
 const typeSchema = z.object({
@@ -203,8 +205,14 @@ function checkShardNames(schema: SchemaDef, fail: (m: string) => never): void {
   const owners = new Map<string, string>();
   for (const { name, kind, owner } of shardNames(schema)) {
     // Only a default table (pin → pins, email → lookup_email) can grow past the identifier rule;
-    // 63 characters fit MySQL (64) and PostgreSQL (63). SQLite index names have no limit.
+    // 63 characters fit MySQL (64) and PostgreSQL (63).
     if (kind === 'table' && !identifier.safeParse(name).success) fail(`${owner} would use the table name ${name}, longer than 63 characters (give it a shorter "table")`);
+    // PostgreSQL cuts longer identifiers to 63 bytes with only a NOTICE: a mapping's page index
+    // would get a cut name (its table's own name, at 63) and `CREATE INDEX IF NOT EXISTS` would
+    // skip it, leaving list pages without their index. One rule for every backend, so configs move.
+    if (kind === 'index' && name.length > MAX_IDENTIFIER) {
+      fail(`${owner} would be named ${name}, longer than the ${MAX_IDENTIFIER} characters PostgreSQL keeps (give the mapping a "table" of at most ${MAX_IDENTIFIER - mappingIndexName('').length} characters)`);
+    }
     if (name.startsWith(RESERVED_TABLE_PREFIX)) fail(`${owner} would use the table name ${name}; names starting with ${RESERVED_TABLE_PREFIX} are reserved by SQLite`);
     const other = owners.get(name);
     if (other !== undefined) fail(`${other} and ${owner} would both use the name ${name} in every shard database (give one of them another "table")`);

@@ -78,3 +78,21 @@ test('default table names longer than 63 characters and sqlite_ names are refuse
     s.types = [...s.types!, { name: 'sqlite_thing', id: 8 }];
   }), /type sqlite_thing would use the table name sqlite_things; names starting with sqlite_ are reserved/);
 });
+
+test('a mapping table whose page index name would pass 63 characters is refused (PostgreSQL would cut it and skip the index)', () => {
+  // 51 characters + "_by_sequence" = 63: the longest that PostgreSQL keeps whole.
+  const longest = `m${'x'.repeat(50)}`;
+  const schema = resolveSchema(parseConfig(withSchema((s) => {
+    s.mappings = [...s.mappings!, { name: longest, from: 'board', to: 'pin' }];
+  })));
+  assert.ok(schema.mappings.some((m) => m.table === longest));
+  for (const name of [`${longest}x`, `m${'x'.repeat(62)}`]) {
+    assertInvalid(withSchema((s) => {
+      s.mappings = [...s.mappings!, { name, from: 'board', to: 'pin' }];
+    }), new RegExp(`page index of mapping ${name} would be named ${name}_by_sequence, longer than the 63 characters`), /at most 51 characters/);
+  }
+  // A long mapping name with a short table of its own is fine.
+  parseConfig(withSchema((s) => {
+    s.mappings = [...s.mappings!, { name: `m${'x'.repeat(62)}`, table: 'long_mapping', from: 'board', to: 'pin' }];
+  }));
+});
