@@ -15,6 +15,8 @@ if ! command -v memcached >/dev/null 2>&1; then need+=(memcached); fi
 if [ ! -x /usr/lib/postgresql/15/bin/postgres ] && [ -z "${SHARDKIT_POSTGRES_BIN:-}" ]; then need+=(postgresql); fi
 # The etcd topology store tests (test/topology/etcd-*) run their own etcd.
 if ! command -v etcd >/dev/null 2>&1; then need+=(etcd-server); fi
+# The dashboard tests (test/dashboard) drive a real headless Chromium through playwright-core.
+if [ ! -x /usr/bin/chromium ] && [ -z "${SHARDKIT_CHROMIUM:-}" ]; then need+=(chromium); fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "install-test-deps: need root to apt-get install ${need[*]}" >&2; exit 1; fi
   export DEBIAN_FRONTEND=noninteractive

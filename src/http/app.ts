@@ -6,6 +6,7 @@ import type { ShardKit } from '../store/shard-kit.js';
 import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAccess } from './admin-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
+import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { lookupRoutes } from './routes/lookup-routes.js';
 import { mappingRoutes } from './routes/mapping-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
@@ -40,6 +41,8 @@ export interface BuildAppOptions {
   bodyLimit?: number;
   /** Serve /metrics (default true). */
   metrics?: boolean;
+  /** Serve the web dashboard at /dashboard/, with / redirecting there (default true). */
+  dashboard?: boolean;
   /** Who may call the /v1/admin/ routes (default: open; `serve` decides from its host and token). */
   admin?: AdminAccess;
 }
@@ -126,6 +129,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await api.register(lookupRoutes(kit));
     await api.register(systemRoutes(kit, metrics?.registry));
   });
+  if (options.dashboard !== false) await app.register(dashboardRoutes());
   for (const plugin of options.plugins ?? []) {
     await app.register(async (child) => {
       await plugin(child);

@@ -148,6 +148,11 @@ test('shardkit demo seed fills a graph through a running service', async () => {
     const join = JSON.parse((await call(server.url, 'GET', `/v1/mappings/board_has_pins/${summary.exampleBoard}/objects?limit=3`)).body) as { objects: Array<{ type: string; data: { board_id: string } }> };
     assert.equal(join.objects.length, 3);
     for (const o of join.objects) assert.deepEqual([o.type, o.data.board_id], ['pin', summary.exampleBoard]);
+    // The dashboard is on by default: / leads to it.
+    const root = await fetch(`${server.url}/`, { redirect: 'manual' });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/dashboard/');
+    assert.match(await (await fetch(`${server.url}/dashboard/`)).text(), /<title>shardkit dashboard<\/title>/);
   } finally {
     server.proc.kill('SIGTERM');
     await server.exited;

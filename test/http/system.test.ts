@@ -16,6 +16,23 @@ import { WideColumnStore } from '../../src/widecolumn/wide-column-store.js';
 import { testConfig } from '../store/kit-fixture.js';
 import { assertError, createObject, makeApp } from './http-fixture.js';
 
+test('GET /v1/schema lists the types with their type ids, the mappings and the keyspaces, with their tables', async () => {
+  const f = await makeApp();
+  try {
+    const res = await f.app.inject({ method: 'GET', url: '/v1/schema' });
+    assert.equal(res.statusCode, 200);
+    const body = res.json() as { types: Array<{ name: string; id: number; table: string }>; mappings: Array<{ name: string; from: string; to: string; table: string }>; keyspaces: Array<{ name: string; table: string }> };
+    assert.deepEqual(body.types.find((t) => t.name === 'pin'), { name: 'pin', id: 1, table: 'pins' });
+    assert.deepEqual(body.mappings.find((m) => m.name === 'board_has_pins'), { name: 'board_has_pins', from: 'board', to: 'pin', table: 'board_has_pins' });
+    assert.deepEqual(body.keyspaces.find((k) => k.name === 'email'), { name: 'email', table: 'lookup_email' });
+    assert.deepEqual(body.types.map((t) => t.name), f.kit.schema.types.map((t) => t.name));
+    assert.deepEqual(body.mappings.map((m) => m.name), f.kit.schema.mappings.map((m) => m.name));
+    assert.deepEqual(body.keyspaces.map((k) => k.name), f.kit.schema.keyspaces.map((k) => k.name));
+  } finally {
+    await f.cleanup();
+  }
+});
+
 test('GET /v1/topology is the shard map in force; /healthz answers', async () => {
   const f = await makeApp();
   try {
@@ -80,6 +97,7 @@ test('/openapi.json documents every route with its schemas; /docs serves the UI'
       'GET /v1/mappings/{name}/{from}/objects',
       'GET /v1/objects',
       'GET /v1/objects/{id}',
+      'GET /v1/schema',
       'GET /v1/topology',
       'PATCH /v1/objects/{id}',
       'POST /v1/objects/{type}',

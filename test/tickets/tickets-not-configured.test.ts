@@ -24,9 +24,9 @@ test('without a client, every ticket route answers 501 TICKETS_NOT_CONFIGURED, w
   }
 });
 
-test('`shardkit serve --no-widecolumn` on the embedded default config answers the ticket routes with TICKETS_NOT_CONFIGURED and the wide-column routes with WIDECOLUMN_DISABLED over HTTP', async () => {
+test('`shardkit serve --no-widecolumn --no-dashboard` on the embedded default config answers the ticket routes with TICKETS_NOT_CONFIGURED, the wide-column routes with WIDECOLUMN_DISABLED, and serves no dashboard', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-notickets-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data', dir, '--port', '0', '--no-widecolumn'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data', dir, '--port', '0', '--no-widecolumn', '--no-dashboard'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   try {
@@ -52,6 +52,12 @@ test('`shardkit serve --no-widecolumn` on the embedded default config answers th
     const ds = await fetch(`${url}/v1/datasets/user_sequences/rows/1001`);
     assert.equal(ds.status, 501);
     assert.equal(((await ds.json()) as { error: { code: string } }).error.code, 'WIDECOLUMN_DISABLED');
+    // --no-dashboard: no dashboard, and / is an unknown route.
+    for (const path of ['/', '/dashboard/']) {
+      const res = await fetch(`${url}${path}`, { redirect: 'manual' });
+      assert.equal(res.status, 404, path);
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'NOT_FOUND');
+    }
     // Other unknown routes are still 404 NOT_FOUND.
     const other = await fetch(`${url}/v1/ticketz/photos`, { method: 'POST' });
     assert.equal(other.status, 404);

@@ -18,6 +18,7 @@ export interface ServeOptions {
   host: string;
   logLevel: string;
   widecolumn: boolean;
+  dashboard: boolean;
   adminTokenFile?: string;
 }
 
@@ -105,7 +106,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     await kit.close();
     throw err;
   }
-  const app = await buildApp({ kit, loggerInstance: log, plugins: extensions.map((e) => e.plugin), admin });
+  const app = await buildApp({ kit, loggerInstance: log, plugins: extensions.map((e) => e.plugin), admin, dashboard: options.dashboard });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) {

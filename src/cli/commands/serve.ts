@@ -25,10 +25,14 @@ export function register(program: Command): void {
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug, trace, silent)', 'info')
     .option('--no-widecolumn', 'do not open the wide-column store (its routes then answer 501 WIDECOLUMN_DISABLED)')
+    .option('--no-dashboard', 'do not serve the web dashboard at / and /dashboard/ (docs/dashboard.md)')
     .option('--admin-token-file <file>', 'file holding the token the /v1/admin/ routes require as "Authorization: Bearer <token>" (or set SHARDKIT_ADMIN_TOKEN)')
     .addHelpText('after', `
 Admin routes (/v1/admin/: wide-column compaction, backups, exports) need the admin token when one
 is set. Without a token they are open on a loopback --host and refused (403) on any other.
+
+The web dashboard (shard map, traffic, an object/mapping/lookup explorer) is at
+http://<host>:<port>/ unless --no-dashboard.
 
 Logs are JSON lines on stdout. SIGTERM or SIGINT stops accepting connections, finishes the
 requests in flight, closes the shard files and exits 0.

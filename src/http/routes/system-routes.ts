@@ -34,6 +34,32 @@ export function systemRoutes(kit: ShardKit, registry: Registry | undefined) {
       },
     }, async () => (await kit.shardMap()).toJSON());
 
+    const named = (extra: Record<string, { type: string }>, required: string[]) =>
+      ({ type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, table: { type: 'string' }, ...extra }, required: ['name', 'table', ...required] } }) as const;
+    // Built once: the schema is fixed for the life of a kit (a change means a restart).
+    const schemaBody = {
+      types: kit.schema.types.map((t) => ({ name: t.name, id: t.id, table: t.table })),
+      mappings: kit.schema.mappings.map((m) => ({ name: m.name, from: m.from, to: m.to, table: m.table })),
+      keyspaces: kit.schema.keyspaces.map((k) => ({ name: k.name, table: k.table })),
+    };
+    app.get('/v1/schema', {
+      schema: {
+        tags: ['system'],
+        summary: 'The object types (with their 10-bit type ids), mappings and lookup keyspaces this service serves, and their tables',
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              types: named({ id: { type: 'integer' } }, ['id']),
+              mappings: named({ from: { type: 'string' }, to: { type: 'string' } }, ['from', 'to']),
+              keyspaces: named({}, []),
+            },
+            required: ['types', 'mappings', 'keyspaces'],
+          },
+        },
+      },
+    }, async () => schemaBody);
+
     app.get('/healthz', {
       schema: {
         tags: ['system'],

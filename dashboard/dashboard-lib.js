@@ -1,0 +1,192 @@
+// @ts-check
+/**
+ * The dashboard's logic without a DOM: ID decoding, the Prometheus text format, request rates and
+ * latency quantiles. Imported by dashboard.js in the browser and by the tests in Node.
+ */
+
+const U64 = (1n << 64n) - 1n;
+
+/**
+ * The fields of a Pinterest-layout ID (SPEC §1): 2 reserved bits, 16-bit shard, 10-bit type,
+ * 36-bit local id. Mirrors src/ids/pinterest-id.ts for display; the service stays the judge.
+ * @param {string} text
+ * @returns {{ ok: true, id: string, shard: number, typeId: number, localId: string } | { ok: false, error: string }}
+ */
+export function decodePinterestId(text) {
+  const t = text.trim();
+  if (!/^[0-9]{1,20}$/.test(t)) return { ok: false, error: 'an ID is an unsigned decimal integer' };
+  const id = BigInt(t);
+  if (id > U64) return { ok: false, error: 'over 64 bits' };
+  if (id >> 62n !== 0n) return { ok: false, error: 'reserved high bits set' };
+  return { ok: true, id: id.toString(), shard: Number((id >> 46n) & 0xffffn), typeId: Number((id >> 36n) & 0x3ffn), localId: (id & 0xfffffffffn).toString() };
+}
+
+/**
+ * Samples of the Prometheus text exposition format (what /metrics serves); comments skipped.
+ * @param {string} text
+ * @returns {Array<{ name: string, labels: Record<string, string>, value: number }>}
+ */
+export function parsePrometheus(text) {
+  /** @type {Array<{ name: string, labels: Record<string, string>, value: number }>} */
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    /** @type {Record<string, string>} */
+    const labels = {};
+    const body = m[2] ?? '';
+    const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+    for (let l = re.exec(body); l !== null; l = re.exec(body)) {
+      labels[/** @type {string} */ (l[1])] = /** @type {string} */ (l[2]).replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
+    }
+    const value = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : Number(m[3]);
+    out.push({ name: /** @type {string} */ (m[1]), labels, value });
+  }
+  return out;
+}
+
+/**
+ * The q-quantile of a histogram from its cumulative buckets, interpolated inside the bucket as
+ * Prometheus' histogram_quantile does; undefined without observations.
+ * @param {Array<{ le: number, count: number }>} buckets cumulative, any order, +Inf included
+ * @param {number} q
+ */
+export function histogramQuantile(buckets, q) {
+  const sorted = [...buckets].sort((a, b) => a.le - b.le);
+  const total = sorted.length > 0 ? /** @type {{ count: number }} */ (sorted[sorted.length - 1]).count : 0;
+  if (total === 0) return undefined;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const b of sorted) {
+    if (b.count >= rank) {
+      // Past the last finite bound the best answer is that bound.
+      if (b.le === Infinity) return lower;
+      const inBucket = b.count - below;
+      return inBucket === 0 ? b.le : lower + ((b.le - lower) * (rank - below)) / inBucket;
+    }
+    lower = b.le;
+    below = b.count;
+  }
+  return lower;
+}
+
+/**
+ * @typedef {{ method: string, route: string, total: number, clientErrors: number, serverErrors: number, rate: number | undefined, p50: number | undefined, p99: number | undefined }} RouteTraffic
+ */
+
+/**
+ * Requests per route from two scrapes of /metrics `seconds` apart: totals, 4xx and 5xx counts,
+ * the request rate between the scrapes (undefined on the first), and latency quantiles.
+ * Routes without requests are left out; the busiest come first.
+ * @param {ReturnType<typeof parsePrometheus>} samples
+ * @param {Map<string, number> | undefined} previous totals by "METHOD route" from the last call
+ * @param {number} seconds
+ * @returns {{ routes: RouteTraffic[], totals: Map<string, number> }}
+ */
+export function routeTraffic(samples, previous, seconds) {
+  /** @type {Map<string, RouteTraffic>} */
+  const byRoute = new Map();
+  /** @type {Map<string, Array<{ le: number, count: number }>>} */
+  const buckets = new Map();
+  const entry = (/** @type {Record<string, string>} */ labels) => {
+    const key = `${labels.method} ${labels.route}`;
+    let e = byRoute.get(key);
+    if (e === undefined) byRoute.set(key, (e = { method: labels.method ?? '', route: labels.route ?? '', total: 0, clientErrors: 0, serverErrors: 0, rate: undefined, p50: undefined, p99: undefined }));
+    return e;
+  };
+  for (const s of samples) {
+    if (s.name === 'shardkit_http_requests_total') {
+      const e = entry(s.labels);
+      e.total += s.value;
+      const status = Number(s.labels.status);
+      if (status >= 500) e.serverErrors += s.value;
+      else if (status >= 400) e.clientErrors += s.value;
+    } else if (s.name === 'shardkit_http_request_duration_seconds_bucket') {
+      const key = `${s.labels.method} ${s.labels.route}`;
+      const list = buckets.get(key) ?? [];
+      list.push({ le: s.labels.le === '+Inf' ? Infinity : Number(s.labels.le), count: s.value });
+      buckets.set(key, list);
+    }
+  }
+  /** @type {Map<string, number>} */
+  const totals = new Map();
+  for (const [key, e] of byRoute) {
+    totals.set(key, e.total);
+    const before = previous?.get(key);
+    if (previous !== undefined && seconds > 0) e.rate = Math.max(0, e.total - (before ?? 0)) / seconds;
+    const b = buckets.get(key);
+    if (b !== undefined) {
+      e.p50 = histogramQuantile(b, 0.5);
+      e.p99 = histogramQuantile(b, 0.99);
+    }
+  }
+  const routes = [...byRoute.values()].filter((e) => e.total > 0).sort((a, b) => b.total - a.total || a.route.localeCompare(b.route));
+  return { routes, totals };
+}
+
+/**
+ * The sum of a counter's samples over all its labels, or undefined when the metric is absent (a
+ * service without a cache has no cache counters).
+ * @param {ReturnType<typeof parsePrometheus>} samples
+ * @param {string} name
+ */
+export function counterValue(samples, name) {
+  let found = false;
+  let sum = 0;
+  for (const s of samples) {
+    if (s.name === name) {
+      found = true;
+      sum += s.value;
+    }
+  }
+  return found ? sum : undefined;
+}
+
+/**
+ * @param {number | undefined} seconds
+ */
+export function formatDuration(seconds) {
+  if (seconds === undefined || !Number.isFinite(seconds)) return '–';
+  if (seconds < 0.001) return `${Math.round(seconds * 1e6)} µs`;
+  if (seconds < 1) return `${(seconds * 1000).toFixed(seconds < 0.01 ? 2 : 1)} ms`;
+  return `${seconds.toFixed(2)} s`;
+}
+
+/**
+ * @param {number | undefined} perSecond
+ */
+export function formatRate(perSecond) {
+  if (perSecond === undefined) return '–';
+  return perSecond >= 100 ? `${Math.round(perSecond).toLocaleString('en-US')}/s` : `${perSecond.toFixed(1)}/s`;
+}
+
+/**
+ * A mapping's sequence shown as a time when it looks like unix milliseconds (the default
+ * sequence), else as the number itself.
+ * @param {number} sequence
+ */
+export function describeSequence(sequence) {
+  // 2001-09-09 .. 2286-11-20 in ms: what Date.now() gave when the pair was added.
+  if (Number.isSafeInteger(sequence) && sequence >= 1e12 && sequence < 1e13) return new Date(sequence).toISOString();
+  return String(sequence);
+}
+
+/**
+ * Shard ranges of a shard map summed up: shards, open shards, hosts.
+ * @param {{ ranges: Array<{ range: [number, number], master: string, slave?: string, open?: boolean }> }} map
+ */
+export function summarizeMap(map) {
+  let shards = 0;
+  let open = 0;
+  const hosts = new Set();
+  for (const r of map.ranges) {
+    const n = r.range[1] - r.range[0] + 1;
+    shards += n;
+    if (r.open === true) open += n;
+    hosts.add(r.master);
+    if (r.slave !== undefined) hosts.add(r.slave);
+  }
+  return { shards, open, hosts: hosts.size };
+}

@@ -1,0 +1,314 @@
+// @ts-check
+/**
+ * The dashboard: the shard map, traffic per route, and an explorer for objects, mappings and
+ * lookups, all read from this service's public HTTP API. Data only ever reaches the page as
+ * text (textContent), never as markup. The location hash holds what is being explored
+ * (#object=…, #mapping=…&from=…, #lookup=…&key=…), so links and the back button work.
+ */
+import {
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, parsePrometheus, routeTraffic, summarizeMap,
+} from './dashboard-lib.js';
+
+const REFRESH_MS = 5000;
+const PAGE = 20;
+
+/** @type {{ types: Array<{ name: string, id: number }>, mappings: Array<{ name: string, from: string, to: string }>, keyspaces: Array<{ name: string }> } | undefined} */
+let schema;
+/** @type {Map<string, number> | undefined} */
+let previousTotals;
+let previousAt = 0;
+
+/**
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+function $(id) {
+  const e = document.getElementById(id);
+  if (e === null) throw new Error(`#${id} missing`);
+  return e;
+}
+
+/**
+ * An element with attributes and children (strings become text nodes).
+ * @param {string} tag
+ * @param {Record<string, string>} [attrs]
+ * @param {Array<Node | string>} children
+ */
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+/** @param {Record<string, string>} params */
+function hashLink(params, text) {
+  return el('a', { href: `#${new URLSearchParams(params)}`, class: 'mono' }, text);
+}
+
+class ApiError extends Error {
+  /** @param {number} status @param {string} code @param {string} message */
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/**
+ * GET a path of this service: JSON (or text), or an ApiError with the service's code and message.
+ * @param {string} path
+ * @param {'json' | 'text'} [as]
+ */
+async function api(path, as = 'json') {
+  const res = await fetch(path, { headers: { accept: as === 'json' ? 'application/json' : 'text/plain' } });
+  if (!res.ok) {
+    let code = `HTTP_${res.status}`;
+    let message = res.statusText;
+    try {
+      const body = await res.json();
+      code = body.error?.code ?? code;
+      message = body.error?.message ?? message;
+    } catch {
+      // Not our error body (a proxy in between): the status says enough.
+    }
+    throw new ApiError(res.status, code, message);
+  }
+  return as === 'json' ? res.json() : res.text();
+}
+
+/** @param {unknown} err */
+function errorText(err) {
+  return err instanceof ApiError ? `${err.code}: ${err.message}` : `request failed: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+/** @param {HTMLElement} target @param {unknown} err */
+function showError(target, err) {
+  target.replaceChildren(el('p', { class: 'error', 'data-code': err instanceof ApiError ? err.code : 'NETWORK' }, errorText(err)));
+}
+
+// --- overview: health, shard map, traffic -------------------------------------------------
+
+async function refresh() {
+  const status = $('status');
+  try {
+    const [health, map, metrics] = await Promise.all([api('/healthz'), api('/v1/topology'), api('/metrics', 'text').catch(() => undefined)]);
+    status.dataset.state = 'ok';
+    status.textContent = 'up';
+    $('service').textContent = `${health.backend} backend · shard map version ${health.topologyVersion}`;
+    renderTopology(map);
+    if (typeof metrics === 'string') renderTraffic(metrics);
+    $('error').hidden = true;
+  } catch (err) {
+    status.dataset.state = 'down';
+    status.textContent = 'unreachable';
+    const e = $('error');
+    e.hidden = false;
+    e.textContent = `The service did not answer: ${errorText(err)}`;
+  }
+}
+
+/** @param {{ version: number, ranges: Array<{ range: [number, number], master: string, slave?: string, open?: boolean }>, modShards: { count: number, ranges: Array<{ range: [number, number], master: string }> } }} map */
+function renderTopology(map) {
+  const s = summarizeMap(map);
+  $('topology-summary').textContent = `${s.shards.toLocaleString('en-US')} logical shards on ${s.hosts} hosts, ${s.open.toLocaleString('en-US')} open for new objects (version ${map.version})`;
+  const rows = map.ranges.map((r) => el('tr', {},
+    el('td', { class: 'mono' }, `${r.range[0]}–${r.range[1]}`),
+    el('td', { class: 'num' }, String(r.range[1] - r.range[0] + 1)),
+    el('td', {}, r.master),
+    el('td', {}, r.slave ?? '–'),
+    el('td', {}, r.open === true ? 'open' : 'closed')));
+  $('topology').querySelector('tbody')?.replaceChildren(...rows);
+  const hosts = new Set(map.modShards.ranges.map((r) => r.master));
+  $('modshard-summary').textContent = `Lookups: ${map.modShards.count.toLocaleString('en-US')} mod shards on ${hosts.size} host${hosts.size === 1 ? '' : 's'} (shard = md5(key) mod ${map.modShards.count}).`;
+}
+
+/** @param {string} text */
+function renderTraffic(text) {
+  const samples = parsePrometheus(text);
+  const now = performance.now();
+  const { routes, totals } = routeTraffic(samples, previousTotals, (now - previousAt) / 1000);
+  previousTotals = totals;
+  previousAt = now;
+  const rows = routes.map((r) => el('tr', {},
+    el('td', { class: 'mono' }, `${r.method} ${r.route}`),
+    el('td', { class: 'num' }, r.total.toLocaleString('en-US')),
+    el('td', { class: 'num' }, formatRate(r.rate)),
+    el('td', { class: 'num' }, String(r.clientErrors)),
+    el('td', { class: 'num' }, String(r.serverErrors)),
+    el('td', { class: 'num' }, formatDuration(r.p50)),
+    el('td', { class: 'num' }, formatDuration(r.p99))));
+  $('traffic').querySelector('tbody')?.replaceChildren(...rows);
+  const parts = [`shard errors: ${counterValue(samples, 'shardkit_shard_errors_total') ?? 0}`];
+  const hits = counterValue(samples, 'shardkit_cache_hits_total');
+  const misses = counterValue(samples, 'shardkit_cache_misses_total');
+  if (hits !== undefined && misses !== undefined) {
+    parts.push(`cache: ${hits} hits, ${misses} misses${hits + misses > 0 ? ` (${Math.round((100 * hits) / (hits + misses))}% hit rate)` : ''}`);
+  } else {
+    parts.push('no object cache configured');
+  }
+  $('counters').textContent = parts.join(' · ');
+}
+
+// --- explore: objects, mappings, lookups ----------------------------------------------------
+
+/** @param {Array<[string, string | Node]>} pairs */
+function fields(pairs) {
+  return el('dl', { class: 'fields' }, ...pairs.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+}
+
+/** @param {string} text */
+async function showObject(text) {
+  const out = $('object-result');
+  /** @type {HTMLInputElement} */ ($('object-id')).value = text;
+  const decoded = decodePinterestId(text);
+  if (!decoded.ok) {
+    out.replaceChildren(el('p', { class: 'error', 'data-code': 'INVALID_ID' }, `Not an object ID: ${decoded.error}.`));
+    return;
+  }
+  const typeName = schema?.types.find((t) => t.id === decoded.typeId)?.name;
+  const idFields = fields([
+    ['shard', String(decoded.shard)],
+    ['type', typeName === undefined ? `${decoded.typeId} (not in this schema)` : `${typeName} (${decoded.typeId})`],
+    ['local id', decoded.localId],
+  ]);
+  out.replaceChildren(idFields, el('p', { class: 'muted' }, 'loading…'));
+  try {
+    const res = await fetch(`/v1/objects/${decoded.id}`, { headers: { accept: 'application/json' } });
+    const body = await res.json();
+    if (!res.ok) throw new ApiError(res.status, body.error?.code ?? `HTTP_${res.status}`, body.error?.message ?? res.statusText);
+    const from = (schema?.mappings ?? []).filter((m) => m.from === body.type);
+    out.replaceChildren(
+      fields([
+        ['id', body.id],
+        ['type', body.type],
+        ['shard', String(body.shard)],
+        ['local id', decoded.localId],
+        ['created', body.createdAt],
+        ['ETag', res.headers.get('etag') ?? '–'],
+      ]),
+      el('pre', { id: 'object-json' }, JSON.stringify(body.data, null, 2)),
+      ...(from.length > 0 ? [el('p', {}, 'Lists from this object: ', ...from.flatMap((m, i) => [i > 0 ? ' · ' : '', hashLink({ mapping: m.name, from: body.id }, m.name)]))] : []),
+    );
+  } catch (err) {
+    out.replaceChildren(idFields);
+    out.append(el('p', { class: 'error', 'data-code': err instanceof ApiError ? err.code : 'NETWORK' }, errorText(err)));
+  }
+}
+
+/**
+ * One page of a mapping, with a preview of each object (one multi-get for the page: the join).
+ * @param {string} name @param {string} from @param {'asc' | 'desc'} order @param {string | undefined} cursor
+ */
+async function showMapping(name, from, order, cursor) {
+  const out = $('mapping-result');
+  /** @type {HTMLSelectElement} */ ($('mapping-name')).value = name;
+  /** @type {HTMLInputElement} */ ($('mapping-from')).value = from;
+  /** @type {HTMLSelectElement} */ ($('mapping-order')).value = order;
+  out.replaceChildren(el('p', { class: 'muted' }, 'loading…'));
+  try {
+    const base = `/v1/mappings/${encodeURIComponent(name)}/${encodeURIComponent(from.trim())}`;
+    const [page, count] = await Promise.all([
+      api(`${base}?limit=${PAGE}&order=${order}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+      api(`${base}/count`),
+    ]);
+    /** @type {Map<string, { data: unknown }>} */
+    const objects = new Map();
+    if (page.items.length > 0) {
+      const many = await api(`/v1/objects?ids=${page.items.map((/** @type {{ id: string }} */ i) => i.id).join(',')}`);
+      for (const o of many.objects) objects.set(o.id, o);
+    }
+    const rows = page.items.map((/** @type {{ id: string, sequence: number }} */ item) => {
+      const o = objects.get(item.id);
+      const preview = o === undefined ? '(deleted)' : JSON.stringify(o.data);
+      return el('tr', {},
+        el('td', {}, hashLink({ object: item.id }, item.id)),
+        el('td', { class: 'mono' }, describeSequence(item.sequence)),
+        el('td', { class: 'mono' }, preview.length > 80 ? `${preview.slice(0, 79)}…` : preview));
+    });
+    const table = el('table', { id: 'mapping-items' }, el('thead', {}, el('tr', {}, el('th', {}, 'to'), el('th', {}, 'sequence'), el('th', {}, 'object'))), el('tbody', {}, ...rows));
+    const summary = el('p', { class: 'muted' }, `${count.count.toLocaleString('en-US')} in ${name} of ${from.trim()}; ${page.items.length} on this page.`);
+    out.replaceChildren(summary, table);
+    if (page.next !== null) {
+      const more = el('button', { type: 'button', class: 'secondary', id: 'mapping-next' }, 'Next page');
+      more.addEventListener('click', () => void showMapping(name, from, order, page.next));
+      out.append(more);
+    }
+  } catch (err) {
+    showError(out, err);
+  }
+}
+
+/** @param {string} keyspace @param {string} key */
+async function showLookup(keyspace, key) {
+  const out = $('lookup-result');
+  /** @type {HTMLSelectElement} */ ($('lookup-keyspace')).value = keyspace;
+  /** @type {HTMLInputElement} */ ($('lookup-key')).value = key;
+  try {
+    const found = await api(`/v1/lookups/${encodeURIComponent(keyspace)}/${encodeURIComponent(key)}`);
+    out.replaceChildren(fields([['key', found.key], ['id', hashLink({ object: found.id }, found.id)]]));
+  } catch (err) {
+    showError(out, err);
+  }
+}
+
+/** What the location hash asks for. */
+function route() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  const object = p.get('object');
+  const mapping = p.get('mapping');
+  const lookup = p.get('lookup');
+  if (object !== null) void showObject(object);
+  if (mapping !== null) void showMapping(mapping, p.get('from') ?? '', p.get('order') === 'asc' ? 'asc' : 'desc', undefined);
+  if (lookup !== null) void showLookup(lookup, p.get('key') ?? '');
+}
+
+/**
+ * Puts the form's request in the hash; when the hash is already that (the same request again),
+ * runs it directly, as no hashchange will.
+ * @param {Record<string, string>} params
+ */
+function navigate(params) {
+  const hash = `#${new URLSearchParams(params)}`;
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+/** @param {HTMLSelectElement} select @param {string[]} names */
+function fillSelect(select, names) {
+  select.replaceChildren(...names.map((n) => el('option', { value: n }, n)));
+}
+
+async function start() {
+  try {
+    schema = await api('/v1/schema');
+    fillSelect(/** @type {HTMLSelectElement} */ ($('mapping-name')), schema?.mappings.map((m) => m.name) ?? []);
+    fillSelect(/** @type {HTMLSelectElement} */ ($('lookup-keyspace')), schema?.keyspaces.map((k) => k.name) ?? []);
+  } catch (err) {
+    const e = $('error');
+    e.hidden = false;
+    e.textContent = `Could not read the schema: ${errorText(err)}`;
+  }
+  $('object-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    navigate({ object: /** @type {HTMLInputElement} */ ($('object-id')).value.trim() });
+  });
+  $('mapping-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    navigate({
+      mapping: /** @type {HTMLSelectElement} */ ($('mapping-name')).value,
+      from: /** @type {HTMLInputElement} */ ($('mapping-from')).value.trim(),
+      order: /** @type {HTMLSelectElement} */ ($('mapping-order')).value,
+    });
+  });
+  $('lookup-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    navigate({ lookup: /** @type {HTMLSelectElement} */ ($('lookup-keyspace')).value, key: /** @type {HTMLInputElement} */ ($('lookup-key')).value });
+  });
+  window.addEventListener('hashchange', route);
+  route();
+  await refresh();
+  setInterval(() => void refresh(), REFRESH_MS);
+}
+
+void start();

@@ -1,0 +1,97 @@
+/**
+ * The dashboard's DOM-free logic (dashboard/dashboard-lib.js), checked against the real thing:
+ * IDs from our own encoder, Prometheus text from a real app's /metrics.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import {
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, histogramQuantile, parsePrometheus, routeTraffic, summarizeMap,
+} from '../../dashboard/dashboard-lib.js';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { defaultShardMapJson } from '../../src/topology/shard-map.js';
+import { createObject, makeApp } from '../http/http-fixture.js';
+
+test('decodePinterestId agrees with pinterestId on every valid ID, and refuses what the service refuses', () => {
+  fc.assert(fc.property(fc.integer({ min: 0, max: 65535 }), fc.integer({ min: 0, max: 1023 }), fc.bigInt({ min: 0n, max: (1n << 36n) - 1n }), (shard, type, local) => {
+    const id = pinterestId.encode({ shard, type, localId: Number(local) });
+    const d = decodePinterestId(` ${id} `);
+    assert.deepEqual(d, { ok: true, id: id.toString(), shard, typeId: type, localId: local.toString() });
+  }), { numRuns: 2000 });
+  // The seed's worked example.
+  assert.deepEqual(decodePinterestId('241294492511762325'), { ok: true, id: '241294492511762325', shard: 3429, typeId: 1, localId: '7075733' });
+  for (const [text, why] of [['abc', /unsigned decimal/], ['-5', /unsigned decimal/], ['', /unsigned decimal/], ['1.5', /unsigned decimal/], ['18446744073709551616', /over 64 bits/],
+    ['123456789012345678901', /unsigned decimal/], [String(1n << 62n), /reserved/], [String((1n << 64n) - 1n), /reserved/]] as const) {
+    const d = decodePinterestId(text);
+    assert.equal(d.ok, false, text);
+    if (!d.ok) assert.match(d.error, why, text);
+  }
+});
+
+test('parsePrometheus and routeTraffic read a real /metrics: totals, 4xx, 5xx, rates and quantiles per route', async () => {
+  const f = await makeApp();
+  try {
+    const pin = await createObject(f.app, 'pin', { n: 1 });
+    for (let i = 0; i < 7; i++) await f.app.inject({ method: 'GET', url: `/v1/objects/${pin.id}` });
+    for (let i = 0; i < 3; i++) await f.app.inject({ method: 'GET', url: '/v1/objects/abc' });
+    const text = (await f.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const first = parsePrometheus(text);
+    const sampleLines = text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+    assert.equal(first.length, sampleLines.length, 'every sample line parsed');
+    // NaN (prom-client writes "Nan"; Prometheus reads any case) is legal: event loop lag before its first sample.
+    assert.deepEqual(first.map((s) => Number.isNaN(s.value)), sampleLines.map((l) => / nan$/i.test(l)));
+    const a = routeTraffic(first, undefined, 0);
+    const get = a.routes.find((r) => r.method === 'GET' && r.route === '/v1/objects/:id')!;
+    assert.deepEqual({ total: get.total, clientErrors: get.clientErrors, serverErrors: get.serverErrors, rate: get.rate }, { total: 10, clientErrors: 3, serverErrors: 0, rate: undefined });
+    assert.ok(get.p50 !== undefined && get.p50 > 0 && get.p99 !== undefined && get.p99 >= get.p50, `quantiles ${get.p50} ${get.p99}`);
+    assert.equal(a.routes.find((r) => r.route === '/v1/objects/:type')?.total, 1);
+    assert.equal(a.routes[0], get, 'the busiest route first');
+    // Five more requests between two scrapes two seconds apart: 2.5 requests a second.
+    for (let i = 0; i < 5; i++) await f.app.inject({ method: 'GET', url: `/v1/objects/${pin.id}` });
+    const b = routeTraffic(parsePrometheus((await f.app.inject({ method: 'GET', url: '/metrics' })).body), a.totals, 2);
+    assert.equal(b.routes.find((r) => r.route === '/v1/objects/:id')!.rate, 2.5);
+    assert.equal(counterValue(first, 'shardkit_topology_version'), 1);
+    assert.equal(counterValue(first, 'shardkit_cache_hits_total'), undefined, 'no cache, no cache counters');
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('parsePrometheus reads escaped label values, +Inf and exponents; histogramQuantile interpolates like Prometheus', () => {
+  const samples = parsePrometheus([
+    '# HELP x_total a counter',
+    '# TYPE x_total counter',
+    'x_total{route="/a\\"b\\\\c",le="+Inf"} 3',
+    'y 1.5e-3',
+    'z{a="1"} +Inf',
+    '',
+  ].join('\n'));
+  assert.deepEqual(samples, [
+    { name: 'x_total', labels: { route: '/a"b\\c', le: '+Inf' }, value: 3 },
+    { name: 'y', labels: {}, value: 0.0015 },
+    { name: 'z', labels: { a: '1' }, value: Infinity },
+  ]);
+  // 10 observations: 4 up to 0.1, 9 up to 0.5, 10 in total.
+  const buckets = [{ le: 0.5, count: 9 }, { le: 0.1, count: 4 }, { le: Infinity, count: 10 }];
+  assert.equal(histogramQuantile(buckets, 0.5), 0.1 + (0.4 * 1) / 5);
+  assert.equal(histogramQuantile(buckets, 0.2), 0.05);
+  assert.equal(histogramQuantile(buckets, 0.99), 0.5, 'in +Inf: the last finite bound');
+  assert.equal(histogramQuantile([{ le: 0.1, count: 0 }, { le: Infinity, count: 0 }], 0.5), undefined);
+});
+
+test('summarizeMap counts shards, open shards and hosts; formats read well', () => {
+  const map = defaultShardMapJson({ shards: 4096, pairs: 8 });
+  assert.deepEqual(summarizeMap(map as never), { shards: 4096, open: 4096, hosts: 16 });
+  const closed = { ranges: [{ range: [0, 9], master: 'a', open: true }, { range: [10, 19], master: 'a', slave: 'b', open: false }, { range: [20, 29], master: 'c' }] };
+  assert.deepEqual(summarizeMap(closed as never), { shards: 30, open: 10, hosts: 3 });
+  assert.equal(describeSequence(1795385423063), '2026-11-22T22:10:23.063Z');
+  assert.equal(describeSequence(42), '42');
+  assert.equal(describeSequence(-5), '-5');
+  assert.equal(formatDuration(0.00025), '250 µs');
+  assert.equal(formatDuration(0.0042), '4.20 ms');
+  assert.equal(formatDuration(0.25), '250.0 ms');
+  assert.equal(formatDuration(undefined), '–');
+  assert.equal(formatRate(undefined), '–');
+  assert.equal(formatRate(2.5), '2.5/s');
+  assert.equal(formatRate(12345.6), '12,346/s');
+});
