@@ -19,12 +19,17 @@ export function mappingIndexName(table: string): string {
   return `${table}_by_sequence`;
 }
 
+/** The sequence each PostgreSQL object shard keeps for db00005.next_id() (storage/postgres/instagram-next-id.ts). */
+export const NEXT_ID_STATE = 'next_id_state';
+
 /** SQLite refuses tables whose names start with this ("reserved for internal use"). */
 export const RESERVED_TABLE_PREFIX = 'sqlite_';
 
 /** Every name the schema puts in a shard, each with the schema entity that puts it there. */
-export function shardNames(schema: SchemaDef): Array<{ name: string; kind: 'table' | 'index'; owner: string }> {
+export function shardNames(schema: SchemaDef): Array<{ name: string; kind: 'table' | 'index' | 'sequence'; owner: string }> {
   return [
+    // PostgreSQL: the Instagram ID generator's state, a relation beside the tables of each object shard.
+    { name: NEXT_ID_STATE, kind: 'sequence' as const, owner: 'the Instagram ID generator\'s state sequence' },
     ...schema.types.map((t) => ({ name: t.table, kind: 'table' as const, owner: `type ${t.name}` })),
     ...schema.mappings.map((m) => ({ name: m.table, kind: 'table' as const, owner: `mapping ${m.name}` })),
     ...schema.keyspaces.map((k) => ({ name: k.table, kind: 'table' as const, owner: `keyspace ${k.name}` })),

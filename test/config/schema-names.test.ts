@@ -96,3 +96,12 @@ test('a mapping table whose page index name would pass 63 characters is refused 
     s.mappings = [...s.mappings!, { name: `m${'x'.repeat(62)}`, table: 'long_mapping', from: 'board', to: 'pin' }];
   }));
 });
+
+test('a table named like the Instagram ID generator\'s state sequence (next_id_state) is refused', () => {
+  assertInvalid(withSchema((s) => {
+    s.mappings = [...s.mappings!, { name: 'next_id_state', from: 'board', to: 'pin' }];
+  }), /the Instagram ID generator's state sequence and mapping next_id_state would both use the name next_id_state/);
+  assertInvalid(withSchema((s) => {
+    s.types = [...s.types!, { name: 'tag', id: 9, table: 'next_id_state' }];
+  }), /would both use the name next_id_state/);
+});

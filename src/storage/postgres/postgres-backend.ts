@@ -1,4 +1,5 @@
 import { parseId } from '../../ids/codec.js';
+import { INSTAGRAM_MAX_SHARD } from '../../ids/instagram-id.js';
 import { ShardKitError } from '../../errors.js';
 import type {
   BackendCapabilities,
@@ -15,6 +16,7 @@ import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkR
 import { fleetTables } from '../shard-names.js';
 import { HostPools, SchemaTables, type TableKind } from '../server-hosts.js';
 import { parsePostgresSchemaName, postgresSchemaName, qi, qualified, shardDdl } from './postgres-ddl.js';
+import { dropInstagramNextIdDdl, instagramNextIdDdl } from './instagram-next-id.js';
 import { mapPostgresError } from './postgres-errors.js';
 import { PostgresHostPool, type PostgresHostOptions, type SqlValue } from './postgres-host-pool.js';
 
@@ -58,6 +60,8 @@ function toStored(row: ObjectRow): StoredObject {
 
 /** Advisory lock keys for shard creation: one per shard number (both fleets share its schema), far from small numbers apps use. */
 const CREATE_LOCK_BASE = 0x5348_0000;
+/** Most IDs one nextInstagramIds call hands out. */
+export const MAX_IDS_PER_CALL = 10_000;
 
 /**
  * Logical shards as schemas in one database on PostgreSQL servers: one pool per host, one round
@@ -154,7 +158,8 @@ export class PostgresBackend implements ShardBackend {
   async createShard(ref: ShardRef): Promise<void> {
     checkRef(ref);
     this.open();
-    const statements = shardDdl(this.schema, ref.fleet, ref.shard);
+    // An object shard also gets its Instagram ID generator, db00005.next_id() (SPEC §1).
+    const statements = [...shardDdl(this.schema, ref.fleet, ref.shard), ...(ref.fleet === 'objects' ? instagramNextIdDdl(ref.shard) : [])];
     const lockKey = CREATE_LOCK_BASE + ref.shard;
     try {
       await this.pool(ref.host).transaction(async (run) => {
@@ -183,6 +188,21 @@ export class PostgresBackend implements ShardBackend {
     }
     const mine = fleetTables(this.schema, ref.fleet).filter((t) => present.has(t));
     if (mine.length > 0) await this.query(ref, `DROP TABLE IF EXISTS ${mine.map((t) => qualified(ref.shard, t)).join(', ')}`);
+    if (ref.fleet === 'objects') for (const sql of dropInstagramNextIdDdl(ref.shard)) await this.query(ref, sql);
+  }
+
+  /**
+   * `count` new Instagram-layout IDs from the shard's own `next_id()` (SPEC §1): what a column
+   * `DEFAULT db00005.next_id()` hands out, in one round trip. Shards 0..8191 (13 bits) only.
+   * CLOCK_MOVED_BACKWARDS when the server's clock went back further than the generator waits out.
+   */
+  async nextInstagramIds(ref: ShardRef, count = 1): Promise<bigint[]> {
+    checkRef(ref);
+    if (ref.fleet !== 'objects') throw new ShardKitError('INVALID_ARGUMENT', 'Instagram IDs come from object shards');
+    if (ref.shard > INSTAGRAM_MAX_SHARD) throw new ShardKitError('INVALID_ARGUMENT', `shard ${ref.shard} has no Instagram ID generator: the layout holds shards 0..${INSTAGRAM_MAX_SHARD}`);
+    if (!Number.isInteger(count) || count < 1 || count > MAX_IDS_PER_CALL) throw new ShardKitError('INVALID_ARGUMENT', `count must be an integer in 1..${MAX_IDS_PER_CALL}`);
+    const { rows } = await this.query<{ id: string }>(ref, `SELECT ${qi(postgresSchemaName(ref.shard))}.next_id() AS id FROM generate_series(1, $1::int)`, [count]);
+    return rows.map((r) => BigInt(r.id));
   }
 
   /** Shards whose schema holds every table of the current schema for that fleet, ascending. */

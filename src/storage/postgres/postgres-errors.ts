@@ -1,6 +1,7 @@
 import { ShardKitError, isShardKitError } from '../../errors.js';
 import type { Fleet } from '../shard-backend.js';
 import { postgresSchemaName } from './postgres-ddl.js';
+import { CLOCK_BACKWARDS_SQLSTATE, CLOCK_RANGE_SQLSTATE } from './instagram-next-id.js';
 
 /** Where an operation ran, for error messages that name the shard. */
 export interface PostgresErrorContext {
@@ -88,9 +89,14 @@ export function mapPostgresError(err: unknown, ctx: PostgresErrorContext): Shard
   switch (code) {
     case '3F000': // invalid_schema_name
     case '42P01': // undefined_table (a missing schema usually shows up here: tables are schema-qualified)
+    case '42883': // undefined_function: a shard created before next_id() existed
       return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is missing a table: run \`shardkit init\` (or \`shardkit schema apply\` after a schema change): ${reason}`, { cause: err, details });
     case '3D000': // invalid_catalog_name: the configured database itself
       return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)}: the database does not exist: create it (createdb), then run \`shardkit init\`: ${reason}`, { cause: err, details });
+    case CLOCK_BACKWARDS_SQLSTATE:
+      return new ShardKitError('CLOCK_MOVED_BACKWARDS', `${where(ctx)}: ${e.message ?? reason}`, { cause: err, details });
+    case CLOCK_RANGE_SQLSTATE:
+      return new ShardKitError('INVALID_ARGUMENT', `${where(ctx)}: ${e.message ?? reason}`, { cause: err, details });
     case '23505':
       return new ShardKitError('ALREADY_EXISTS', `${where(ctx)}: ${reason}`, { cause: err, details });
     case '54000': // program_limit_exceeded (row or index entry too large)

@@ -1,0 +1,160 @@
+/**
+ * db00005.next_id(), Instagram's ID generator inside PostgreSQL (SPEC §1), on a real
+ * PostgreSQL 15: the layout's bits, the same IDs as the in-process generator for the same clock,
+ * no duplicates under concurrency, the 1024-per-millisecond and clock-backwards rules, and a lock
+ * that never outlives the call.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { isShardKitError } from '../../src/errors.js';
+import { instagramId } from '../../src/ids/instagram-id.js';
+import { INSTAGRAM_EPOCH } from '../../src/ids/layout.js';
+import { PostgresBackend } from '../../src/storage/postgres/index.js';
+import type { ShardRef } from '../../src/storage/shard-backend.js';
+import { DATABASE, startPostgresServers, type PostgresServers } from './postgres-servers.js';
+
+let env: PostgresServers;
+let backend: PostgresBackend;
+let sql: pg.Client;
+const HOST = 'PG001A';
+
+before(async () => {
+  env = await startPostgresServers();
+  backend = new PostgresBackend({ hosts: env.hosts, storage: { user: 'postgres', database: DATABASE, poolSize: 4 }, schema: env.schema });
+  sql = new pg.Client({ host: env.hosts[HOST]!.host, port: env.hosts[HOST]!.port, user: 'postgres', database: DATABASE });
+  await sql.connect();
+});
+
+after(async () => {
+  await sql?.end();
+  await backend?.close();
+  await env?.stop();
+});
+
+const ref = (shard: number, fleet: 'objects' | 'lookups' = 'objects'): ShardRef => ({ host: HOST, shard, fleet });
+const serverMs = async () => Number((await sql.query<{ ms: string }>('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms')).rows[0]!.ms) - INSTAGRAM_EPOCH;
+const advisoryLocks = async () => Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'")).rows[0]!.n);
+const setState = (shard: number, ms: number, seq: number) => sql.query(`SELECT setval('"db${String(shard).padStart(5, '0')}".next_id_state', $1::bigint)`, [ms * 1024 + seq]);
+
+async function expectCode(p: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
+  await assert.rejects(p, (err: unknown) => {
+    assert.ok(isShardKitError(err, code as never), String(err));
+    if (message) assert.match((err as Error).message, message);
+    return true;
+  });
+}
+
+test('createShard gives object shards 0..8191 a next_id() whose IDs carry the shard and the server time; it serves as a column DEFAULT', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(5));
+  const before = await serverMs();
+  const ids = await backend.nextInstagramIds(ref(5), 100);
+  const afterMs = await serverMs();
+  assert.equal(ids.length, 100);
+  for (const id of ids) {
+    const d = instagramId.decode(id);
+    assert.equal(d.shard, 5);
+    assert.ok(d.ms >= before && d.ms <= afterMs, `ms ${d.ms} in [${before}, ${afterMs}]`);
+    assert.equal(instagramId.encode({ ms: d.ms, shard: d.shard, sequence: d.sequence }), id);
+  }
+  // The seed's use: a table whose id defaults to the shard's next_id().
+  await sql.query('CREATE TABLE db00005.photos (id bigint NOT NULL DEFAULT db00005.next_id() PRIMARY KEY, caption text)');
+  const { rows } = await sql.query<{ id: string }>("INSERT INTO db00005.photos (caption) VALUES ('a'), ('b') RETURNING id");
+  const photoIds = rows.map((r) => BigInt(r.id));
+  assert.deepEqual(photoIds.map((id) => instagramId.decode(id).shard), [5, 5]);
+  assert.ok(photoIds[0]! > ids[99]! && photoIds[1]! > photoIds[0]!, 'one generator per shard: later IDs are larger');
+  // createShard again (init is idempotent) keeps the generator's state.
+  await backend.createShard(ref(5));
+  const [next] = await backend.nextInstagramIds(ref(5));
+  assert.ok(next! > photoIds[1]!);
+  // 13 bits of shard: 8191 has a generator, 8192 has none; nor does a lookup shard.
+  await backend.createShard(ref(8191));
+  assert.equal(instagramId.decode((await backend.nextInstagramIds(ref(8191)))[0]!).shard, 8191);
+  await backend.createShard(ref(8192));
+  await backend.createShard(ref(6, 'lookups'));
+  const fns = await sql.query<{ nspname: string }>("SELECT n.nspname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'next_id' ORDER BY 1");
+  assert.deepEqual(fns.rows.map((r) => r.nspname), ['db00005', 'db08191']);
+  await expectCode(backend.nextInstagramIds(ref(8192)), 'INVALID_ARGUMENT', /0\.\.8191/);
+  await expectCode(backend.nextInstagramIds(ref(6, 'lookups')), 'INVALID_ARGUMENT');
+  for (const count of [0, -1, 1.5, 10_001]) await expectCode(backend.nextInstagramIds(ref(5), count), 'INVALID_ARGUMENT');
+  // A shard that was never created names the fix.
+  await expectCode(backend.nextInstagramIds(ref(7)), 'SHARD_UNAVAILABLE', /shardkit init/);
+});
+
+test('for the same clock readings next_id() and the in-process generator produce the same IDs', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(3));
+  // One statement: 3000 calls in order in one session, several per millisecond.
+  const ids = await backend.nextInstagramIds(ref(3), 3000);
+  const decoded = ids.map((id) => instagramId.decode(id));
+  assert.ok(new Set(decoded.map((d) => d.ms)).size < ids.length, 'some milliseconds hold several IDs');
+  // Replay the server's clock readings, one per call, into the in-process generator.
+  let call = 0;
+  const gen = instagramId.generator({ shard: 3, clock: () => INSTAGRAM_EPOCH + decoded[call++]!.ms });
+  assert.deepEqual(ids.map(() => gen.next()), ids);
+  for (let i = 1; i < ids.length; i++) assert.ok(ids[i]! > ids[i - 1]!, 'strictly increasing');
+});
+
+test('concurrent sessions never get the same ID', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(4));
+  const batches = await Promise.all([1, 2, 3, 4].map(() => backend.nextInstagramIds(ref(4), 2500)));
+  const all = batches.flat();
+  assert.equal(new Set(all.map(String)).size, 10_000);
+  assert.ok(all.every((id) => instagramId.decode(id).shard === 4));
+  assert.equal(await advisoryLocks(), 0, 'no lock outlives its call');
+});
+
+test('the 1025th ID of a millisecond waits for the next one; a clock behind by a few ms is waited out', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(2));
+  // The last ID was seq 1023 of a millisecond 3 ms ahead of the server's clock.
+  const ahead = (await serverMs()) + 3;
+  await setState(2, ahead, 1023);
+  const [id] = await backend.nextInstagramIds(ref(2));
+  const d = instagramId.decode(id!);
+  assert.ok(d.ms > ahead, `ms ${d.ms} after ${ahead}`);
+  assert.equal(d.sequence, 0);
+  // Within the same millisecond the sequence counts on.
+  const now = (await serverMs()) + 5;
+  await setState(2, now, 7);
+  const d2 = instagramId.decode((await backend.nextInstagramIds(ref(2)))[0]!);
+  assert.ok(d2.ms === now ? d2.sequence === 8 : d2.ms > now && d2.sequence === 0, `ms ${d2.ms} seq ${d2.sequence}`);
+});
+
+test('a clock further back than 10 ms is CLOCK_MOVED_BACKWARDS, not a repeated ID, and the lock is released (also on a cancel)', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(1));
+  const last = await backend.nextInstagramIds(ref(1), 5);
+  // As if the server's clock had stepped back a minute since the last ID.
+  const future = (await serverMs()) + 60_000;
+  await setState(1, future, 0);
+  await expectCode(backend.nextInstagramIds(ref(1)), 'CLOCK_MOVED_BACKWARDS', /clock moved backwards by \d+ ms \(more than 10 ms\); refusing to generate ids for shard 1/);
+  assert.equal(await advisoryLocks(), 0);
+  // A cancel while it waits out a small step releases the lock too.
+  await setState(1, (await serverMs()) + 9, 0);
+  const canceled = new pg.Client({ host: env.hosts[HOST]!.host, port: env.hosts[HOST]!.port, user: 'postgres', database: DATABASE });
+  await canceled.connect();
+  try {
+    await canceled.query('SET statement_timeout = 2');
+    await assert.rejects(canceled.query('SELECT db00001.next_id()'), (err: { code?: string }) => err.code === '57014');
+    assert.equal(await advisoryLocks(), 0);
+  } finally {
+    await canceled.end();
+  }
+  // Back to a sane state: IDs flow again, after every earlier one.
+  await setState(1, instagramId.decode(last[4]!).ms, instagramId.decode(last[4]!).sequence);
+  const [again] = await backend.nextInstagramIds(ref(1));
+  assert.ok(again! > last[4]!);
+});
+
+test('dropping the object fleet of a shard that keeps its lookups drops its generator too', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(6));
+  await backend.createShard(ref(6, 'lookups'));
+  await backend.dropShard(ref(6));
+  const left = await sql.query<{ relname: string }>("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'db00006' AND c.relkind IN ('r', 'S') ORDER BY 1");
+  assert.ok(left.rows.every((r) => r.relname.startsWith('lookup_')), left.rows.map((r) => r.relname).join(','));
+  assert.equal((await sql.query("SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'db00006' AND p.proname = 'next_id'")).rowCount, 0);
+});
