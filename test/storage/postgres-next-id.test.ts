@@ -11,6 +11,7 @@ import { isShardKitError } from '../../src/errors.js';
 import { instagramId } from '../../src/ids/instagram-id.js';
 import { INSTAGRAM_EPOCH } from '../../src/ids/layout.js';
 import { PostgresBackend } from '../../src/storage/postgres/index.js';
+import { instagramNextIdDdl } from '../../src/storage/postgres/instagram-next-id.js';
 import type { ShardRef } from '../../src/storage/shard-backend.js';
 import { DATABASE, startPostgresServers, type PostgresServers } from './postgres-servers.js';
 
@@ -132,18 +133,22 @@ test('a clock further back than 10 ms is CLOCK_MOVED_BACKWARDS, not a repeated I
   await setState(1, future, 0);
   await expectCode(backend.nextInstagramIds(ref(1)), 'CLOCK_MOVED_BACKWARDS', /clock moved backwards by \d+ ms \(more than 10 ms\); refusing to generate ids for shard 1/);
   assert.equal(await advisoryLocks(), 0);
-  // A cancel while it waits out a small step releases the lock too.
-  await setState(1, (await serverMs()) + 9, 0);
+  // A cancel while it waits out a step back releases the lock too. To wait for sure, this shard's
+  // generator tolerates 60 s (the DDL's option) and the state is 5 s ahead; the cancel comes at 100 ms.
+  for (const statement of instagramNextIdDdl(1, { maxBackwardsMs: 60_000 })) await sql.query(statement);
+  await setState(1, (await serverMs()) + 5000, 0);
   const canceled = new pg.Client({ host: env.hosts[HOST]!.host, port: env.hosts[HOST]!.port, user: 'postgres', database: DATABASE });
   await canceled.connect();
   try {
-    await canceled.query('SET statement_timeout = 2');
+    await canceled.query('SET statement_timeout = 100');
     await assert.rejects(canceled.query('SELECT db00001.next_id()'), (err: { code?: string }) => err.code === '57014');
     assert.equal(await advisoryLocks(), 0);
   } finally {
     await canceled.end();
   }
-  // Back to a sane state: IDs flow again, after every earlier one.
+  // The default generator again (init replaces the function), back to a sane state: IDs flow
+  // again, after every earlier one.
+  await backend.createShard(ref(1));
   await setState(1, instagramId.decode(last[4]!).ms, instagramId.decode(last[4]!).sequence);
   const [again] = await backend.nextInstagramIds(ref(1));
   assert.ok(again! > last[4]!);
