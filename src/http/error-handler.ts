@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, preHandlerHookHandler } from 'fastify';
 import { ShardKitError } from '../errors.js';
@@ -55,6 +55,9 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
  * Requests Node's HTTP parser refuses never reach fastify's error handler; fastify's default
  * answer to them has another body shape. This one answers them like every other error, with
  * `{"error":{"code","message"}}`, then closes the connection (the stream cannot be parsed on).
+ * When an earlier request of the same connection (pipelined) is still being answered, its
+ * response goes out first: a 400 written at once would be read as the answer to that request,
+ * which may well have been carried out.
  */
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
   // A reset connection has nobody left to answer.
@@ -63,10 +66,23 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): 
     ? new ShardKitError('REQUEST_TIMEOUT', 'the request was not received in time')
     : err.code === 'HPE_HEADER_OVERFLOW'
       ? new ShardKitError('HEADERS_TOO_LARGE', `the request line and headers exceed ${MAX_HEADER_BYTES} bytes: send fewer IDs per request or a shorter key`)
-      : new ShardKitError('MALFORMED_REQUEST', `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`);
-  const body = JSON.stringify({ error: { code: error.code, message: error.message } });
-  if (socket.writable) {
-    socket.write(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+        ? new ShardKitError('PAYLOAD_TOO_LARGE', 'the chunk extensions of the request body are too large')
+        : new ShardKitError('MALFORMED_REQUEST', `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`);
+  const { status, body } = toErrorResponse(error);
+  const answer = () => {
+    if (socket.writable) {
+      const text = JSON.stringify(body);
+      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+    }
+    socket.destroy();
+  };
+  // Node keeps the response being written on this connection here (lib/_http_server.js).
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight !== undefined && inFlight !== null && !inFlight.writableFinished) {
+    inFlight.once('finish', answer);
+    inFlight.once('close', () => socket.destroy());
+    return;
   }
-  socket.destroy();
+  answer();
 }

@@ -6,8 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
+import { Duplex } from 'node:stream';
 import { makeApp } from './http-fixture.js';
-import { MAX_HEADER_BYTES } from '../../src/http/error-handler.js';
+import { clientErrorHandler, MAX_HEADER_BYTES } from '../../src/http/error-handler.js';
 import { MAX_MULTI_GET } from '../../src/http/routes/object-routes.js';
 import { defaultShardMapJson, ShardMap } from '../../src/topology/shard-map.js';
 
@@ -80,4 +81,41 @@ test(`a multi-get of ${MAX_MULTI_GET} IDs, the documented maximum, fits in the r
   } finally {
     await f.cleanup();
   }
+});
+
+test('a malformed request pipelined behind a valid one: the valid one gets its own answer first, then the 400', async () => {
+  const f = await makeApp();
+  await f.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (f.app.server.address() as { port: number }).port;
+  try {
+    const user = await f.kit.objects.create('user', {});
+    const body = JSON.stringify({ id: user.id.toString() });
+    const res = await rawRequest(port, `PUT /v1/lookups/username/pipelined HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}GET /a b HTTP/1.1\r\nHost: x\r\n\r\n`);
+    // Two responses on the connection, in order: 204 for the PUT (which was carried out), then the 400.
+    const all = `${res.head}\r\n\r\n${res.body}`;
+    const statuses = [...all.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+    assert.deepEqual(statuses, [204, 400], all);
+    assert.match(all, /"code":"MALFORMED_REQUEST"/);
+    assert.equal(await f.kit.lookups.get('username', 'pipelined'), user.id);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('the parser\'s other refusals: a request timeout is 408 REQUEST_TIMEOUT, oversize chunk extensions 413, a reset connection gets nothing', () => {
+  const answer = (code: string, closes = true): string => {
+    let written = '';
+    let destroyed = false;
+    const socket = new Duplex({ read() {}, write(chunk: Buffer, _enc, cb) { written += chunk.toString(); cb(); } });
+    socket.destroy = ((() => { destroyed = true; return socket; }) as unknown) as typeof socket.destroy;
+    clientErrorHandler(Object.assign(new Error(code), { code }), socket);
+    assert.equal(destroyed, closes, `${code}: the connection is closed by us: ${closes}`);
+    return written;
+  };
+  const timeout = answer('ERR_HTTP_REQUEST_TIMEOUT');
+  assert.match(timeout, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+  assert.match(timeout, /\r\n\r\n\{"error":\{"code":"REQUEST_TIMEOUT","message":"[^"]+"\}\}$/);
+  assert.match(answer('HPE_CHUNK_EXTENSIONS_OVERFLOW'), /^HTTP\/1\.1 413 [^]*"code":"PAYLOAD_TOO_LARGE"/);
+  assert.match(answer('HPE_INVALID_METHOD'), /^HTTP\/1\.1 400 [^]*"code":"MALFORMED_REQUEST","message":"the request is not valid HTTP\/1\.1 \(HPE_INVALID_METHOD\)"/);
+  assert.equal(answer('ECONNRESET', false), '', 'a reset connection is left alone');
 });

@@ -5,13 +5,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
+import { widecolumnDisabledRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { assertError, makeApp } from '../http/http-fixture.js';
+import { buildApp } from '../../src/http/app.js';
+import { makeKit } from '../store/kit-fixture.js';
 
 type Spec = { paths: Record<string, Record<string, { tags?: string[] }>> };
 
 test('without a store, every wide-column route answers 501 WIDECOLUMN_DISABLED, even to bad input', async () => {
-  const f = await makeApp({ plugins: [widecolumnRoutes(undefined)] });
+  const f = await makeApp({ plugins: [widecolumnDisabledRoutes()] });
   try {
     const spec = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as Spec;
     const calls: Array<[string, string]> = [];
@@ -34,5 +36,21 @@ test('without a store, every wide-column route answers 501 WIDECOLUMN_DISABLED, 
     assertError(await f.app.inject({ method: 'GET', url: '/v1/datasetz' }), 404, 'NOT_FOUND', 'an unknown route');
   } finally {
     await f.cleanup();
+  }
+});
+
+test('with an admin token, the disabled admin routes ask for the token first (401), then say 501', async () => {
+  const k = makeKit();
+  const app = await buildApp({ kit: k.kit, plugins: [widecolumnDisabledRoutes()], admin: { kind: 'token', token: 'a'.repeat(32) } });
+  try {
+    const url = '/v1/admin/widecolumn/compact';
+    assertError(await app.inject({ method: 'POST', url, payload: {} }), 401, 'UNAUTHORIZED', 'no token');
+    assertError(await app.inject({ method: 'POST', url, payload: {}, headers: { authorization: `Bearer ${'b'.repeat(32)}` } }), 401, 'UNAUTHORIZED', 'wrong token');
+    assertError(await app.inject({ method: 'POST', url, payload: {}, headers: { authorization: `Bearer ${'a'.repeat(32)}` } }), 501, 'WIDECOLUMN_DISABLED', 'right token');
+    // Data routes have no token check: 501 straight away.
+    assertError(await app.inject({ method: 'GET', url: '/v1/datasets' }), 501, 'WIDECOLUMN_DISABLED', 'data route');
+  } finally {
+    await app.close();
+    await k.cleanup();
   }
 });

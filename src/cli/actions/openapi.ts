@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { defaultConfig, parseConfig, resolveSchema } from '../../config/config.js';
 import { buildApp } from '../../http/app.js';
 import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
-import { widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
+import { widecolumnDisabledRoutes } from '../../http/routes/widecolumn-routes.js';
 import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
 import { ShardKit } from '../../store/shard-kit.js';
 import { ShardMap } from '../../topology/shard-map.js';
@@ -22,7 +22,7 @@ export async function openapiDocument(): Promise<unknown> {
     kit,
     metrics: true,
     // Tickets as a service without a tickets section mounts them: same routes, same schemas.
-    plugins: [ticketsRoutes(), widecolumnRoutes(undefined)],
+    plugins: [ticketsRoutes(), widecolumnDisabledRoutes()],
   });
   try {
     return app.swagger();

@@ -6,7 +6,7 @@ import { ShardKitError } from '../../errors.js';
 import { ADMIN_TOKEN_ENV, checkAdminToken, type AdminAccess } from '../../http/admin-auth.js';
 import { buildApp, type RoutePlugin } from '../../http/app.js';
 import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
-import { widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
+import { widecolumnDisabledRoutes, widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
 import { ShardKit } from '../../store/shard-kit.js';
 import { createTicketClient } from '../../tickets/index.js';
 import { openWideColumnService } from '../../widecolumn/service.js';
@@ -77,7 +77,7 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
       out.push({ plugin: widecolumnRoutes(wc.store), close: () => wc.close() });
     } else {
       // The routes exist anyway and say that this service runs without the store.
-      out.push({ plugin: widecolumnRoutes(undefined), close: async () => {} });
+      out.push({ plugin: widecolumnDisabledRoutes(), close: async () => {} });
     }
     if (config.tickets !== undefined) {
       const client = createTicketClient(config.tickets);

@@ -148,22 +148,27 @@ function disabled(): ShardKitError {
 }
 
 /**
- * The routes of a service started without the wide-column store (`serve --no-widecolumn`, or
- * `widecolumnRoutes(undefined)`): the same paths and schemas, each answering 501
- * WIDECOLUMN_DISABLED before any validation, so a caller learns why rather than getting a bare
- * 404 "no route". The store behind them throws the same error if anything ever reaches it.
+ * The routes of a service started without the wide-column store (`serve --no-widecolumn`): the
+ * same paths and schemas, each answering 501 WIDECOLUMN_DISABLED before any validation, so a
+ * caller learns why rather than getting a bare 404 "no route". The refusal is a route-level
+ * onRequest hook appended after the admin routes' token check (admin-auth.ts adds that one from
+ * the root's onRoute), so an admin route without a token is still 401/403 first. The store
+ * behind them throws the same error if anything ever reaches it.
  */
-function disabledRoutes(options: WidecolumnRoutesOptions): (app: FastifyInstance) => Promise<void> {
+export function widecolumnDisabledRoutes(): (app: FastifyInstance) => Promise<void> {
+  const refuse = async (): Promise<void> => {
+    throw disabled();
+  };
   const store = new Proxy({ limits: DEFAULT_LIMITS } as unknown as WideColumnStore, {
     get(target, prop) {
-      if (prop === 'limits') return DEFAULT_LIMITS;
+      if (prop === 'limits') return (target as { limits: unknown }).limits;
       throw disabled();
     },
   });
-  const routes = widecolumnRoutes(store, { exportDir: options.exportDir ?? '' });
+  const routes = widecolumnRoutes(store, { exportDir: '' });
   return async (app: FastifyInstance) => {
-    app.addHook('onRequest', async () => {
-      throw disabled();
+    app.addHook('onRoute', (route) => {
+      route.onRequest = route.onRequest === undefined ? refuse : [...[route.onRequest].flat(), refuse];
     });
     await routes(app);
   };
@@ -182,8 +187,7 @@ export interface WidecolumnRoutesOptions {
  * wildcard so long keys are not cut by the router's parameter length limit). Every body route
  * refuses values of the wrong JSON type instead of letting Ajv coerce them (bodyStrictValidator, app.ts).
  */
-export function widecolumnRoutes(store: WideColumnStore | undefined, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
-  if (store === undefined) return disabledRoutes(options);
+export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
   const bodyLimit = Math.ceil(store.limits.maxBatchBytes * 1.5) + 1024 * 1024;
   const exportDir = options.exportDir ?? exportDirOf(store);
   return async (app: FastifyInstance) => {
