@@ -86,6 +86,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);
+  // JSON only, on every route (ours and the plugins'): text/plain would reach a schema as a
+  // string, and it is a body any web page may send cross-site without a CORS preflight, so a page
+  // in the operator's browser could otherwise POST to a loopback service's open admin routes.
+  app.removeContentTypeParser('text/plain');
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
   installErrorHandler(app, metrics !== undefined ? { notFoundPreHandler: metrics.countUnmatched } : {});
@@ -120,9 +124,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(async (api) => {
-    // Our routes take JSON only (text/plain would reach the schema as a string): anything else
-    // is 415. RFC 7396 patches arrive as application/merge-patch+json and parse like JSON.
-    api.removeContentTypeParser('text/plain');
+    // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON.
     api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, api.getDefaultJsonParser('error', 'error'));
     await api.register(objectRoutes(kit));
     await api.register(mappingRoutes(kit));

@@ -137,3 +137,24 @@ test('wc --url sends SHARDKIT_ADMIN_TOKEN: without it one readable UNAUTHORIZED 
     await a.cleanup();
   }
 });
+
+test('open admin routes (loopback, no token) refuse bodies a cross-site page can send without a preflight: 415, nothing written', async () => {
+  const a = await adminApp({ kind: 'open' });
+  try {
+    // A <form> or fetch(..., {mode: 'no-cors'}) from another site can send these content types.
+    for (const type of ['text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+      const res = await a.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/backup', payload: '{"name":"b1"}', headers: { 'content-type': type } });
+      assertError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', type);
+      // Data routes of plugins as well as our own.
+      assertError(await a.app.inject({ method: 'PUT', url: '/v1/datasets/events/rows/u2', payload: '{"items":[{"column":"c","value":"x"}]}', headers: { 'content-type': type } }), 415, 'UNSUPPORTED_MEDIA_TYPE', `${type} put row`);
+      assertError(await a.app.inject({ method: 'POST', url: '/v1/objects/pin', payload: '{"data":{}}', headers: { 'content-type': type } }), 415, 'UNSUPPORTED_MEDIA_TYPE', `${type} object`);
+    }
+    assert.equal(existsSync(a.exportDir), false, 'no backup was written');
+    const row = (await a.app.inject({ method: 'GET', url: '/v1/datasets/events/rows/u2' })).json() as { columns: Record<string, unknown> };
+    assert.deepEqual(Object.keys(row.columns), [], 'no row was written');
+    // The same backup as JSON works.
+    assert.equal((await a.app.inject({ method: 'POST', url: '/v1/admin/widecolumn/backup', payload: { name: 'b1' } })).statusCode, 200);
+  } finally {
+    await a.cleanup();
+  }
+});
