@@ -8,42 +8,50 @@ export function isPlainObject(value: unknown): value is JsonObject {
 }
 
 /**
- * How deep object data may nest: MySQL's limit for its JSON type, so data written here stays
- * portable between the backends; and the merge patch (recursive) can never exhaust the stack.
+ * How deep new object data and merge patches may nest. The merge patch recurses along the
+ * patch's own objects, so bounding patches bounds it; 100 levels is also where many JSON parsers
+ * of the clients that read the data stop (and MySQL's limit for its JSON type, for data that
+ * moves there).
  */
 export const MAX_DATA_DEPTH = 100;
 
 /**
  * Refuses values JSON would silently change: numbers that are not finite (`1e400` parses to
- * Infinity, which JSON.stringify writes as null), and nesting deeper than MAX_DATA_DEPTH.
- * Iterative, so no input can overflow the stack while it is checked.
+ * Infinity, which JSON.stringify writes as null), and nesting deeper than `maxDepth`. Iterative,
+ * so no input can overflow the stack while it is checked; run it on acyclic values only (after
+ * JSON.stringify succeeded, or on parsed JSON).
  */
-export function checkJsonValue(value: unknown, what: string): void {
+export function checkJsonValue(value: unknown, what: string, maxDepth = MAX_DATA_DEPTH): void {
   const stack: Array<[unknown, number]> = [[value, 1]];
   while (stack.length > 0) {
     const [v, depth] = stack.pop()!;
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) throw new ShardKitError('INVALID_ARGUMENT', `${what} holds a number JSON cannot represent (${v})`);
     } else if (v !== null && typeof v === 'object') {
-      if (depth > MAX_DATA_DEPTH) throw new ShardKitError('INVALID_ARGUMENT', `${what} nests deeper than ${MAX_DATA_DEPTH} levels`);
+      if (depth > maxDepth) throw new ShardKitError('INVALID_ARGUMENT', `${what} nests deeper than ${maxDepth} levels`);
       for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
     }
   }
 }
 
-/** Serializes object data; it must be a JSON object, and `active: false` is reserved for deletes. */
-export function encodeData(data: unknown, what = 'data'): string {
+/**
+ * Serializes object data; it must be a JSON object, and `active: false` is reserved for deletes.
+ * `maxDepth`: MAX_DATA_DEPTH for new data; an update's result passes Infinity, so objects stored
+ * deeper before the limit existed can still be updated (their patches stay bounded).
+ */
+export function encodeData(data: unknown, what = 'data', maxDepth = MAX_DATA_DEPTH): string {
   if (!isPlainObject(data)) throw new ShardKitError('INVALID_ARGUMENT', `${what} must be a JSON object`);
-  checkJsonValue(data, what);
   if (Object.hasOwn(data, 'active') && data.active !== true) {
     throw new ShardKitError('INVALID_ARGUMENT', `${what}.active is reserved: objects are deactivated by delete`);
   }
   let text: string | undefined;
   try {
+    // First: it refuses cycles (which the walk below would never finish) and BigInt.
     text = JSON.stringify(data);
   } catch (err) {
     throw new ShardKitError('INVALID_ARGUMENT', `${what} is not serializable as JSON: ${(err as Error).message}`);
   }
+  checkJsonValue(data, what, maxDepth);
   return text!;
 }
 

@@ -191,7 +191,7 @@ export class Objects {
           throw new Abort(new ShardKitError('INVALID_ARGUMENT', 'update functions must be synchronous (they run inside the row lock)'));
         }
         try {
-          return encodeData(next);
+          return encodeData(next, 'data', Number.POSITIVE_INFINITY);
         } catch (err) {
           throw new Abort(err as ShardKitError);
         }

@@ -54,12 +54,13 @@ test('hostile keys are exact and distinct, and touch nothing but their own rows'
     const canary = await f.kit.objects.create('user', { canary: true });
     await f.kit.lookups.put('username', 'canary', canary.id);
     const ids = [];
-    for (const key of [...HOSTILE_STRINGS, '../../../etc/passwd', '..\\..\\x', '/tmp/x', 'db00001.sqlite', '%2e%2e%2f', '*', '?']) {
+    const keys = [...HOSTILE_STRINGS, '../../../etc/passwd', '..\\..\\x', '/tmp/x', 'db00001.sqlite', '%2e%2e%2f', '*', '?', '.', '..'];
+    for (const key of keys) {
       const u = await f.kit.objects.create('user', {});
       ids.push(u.id);
       await f.kit.lookups.put('username', key, u.id);
     }
-    for (const [i, key] of HOSTILE_STRINGS.entries()) assert.equal(await f.kit.lookups.get('username', key), ids[i]);
+    for (const [i, key] of keys.entries()) assert.equal(await f.kit.lookups.get('username', key), ids[i], JSON.stringify(key));
     assert.equal(await f.kit.lookups.get('username', 'canary'), canary.id);
     // Keys never become paths: the data dir holds host directories of shard files and nothing else.
     const files = snapshot(f.root).split('\n').filter((l) => l !== '');
