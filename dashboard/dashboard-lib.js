@@ -22,6 +22,19 @@ export function decodePinterestId(text) {
 }
 
 /**
+ * One URL path segment, percent-encoded. A segment that is exactly "." or ".." cannot be sent:
+ * URL parsers (browsers, fetch) remove dot segments, and by the URL standard "%2E%2E" counts as
+ * one too, so "/v1/lookups/email/.." would become "/v1/lookups/". Those two are refused here
+ * rather than turned into a request for another URL.
+ * @param {string} text
+ * @returns {{ ok: true, segment: string } | { ok: false, error: string }}
+ */
+export function pathSegment(text) {
+  if (text === '.' || text === '..') return { ok: false, error: `"${text}" cannot be sent in a URL path (browsers remove dot segments): use the library or a client such as curl with %2E` };
+  return { ok: true, segment: encodeURIComponent(text) };
+}
+
+/**
  * Samples of the Prometheus text exposition format (what /metrics serves); comments skipped.
  * @param {string} text
  * @returns {Array<{ name: string, labels: Record<string, string>, value: number }>}

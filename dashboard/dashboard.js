@@ -6,7 +6,7 @@
  * (#object=…, #mapping=…&from=…, #lookup=…&key=…), so links and the back button work.
  */
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, parsePrometheus, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
 } from './dashboard-lib.js';
 
 const REFRESH_MS = 5000;
@@ -55,13 +55,19 @@ class ApiError extends Error {
   }
 }
 
+/** How long a call may take before the service counts as not answering. */
+const TIMEOUT_MS = 4000;
+
 /**
- * GET a path of this service: JSON (or text), or an ApiError with the service's code and message.
+ * GET a path of this service: the parsed body (JSON or text) and the response headers, or an
+ * ApiError with the service's code and message. Gives up after TIMEOUT_MS: a hung service must
+ * show as down, not as "up" forever.
  * @param {string} path
  * @param {'json' | 'text'} [as]
+ * @returns {Promise<{ body: any, headers: Headers }>}
  */
-async function api(path, as = 'json') {
-  const res = await fetch(path, { headers: { accept: as === 'json' ? 'application/json' : 'text/plain' } });
+async function request(path, as = 'json') {
+  const res = await fetch(path, { headers: { accept: as === 'json' ? 'application/json' : 'text/plain' }, signal: AbortSignal.timeout(TIMEOUT_MS) });
   if (!res.ok) {
     let code = `HTTP_${res.status}`;
     let message = res.statusText;
@@ -74,12 +80,44 @@ async function api(path, as = 'json') {
     }
     throw new ApiError(res.status, code, message);
   }
-  return as === 'json' ? res.json() : res.text();
+  return { body: as === 'json' ? await res.json() : await res.text(), headers: res.headers };
+}
+
+/**
+ * @param {string} path
+ * @param {'json' | 'text'} [as]
+ */
+async function api(path, as = 'json') {
+  return (await request(path, as)).body;
+}
+
+/**
+ * The latest request of each panel wins: an answer that arrives after a newer request was made
+ * is dropped, so a slow old response never overwrites a new one.
+ */
+const latest = new Map();
+/** @param {string} panel */
+function ticket(panel) {
+  const t = (latest.get(panel) ?? 0) + 1;
+  latest.set(panel, t);
+  return () => latest.get(panel) === t;
+}
+
+/**
+ * A path segment, or an ApiError-like refusal for text no URL can carry as a segment.
+ * @param {string} text
+ */
+function seg(text) {
+  const s = pathSegment(text);
+  if (!s.ok) throw new ApiError(0, 'INVALID_ARGUMENT', s.error);
+  return s.segment;
 }
 
 /** @param {unknown} err */
 function errorText(err) {
-  return err instanceof ApiError ? `${err.code}: ${err.message}` : `request failed: ${err instanceof Error ? err.message : String(err)}`;
+  if (err instanceof ApiError) return `${err.code}: ${err.message}`;
+  if (err instanceof DOMException && err.name === 'TimeoutError') return `no answer within ${TIMEOUT_MS / 1000} s`;
+  return `request failed: ${err instanceof Error ? err.message : String(err)}`;
 }
 
 /** @param {HTMLElement} target @param {unknown} err */
@@ -89,7 +127,12 @@ function showError(target, err) {
 
 // --- overview: health, shard map, traffic -------------------------------------------------
 
+let refreshing = false;
+
 async function refresh() {
+  // One refresh at a time: against a slow service they would pile up, then land all at once.
+  if (refreshing) return;
+  refreshing = true;
   const status = $('status');
   try {
     const [health, map, metrics] = await Promise.all([api('/healthz'), api('/v1/topology'), api('/metrics', 'text').catch(() => undefined)]);
@@ -105,6 +148,8 @@ async function refresh() {
     const e = $('error');
     e.hidden = false;
     e.textContent = `The service did not answer: ${errorText(err)}`;
+  } finally {
+    refreshing = false;
   }
 }
 
@@ -173,10 +218,10 @@ async function showObject(text) {
     ['local id', decoded.localId],
   ]);
   out.replaceChildren(idFields, el('p', { class: 'muted' }, 'loading…'));
+  const current = ticket('object');
   try {
-    const res = await fetch(`/v1/objects/${decoded.id}`, { headers: { accept: 'application/json' } });
-    const body = await res.json();
-    if (!res.ok) throw new ApiError(res.status, body.error?.code ?? `HTTP_${res.status}`, body.error?.message ?? res.statusText);
+    const { body, headers } = await request(`/v1/objects/${decoded.id}`);
+    if (!current()) return;
     const from = (schema?.mappings ?? []).filter((m) => m.from === body.type);
     out.replaceChildren(
       fields([
@@ -185,12 +230,13 @@ async function showObject(text) {
         ['shard', String(body.shard)],
         ['local id', decoded.localId],
         ['created', body.createdAt],
-        ['ETag', res.headers.get('etag') ?? '–'],
+        ['ETag', headers.get('etag') ?? '–'],
       ]),
       el('pre', { id: 'object-json' }, JSON.stringify(body.data, null, 2)),
       ...(from.length > 0 ? [el('p', {}, 'Lists from this object: ', ...from.flatMap((m, i) => [i > 0 ? ' · ' : '', hashLink({ mapping: m.name, from: body.id }, m.name)]))] : []),
     );
   } catch (err) {
+    if (!current()) return;
     out.replaceChildren(idFields);
     out.append(el('p', { class: 'error', 'data-code': err instanceof ApiError ? err.code : 'NETWORK' }, errorText(err)));
   }
@@ -198,6 +244,7 @@ async function showObject(text) {
 
 /**
  * One page of a mapping, with a preview of each object (one multi-get for the page: the join).
+ * The cursor of a later page is in the hash too, so reload and back keep the page.
  * @param {string} name @param {string} from @param {'asc' | 'desc'} order @param {string | undefined} cursor
  */
 async function showMapping(name, from, order, cursor) {
@@ -206,8 +253,9 @@ async function showMapping(name, from, order, cursor) {
   /** @type {HTMLInputElement} */ ($('mapping-from')).value = from;
   /** @type {HTMLSelectElement} */ ($('mapping-order')).value = order;
   out.replaceChildren(el('p', { class: 'muted' }, 'loading…'));
+  const current = ticket('mapping');
   try {
-    const base = `/v1/mappings/${encodeURIComponent(name)}/${encodeURIComponent(from.trim())}`;
+    const base = `/v1/mappings/${seg(name)}/${seg(from.trim())}`;
     const [page, count] = await Promise.all([
       api(`${base}?limit=${PAGE}&order=${order}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
       api(`${base}/count`),
@@ -218,6 +266,7 @@ async function showMapping(name, from, order, cursor) {
       const many = await api(`/v1/objects?ids=${page.items.map((/** @type {{ id: string }} */ i) => i.id).join(',')}`);
       for (const o of many.objects) objects.set(o.id, o);
     }
+    if (!current()) return;
     const rows = page.items.map((/** @type {{ id: string, sequence: number }} */ item) => {
       const o = objects.get(item.id);
       const preview = o === undefined ? '(deleted)' : JSON.stringify(o.data);
@@ -229,13 +278,14 @@ async function showMapping(name, from, order, cursor) {
     const table = el('table', { id: 'mapping-items' }, el('thead', {}, el('tr', {}, el('th', {}, 'to'), el('th', {}, 'sequence'), el('th', {}, 'object'))), el('tbody', {}, ...rows));
     const summary = el('p', { class: 'muted' }, `${count.count.toLocaleString('en-US')} in ${name} of ${from.trim()}; ${page.items.length} on this page.`);
     out.replaceChildren(summary, table);
+    if (cursor !== undefined) out.append(hashLink({ mapping: name, from: from.trim(), order }, 'First page'), ' ');
     if (page.next !== null) {
       const more = el('button', { type: 'button', class: 'secondary', id: 'mapping-next' }, 'Next page');
-      more.addEventListener('click', () => void showMapping(name, from, order, page.next));
+      more.addEventListener('click', () => navigate({ mapping: name, from: from.trim(), order, cursor: page.next }));
       out.append(more);
     }
   } catch (err) {
-    showError(out, err);
+    if (current()) showError(out, err);
   }
 }
 
@@ -244,11 +294,13 @@ async function showLookup(keyspace, key) {
   const out = $('lookup-result');
   /** @type {HTMLSelectElement} */ ($('lookup-keyspace')).value = keyspace;
   /** @type {HTMLInputElement} */ ($('lookup-key')).value = key;
+  out.replaceChildren(el('p', { class: 'muted' }, 'loading…'));
+  const current = ticket('lookup');
   try {
-    const found = await api(`/v1/lookups/${encodeURIComponent(keyspace)}/${encodeURIComponent(key)}`);
-    out.replaceChildren(fields([['key', found.key], ['id', hashLink({ object: found.id }, found.id)]]));
+    const found = await api(`/v1/lookups/${seg(keyspace)}/${seg(key)}`);
+    if (current()) out.replaceChildren(fields([['key', found.key], ['id', hashLink({ object: found.id }, found.id)]]));
   } catch (err) {
-    showError(out, err);
+    if (current()) showError(out, err);
   }
 }
 
@@ -259,7 +311,7 @@ function route() {
   const mapping = p.get('mapping');
   const lookup = p.get('lookup');
   if (object !== null) void showObject(object);
-  if (mapping !== null) void showMapping(mapping, p.get('from') ?? '', p.get('order') === 'asc' ? 'asc' : 'desc', undefined);
+  if (mapping !== null) void showMapping(mapping, p.get('from') ?? '', p.get('order') === 'asc' ? 'asc' : 'desc', p.get('cursor') ?? undefined);
   if (lookup !== null) void showLookup(lookup, p.get('key') ?? '');
 }
 

@@ -45,6 +45,10 @@ test('the dashboard shows the shard map and traffic, and explores objects, mappi
     await f.kit.objects.delete(pins[0]!.id);
     const hostile = await f.kit.objects.create('pin', { details: HOSTILE, [HOSTILE]: 1 });
     await f.kit.lookups.put('username', 'ann <b>', board.id);
+    // Keys a URL would mangle: slashes, ?, #, %, spaces, dots inside; and "..", which no URL can carry.
+    const awkward = ['a/b?c#d %e', '...', 'x.y'];
+    for (const [i, key] of awkward.entries()) await f.kit.lookups.put('username', key, pins[i + 1]!.id);
+    await f.kit.lookups.put('username', '..', board.id);
 
     const page = await browser.newPage();
     const problems = watch(page);
@@ -85,6 +89,10 @@ test('the dashboard shows the shard map and traffic, and explores objects, mappi
     assert.match(firstRow, new RegExp(`${pins[24]!.id}\\s+1024\\s+\\{"details":"pin 24"\\}`));
     await page.click('#mapping-next');
     await page.waitForFunction(() => document.querySelectorAll('#mapping-items tbody tr').length === 5);
+    // The second page is in the URL: a reload shows it again.
+    assert.match(new URL(page.url()).hash, /&cursor=/);
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('#mapping-items tbody tr').length === 5);
     const last = await page.locator('#mapping-items tbody tr').last().innerText();
     assert.match(last, new RegExp(`${pins[0]!.id}\\s+1000\\s+\\(deleted\\)`));
     assert.equal(await page.locator('#mapping-next').count(), 0, 'no page after the last');
@@ -99,6 +107,15 @@ test('the dashboard shows the shard map and traffic, and explores objects, mappi
     await page.waitForSelector('#lookup-result dd a');
     assert.equal(await page.locator('#lookup-result dd a').innerText(), board.id.toString());
     assert.match(await page.locator('#lookup-result').innerText(), /ann <b>/);
+    for (const [i, key] of awkward.entries()) {
+      await page.fill('#lookup-key', key);
+      await page.click('#lookup-form button');
+      await page.waitForFunction((id) => document.querySelector('#lookup-result dd a')?.textContent === id, pins[i + 1]!.id.toString());
+    }
+    await page.fill('#lookup-key', '..');
+    await page.click('#lookup-form button');
+    await page.waitForSelector('#lookup-result .error[data-code="INVALID_ARGUMENT"]');
+    assert.match(await page.locator('#lookup-result').innerText(), /cannot be sent in a URL path/);
     await page.fill('#lookup-key', 'nobody');
     await page.click('#lookup-form button');
     await page.waitForSelector('#lookup-result .error[data-code="NOT_FOUND"]');
@@ -118,7 +135,7 @@ test('the dashboard shows the shard map and traffic, and explores objects, mappi
   }
 });
 
-test('the dashboard says so when the service stops answering', async () => {
+test('the dashboard says so when the service hangs or stops answering, and recovers', { timeout: 60_000 }, async () => {
   const f = await makeApp();
   await f.app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(f.app.server.address() as { port: number }).port}`;
@@ -127,7 +144,15 @@ test('the dashboard says so when the service stops answering', async () => {
     const page = await browser.newPage();
     await page.goto(`${base}/dashboard/`);
     await page.waitForSelector('#status[data-state="ok"]');
-    // The page stays loaded; every API call from now on fails.
+    // A hung service: calls are accepted and never answered. The page must not stay "up".
+    await page.route('**/healthz', () => {});
+    await page.waitForSelector('#status[data-state="down"]', { timeout: 15_000 });
+    assert.match(await page.locator('#error').innerText(), /did not answer: no answer within 4 s/);
+    // The service back: up again.
+    await page.unroute('**/healthz');
+    await page.waitForSelector('#status[data-state="ok"]', { timeout: 15_000 });
+    assert.equal(await page.locator('#error').isHidden(), true);
+    // A service that refuses: every API call from now on fails at once.
     await page.route('**/*', (route) => route.abort());
     await page.waitForSelector('#status[data-state="down"]', { timeout: 15_000 });
     assert.match(await page.locator('#error').innerText(), /did not answer/);

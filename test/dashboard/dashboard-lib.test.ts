@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, histogramQuantile, parsePrometheus, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, histogramQuantile, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
 } from '../../dashboard/dashboard-lib.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { defaultShardMapJson } from '../../src/topology/shard-map.js';
@@ -94,4 +94,21 @@ test('summarizeMap counts shards, open shards and hosts; formats read well', () 
   assert.equal(formatRate(undefined), '–');
   assert.equal(formatRate(2.5), '2.5/s');
   assert.equal(formatRate(12345.6), '12,346/s');
+});
+
+test('pathSegment() makes text one path segment the browser keeps as is, and refuses . and .. which no URL parser keeps', () => {
+  for (const key of ['../x', 'a/b', '?', '#', '%', ' ', 'é', '🦄', 'a.b.c', '...', '.x']) {
+    const s = pathSegment(key);
+    assert.ok(s.ok, key);
+    const url = new URL(`http://x/v1/lookups/email/${s.ok ? s.segment : ''}`);
+    assert.equal(url.pathname.split('/').length, 5, key);
+    assert.equal(decodeURIComponent(url.pathname.split('/')[4]!), key, key);
+  }
+  for (const key of ['.', '..']) {
+    const s = pathSegment(key);
+    assert.equal(s.ok, false, key);
+    if (!s.ok) assert.match(s.error, /cannot be sent in a URL path/);
+    // Why: even percent-encoded, the URL standard treats them as dot segments.
+    assert.equal(new URL(`http://x/v1/lookups/email/${key.replace(/\./g, '%2E')}`).pathname, key === '.' ? '/v1/lookups/email/' : '/v1/lookups/');
+  }
 });

@@ -17,7 +17,9 @@ test('/ and /dashboard redirect to /dashboard/, which serves the page and its fi
     const root = await f.app.inject({ method: 'GET', url: '/' });
     assert.equal(root.statusCode, 302);
     assert.equal(root.headers.location, '/dashboard/');
-    assert.equal((await f.app.inject({ method: 'GET', url: '/dashboard' })).headers.location, '/dashboard/');
+    const noSlash = await f.app.inject({ method: 'GET', url: '/dashboard' });
+    assert.equal(noSlash.statusCode, 301);
+    assert.equal(noSlash.headers.location, '/dashboard/');
     const files: Array<[string, RegExp, string]> = [
       ['/dashboard/', /^text\/html/, 'dashboard/index.html'],
       ['/dashboard/dashboard.js', /^text\/javascript/, 'dashboard/dashboard.js'],
@@ -33,7 +35,16 @@ test('/ and /dashboard redirect to /dashboard/, which serves the page and its fi
       assert.equal(res.headers['content-security-policy'], DASHBOARD_CSP, url);
       assert.equal(res.headers['x-content-type-options'], 'nosniff', url);
       assert.equal(res.headers['cache-control'], 'no-cache', url);
+      assert.equal(res.headers['referrer-policy'], 'no-referrer', url);
+      // Revalidation with the file's ETag is a 304 without the body; a stale ETag gets the file.
+      const etag = String(res.headers.etag);
+      assert.match(etag, /^"[A-Za-z0-9_-]{22}"$/, url);
+      const again = await f.app.inject({ method: 'GET', url, headers: { 'if-none-match': etag } });
+      assert.equal(again.statusCode, 304, url);
+      assert.equal(again.body, '', url);
+      assert.equal((await f.app.inject({ method: 'GET', url, headers: { 'if-none-match': '"stale"' } })).statusCode, 200, url);
     }
+    assert.equal(new Set(await Promise.all(files.map(async ([url]) => (await f.app.inject({ method: 'GET', url })).headers.etag))).size, files.length, 'one ETag per file');
     assert.match(DASHBOARD_CSP, /script-src 'self';/);
     assert.doesNotMatch(DASHBOARD_CSP, /unsafe-inline|unsafe-eval|\*/);
     // Every script and style the page names is one the service serves; none is inline.

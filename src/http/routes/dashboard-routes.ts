@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * The dashboard's files, shipped in `dashboard/` at the package root (three levels up from this
@@ -28,16 +29,21 @@ export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src '
  * (docs/dashboard.md). Not part of the API, so left out of the OpenAPI document.
  */
 export function dashboardRoutes() {
-  const files = new Map(Object.entries(FILES).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, DIR)) }]));
+  const files = new Map(Object.entries(FILES).map(([name, type]) => {
+    const body = readFileSync(new URL(name, DIR));
+    // A strong validator, so the browser's revalidation (no-cache) costs a 304, not the file.
+    return [name, { type, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` }];
+  }));
   return async (app: FastifyInstance): Promise<void> => {
-    const send = (name: string) => async (_request: unknown, reply: import('fastify').FastifyReply) => {
+    const send = (name: string) => async (request: FastifyRequest, reply: FastifyReply) => {
       const file = files.get(name)!;
+      // Always revalidated (no-cache): a restarted, upgraded service serves its own files at once.
+      reply.header('etag', file.etag).header('cache-control', 'no-cache');
+      if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
       return reply
         .header('content-security-policy', DASHBOARD_CSP)
         .header('x-content-type-options', 'nosniff')
         .header('referrer-policy', 'no-referrer')
-        // Always revalidated: a restarted (upgraded) service serves its own files at once.
-        .header('cache-control', 'no-cache')
         .type(file.type)
         .send(file.body);
     };
