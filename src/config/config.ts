@@ -8,9 +8,10 @@ import { mappingIndexName, RESERVED_TABLE_PREFIX, shardNames } from '../storage/
 import { defaultShardMapJson, shardMapSchema, ShardMap } from '../topology/shard-map.js';
 import { ticketsConfigSchema, resolveTickets } from '../tickets/tickets-config.js';
 
-/** SQL identifiers (tables) and names used in URLs: validated once here, never taken from requests. */
 /** Longest name of a table or index in a shard: PostgreSQL keeps 63 bytes of an identifier, MySQL 64. */
 const MAX_IDENTIFIER = 63;
+
+/** SQL identifiers (tables) and names used in URLs: validated once here, never taken from requests. */
 export const identifier = z.string().regex(/^[a-z][a-z0-9_]{0,62}$/, 'must match ^[a-z][a-z0-9_]{0,62}$');
 
 const typeSchema = z.object({
