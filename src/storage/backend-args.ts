@@ -1,5 +1,5 @@
 import { ShardKitError } from '../errors.js';
-import type { Fleet, ShardRef } from './shard-backend.js';
+import { MAX_PAIRS_PER_CALL, type Fleet, type MappingScan, type ShardRef } from './shard-backend.js';
 
 /**
  * Argument checks every backend makes before touching storage. IDs in mapping and lookup
@@ -74,4 +74,27 @@ export function checkLookupKey(key: unknown): string {
 export function checkText(data: unknown): string {
   if (typeof data !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'object data must be JSON text');
   return data;
+}
+
+/** A whole-table scan page: a positive limit, and an optional (fromId, toId) to resume after. */
+export function checkScan(page: unknown): MappingScan {
+  const p = page as MappingScan | null;
+  if (p === null || typeof p !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'a scan page must be an object');
+  checkLimit(p.limit);
+  if (p.after !== undefined) {
+    checkStoredId(p.after.fromId, 'after.fromId');
+    checkStoredId(p.after.toId, 'after.toId');
+  }
+  return p;
+}
+
+/** Pairs of getMappings: an array of at most MAX_PAIRS_PER_CALL valid (fromId, toId). */
+export function checkPairs(pairs: unknown): ReadonlyArray<{ fromId: bigint; toId: bigint }> {
+  if (!Array.isArray(pairs)) throw new ShardKitError('INVALID_ARGUMENT', 'pairs must be an array');
+  if (pairs.length > MAX_PAIRS_PER_CALL) throw new ShardKitError('INVALID_ARGUMENT', `at most ${MAX_PAIRS_PER_CALL} pairs per call`);
+  for (const p of pairs as Array<{ fromId: unknown; toId: unknown }>) {
+    checkStoredId(p?.fromId, 'from id');
+    checkStoredId(p?.toId, 'to id');
+  }
+  return pairs as Array<{ fromId: bigint; toId: bigint }>;
 }

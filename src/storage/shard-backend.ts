@@ -64,6 +64,22 @@ export interface MappingPage {
   after?: MappingItem;
 }
 
+/** A row of a mapping table, as a whole-table scan returns it. */
+export interface MappingRow {
+  fromId: bigint;
+  toId: bigint;
+  sequence: number;
+}
+
+/** A page of a whole-table scan: rows strictly after `after` in (fromId, toId) order. */
+export interface MappingScan {
+  limit: number;
+  after?: { fromId: bigint; toId: bigint };
+}
+
+/** Most pairs one getMappings call may ask about. */
+export const MAX_PAIRS_PER_CALL = 1000;
+
 export interface BackendCapabilities {
   /** Shards and tables appear on first write without an explicit createShard. */
   lazyShardCreation: boolean;
@@ -96,6 +112,14 @@ export interface ShardBackend {
   listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]>;
   removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean>;
   countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number>;
+  /**
+   * Every row of a mapping table on one shard, in (fromId, toId) order, a page at a time (keyset
+   * on the primary key): for tools that walk whole tables, such as the drift check. A shard
+   * without the table yet reads as empty on backends that create shards lazily.
+   */
+  scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]>;
+  /** The sequence of each (fromId, toId) pair, or undefined where it is absent, in request order; one query. */
+  getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]>;
 
   putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void>;
   getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined>;

@@ -5,9 +5,9 @@
  */
 import { ShardKitError } from '../../src/errors.js';
 import type {
-  BackendCapabilities, Fleet, MappingItem, MappingPage, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
+  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
 } from '../../src/storage/shard-backend.js';
-import { checkLookupKey, checkStoredId } from '../../src/storage/backend-args.js';
+import { checkLookupKey, checkPairs, checkScan, checkStoredId } from '../../src/storage/backend-args.js';
 
 interface Shard {
   fleet: Fleet;
@@ -105,6 +105,24 @@ export class MemoryBackend implements ShardBackend {
 
   async removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
     return this.shard(ref, 'mappings', table).mappings.get(table)!.get(fromId)?.delete(toId) ?? false;
+  }
+
+  async scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
+    const byFrom = this.shard(ref, 'mappings', table).mappings.get(table)!;
+    checkScan(page);
+    const rows: MappingRow[] = [];
+    for (const [fromId, list] of byFrom) for (const [toId, sequence] of list) rows.push({ fromId, toId, sequence });
+    const cmp = (a: { fromId: bigint; toId: bigint }, b: { fromId: bigint; toId: bigint }) =>
+      a.fromId < b.fromId ? -1 : a.fromId > b.fromId ? 1 : a.toId < b.toId ? -1 : a.toId > b.toId ? 1 : 0;
+    rows.sort(cmp);
+    const after = page.after;
+    return (after === undefined ? rows : rows.filter((r) => cmp(r, after) > 0)).slice(0, page.limit);
+  }
+
+  async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]> {
+    const byFrom = this.shard(ref, 'mappings', table).mappings.get(table)!;
+    checkPairs(pairs);
+    return pairs.map((p) => byFrom.get(p.fromId)?.get(p.toId));
   }
 
   async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {

@@ -11,7 +11,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isShardKitError, type ErrorCode } from '../../src/errors.js';
-import type { Fleet, MappingItem, SchemaDef, ShardBackend, ShardRef } from '../../src/storage/shard-backend.js';
+import { MAX_PAIRS_PER_CALL, type Fleet, type MappingItem, type SchemaDef, type ShardBackend, type ShardRef } from '../../src/storage/shard-backend.js';
 
 export interface StorageFixture {
   backend: ShardBackend;
@@ -358,6 +358,55 @@ export function runStorageSuite({ name, factory }: StorageSuiteOptions): void {
       assert.deepEqual(await backend.listMappings(ref, mapTable, 1n, { limit: 5, order: 'asc' }), []);
     });
 
+    it('scanMappings walks a whole table in (fromId, toId) numeric order, a keyset page at a time', async ({ backend, objRef, prepare, mapTable }) => {
+      const ref = objRef(4);
+      await prepare(ref);
+      assert.deepEqual(await backend.scanMappings(ref, mapTable, { limit: 10 }), []);
+      const big = (1n << 63n) - 1n;
+      // Numeric, not text, order: 9 < 10 < 2^53+1 < 2^63-1.
+      const pairs: Array<[bigint, bigint, number]> = [[10n, 3n, 7], [9n, big, 1], [10n, 1n, -5], [big, 9n, 2], [(1n << 53n) + 1n, 10n, 3], [9n, 2n, 0], [10n, 2n, 9]];
+      for (const [from, to, seq] of pairs) await backend.addMapping(ref, mapTable, from, to, seq);
+      const want = [...pairs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)).map(([fromId, toId, sequence]) => ({ fromId, toId, sequence }));
+      assert.deepEqual(await backend.scanMappings(ref, mapTable, { limit: 100 }), want);
+      // Pages of 3 resume strictly after the last row: every row once.
+      const seen = [];
+      let after: { fromId: bigint; toId: bigint } | undefined;
+      for (;;) {
+        const page = await backend.scanMappings(ref, mapTable, { limit: 3, ...(after ? { after } : {}) });
+        seen.push(...page);
+        if (page.length < 3) break;
+        after = { fromId: page[2]!.fromId, toId: page[2]!.toId };
+      }
+      assert.deepEqual(seen, want);
+      assert.deepEqual(await backend.scanMappings(ref, mapTable, { limit: 5, after: { fromId: big, toId: 9n } }), []);
+      assert.deepEqual(await backend.scanMappings(ref, mapTable, { limit: 2, after: { fromId: 10n, toId: 1n } }), want.slice(3, 5));
+      for (const bad of [{ limit: 0 }, { limit: 1.5 }, { limit: 10, after: { fromId: -1n, toId: 1n } }, { limit: 10, after: { fromId: 1n, toId: 1n << 64n } }]) {
+        await expectCode(backend.scanMappings(ref, mapTable, bad as never), bad.limit === 10 ? 'INVALID_ID' : 'INVALID_ARGUMENT');
+      }
+      await expectCode(backend.scanMappings(ref, 'no_such_table', { limit: 1 }), 'INVALID_ARGUMENT');
+    });
+
+    it('getMappings answers which pairs exist, with their sequence, in request order, in one call', async ({ backend, objRef, prepare, mapTable }) => {
+      const ref = objRef(6);
+      await prepare(ref);
+      const big = (1n << 63n) - 1n;
+      await backend.addMapping(ref, mapTable, 1n, 2n, 5);
+      await backend.addMapping(ref, mapTable, 1n, 3n, -7);
+      await backend.addMapping(ref, mapTable, big, big, 11);
+      assert.deepEqual(await backend.getMappings(ref, mapTable, []), []);
+      assert.deepEqual(await backend.getMappings(ref, mapTable, [
+        { fromId: 1n, toId: 3n }, { fromId: 2n, toId: 1n }, { fromId: big, toId: big }, { fromId: 1n, toId: 2n }, { fromId: 1n, toId: 3n }, { fromId: 1n, toId: 4n },
+      ]), [-7, undefined, 11, 5, -7, undefined]);
+      const many = Array.from({ length: MAX_PAIRS_PER_CALL }, (_, i) => ({ fromId: 1n, toId: BigInt(i + 1) }));
+      const got = await backend.getMappings(ref, mapTable, many);
+      assert.equal(got.length, MAX_PAIRS_PER_CALL);
+      assert.deepEqual([got[0], got[1], got[2], got[3]], [undefined, 5, -7, undefined]);
+      await expectCode(backend.getMappings(ref, mapTable, [...many, { fromId: 1n, toId: 1n }]), 'INVALID_ARGUMENT');
+      await expectCode(backend.getMappings(ref, mapTable, [{ fromId: 1n << 64n, toId: 1n }]), 'INVALID_ID');
+      await expectCode(backend.getMappings(ref, mapTable, 'x' as never), 'INVALID_ARGUMENT');
+      await expectCode(backend.getMappings(ref, 'no_such_table', [{ fromId: 1n, toId: 2n }]), 'INVALID_ARGUMENT');
+    });
+
     it('lazy backends: writes create the shard; reads of a missing shard are empty and create nothing', async ({ backend, hosts, objRef, lookupRef, typeTable, mapTable, keyTable }) => {
       if (!backend.supports.lazyShardCreation) {
         // Eager backends need createShard first; that path is covered by every other test.
@@ -373,6 +422,8 @@ export function runStorageSuite({ name, factory }: StorageSuiteOptions): void {
       assert.deepEqual(await backend.listMappings(ref, mapTable, 1n, { limit: 5, order: 'desc' }), []);
       assert.equal(await backend.countMappings(ref, mapTable, 1n), 0);
       assert.equal(await backend.removeMapping(ref, mapTable, 1n, 2n), false);
+      assert.deepEqual(await backend.scanMappings(ref, mapTable, { limit: 5 }), []);
+      assert.deepEqual(await backend.getMappings(ref, mapTable, [{ fromId: 1n, toId: 2n }]), [undefined]);
       assert.equal(await backend.getLookup(lref, keyTable(0), 'k'), undefined);
       assert.equal(await backend.deleteLookup(lref, keyTable(0), 'k'), false);
       assert.deepEqual(await backend.listShards(hosts[0]!, 'objects'), []);

@@ -6,6 +6,7 @@ import * as schema from './schema.js';
 import * as serve from './serve.js';
 import * as demo from './demo.js';
 import * as id from './id.js';
+import * as mappings from './mappings.js';
 import * as modshard from './modshard.js';
 import * as topology from './topology.js';
 import * as wc from './wc.js';
@@ -18,7 +19,7 @@ interface CommandModule {
  * Each command file exports `register(program)`, which only defines the commands: their
  * actions import the implementation (src/cli/actions/) when they run. Add new ones here.
  */
-const modules: CommandModule[] = [id, modshard, topology, tickets, dev, init, schema, wc, serve, demo];
+const modules: CommandModule[] = [id, modshard, topology, tickets, dev, init, schema, mappings, wc, serve, demo];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

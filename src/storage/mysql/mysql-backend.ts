@@ -5,13 +5,15 @@ import type {
   Fleet,
   MappingItem,
   MappingPage,
+  MappingRow,
+  MappingScan,
   ObjectKey,
   SchemaDef,
   ShardBackend,
   ShardRef,
   StoredObject,
 } from '../shard-backend.js';
-import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../backend-args.js';
+import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
 import { HostPools, SchemaTables, type TableKind } from '../server-hosts.js';
 import { mysqlDatabaseName, parseMysqlDatabaseName, shardDdl } from './mysql-ddl.js';
@@ -307,6 +309,39 @@ export class MysqlBackend implements ShardBackend {
     checkStoredId(toId, 'to id');
     const res = await this.query<{ affectedRows: number }>(ref, `DELETE FROM ${t} WHERE from_id = ? AND to_id = ?`, [fromId, toId]);
     return res.affectedRows > 0;
+  }
+
+  async scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
+    const t = this.table('mappings', ref, table);
+    checkScan(page);
+    const values: SqlValue[] = [];
+    let where = '';
+    if (page.after !== undefined) {
+      // Written as OR (not a row constructor) so both servers range-scan the primary key.
+      where = 'WHERE from_id > ? OR (from_id = ? AND to_id > ?)';
+      values.push(page.after.fromId, page.after.fromId, page.after.toId);
+    }
+    values.push(page.limit);
+    const rows = await this.query<Array<{ from_id: string; to_id: string; sequence: string }>>(
+      ref,
+      `SELECT from_id, to_id, \`sequence\` FROM ${t} ${where} ORDER BY from_id, to_id LIMIT ?`,
+      values,
+    );
+    return rows.map((r) => ({ fromId: parseId(r.from_id), toId: parseId(r.to_id), sequence: Number(r.sequence) }));
+  }
+
+  async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]> {
+    const t = this.table('mappings', ref, table);
+    checkPairs(pairs);
+    if (pairs.length === 0) return [];
+    // One statement: a row-constructor IN list, which both servers resolve through the primary key.
+    const rows = await this.query<Array<{ from_id: string; to_id: string; sequence: string }>>(
+      ref,
+      `SELECT from_id, to_id, \`sequence\` FROM ${t} WHERE (from_id, to_id) IN (${pairs.map(() => '(?, ?)').join(', ')})`,
+      pairs.flatMap((p) => [p.fromId, p.toId]),
+    );
+    const found = new Map(rows.map((r) => [`${parseId(r.from_id)}:${parseId(r.to_id)}`, Number(r.sequence)]));
+    return pairs.map((p) => found.get(`${p.fromId}:${p.toId}`));
   }
 
   async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {

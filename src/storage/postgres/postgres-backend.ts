@@ -6,13 +6,15 @@ import type {
   Fleet,
   MappingItem,
   MappingPage,
+  MappingRow,
+  MappingScan,
   ObjectKey,
   SchemaDef,
   ShardBackend,
   ShardRef,
   StoredObject,
 } from '../shard-backend.js';
-import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText } from '../backend-args.js';
+import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
 import { HostPools, SchemaTables, type TableKind } from '../server-hosts.js';
 import { parsePostgresSchemaName, postgresSchemaName, qi, qualified, shardDdl } from './postgres-ddl.js';
@@ -346,6 +348,39 @@ export class PostgresBackend implements ShardBackend {
     checkStoredId(toId, 'to id');
     const res = await this.query(ref, `DELETE FROM ${t} WHERE from_id = $1 AND to_id = $2`, [fromId, toId]);
     return res.rowCount > 0;
+  }
+
+  async scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
+    const t = this.table('mappings', ref, table);
+    checkScan(page);
+    const values: SqlValue[] = [];
+    let where = '';
+    if (page.after !== undefined) {
+      // A row comparison: one range scan of the primary key (from_id, to_id).
+      where = 'WHERE (from_id, to_id) > ($1, $2)';
+      values.push(page.after.fromId, page.after.toId);
+    }
+    values.push(page.limit);
+    const { rows } = await this.query<{ from_id: string; to_id: string; sequence: string }>(
+      ref,
+      `SELECT from_id, to_id, "sequence" FROM ${t} ${where} ORDER BY from_id, to_id LIMIT $${values.length}`,
+      values,
+    );
+    return rows.map((r) => ({ fromId: parseId(r.from_id), toId: parseId(r.to_id), sequence: Number(r.sequence) }));
+  }
+
+  async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]> {
+    const t = this.table('mappings', ref, table);
+    checkPairs(pairs);
+    if (pairs.length === 0) return [];
+    // One statement whatever the number of pairs: two arrays joined against the primary key.
+    const { rows } = await this.query<{ from_id: string; to_id: string; sequence: string }>(
+      ref,
+      `SELECT m.from_id, m.to_id, m."sequence" FROM ${t} m JOIN unnest($1::bigint[], $2::bigint[]) AS p(f, x) ON m.from_id = p.f AND m.to_id = p.x`,
+      [pairs.map((p) => p.fromId.toString()), pairs.map((p) => p.toId.toString())],
+    );
+    const found = new Map(rows.map((r) => [`${r.from_id}:${r.to_id}`, Number(r.sequence)]));
+    return pairs.map((p) => found.get(`${p.fromId}:${p.toId}`));
   }
 
   async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {

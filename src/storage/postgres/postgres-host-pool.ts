@@ -16,7 +16,7 @@ export interface PostgresHostOptions {
   queryTimeoutMs: number;
 }
 
-export type SqlValue = string | number | bigint | null | Buffer | number[];
+export type SqlValue = string | number | bigint | null | Buffer | number[] | string[];
 
 /**
  * The server stops a statement at queryTimeoutMs (statement_timeout, set for every session in

@@ -5,10 +5,10 @@ import { LRUCache } from 'lru-cache';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../topology/shard-map.js';
 import type {
-  BackendCapabilities, Fleet, MappingItem, MappingPage, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
+  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
 } from '../shard-backend.js';
 import {
-  checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkRef, checkSequence, checkStoredId, checkText,
+  checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText,
 } from '../backend-args.js';
 import { ShardFile, shardTemplate } from './shard-file.js';
 
@@ -255,6 +255,33 @@ export class SqliteBackend implements ShardBackend {
     return this.inExisting(ref, false, (file) => file.stmt(this.sql.get(table)!.remove!).run(fromId, toId).changes > 0);
   }
 
+  async scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
+    this.checkTable('mappings', table, ref);
+    checkScan(page);
+    return this.inExisting(ref, [], (file) => {
+      const sql = this.sql.get(table)!;
+      const rows = (page.after === undefined
+        ? file.stmt(sql.scanFirst!, true, true).all(page.limit)
+        : file.stmt(sql.scanAfter!, true, true).all(page.after.fromId, page.after.toId, page.limit)) as Array<[bigint, bigint, bigint]>;
+      return rows.map(([fromId, toId, sequence]) => ({ fromId, toId, sequence: Number(sequence) }));
+    });
+  }
+
+  async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]> {
+    this.checkTable('mappings', table, ref);
+    checkPairs(pairs);
+    const out: (number | undefined)[] = new Array(pairs.length).fill(undefined);
+    // In process, point reads of the primary key are the one query: no round trips to save.
+    return this.inExisting(ref, out, (file) => {
+      const stmt = file.stmt(this.sql.get(table)!.getOne!, true, true);
+      pairs.forEach((p, i) => {
+        const row = stmt.get(p.fromId, p.toId) as [bigint] | undefined;
+        if (row !== undefined) out[i] = Number(row[0]);
+      });
+      return out;
+    });
+  }
+
   async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
     this.checkTable('mappings', table, ref);
     checkStoredId(fromId, 'from id');
@@ -382,6 +409,10 @@ function mappingSql(t: string): TableSql {
     listDescAfter: list('<', 'DESC'),
     remove: `DELETE FROM "${t}" WHERE from_id = ? AND to_id = ?`,
     count: `SELECT count(*) FROM "${t}" WHERE from_id = ?`,
+    // Whole-table scans walk the primary key (from_id, to_id); a row value resumes after a row.
+    scanFirst: `SELECT from_id, to_id, sequence FROM "${t}" ORDER BY from_id, to_id LIMIT ?`,
+    scanAfter: `SELECT from_id, to_id, sequence FROM "${t}" WHERE (from_id, to_id) > (?, ?) ORDER BY from_id, to_id LIMIT ?`,
+    getOne: `SELECT sequence FROM "${t}" WHERE from_id = ? AND to_id = ?`,
   };
 }
 

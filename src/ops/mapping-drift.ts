@@ -1,0 +1,185 @@
+import { isShardKitError, ShardKitError } from '../errors.js';
+import { pinterestId } from '../ids/pinterest-id.js';
+import { MAX_PAIRS_PER_CALL, type MappingDef, type MappingRow, type ShardRef } from '../storage/shard-backend.js';
+import type { ShardKit } from '../store/shard-kit.js';
+import type { ShardMap } from '../topology/shard-map.js';
+
+export interface DriftOptions {
+  /** The mapping taken as the truth (`board_has_pins`). */
+  mapping: string;
+  /** Its reverse (`pin_owned_by_board`): from the mapping's `to` type to its `from` type. */
+  reverse: string;
+  /**
+   * Make `reverse` agree with `mapping`: add the reverse pairs it lacks (with the mapping's
+   * sequence) and remove the ones whose mapping pair is gone. Never writes to `mapping`.
+   */
+  repair?: boolean;
+  /** Rows per scan page (default 500). */
+  pageSize?: number;
+  /** Pairs kept as examples of each kind in the report (default 20). */
+  examples?: number;
+  /** After each shard of each side. */
+  onProgress?: (p: DriftProgress) => void;
+}
+
+export interface DriftProgress {
+  /** Shards done over both passes (each shard is scanned once per side). */
+  done: number;
+  total: number;
+  side: 'mapping' | 'reverse';
+  missing: number;
+  orphans: number;
+}
+
+export interface DriftPair {
+  from: string;
+  to: string;
+}
+
+export interface DriftReport {
+  mapping: string;
+  reverse: string;
+  shards: number;
+  /** Rows read from each side. */
+  scanned: { mapping: number; reverse: number };
+  /** Pairs of `mapping` (a → b) whose reverse (b → a) is absent. */
+  missing: number;
+  /** Pairs of `reverse` (b → a) whose mapping pair (a → b) is absent. */
+  orphans: number;
+  /** With `repair`: reverse pairs added and removed; pairs that could not be (an ID that names no shard of the map). */
+  repaired?: { added: number; removed: number; skipped: number };
+  examples: { missing: DriftPair[]; orphans: DriftPair[] };
+  elapsedMs: number;
+}
+
+/**
+ * Finds (and with `repair`, mends) drift between a mapping and its reverse (SPEC §3: the two are
+ * written separately, so a failed second write leaves one without the other). Every object shard
+ * of the map is scanned on both sides, a page at a time in primary-key order; each page's pairs
+ * are checked on the other side's shards with one getMappings call per shard. Memory stays at one
+ * page whatever the table sizes. Writes made while it runs can show as drift that a second run no
+ * longer finds; repairs use the same calls as the API (mappings.add / remove), so caches are
+ * invalidated as for any write.
+ */
+export async function checkMappingDrift(kit: ShardKit, options: DriftOptions): Promise<DriftReport> {
+  const started = Date.now();
+  const mapping = mappingDef(kit, options.mapping, 'mapping');
+  const reverse = mappingDef(kit, options.reverse, 'reverse');
+  if (mapping.from !== reverse.to || mapping.to !== reverse.from) {
+    throw new ShardKitError('INVALID_ARGUMENT', `${reverse.name} (${reverse.from} → ${reverse.to}) is not the reverse of ${mapping.name} (${mapping.from} → ${mapping.to})`);
+  }
+  const pageSize = options.pageSize ?? 500;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAIRS_PER_CALL) throw new ShardKitError('INVALID_ARGUMENT', `pageSize must be an integer in 1..${MAX_PAIRS_PER_CALL}`);
+  const keep = options.examples ?? 20;
+  const map = await kit.shardMap();
+  const shards = map.objectRanges().flatMap((r) => Array.from({ length: r.range[1] - r.range[0] + 1 }, (_, i) => r.range[0] + i));
+  const report: DriftReport = {
+    mapping: mapping.name, reverse: reverse.name, shards: shards.length, scanned: { mapping: 0, reverse: 0 }, missing: 0, orphans: 0,
+    ...(options.repair ? { repaired: { added: 0, removed: 0, skipped: 0 } } : {}), examples: { missing: [], orphans: [] }, elapsedMs: 0,
+  };
+  let done = 0;
+  const progress = (side: 'mapping' | 'reverse') => options.onProgress?.({ done: ++done, total: shards.length * 2, side, missing: report.missing, orphans: report.orphans });
+
+  // Pass 1: every a → b of the mapping must have b → a in the reverse.
+  for (const shard of shards) {
+    for await (const page of scan(kit, map, shard, mapping.table, pageSize)) {
+      report.scanned.mapping += page.length;
+      const found = await lookUp(kit, map, reverse.table, page.map((r) => ({ fromId: r.toId, toId: r.fromId })));
+      for (const [i, row] of page.entries()) {
+        if (found[i] !== undefined) continue;
+        report.missing++;
+        if (report.examples.missing.length < keep) report.examples.missing.push({ from: row.fromId.toString(), to: row.toId.toString() });
+        if (options.repair) {
+          if (found[i] !== null && (await repairable(() => kit.mappings.add(reverse.name, row.toId, row.fromId, { sequence: row.sequence })))) report.repaired!.added++;
+          else report.repaired!.skipped++;
+        }
+      }
+    }
+    progress('mapping');
+  }
+  // Pass 2: every b → a of the reverse must have a → b in the mapping (after pass 1's repairs).
+  for (const shard of shards) {
+    for await (const page of scan(kit, map, shard, reverse.table, pageSize)) {
+      report.scanned.reverse += page.length;
+      const found = await lookUp(kit, map, mapping.table, page.map((r) => ({ fromId: r.toId, toId: r.fromId })));
+      for (const [i, row] of page.entries()) {
+        if (found[i] !== undefined) continue;
+        report.orphans++;
+        if (report.examples.orphans.length < keep) report.examples.orphans.push({ from: row.fromId.toString(), to: row.toId.toString() });
+        if (options.repair) {
+          // Through the API (cache invalidation included); a row whose IDs do not say this shard
+          // (written by hand) is removed where it is.
+          let removed = false;
+          await repairable(async () => (removed = await kit.mappings.remove(reverse.name, row.fromId, row.toId)));
+          if (!removed) removed = await kit.backend.removeMapping(objectRef(map, shard), reverse.table, row.fromId, row.toId);
+          report.repaired!.removed++;
+        }
+      }
+    }
+    progress('reverse');
+  }
+  report.elapsedMs = Date.now() - started;
+  return report;
+}
+
+/** Runs a repair write; false when its IDs are not valid for the mapping (such a pair is skipped). */
+async function repairable(write: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await write();
+    return true;
+  } catch (err) {
+    if (isShardKitError(err) && ['INVALID_ID', 'INVALID_ARGUMENT', 'UNKNOWN_TYPE', 'UNKNOWN_SHARD'].includes(err.code)) return false;
+    throw err;
+  }
+}
+
+function mappingDef(kit: ShardKit, name: unknown, what: string): MappingDef {
+  const def = kit.schema.mappings.find((m) => m.name === name);
+  if (def === undefined) throw new ShardKitError('UNKNOWN_MAPPING', `${what}: no mapping ${JSON.stringify(name)} in the schema (${kit.schema.mappings.map((m) => m.name).join(', ')})`);
+  return def;
+}
+
+function objectRef(map: ShardMap, shard: number): ShardRef {
+  return { host: map.locate(shard).master, shard, fleet: 'objects' };
+}
+
+/** The pages of one shard's table in primary-key order. */
+async function* scan(kit: ShardKit, map: ShardMap, shard: number, table: string, limit: number): AsyncGenerator<MappingRow[]> {
+  const ref = objectRef(map, shard);
+  let after: { fromId: bigint; toId: bigint } | undefined;
+  for (;;) {
+    const page = await kit.backend.scanMappings(ref, table, { limit, ...(after ? { after } : {}) });
+    if (page.length > 0) yield page;
+    if (page.length < limit) return;
+    const last = page[page.length - 1]!;
+    after = { fromId: last.fromId, toId: last.toId };
+  }
+}
+
+/**
+ * The sequence of each pair on the shard of its `fromId` (one getMappings call per shard), or
+ * undefined where absent; null where `fromId` names no shard of the map (a stored ID that is not a
+ * Pinterest ID of this map cannot have its pair anywhere, and cannot be repaired).
+ */
+async function lookUp(kit: ShardKit, map: ShardMap, table: string, pairs: Array<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined | null)[]> {
+  const out: (number | undefined | null)[] = new Array(pairs.length).fill(undefined);
+  const byShard = new Map<number, number[]>();
+  pairs.forEach((p, i) => {
+    let shard: number;
+    try {
+      shard = pinterestId.decode(p.fromId).shard;
+      map.locate(shard);
+    } catch {
+      out[i] = null;
+      return;
+    }
+    const list = byShard.get(shard);
+    if (list) list.push(i);
+    else byShard.set(shard, [i]);
+  });
+  for (const [shard, idx] of byShard) {
+    const found = await kit.backend.getMappings(objectRef(map, shard), table, idx.map((i) => pairs[i]!));
+    idx.forEach((i, k) => (out[i] = found[k]));
+  }
+  return out;
+}
