@@ -80,46 +80,52 @@ export async function checkMappingDrift(kit: ShardKit, options: DriftOptions): P
   let done = 0;
   const progress = (side: 'mapping' | 'reverse') => options.onProgress?.({ done: ++done, total: shards.length * 2, side, missing: report.missing, orphans: report.orphans });
 
+  const example = (list: DriftPair[], row: MappingRow) => {
+    if (list.length < keep) list.push({ from: row.fromId.toString(), to: row.toId.toString() });
+  };
   // Pass 1: every a → b of the mapping must have b → a in the reverse.
-  for (const shard of shards) {
-    for await (const page of scan(kit, map, shard, mapping.table, pageSize)) {
-      report.scanned.mapping += page.length;
-      const found = await lookUp(kit, map, reverse.table, page.map((r) => ({ fromId: r.toId, toId: r.fromId })));
-      for (const [i, row] of page.entries()) {
-        if (found[i] !== undefined) continue;
-        report.missing++;
-        if (report.examples.missing.length < keep) report.examples.missing.push({ from: row.fromId.toString(), to: row.toId.toString() });
-        if (options.repair) {
-          if (found[i] !== null && (await repairable(() => kit.mappings.add(reverse.name, row.toId, row.fromId, { sequence: row.sequence })))) report.repaired!.added++;
-          else report.repaired!.skipped++;
-        }
-      }
-    }
-    progress('mapping');
-  }
+  report.scanned.mapping = await unmatched(kit, map, shards, mapping.table, reverse.table, pageSize, async (row, resolvable) => {
+    report.missing++;
+    example(report.examples.missing, row);
+    if (!options.repair) return;
+    if (resolvable && (await repairable(() => kit.mappings.add(reverse.name, row.toId, row.fromId, { sequence: row.sequence })))) report.repaired!.added++;
+    else report.repaired!.skipped++;
+  }, () => progress('mapping'));
   // Pass 2: every b → a of the reverse must have a → b in the mapping (after pass 1's repairs).
-  for (const shard of shards) {
-    for await (const page of scan(kit, map, shard, reverse.table, pageSize)) {
-      report.scanned.reverse += page.length;
-      const found = await lookUp(kit, map, mapping.table, page.map((r) => ({ fromId: r.toId, toId: r.fromId })));
-      for (const [i, row] of page.entries()) {
-        if (found[i] !== undefined) continue;
-        report.orphans++;
-        if (report.examples.orphans.length < keep) report.examples.orphans.push({ from: row.fromId.toString(), to: row.toId.toString() });
-        if (options.repair) {
-          // Through the API (cache invalidation included); a row whose IDs do not say this shard
-          // (written by hand) is removed where it is.
-          let removed = false;
-          await repairable(async () => (removed = await kit.mappings.remove(reverse.name, row.fromId, row.toId)));
-          if (!removed) removed = await kit.backend.removeMapping(objectRef(map, shard), reverse.table, row.fromId, row.toId);
-          report.repaired!.removed++;
-        }
-      }
-    }
-    progress('reverse');
-  }
+  report.scanned.reverse = await unmatched(kit, map, shards, reverse.table, mapping.table, pageSize, async (row, _resolvable, shard) => {
+    report.orphans++;
+    example(report.examples.orphans, row);
+    if (!options.repair) return;
+    // Through the API (cache invalidation included); a row whose IDs do not say this shard
+    // (written by hand) is removed where it is.
+    let removed = false;
+    await repairable(async () => (removed = await kit.mappings.remove(reverse.name, row.fromId, row.toId)));
+    if (!removed) await kit.backend.removeMapping(objectRef(map, shard), reverse.table, row.fromId, row.toId);
+    report.repaired!.removed++;
+  }, () => progress('reverse'));
   report.elapsedMs = Date.now() - started;
   return report;
+}
+
+/**
+ * Walks every row of `table` over `shards` and calls `each` for those whose reverse pair is absent
+ * from `otherTable` (`resolvable` false when the pair's IDs name no shard of the map); `shardDone`
+ * after each shard. Returns the rows read.
+ */
+async function unmatched(
+  kit: ShardKit, map: ShardMap, shards: number[], table: string, otherTable: string, pageSize: number,
+  each: (row: MappingRow, resolvable: boolean, shard: number) => Promise<void>, shardDone: () => void,
+): Promise<number> {
+  let rows = 0;
+  for (const shard of shards) {
+    for await (const page of scan(kit, map, shard, table, pageSize)) {
+      rows += page.length;
+      const found = await lookUp(kit, map, otherTable, page.map((r) => ({ fromId: r.toId, toId: r.fromId })));
+      for (const [i, row] of page.entries()) if (found[i] === undefined || found[i] === null) await each(row, found[i] !== null, shard);
+    }
+    shardDone();
+  }
+  return rows;
 }
 
 /** Runs a repair write; false when its IDs are not valid for the mapping (such a pair is skipped). */

@@ -1,6 +1,7 @@
 import { ShardKitError } from '../errors.js';
+import { parseId } from '../ids/codec.js';
 import { checkRef } from './backend-args.js';
-import type { Fleet, SchemaDef, ShardRef } from './shard-backend.js';
+import type { Fleet, MappingRow, SchemaDef, ShardRef } from './shard-backend.js';
 
 /** What the backends for database servers (MySQL, PostgreSQL) share, whatever their client. */
 
@@ -81,4 +82,21 @@ export class HostPools<P extends CountingPool, A> {
     this.pools.clear();
     await Promise.all(pools.map((p) => p.close()));
   }
+}
+
+/** A mapping row as the MySQL and PostgreSQL drivers return it (64-bit columns as strings). */
+export interface MappingRowText {
+  from_id: string;
+  to_id: string;
+  sequence: string;
+}
+
+export function toMappingRow(r: MappingRowText): MappingRow {
+  return { fromId: parseId(r.from_id), toId: parseId(r.to_id), sequence: Number(r.sequence) };
+}
+
+/** getMappings' answer from the rows a server found: each asked pair's sequence in request order, undefined where absent. */
+export function sequencesInOrder(rows: MappingRowText[], pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): (number | undefined)[] {
+  const found = new Map(rows.map((r) => [`${parseId(r.from_id)}:${parseId(r.to_id)}`, Number(r.sequence)]));
+  return pairs.map((p) => found.get(`${p.fromId}:${p.toId}`));
 }

@@ -15,7 +15,7 @@ import type {
 } from '../shard-backend.js';
 import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
-import { HostPools, SchemaTables, type TableKind } from '../server-hosts.js';
+import { HostPools, SchemaTables, sequencesInOrder, toMappingRow, type MappingRowText, type TableKind } from '../server-hosts.js';
 import { mysqlDatabaseName, parseMysqlDatabaseName, shardDdl } from './mysql-ddl.js';
 import { mapMysqlError } from './mysql-errors.js';
 import { MysqlHostPool, type MysqlHostOptions, type SqlValue } from './mysql-host-pool.js';
@@ -322,12 +322,12 @@ export class MysqlBackend implements ShardBackend {
       values.push(page.after.fromId, page.after.fromId, page.after.toId);
     }
     values.push(page.limit);
-    const rows = await this.query<Array<{ from_id: string; to_id: string; sequence: string }>>(
+    const rows = await this.query<MappingRowText[]>(
       ref,
       `SELECT from_id, to_id, \`sequence\` FROM ${t} ${where} ORDER BY from_id, to_id LIMIT ?`,
       values,
     );
-    return rows.map((r) => ({ fromId: parseId(r.from_id), toId: parseId(r.to_id), sequence: Number(r.sequence) }));
+    return rows.map(toMappingRow);
   }
 
   async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]> {
@@ -335,13 +335,12 @@ export class MysqlBackend implements ShardBackend {
     checkPairs(pairs);
     if (pairs.length === 0) return [];
     // One statement: a row-constructor IN list, which both servers resolve through the primary key.
-    const rows = await this.query<Array<{ from_id: string; to_id: string; sequence: string }>>(
+    const rows = await this.query<MappingRowText[]>(
       ref,
       `SELECT from_id, to_id, \`sequence\` FROM ${t} WHERE (from_id, to_id) IN (${pairs.map(() => '(?, ?)').join(', ')})`,
       pairs.flatMap((p) => [p.fromId, p.toId]),
     );
-    const found = new Map(rows.map((r) => [`${parseId(r.from_id)}:${parseId(r.to_id)}`, Number(r.sequence)]));
-    return pairs.map((p) => found.get(`${p.fromId}:${p.toId}`));
+    return sequencesInOrder(rows, pairs);
   }
 
   async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {

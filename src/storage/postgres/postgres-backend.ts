@@ -16,7 +16,7 @@ import type {
 } from '../shard-backend.js';
 import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
-import { HostPools, SchemaTables, type TableKind } from '../server-hosts.js';
+import { HostPools, SchemaTables, sequencesInOrder, toMappingRow, type MappingRowText, type TableKind } from '../server-hosts.js';
 import { parsePostgresSchemaName, postgresSchemaName, qi, qualified, shardDdl } from './postgres-ddl.js';
 import { dropInstagramNextIdDdl, instagramNextIdDdl } from './instagram-next-id.js';
 import { mapPostgresError } from './postgres-errors.js';
@@ -361,12 +361,12 @@ export class PostgresBackend implements ShardBackend {
       values.push(page.after.fromId, page.after.toId);
     }
     values.push(page.limit);
-    const { rows } = await this.query<{ from_id: string; to_id: string; sequence: string }>(
+    const { rows } = await this.query<MappingRowText>(
       ref,
       `SELECT from_id, to_id, "sequence" FROM ${t} ${where} ORDER BY from_id, to_id LIMIT $${values.length}`,
       values,
     );
-    return rows.map((r) => ({ fromId: parseId(r.from_id), toId: parseId(r.to_id), sequence: Number(r.sequence) }));
+    return rows.map(toMappingRow);
   }
 
   async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]> {
@@ -374,13 +374,12 @@ export class PostgresBackend implements ShardBackend {
     checkPairs(pairs);
     if (pairs.length === 0) return [];
     // One statement whatever the number of pairs: two arrays joined against the primary key.
-    const { rows } = await this.query<{ from_id: string; to_id: string; sequence: string }>(
+    const { rows } = await this.query<MappingRowText>(
       ref,
       `SELECT m.from_id, m.to_id, m."sequence" FROM ${t} m JOIN unnest($1::bigint[], $2::bigint[]) AS p(f, x) ON m.from_id = p.f AND m.to_id = p.x`,
       [pairs.map((p) => p.fromId.toString()), pairs.map((p) => p.toId.toString())],
     );
-    const found = new Map(rows.map((r) => [`${r.from_id}:${r.to_id}`, Number(r.sequence)]));
-    return pairs.map((p) => found.get(`${p.fromId}:${p.toId}`));
+    return sequencesInOrder(rows, pairs);
   }
 
   async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
