@@ -68,6 +68,11 @@ export async function checkMappingDrift(kit: ShardKit, options: DriftOptions): P
   if (mapping.from !== reverse.to || mapping.to !== reverse.from) {
     throw new ShardKitError('INVALID_ARGUMENT', `${reverse.name} (${reverse.from} → ${reverse.to}) is not the reverse of ${mapping.name} (${mapping.from} → ${mapping.to})`);
   }
+  if (options.repair && mapping.name === reverse.name) {
+    // Adding the missing half of each one-sided pair is a union repair: it would bring back the
+    // half of every pair whose removal half-failed (and make every one-way follow mutual).
+    throw new ShardKitError('INVALID_ARGUMENT', `${mapping.name} checked against itself can be reported, not repaired: no side of it is the truth`);
+  }
   const pageSize = options.pageSize ?? 500;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAIRS_PER_CALL) throw new ShardKitError('INVALID_ARGUMENT', `pageSize must be an integer in 1..${MAX_PAIRS_PER_CALL}`);
   const keep = options.examples ?? 20;
@@ -88,7 +93,14 @@ export async function checkMappingDrift(kit: ShardKit, options: DriftOptions): P
     report.missing++;
     example(report.examples.missing, row);
     if (!options.repair) return;
-    if (resolvable && (await repairable(() => kit.mappings.add(reverse.name, row.toId, row.fromId, { sequence: row.sequence })))) report.repaired!.added++;
+    if (!resolvable) {
+      report.repaired!.skipped++;
+      return;
+    }
+    // Read both halves again just before writing: a pair written or removed since the scan is left alone.
+    const [forward, back] = await Promise.all([exists(kit, map, mapping.table, row.fromId, row.toId), exists(kit, map, reverse.table, row.toId, row.fromId)]);
+    if (!forward || back) return;
+    if (await repairable(() => kit.mappings.add(reverse.name, row.toId, row.fromId, { sequence: row.sequence }))) report.repaired!.added++;
     else report.repaired!.skipped++;
   }, () => progress('mapping'));
   // Pass 2: every b → a of the reverse must have a → b in the mapping (after pass 1's repairs).
@@ -96,12 +108,14 @@ export async function checkMappingDrift(kit: ShardKit, options: DriftOptions): P
     report.orphans++;
     example(report.examples.orphans, row);
     if (!options.repair) return;
+    // Read the mapping again just before removing: a pair written since the scan keeps its reverse.
+    if (await exists(kit, map, mapping.table, row.toId, row.fromId)) return;
     // Through the API (cache invalidation included); a row whose IDs do not say this shard
     // (written by hand) is removed where it is.
     let removed = false;
     await repairable(async () => (removed = await kit.mappings.remove(reverse.name, row.fromId, row.toId)));
-    if (!removed) await kit.backend.removeMapping(objectRef(map, shard), reverse.table, row.fromId, row.toId);
-    report.repaired!.removed++;
+    if (!removed) removed = await kit.backend.removeMapping(objectRef(map, shard), reverse.table, row.fromId, row.toId);
+    if (removed) report.repaired!.removed++;
   }, () => progress('reverse'));
   report.elapsedMs = Date.now() - started;
   return report;
@@ -183,9 +197,16 @@ async function lookUp(kit: ShardKit, map: ShardMap, table: string, pairs: Array<
     if (list) list.push(i);
     else byShard.set(shard, [i]);
   });
-  for (const [shard, idx] of byShard) {
+  // The shards of one page in parallel (the hosts' pools bound how many run at once).
+  await Promise.all([...byShard].map(async ([shard, idx]) => {
     const found = await kit.backend.getMappings(objectRef(map, shard), table, idx.map((i) => pairs[i]!));
     idx.forEach((i, k) => (out[i] = found[k]));
-  }
+  }));
   return out;
+}
+
+/** Whether one pair is in `table` now (on its from ID's shard). */
+async function exists(kit: ShardKit, map: ShardMap, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
+  const [found] = await lookUp(kit, map, table, [{ fromId, toId }]);
+  return found !== undefined && found !== null;
 }

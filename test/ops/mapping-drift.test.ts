@@ -168,3 +168,55 @@ test('shardkit mappings drift: exit 3 with a readable report on drift, --repair 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('repair re-reads each pair first: a pair removed (or written) since the scan is left alone; a mapping checked against itself is not repaired', async () => {
+  const f = makeKit();
+  try {
+    const { boards, pins } = await seed(f.kit);
+    await f.kit.mappings.remove('pin_owned_by_board', pins[1]!.id, boards[0]!.id);
+    await f.kit.mappings.remove('pin_owned_by_board', pins[2]!.id, boards[0]!.id);
+    // Right after the lookup that finds them missing, the user un-pins pins[1] (its mapping pair
+    // removed) and something writes pins[2]'s reverse: neither may be repaired.
+    const getMappings = f.backend.getMappings.bind(f.backend);
+    let raced = false;
+    f.backend.getMappings = async (...args) => {
+      const found = await getMappings(...args);
+      // The page's lookups (one per shard) have all run by the time the first one resumes.
+      if (!raced && args[1] === 'pin_owned_by_board' && args[2].some((p) => p.fromId === pins[1]!.id || p.fromId === pins[2]!.id)) {
+        raced = true;
+        await f.kit.mappings.remove('board_has_pins', boards[0]!.id, pins[1]!.id);
+        await f.kit.mappings.add('pin_owned_by_board', pins[2]!.id, boards[0]!.id, { sequence: 2 });
+      }
+      return found;
+    };
+    const report = await checkMappingDrift(f.kit, { mapping: 'board_has_pins', reverse: 'pin_owned_by_board', repair: true });
+    assert.ok(raced);
+    assert.equal(report.missing, 2, 'both were missing when scanned');
+    assert.deepEqual(report.repaired, { added: 0, removed: 0, skipped: 0 });
+    assert.deepEqual((await f.kit.mappings.list('pin_owned_by_board', pins[1]!.id)).items, [], 'the un-pinned pin did not get its reverse back');
+    const clean = await checkMappingDrift(f.kit, { mapping: 'board_has_pins', reverse: 'pin_owned_by_board' });
+    assert.deepEqual([clean.missing, clean.orphans], [0, 0]);
+    await expectCode(checkMappingDrift(f.kit, { mapping: 'user_follows_user', reverse: 'user_follows_user', repair: true }), 'INVALID_ARGUMENT');
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('a pair that cannot be repaired (an ID of no type in the schema) is skipped, and the CLI still exits 3 after --repair', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-drift-skip-'));
+  try {
+    writeFileSync(join(dir, 'shardkit.json'), JSON.stringify({ ...defaultConfig({ shards: 16, pairs: 2 }), topologyStore: { kind: 'file', path: 'topology.json' } }));
+    const kit = await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir });
+    const board = await kit.objects.create('board', {}, { shard: 3 });
+    // Written by hand: to_id 12345 is shard 0, type 0, which the schema does not have.
+    await kit.backend.addMapping({ host: (await kit.shardMap()).locate(3).master, shard: 3, fleet: 'objects' }, 'board_has_pins', board.id, 12345n, 1);
+    const report = await checkMappingDrift(kit, { mapping: 'board_has_pins', reverse: 'pin_owned_by_board', repair: true });
+    assert.deepEqual([report.missing, report.repaired], [1, { added: 0, removed: 0, skipped: 1 }]);
+    await kit.close();
+    const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir, '--repair'], { encoding: 'utf8' });
+    assert.equal(res.status, 3, res.stdout + res.stderr);
+    assert.match(res.stdout, /1 skipped/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -163,3 +163,83 @@ test('dropping the object fleet of a shard that keeps its lookups drops its gene
   assert.ok(left.rows.every((r) => r.relname.startsWith('lookup_')), left.rows.map((r) => r.relname).join(','));
   assert.equal((await sql.query("SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'db00006' AND p.proname = 'next_id'")).rowCount, 0);
 });
+
+test('past 2^40 ms after the epoch (signed 64 bits) and before the epoch, next_id() refuses instead of returning a negative or early ID', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(2));
+  // An epoch of 0 puts today (~1.8e12 ms) past 2^40 (~1.1e12): the ID would be negative.
+  for (const statement of instagramNextIdDdl(2, { epoch: 0 })) await sql.query(statement);
+  await expectCode(backend.nextInstagramIds(ref(2)), 'INVALID_ARGUMENT', /outside the range of epoch 0/);
+  // An epoch 5 s in the future: the first call is before it. Like the in-process generator it
+  // refuses rather than waiting (there is no last ID to wait for).
+  await sql.query("SELECT setval('db00002.next_id_state', -1)");
+  const future = Date.now() + 5000;
+  for (const statement of instagramNextIdDdl(2, { epoch: future })) await sql.query(statement);
+  await expectCode(backend.nextInstagramIds(ref(2)), 'INVALID_ARGUMENT', /outside the range/);
+  assert.throws(() => instagramId.generator({ shard: 2, epoch: future }).next(), /outside the 41-bit range/);
+  assert.throws(() => instagramNextIdDdl(2, { maxBackwardsMs: 60_001 }), RangeError);
+  assert.equal(await advisoryLocks(), 0);
+});
+
+test('under a storm of statement timeouts no session keeps the generator lock, and IDs stay unique', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(3));
+  const clients = await Promise.all(Array.from({ length: 6 }, async () => {
+    const c = new pg.Client({ host: env.hosts[HOST]!.host, port: env.hosts[HOST]!.port, user: 'postgres', database: DATABASE });
+    await c.connect();
+    return c;
+  }));
+  const ids: string[] = [];
+  let timeouts = 0;
+  try {
+    const until = Date.now() + 3000;
+    await Promise.all(clients.map(async (c, i) => {
+      while (Date.now() < until) {
+        try {
+          // Inside the try: on a busy machine the SET itself can meet the previous timeout.
+          await c.query(`SET statement_timeout = ${1 + ((i + ids.length) % 3)}`);
+          const { rows } = await c.query<{ id: string }>('SELECT db00003.next_id() AS id FROM generate_series(1, 50)');
+          for (const r of rows) ids.push(r.id);
+        } catch (err) {
+          if ((err as { code?: string }).code !== '57014') throw err;
+          timeouts++;
+        }
+      }
+    }));
+    assert.ok(timeouts > 0, 'some calls timed out');
+    // Idle now: not one of these sessions may still hold the lock.
+    assert.equal(await advisoryLocks(), 0, `after ${timeouts} timeouts`);
+    assert.equal(new Set(ids).size, ids.length, 'no ID twice');
+    const [after] = await backend.nextInstagramIds(ref(3));
+    assert.ok(ids.every((id) => BigInt(id) < after!));
+  } finally {
+    await Promise.all(clients.map((c) => c.end()));
+  }
+});
+
+test('through a PostgresBackend with a tight query timeout, failed calls leave no lock on the pooled connections', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(4));
+  const tight = new PostgresBackend({ hosts: env.hosts, storage: { user: 'postgres', database: DATABASE, poolSize: 6, queryTimeoutMs: 3 }, schema: env.schema });
+  const counts = { ok: 0, failed: 0 };
+  try {
+    const until = Date.now() + 2500;
+    await Promise.all(Array.from({ length: 12 }, async () => {
+      while (Date.now() < until) {
+        try {
+          await tight.nextInstagramIds(ref(4), 100);
+          counts.ok++;
+        } catch (err) {
+          if (!isShardKitError(err, 'SHARD_UNAVAILABLE')) throw err;
+          counts.failed++;
+        }
+      }
+    }));
+    assert.ok(counts.failed > 0, `some calls timed out: ${JSON.stringify(counts)}`);
+    assert.equal(await advisoryLocks(), 0, JSON.stringify(counts));
+    // Every later call on the same pool works.
+    for (let i = 0; i < 20; i++) assert.equal((await tight.nextInstagramIds(ref(4))).length, 1);
+  } finally {
+    await tight.close();
+  }
+});

@@ -41,7 +41,9 @@ export async function drift(mapping: string, reverse: string, opts: DriftCommand
   }
   if (opts.json) process.stdout.write(`${JSON.stringify(report)}\n`);
   else process.stdout.write(describe(report));
-  if ((report.missing > 0 || report.orphans > 0) && report.repaired === undefined) process.exitCode = EXIT_DRIFT;
+  // Drift left as it is, found and not repaired or repaired only in part, is exit 3.
+  const left = report.repaired === undefined ? report.missing + report.orphans : report.repaired.skipped;
+  if (left > 0) process.exitCode = EXIT_DRIFT;
 }
 
 function describe(r: DriftReport): string {

@@ -141,10 +141,10 @@ export class PostgresBackend implements ShardBackend {
     return new PostgresHostPool(host, options);
   }
 
-  private async query<T extends object>(ref: ShardRef | { host: string }, sql: string, values?: SqlValue[]): Promise<{ rows: T[]; rowCount: number }> {
+  private async query<T extends object>(ref: ShardRef | { host: string }, sql: string, values?: SqlValue[], options: { discardOnError?: boolean } = {}): Promise<{ rows: T[]; rowCount: number }> {
     this.open();
     try {
-      const res = await this.pool(ref.host).query<T & Record<string, unknown>>(sql, values);
+      const res = await this.pool(ref.host).query<T & Record<string, unknown>>(sql, values, options);
       return { rows: res.rows, rowCount: res.rowCount ?? 0 };
     } catch (err) {
       throw mapPostgresError(err, ref);
@@ -203,7 +203,9 @@ export class PostgresBackend implements ShardBackend {
     if (ref.fleet !== 'objects') throw new ShardKitError('INVALID_ARGUMENT', 'Instagram IDs come from object shards');
     if (ref.shard > INSTAGRAM_MAX_SHARD) throw new ShardKitError('INVALID_ARGUMENT', `shard ${ref.shard} has no Instagram ID generator: the layout holds shards 0..${INSTAGRAM_MAX_SHARD}`);
     if (!Number.isInteger(count) || count < 1 || count > MAX_IDS_PER_CALL) throw new ShardKitError('INVALID_ARGUMENT', `count must be an integer in 1..${MAX_IDS_PER_CALL}`);
-    const { rows } = await this.query<{ id: string }>(ref, `SELECT ${qi(postgresSchemaName(ref.shard))}.next_id() AS id FROM generate_series(1, $1::int)`, [count]);
+    // A failed call's connection is closed: an interrupt at the wrong moment could leave the
+    // generator's session lock behind on it (instagram-next-id.ts).
+    const { rows } = await this.query<{ id: string }>(ref, `SELECT ${qi(postgresSchemaName(ref.shard))}.next_id() AS id FROM generate_series(1, $1::int)`, [count], { discardOnError: true });
     return rows.map((r) => BigInt(r.id));
   }
 

@@ -115,15 +115,20 @@ export class PostgresHostPool {
     }
   }
 
-  /** One statement on a pooled connection. */
-  async query<T extends pg.QueryResultRow>(sql: string, values?: SqlValue[]): Promise<pg.QueryResult<T>> {
+  /**
+   * One statement on a pooled connection. `discardOnError`: after any failure the connection is
+   * closed, not reused, for statements that may leave session state behind when interrupted (the
+   * advisory lock of next_id(), instagram-next-id.ts).
+   */
+  async query<T extends pg.QueryResultRow>(sql: string, values?: SqlValue[], options: { discardOnError?: boolean } = {}): Promise<pg.QueryResult<T>> {
     const client = await this.acquire();
     try {
       const res = await this.run<T>(client, sql, values);
       client.release();
       return res;
     } catch (err) {
-      this.discardOnFailure(client, err);
+      if (options.discardOnError === true && !isConnectionError(err)) client.release(true);
+      else this.discardOnFailure(client, err);
       throw err;
     }
   }
