@@ -122,7 +122,7 @@ test('cursors: garbage and cursors of the other order are INVALID_ARGUMENT', asy
     const bigSeq = Buffer.from(asc, 'base64url');
     bigSeq.writeBigInt64BE(1n << 60n, 2);
     const retagged = Buffer.from(asc, 'base64url');
-    retagged.writeUInt32BE(retagged.readUInt32BE(18) ^ 1, 18);
+    retagged.writeUInt32BE((retagged.readUInt32BE(18) ^ 1) >>> 0, 18);
     // A version 1 (untagged) cursor padded to the version 2 length, and a version 2 one cut to the old length.
     const v1Long = Buffer.from(asc, 'base64url');
     v1Long[0] = 1;
