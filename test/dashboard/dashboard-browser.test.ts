@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { makeApp } from '../http/http-fixture.js';
+import { listeningApp } from '../http/http-fixture.js';
 
 const CHROMIUM = process.env.SHARDKIT_CHROMIUM ?? '/usr/bin/chromium';
 const HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
@@ -30,9 +30,8 @@ function watch(page: Page): string[] {
 }
 
 test('the dashboard shows the shard map and traffic, and explores objects, mappings and lookups in Chromium', async () => {
-  const f = await makeApp();
-  await f.app.listen({ port: 0, host: '127.0.0.1' });
-  const base = `http://127.0.0.1:${(f.app.server.address() as { port: number }).port}`;
+  const f = await listeningApp();
+  const base = f.base;
   const browser = await launch();
   try {
     const board = await f.kit.objects.create('board', { name: 'Bread' });
@@ -136,9 +135,8 @@ test('the dashboard shows the shard map and traffic, and explores objects, mappi
 });
 
 test('the dashboard says so when the service hangs or stops answering, and recovers', { timeout: 60_000 }, async () => {
-  const f = await makeApp();
-  await f.app.listen({ port: 0, host: '127.0.0.1' });
-  const base = `http://127.0.0.1:${(f.app.server.address() as { port: number }).port}`;
+  const f = await listeningApp();
+  const base = f.base;
   const browser = await launch();
   try {
     const page = await browser.newPage();

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { Duplex } from 'node:stream';
-import { makeApp } from './http-fixture.js';
+import { listeningApp } from './http-fixture.js';
 import { clientErrorHandler, MAX_HEADER_BYTES } from '../../src/http/error-handler.js';
 import { MAX_MULTI_GET } from '../../src/http/routes/object-routes.js';
 import { defaultShardMapJson, ShardMap } from '../../src/topology/shard-map.js';
@@ -30,9 +30,8 @@ function rawRequest(port: number, bytes: string | Buffer): Promise<{ status: num
 }
 
 test('requests the HTTP parser refuses get 4xx with a stable code and our error body, and nothing is written', async () => {
-  const f = await makeApp();
-  await f.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (f.app.server.address() as { port: number }).port;
+  const f = await listeningApp();
+  const port = f.port;
   try {
     const user = await f.kit.objects.create('user', {});
     const cases: Array<[string, string | Buffer, number, string]> = [
@@ -63,9 +62,8 @@ test('requests the HTTP parser refuses get 4xx with a stable code and our error 
 });
 
 test(`a multi-get of ${MAX_MULTI_GET} IDs, the documented maximum, fits in the request line`, async () => {
-  const f = await makeApp({ shardMap: ShardMap.fromJSON(defaultShardMapJson({ shards: 4096, pairs: 2 })) });
-  await f.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (f.app.server.address() as { port: number }).port;
+  const f = await listeningApp({ shardMap: ShardMap.fromJSON(defaultShardMapJson({ shards: 4096, pairs: 2 })) });
+  const port = f.port;
   try {
     const pins = [];
     for (let i = 0; i < 10; i++) pins.push(await f.kit.objects.create('pin', { i }, { shard: 4000 + i }));
@@ -84,9 +82,8 @@ test(`a multi-get of ${MAX_MULTI_GET} IDs, the documented maximum, fits in the r
 });
 
 test('a malformed request pipelined behind a valid one: the valid one gets its own answer first, then the 400', async () => {
-  const f = await makeApp();
-  await f.app.listen({ port: 0, host: '127.0.0.1' });
-  const port = (f.app.server.address() as { port: number }).port;
+  const f = await listeningApp();
+  const port = f.port;
   try {
     const user = await f.kit.objects.create('user', {});
     const body = JSON.stringify({ id: user.id.toString() });

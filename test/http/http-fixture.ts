@@ -22,6 +22,14 @@ export async function makeApp(options: { shardMap?: ShardMap; plugins?: RoutePlu
 }
 
 /** A 4xx answer with the error body and a stable code, and no stack trace anywhere. */
+/** makeApp, listening on a free loopback port: for tests that need a real socket or a browser. */
+export async function listeningApp(options: Parameters<typeof makeApp>[0] = {}): Promise<AppFixture & { port: number; base: string }> {
+  const f = await makeApp(options);
+  await f.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (f.app.server.address() as { port: number }).port;
+  return { ...f, port, base: `http://127.0.0.1:${port}` };
+}
+
 export function assertError(res: LightMyRequestResponse, status: number, code: string, what = ''): void {
   assert.equal(res.statusCode, status, `${what}: ${res.statusCode} ${res.body.slice(0, 300)}`);
   const body = res.json() as { error?: { code?: unknown; message?: unknown } };

@@ -132,11 +132,16 @@ test('a mapping can be checked against itself (symmetric relations); bad argumen
   }
 });
 
+/** A data dir with a config file of 16 shards, as `serve` and the CLI use, and a kit on it. */
+async function dataDir(prefix: string): Promise<{ dir: string; kit: ShardKit }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  writeFileSync(join(dir, 'shardkit.json'), JSON.stringify({ ...defaultConfig({ shards: 16, pairs: 2 }), topologyStore: { kind: 'file', path: 'topology.json' } }));
+  return { dir, kit: await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir }) };
+}
+
 test('shardkit mappings drift: exit 3 with a readable report on drift, --repair --json mends it, bad input is one line and exit 2', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'shardkit-drift-'));
+  const { dir, kit } = await dataDir('shardkit-drift-');
   try {
-    writeFileSync(join(dir, 'shardkit.json'), JSON.stringify({ ...defaultConfig({ shards: 16, pairs: 2 }), topologyStore: { kind: 'file', path: 'topology.json' } }));
-    const kit = await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir });
     const board = await kit.objects.create('board', {});
     const pin = await kit.objects.create('pin', {}, { near: board.id });
     await kit.mappings.add('board_has_pins', board.id, pin.id, { sequence: 7 });
@@ -203,10 +208,8 @@ test('repair re-reads each pair first: a pair removed (or written) since the sca
 });
 
 test('a pair that cannot be repaired (an ID of no type in the schema) is skipped, and the CLI still exits 3 after --repair', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'shardkit-drift-skip-'));
+  const { dir, kit } = await dataDir('shardkit-drift-skip-');
   try {
-    writeFileSync(join(dir, 'shardkit.json'), JSON.stringify({ ...defaultConfig({ shards: 16, pairs: 2 }), topologyStore: { kind: 'file', path: 'topology.json' } }));
-    const kit = await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir });
     const board = await kit.objects.create('board', {}, { shard: 3 });
     // Written by hand: to_id 12345 is shard 0, type 0, which the schema does not have.
     await kit.backend.addMapping({ host: (await kit.shardMap()).locate(3).master, shard: 3, fleet: 'objects' }, 'board_has_pins', board.id, 12345n, 1);
