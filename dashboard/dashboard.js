@@ -297,7 +297,8 @@ async function showLookup(keyspace, key) {
   out.replaceChildren(el('p', { class: 'muted' }, 'loading…'));
   const current = ticket('lookup');
   try {
-    const found = await api(`/v1/lookups/${seg(keyspace)}/${seg(key)}`);
+    // The query form carries every key, "." and ".." included (a path cannot).
+    const found = await api(`/v1/lookups/${seg(keyspace)}?key=${encodeURIComponent(key)}`);
     if (current()) out.replaceChildren(fields([['key', found.key], ['id', hashLink({ object: found.id }, found.id)]]));
   } catch (err) {
     if (current()) showError(out, err);

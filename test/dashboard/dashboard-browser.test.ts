@@ -44,7 +44,7 @@ test('the dashboard shows the shard map and traffic, and explores objects, mappi
     await f.kit.objects.delete(pins[0]!.id);
     const hostile = await f.kit.objects.create('pin', { details: HOSTILE, [HOSTILE]: 1 });
     await f.kit.lookups.put('username', 'ann <b>', board.id);
-    // Keys a URL would mangle: slashes, ?, #, %, spaces, dots inside; and "..", which no URL can carry.
+    // Keys a URL would mangle: slashes, ?, #, %, spaces, dots inside; and "..", which no URL path can carry.
     const awkward = ['a/b?c#d %e', '...', 'x.y'];
     for (const [i, key] of awkward.entries()) await f.kit.lookups.put('username', key, pins[i + 1]!.id);
     await f.kit.lookups.put('username', '..', board.id);
@@ -111,10 +111,10 @@ test('the dashboard shows the shard map and traffic, and explores objects, mappi
       await page.click('#lookup-form button');
       await page.waitForFunction((id) => document.querySelector('#lookup-result dd a')?.textContent === id, pins[i + 1]!.id.toString());
     }
+    // ".." cannot travel in a URL path; the page asks with ?key= and finds it.
     await page.fill('#lookup-key', '..');
     await page.click('#lookup-form button');
-    await page.waitForSelector('#lookup-result .error[data-code="INVALID_ARGUMENT"]');
-    assert.match(await page.locator('#lookup-result').innerText(), /cannot be sent in a URL path/);
+    await page.waitForFunction((id) => document.querySelector('#lookup-result dd a')?.textContent === id, board.id.toString());
     await page.fill('#lookup-key', 'nobody');
     await page.click('#lookup-form button');
     await page.waitForSelector('#lookup-result .error[data-code="NOT_FOUND"]');

@@ -86,11 +86,13 @@ test('/openapi.json documents every route with its schemas; /docs serves the UI'
     assert.match(spec.openapi, /^3\./);
     const routes = Object.entries(spec.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)).sort();
     assert.deepEqual(routes, [
+      'DELETE /v1/lookups/{keyspace}',
       'DELETE /v1/lookups/{keyspace}/{key}',
       'DELETE /v1/mappings/{name}/{from}/{to}',
       'DELETE /v1/objects/{id}',
       'GET /healthz',
       'GET /metrics',
+      'GET /v1/lookups/{keyspace}',
       'GET /v1/lookups/{keyspace}/{key}',
       'GET /v1/mappings/{name}/{from}',
       'GET /v1/mappings/{name}/{from}/count',
@@ -101,6 +103,7 @@ test('/openapi.json documents every route with its schemas; /docs serves the UI'
       'GET /v1/topology',
       'PATCH /v1/objects/{id}',
       'POST /v1/objects/{type}',
+      'PUT /v1/lookups/{keyspace}',
       'PUT /v1/lookups/{keyspace}/{key}',
       'PUT /v1/mappings/{name}/{from}/{to}',
     ]);
