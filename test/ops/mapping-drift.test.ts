@@ -223,3 +223,49 @@ test('a pair that cannot be repaired (an ID of no type in the schema) is skipped
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('rows stored on a shard their from ID does not name are reported apart and never repaired (no add/remove loop across runs)', async () => {
+  const { dir, kit } = await dataDir('shardkit-drift-misplaced-');
+  try {
+    const board = await kit.objects.create('board', {}, { shard: 3 });
+    const pin = await kit.objects.create('pin', {}, { shard: 5 });
+    await kit.mappings.add('board_has_pins', board.id, pin.id, { sequence: 1 });
+    // The reverse pair written by hand onto the board's shard instead of the pin's.
+    const map = await kit.shardMap();
+    await kit.backend.addMapping({ host: map.locate(3).master, shard: 3, fleet: 'objects' }, 'pin_owned_by_board', pin.id, board.id, 1);
+    for (let run = 0; run < 2; run++) {
+      const report = await checkMappingDrift(kit, { mapping: 'board_has_pins', reverse: 'pin_owned_by_board', repair: true });
+      assert.deepEqual(report.misplaced, { mapping: 0, reverse: 1 }, `run ${run}`);
+      assert.deepEqual(report.examples.misplaced, [{ table: 'pin_owned_by_board', shard: 3, from: pin.id.toString(), to: board.id.toString() }]);
+      // Run 0 adds the reverse where the API reads it; run 1 finds nothing more to do.
+      assert.deepEqual(report.repaired, run === 0 ? { added: 1, removed: 0, skipped: 0 } : { added: 0, removed: 0, skipped: 0 }, `run ${run}`);
+      assert.deepEqual([report.missing, report.orphans], run === 0 ? [1, 0] : [0, 0], `run ${run}`);
+    }
+    await kit.close();
+    const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir], { encoding: 'utf8' });
+    assert.equal(res.status, 3, res.stdout + res.stderr);
+    assert.match(res.stdout, /1 row stored on a shard their from ID does not name/);
+    assert.match(res.stdout, new RegExp(`misplaced  pin_owned_by_board ${pin.id} → ${board.id} on shard 3`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a mapping row on the wrong shard is not mirrored into the reverse and removed again on every run', async () => {
+  const f = makeKit();
+  try {
+    const board = await f.kit.objects.create('board', {}, { shard: 3 });
+    const pin = await f.kit.objects.create('pin', {}, { shard: 5 });
+    const map = await f.kit.shardMap();
+    // board → pin written by hand on the pin's shard: the API (which reads the board's shard) never sees it.
+    await f.kit.backend.addMapping({ host: map.locate(5).master, shard: 5, fleet: 'objects' }, 'board_has_pins', board.id, pin.id, 1);
+    for (let run = 0; run < 2; run++) {
+      const report = await checkMappingDrift(f.kit, { mapping: 'board_has_pins', reverse: 'pin_owned_by_board', repair: true });
+      assert.deepEqual(report.misplaced, { mapping: 1, reverse: 0 }, `run ${run}`);
+      assert.deepEqual(report.repaired, { added: 0, removed: 0, skipped: 0 }, `run ${run}`);
+    }
+    assert.deepEqual((await f.kit.mappings.list('pin_owned_by_board', pin.id)).items, []);
+  } finally {
+    await f.cleanup();
+  }
+});

@@ -42,7 +42,7 @@ export async function drift(mapping: string, reverse: string, opts: DriftCommand
   if (opts.json) process.stdout.write(`${JSON.stringify(report)}\n`);
   else process.stdout.write(describe(report));
   // Drift left as it is, found and not repaired or repaired only in part, is exit 3.
-  const left = report.repaired === undefined ? report.missing + report.orphans : report.repaired.skipped;
+  const left = (report.repaired === undefined ? report.missing + report.orphans : report.repaired.skipped) + report.misplaced.mapping + report.misplaced.reverse;
   if (left > 0) process.exitCode = EXIT_DRIFT;
 }
 
@@ -54,6 +54,11 @@ function describe(r: DriftReport): string {
   ];
   for (const p of r.examples.missing) lines.push(`    missing  ${r.reverse} ${p.to} → ${p.from}`);
   for (const p of r.examples.orphans) lines.push(`    orphan   ${r.reverse} ${p.from} → ${p.to}`);
+  const misplaced = r.misplaced.mapping + r.misplaced.reverse;
+  if (misplaced > 0) {
+    lines.push(`  ${misplaced} row${misplaced === 1 ? '' : 's'} stored on a shard their from ID does not name (never repaired: move or delete by hand)`);
+    for (const p of r.examples.misplaced) lines.push(`    misplaced  ${p.table} ${p.from} → ${p.to} on shard ${p.shard}`);
+  }
   if (r.repaired !== undefined) lines.push(`  repaired: ${r.repaired.added} added to and ${r.repaired.removed} removed from ${r.reverse}${r.repaired.skipped > 0 ? `, ${r.repaired.skipped} skipped (IDs that name no shard or type of this schema)` : ''}`);
   else if (r.missing + r.orphans > 0) lines.push(`  run again with --repair to make ${r.reverse} agree with ${r.mapping}`);
   return `${lines.join('\n')}\n`;
