@@ -210,11 +210,8 @@ async function lookUp(kit: ShardKit, map: ShardMap, table: string, pairs: Array<
   const out: (number | undefined | null)[] = new Array(pairs.length).fill(undefined);
   const byShard = new Map<number, number[]>();
   pairs.forEach((p, i) => {
-    let shard: number;
-    try {
-      shard = pinterestId.decode(p.fromId).shard;
-      map.locate(shard);
-    } catch {
+    const shard = shardOf(p.fromId);
+    if (shard === undefined || map.objectRanges().every((r) => shard < r.range[0] || shard > r.range[1])) {
       out[i] = null;
       return;
     }
