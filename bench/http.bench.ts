@@ -58,7 +58,7 @@ async function serverMain(kind: string, arg: string): Promise<void> {
     process.stdout.write(`${JSON.stringify({ port, ids: [], body: '', etag: '' })}\n`);
     return;
   }
-  const { ShardKit } = await import('../src/store/shard-kit.js');
+  const { ShardKit } = await import('../src/kit/shard-kit.js');
   const { buildApp } = await import('../src/http/app.js');
   const { defaultConfig } = await import('../src/config/config.js');
   if (kind === 'cached') {

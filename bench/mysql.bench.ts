@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { devUp, type DevCluster } from '../src/ops/dev-cluster.js';
-import { ShardKit } from '../src/store/shard-kit.js';
+import { ShardKit } from '../src/kit/shard-kit.js';
 import { MysqlBackend } from '../src/storage/mysql/mysql-backend.js';
 import { pinterestId } from '../src/ids/pinterest-id.js';
 import { shardDatabaseName } from '../src/topology/shard-map.js';

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { defaultConfig, parseConfig, type ShardKitConfig } from '../src/config/config.js';
 import { PostgresInstance } from '../src/ops/postgres/postgres-instance.js';
 import { initShards } from '../src/ops/shard-init.js';
-import { ShardKit } from '../src/store/shard-kit.js';
+import { ShardKit } from '../src/kit/shard-kit.js';
 import type { PostgresBackend } from '../src/storage/postgres/postgres-backend.js';
 import { qualified } from '../src/storage/postgres/postgres-ddl.js';
 import { pinterestId } from '../src/ids/pinterest-id.js';

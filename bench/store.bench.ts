@@ -15,9 +15,9 @@ import Database from 'better-sqlite3';
 import { defaultConfig, parseConfig, resolveSchema } from '../src/config/config.js';
 import { pinterestId } from '../src/ids/pinterest-id.js';
 import { SqliteBackend } from '../src/storage/sqlite/sqlite-backend.js';
-import { encodeCursor } from '../src/store/cursor-codec.js';
+import { encodeCursor } from '../src/kit/cursor-codec.js';
 import { MemoryCache } from '../src/cache/index.js';
-import { ShardKit } from '../src/store/shard-kit.js';
+import { ShardKit } from '../src/kit/shard-kit.js';
 import { ShardMap, shardDatabaseName } from '../src/topology/shard-map.js';
 
 const SHARDS = 64;

@@ -7,11 +7,13 @@ export type * from './storage/shard-backend.js';
 export { SqliteBackend, type SqliteBackendOptions } from './storage/sqlite/index.js';
 export { PostgresBackend, postgresBackendFromConfig, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './storage/postgres/index.js';
 export { MysqlBackend, mysqlBackendFromConfig, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './storage/mysql/index.js';
-export { ShardKit, StoreObject, mergePatch, type ShardKitOptions, type OpenOptions, type ShardObject, type JsonObject, type JsonValue, type CreateOptions, type UpdateOptions, type DeleteOptions, type ListOptions, type ListOrder, type MappingEntry, type MappingListPage, type JoinPage, type ShardErrorEvent } from './store/index.js';
+export { ShardKit, KitObject, mergePatch, type ShardKitOptions, type OpenOptions, type ShardObject, type JsonObject, type JsonValue, type CreateOptions, type UpdateOptions, type DeleteOptions, type ListOptions, type ListOrder, type MappingEntry, type MappingListPage, type JoinPage, type ShardErrorEvent } from './kit/index.js';
 export { buildApp, type BuildAppOptions, type RoutePlugin } from './http/app.js';
 export { parseConfig, loadConfigFile, defaultConfig, resolveSchema, type ShardKitConfig, type ConfigInput } from './config/config.js';
 export { WideColumnStore, WideColumnSnapshot, compact as compactWideColumn, backup as backupWideColumn, restore as restoreWideColumn, exportParquet, openWideColumnService, type WideColumnStoreOptions, type WideColumnLimits, type DatasetConfig, type DatasetSettings, type GetRowOptions, type GetRowRequest, type PutItem, type PutRowRequest, type PutRowResult, type DeleteRowRequest, type RowResult, type ColumnCells, type Cell, type CompactionReport, type BackupManifest, type ExportReport } from './widecolumn/index.js';
 export { TicketClient, createTicketClient, initTicketServers, resolveTickets, ticketsConfigSchema, type TicketMode, type TicketClientOptions, type TicketsConfig, type TicketsConfigInput, type ResolvedTickets, type TicketInitServerResult } from './tickets/index.js';
 export { MemoryCache, createCache, checkMemcachedKey, MAX_TTL_SECONDS, DEFAULT_CACHE_TTL_SECONDS, type Cache, type CacheSpec, type MemoryCacheOptions, type RedisCacheOptions, type MemcachedCacheOptions } from './cache/index.js';
-export type { CacheErrorEvent, CacheStats } from './store/types.js';
-export type { StoreCacheOptions } from './store/store-cache.js';
+export type { CacheErrorEvent, CacheStats } from './kit/types.js';
+export type { KitCacheOptions } from './kit/kit-cache.js';
+/** @deprecated renamed KitCacheOptions (src/store became src/kit in 0.1). */
+export type { KitCacheOptions as StoreCacheOptions } from './kit/kit-cache.js';

@@ -4,7 +4,7 @@ import { ShardKitError } from '../errors.js';
  * A look-aside cache (SPEC §3: memcached for objects, Redis for mapping lists). Deliberately
  * small: string keys and values, batch calls only (one round trip per request, not per key),
  * no compare-and-set. Everything about what is cached and when it is invalidated lives above
- * it, in src/store/store-cache.ts, so every implementation stays a thin adapter.
+ * it, in src/kit/store-cache.ts, so every implementation stays a thin adapter.
  */
 export interface Cache {
   /** The values in `keys` order; undefined for a key that is absent or expired. */

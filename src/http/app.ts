@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import AjvCompiler from '@fastify/ajv-compiler';
-import type { ShardKit } from '../store/shard-kit.js';
+import type { ShardKit } from '../kit/shard-kit.js';
 import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAccess } from './admin-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
-import type { ShardKit } from '../store/shard-kit.js';
-import type { CacheStats, ShardErrorEvent } from '../store/types.js';
+import type { ShardKit } from '../kit/shard-kit.js';
+import type { CacheStats, ShardErrorEvent } from '../kit/types.js';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 

@@ -1,7 +1,7 @@
 import { isShardKitError, ShardKitError } from '../errors.js';
 import { pinterestId } from '../ids/pinterest-id.js';
 import { MAX_PAIRS_PER_CALL, type MappingDef, type MappingRow, type ShardRef } from '../storage/shard-backend.js';
-import type { ShardKit } from '../store/shard-kit.js';
+import type { ShardKit } from '../kit/shard-kit.js';
 import type { ShardMap } from '../topology/shard-map.js';
 
 export interface DriftOptions {

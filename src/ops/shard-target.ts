@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema, type ShardKitConfig } from '../config/config.js';
 import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
-import { createBackend } from '../store/backend-factory.js';
+import { createBackend } from '../kit/backend-factory.js';
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap } from '../topology/shard-map.js';
 

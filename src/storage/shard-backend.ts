@@ -39,7 +39,7 @@ export interface SchemaDef {
   keyspaces: KeyspaceDef[];
 }
 
-export interface StoredObject {
+export interface ObjectRecord {
   localId: number;
   /** The JSON text as stored. */
   data: string;
@@ -95,15 +95,15 @@ export interface ShardBackend {
   /** Shards of `fleet` that exist on `host`, ascending. */
   listShards(host: string, fleet: Fleet): Promise<number[]>;
 
-  insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject>;
+  insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord>;
   /** One round trip per call; results in the order of `keys`, undefined where absent. */
-  getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]>;
+  getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]>;
   /**
    * Read-modify-write in one transaction with the row locked (SELECT ... FOR UPDATE).
    * `fn` gets the current JSON text and returns the new text, or undefined to leave it unchanged.
    * Resolves to the row after the update, or undefined when the row does not exist.
    */
-  updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined>;
+  updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<ObjectRecord | undefined>;
   /** Hard delete; true when a row was removed. */
   deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean>;
 

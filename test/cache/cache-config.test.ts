@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, parseConfig } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 
 const withCache = (cache: unknown) => ({ ...defaultConfig(), cache });
 

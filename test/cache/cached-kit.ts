@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import type { Cache } from '../../src/cache/index.js';
 import type { ShardBackend } from '../../src/storage/shard-backend.js';
 import { SqliteBackend } from '../../src/storage/sqlite/sqlite-backend.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
-import type { CacheErrorEvent } from '../../src/store/types.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import type { CacheErrorEvent } from '../../src/kit/types.js';
 import { MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
-import { testConfig, testSchema } from '../store/kit-fixture.js';
+import { testConfig, testSchema } from '../kit/kit-fixture.js';
 
 /** Holds the next matching backend read after it has read, until released. */
 export class ReadGate {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FillGuard } from '../../src/store/fill-guard.js';
+import { FillGuard } from '../../src/kit/fill-guard.js';
 
 test('fill guard: only keys invalidated after a reader began are refused', () => {
   const g = new FillGuard();

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryCache } from '../../src/cache/index.js';
-import { makeKit } from '../store/kit-fixture.js';
+import { makeKit } from '../kit/kit-fixture.js';
 import { runKitCacheCases } from './kit-cache-cases.js';
 
 runKitCacheCases({

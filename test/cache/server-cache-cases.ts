@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Cache } from '../../src/cache/cache.js';
 import { defaultConfig, type ConfigInput } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 import { LocalCacheServer, type CacheServerKind } from './cache-servers.js';
 
 /**

@@ -5,13 +5,13 @@
  */
 import { ShardKitError } from '../../src/errors.js';
 import type {
-  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
+  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardBackend, ShardRef, ObjectRecord,
 } from '../../src/storage/shard-backend.js';
 import { checkLookupKey, checkPairs, checkScan, checkStoredId } from '../../src/storage/backend-args.js';
 
 interface Shard {
   fleet: Fleet;
-  objects: Map<string, { next: number; rows: Map<number, StoredObject> }>;
+  objects: Map<string, { next: number; rows: Map<number, ObjectRecord> }>;
   mappings: Map<string, Map<bigint, Map<bigint, number>>>;
   lookups: Map<string, Map<string, bigint>>;
 }
@@ -58,18 +58,18 @@ export class MemoryBackend implements ShardBackend {
     return [...this.shards.keys()].filter((k) => k.startsWith(`${host}/${fleet}/`)).map((k) => Number(k.split('/')[2])).sort((a, b) => a - b);
   }
 
-  async insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject> {
+  async insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
     const t = this.shard(ref, 'types', table).objects.get(table)!;
     const row = { localId: t.next++, data, createdAt: new Date() };
     t.rows.set(row.localId, row);
     return row;
   }
 
-  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]> {
+  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
     return keys.map((k) => this.shard(ref, 'types', k.table).objects.get(k.table)!.rows.get(k.localId));
   }
 
-  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
+  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<ObjectRecord | undefined> {
     const rows = this.shard(ref, 'types', table).objects.get(table)!.rows;
     const row = rows.get(localId);
     if (row === undefined) return undefined;

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { buildApp } from '../../src/http/app.js';
 import { DASHBOARD_CSP } from '../../src/http/routes/dashboard-routes.js';
-import { makeKit } from '../store/kit-fixture.js';
+import { makeKit } from '../kit/kit-fixture.js';
 import { assertError, makeApp } from '../http/http-fixture.js';
 
 test('/ and /dashboard redirect to /dashboard/, which serves the page and its files with their types and a strict CSP', async () => {

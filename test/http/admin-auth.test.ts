@@ -9,7 +9,7 @@ import type { AdminAccess } from '../../src/http/admin-auth.js';
 import { buildApp } from '../../src/http/app.js';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { WideColumnStore } from '../../src/widecolumn/index.js';
-import { makeKit } from '../store/kit-fixture.js';
+import { makeKit } from '../kit/kit-fixture.js';
 import { assertError } from './http-fixture.js';
 
 const TOKEN = 'e3b0c44298fc1c149afbf4c8996fb924';

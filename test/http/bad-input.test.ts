@@ -7,9 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
-import { snapshot } from '../store/kit-fixture.js';
+import { snapshot } from '../kit/kit-fixture.js';
 import { assertError, createObject, failedCases, makeApp, type BadCase } from './http-fixture.js';
-import { encodeCursor } from '../../src/store/cursor-codec.js';
+import { encodeCursor } from '../../src/kit/cursor-codec.js';
 
 type Case = BadCase;
 

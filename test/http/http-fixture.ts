@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp, type RoutePlugin } from '../../src/http/app.js';
 import type { ShardMap } from '../../src/topology/shard-map.js';
-import { makeKit, type KitFixture } from '../store/kit-fixture.js';
+import { makeKit, type KitFixture } from '../kit/kit-fixture.js';
 
 export interface AppFixture extends KitFixture {
   app: FastifyInstance;

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { snapshot } from '../store/kit-fixture.js';
+import { snapshot } from '../kit/kit-fixture.js';
 import { assertError, listeningApp } from './http-fixture.js';
 
 const json = { 'content-type': 'application/json' };

@@ -7,13 +7,13 @@ import type { FastifyInstance } from 'fastify';
 import { defaultConfig } from '../../src/config/config.js';
 import { ShardKitError } from '../../src/errors.js';
 import { buildApp } from '../../src/http/app.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { ticketsRoutes } from '../../src/http/routes/tickets-routes.js';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { createTicketClient } from '../../src/tickets/ticket-client.js';
 import { WideColumnStore } from '../../src/widecolumn/wide-column-store.js';
-import { testConfig } from '../store/kit-fixture.js';
+import { testConfig } from '../kit/kit-fixture.js';
 import { assertError, createObject, makeApp } from './http-fixture.js';
 
 test('GET /v1/schema lists the types with their type ids, the mappings and the keyspaces, with their tables', async () => {

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
-import { snapshot } from '../store/kit-fixture.js';
+import { snapshot } from '../kit/kit-fixture.js';
 import { assertError, createObject, failedCases, makeApp, type BadCase } from './http-fixture.js';
 
 type Case = BadCase;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isShardKitError } from '../../src/errors.js';
 import { devUp, type DevCluster } from '../../src/ops/dev-cluster.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 import { startTestCluster } from './cluster-fixture.js';
 import { processAlive } from './helpers.js';
 

@@ -13,8 +13,8 @@ import { isShardKitError } from '../../src/errors.js';
 import { checkMappingDrift, type DriftProgress } from '../../src/ops/mapping-drift.js';
 import { MemoryCache } from '../../src/cache/index.js';
 import type { MappingRow } from '../../src/storage/shard-backend.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
-import { makeKit, testSchema } from '../store/kit-fixture.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { makeKit, testSchema } from '../kit/kit-fixture.js';
 
 async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
   await assert.rejects(p, (err: unknown) => isShardKitError(err) && err.code === code);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultConfig } from '../../src/config/config.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 
 const WRITER = fileURLToPath(new URL('./fixtures/concurrent-writer.ts', import.meta.url));
 

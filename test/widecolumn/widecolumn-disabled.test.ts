@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { widecolumnDisabledRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { assertError, makeApp } from '../http/http-fixture.js';
 import { buildApp } from '../../src/http/app.js';
-import { makeKit } from '../store/kit-fixture.js';
+import { makeKit } from '../kit/kit-fixture.js';
 
 type Spec = { paths: Record<string, Record<string, { tags?: string[] }>> };
 

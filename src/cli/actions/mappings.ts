@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { ShardKitError } from '../../errors.js';
 import { checkMappingDrift, type DriftReport } from '../../ops/mapping-drift.js';
 import { createProgress } from '../../ops/progress.js';
-import { ShardKit } from '../../store/shard-kit.js';
+import { ShardKit } from '../../kit/shard-kit.js';
 
 export interface DriftCommandOptions {
   data: string;

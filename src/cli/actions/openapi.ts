@@ -5,7 +5,7 @@ import { buildApp } from '../../http/app.js';
 import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
 import { widecolumnDisabledRoutes } from '../../http/routes/widecolumn-routes.js';
 import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
-import { ShardKit } from '../../store/shard-kit.js';
+import { ShardKit } from '../../kit/shard-kit.js';
 import { ShardMap } from '../../topology/shard-map.js';
 
 /**

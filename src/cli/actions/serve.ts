@@ -7,7 +7,7 @@ import { ADMIN_TOKEN_ENV, checkAdminToken, type AdminAccess } from '../../http/a
 import { buildApp, type RoutePlugin } from '../../http/app.js';
 import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
 import { widecolumnDisabledRoutes, widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
-import { ShardKit } from '../../store/shard-kit.js';
+import { ShardKit } from '../../kit/shard-kit.js';
 import { createTicketClient } from '../../tickets/index.js';
 import { openWideColumnService } from '../../widecolumn/service.js';
 

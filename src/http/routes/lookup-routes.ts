@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ShardKitError } from '../../errors.js';
 import { formatId } from '../../ids/codec.js';
-import type { ShardKit } from '../../store/shard-kit.js';
+import type { ShardKit } from '../../kit/shard-kit.js';
 import { errorResponses, idInBody, idString, nameParam } from '../schemas.js';
 
 const KEY_RULE = '1..1024 UTF-8 bytes, compared byte for byte';

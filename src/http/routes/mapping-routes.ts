@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { formatId } from '../../ids/codec.js';
-import type { ShardKit } from '../../store/shard-kit.js';
-import type { ListOrder } from '../../store/types.js';
+import type { ShardKit } from '../../kit/shard-kit.js';
+import type { ListOrder } from '../../kit/types.js';
 import { errorResponses, idString, listQuery, nameParam, objectBody } from '../schemas.js';
 
 interface PairParams {

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { ShardKitError } from '../../errors.js';
-import type { ShardKit } from '../../store/shard-kit.js';
-import type { StoreObject } from '../../store/store-object.js';
-import type { JsonObject } from '../../store/types.js';
+import type { ShardKit } from '../../kit/shard-kit.js';
+import type { KitObject } from '../../kit/kit-object.js';
+import type { JsonObject } from '../../kit/types.js';
 import { formatEtag, parseEntityTags } from '../entity-tags.js';
 import { errorResponses, idInBody, idString, nameParam, objectBody } from '../schemas.js';
 
@@ -117,6 +117,6 @@ export function objectRoutes(kit: ShardKit) {
 }
 
 /** Sends the stored JSON as is (no parse/serialize round trip), with its ETag. */
-function sendObject(reply: import('fastify').FastifyReply, obj: StoreObject) {
+function sendObject(reply: import('fastify').FastifyReply, obj: KitObject) {
   return reply.header('etag', formatEtag(obj.etag)).type(JSON_TYPE).send(obj.toWireJson());
 }

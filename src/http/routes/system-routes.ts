@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { ShardKit } from '../../store/shard-kit.js';
+import type { ShardKit } from '../../kit/shard-kit.js';
 
 const range = {
   type: 'object',

@@ -1,6 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import { resolveSchema, type ShardKitConfig } from '../../config/config.js';
-import type { BackendFactoryOptions } from '../../store/backend-factory.js';
+import type { BackendFactoryOptions } from '../../kit/backend-factory.js';
 import { MysqlBackend } from './mysql-backend.js';
 
 export { MysqlBackend, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './mysql-backend.js';
@@ -24,7 +24,7 @@ export function mysqlBackendFromConfig(config: ShardKitConfig): MysqlBackend {
   });
 }
 
-/** The hook src/store/backend-factory.ts loads when config.storage.backend is "mysql". */
+/** The hook src/kit/backend-factory.ts loads when config.storage.backend is "mysql". */
 export function createBackend(options: BackendFactoryOptions): MysqlBackend {
   const backend = mysqlBackendFromConfig(options.config);
   backend.setSchema(options.schema);

@@ -11,7 +11,7 @@ import type {
   SchemaDef,
   ShardBackend,
   ShardRef,
-  StoredObject,
+  ObjectRecord,
 } from '../shard-backend.js';
 import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
@@ -52,7 +52,7 @@ interface ObjectRow {
 
 const q = (identifier: string) => `\`${identifier}\``;
 
-function toStored(row: ObjectRow): StoredObject {
+function toStored(row: ObjectRow): ObjectRecord {
   return { localId: Number(row.local_id), data: row.data, createdAt: new Date(Math.round(Number(row.ts) * 1000)) };
 }
 
@@ -197,7 +197,7 @@ export class MysqlBackend implements ShardBackend {
     return out;
   }
 
-  async insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject> {
+  async insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
     const t = this.table('types', ref, table);
     checkText(data);
     const now = Date.now();
@@ -205,7 +205,7 @@ export class MysqlBackend implements ShardBackend {
     return { localId: Number(res.insertId), data, createdAt: new Date(now) };
   }
 
-  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]> {
+  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
     checkRef(ref);
     this.open();
     if (keys.length === 0) return [];
@@ -226,12 +226,12 @@ export class MysqlBackend implements ShardBackend {
       return `SELECT ${i} AS tbl, local_id, data, UNIX_TIMESTAMP(ts) AS ts FROM ${this.table('types', ref, t)} WHERE local_id IN (${ids.map(() => '?').join(',')})`;
     });
     const rows = await this.query<Array<ObjectRow & { tbl: number | string }>>(ref, parts.join(' UNION ALL '), values);
-    const found = new Map<string, StoredObject>();
+    const found = new Map<string, ObjectRecord>();
     for (const r of rows) found.set(`${tables[Number(r.tbl)]}\u0000${r.local_id}`, toStored(r));
     return keys.map((k) => found.get(`${k.table}\u0000${k.localId}`));
   }
 
-  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
+  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<ObjectRecord | undefined> {
     const t = this.table('types', ref, table);
     checkLocalId(localId);
     // An error thrown by fn rolls back and reaches the caller unchanged.

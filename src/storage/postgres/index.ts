@@ -1,6 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import { resolveSchema, type ShardKitConfig } from '../../config/config.js';
-import type { BackendFactoryOptions } from '../../store/backend-factory.js';
+import type { BackendFactoryOptions } from '../../kit/backend-factory.js';
 import { PostgresBackend } from './postgres-backend.js';
 
 export { PostgresBackend, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './postgres-backend.js';
@@ -25,7 +25,7 @@ export function postgresBackendFromConfig(config: ShardKitConfig): PostgresBacke
   });
 }
 
-/** The hook src/store/backend-factory.ts loads when config.storage.backend is "postgres". */
+/** The hook src/kit/backend-factory.ts loads when config.storage.backend is "postgres". */
 export function createBackend(options: BackendFactoryOptions): PostgresBackend {
   const backend = postgresBackendFromConfig(options.config);
   backend.setSchema(options.schema);

@@ -12,7 +12,7 @@ import type {
   SchemaDef,
   ShardBackend,
   ShardRef,
-  StoredObject,
+  ObjectRecord,
 } from '../shard-backend.js';
 import { checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText } from '../backend-args.js';
 import { fleetTables } from '../shard-names.js';
@@ -56,7 +56,7 @@ interface ObjectRow {
 }
 
 // int8 columns arrive as decimal strings (pg's default): exact for every 64-bit value.
-function toStored(row: ObjectRow): StoredObject {
+function toStored(row: ObjectRow): ObjectRecord {
   return { localId: Number(row.local_id), data: row.data, createdAt: new Date(Number(row.ts)) };
 }
 
@@ -243,7 +243,7 @@ export class PostgresBackend implements ShardBackend {
     return out;
   }
 
-  async insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject> {
+  async insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
     const t = this.table('types', ref, table);
     checkText(data);
     const now = Date.now();
@@ -251,7 +251,7 @@ export class PostgresBackend implements ShardBackend {
     return { localId: Number(rows[0]!.local_id), data, createdAt: new Date(now) };
   }
 
-  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]> {
+  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
     checkRef(ref);
     this.open();
     if (keys.length === 0) return [];
@@ -269,12 +269,12 @@ export class PostgresBackend implements ShardBackend {
     const values: SqlValue[] = tables.map((t) => [...new Set(byTable.get(t)!)]);
     const parts = tables.map((t, i) => `SELECT ${i} AS tbl, local_id, data, ts FROM ${this.table('types', ref, t)} WHERE local_id = ANY($${i + 1}::bigint[])`);
     const { rows } = await this.query<ObjectRow & { tbl: number }>(ref, parts.join(' UNION ALL '), values);
-    const found = new Map<string, StoredObject>();
+    const found = new Map<string, ObjectRecord>();
     for (const r of rows) found.set(`${tables[Number(r.tbl)]}\u0000${r.local_id}`, toStored(r));
     return keys.map((k) => found.get(`${k.table}\u0000${k.localId}`));
   }
 
-  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
+  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<ObjectRecord | undefined> {
     const t = this.table('types', ref, table);
     checkLocalId(localId);
     // An error thrown by fn rolls back and reaches the caller unchanged.

@@ -5,7 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../topology/shard-map.js';
 import type {
-  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardBackend, ShardRef, StoredObject,
+  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardBackend, ShardRef, ObjectRecord,
 } from '../shard-backend.js';
 import {
   checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkRef, checkScan, checkSequence, checkStoredId, checkText,
@@ -148,7 +148,7 @@ export class SqliteBackend implements ShardBackend {
     return out.sort((a, b) => a - b);
   }
 
-  async insertObject(ref: ShardRef, table: string, data: string): Promise<StoredObject> {
+  async insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
     this.checkTable('types', table, ref);
     checkText(data);
     return this.run(ref, () => {
@@ -159,12 +159,12 @@ export class SqliteBackend implements ShardBackend {
     });
   }
 
-  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(StoredObject | undefined)[]> {
+  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
     for (const k of keys) {
       this.checkTable('types', k.table, ref);
       checkLocalId(k.localId);
     }
-    const out: (StoredObject | undefined)[] = new Array(keys.length).fill(undefined);
+    const out: (ObjectRecord | undefined)[] = new Array(keys.length).fill(undefined);
     return this.inExisting(ref, out, (file) => {
       if (keys.length === 0) return out;
       if (keys.length === 1) {
@@ -183,7 +183,7 @@ export class SqliteBackend implements ShardBackend {
         const rows = file
           .stmt(this.sql.get(table)!.selectMany!, false, true)
           .all(JSON.stringify(idx.map((i) => keys[i]!.localId))) as ObjectRow[];
-        const found = new Map<number, StoredObject>();
+        const found = new Map<number, ObjectRecord>();
         for (const row of rows) found.set(row[0], toStored(row));
         for (const i of idx) out[i] = found.get(keys[i]!.localId);
       }
@@ -191,7 +191,7 @@ export class SqliteBackend implements ShardBackend {
     });
   }
 
-  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<StoredObject | undefined> {
+  async updateObject(ref: ShardRef, table: string, localId: number, fn: (data: string) => string | undefined): Promise<ObjectRecord | undefined> {
     this.checkTable('types', table, ref);
     checkLocalId(localId);
     return this.inExisting(ref, undefined, (file) => {
@@ -424,7 +424,7 @@ function lookupSql(t: string): TableSql {
   };
 }
 
-function toStored(row: ObjectRow): StoredObject {
+function toStored(row: ObjectRow): ObjectRecord {
   return { localId: row[0], data: row[1], createdAt: new Date(row[2]) };
 }
 

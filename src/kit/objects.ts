@@ -1,14 +1,14 @@
 import { ShardKitError } from '../errors.js';
 import { parseField } from '../ids/codec.js';
 import { PINTEREST_MAX_LOCAL_ID, PINTEREST_MAX_SHARD, pinterestId } from '../ids/pinterest-id.js';
-import type { ObjectKey, StoredObject } from '../storage/shard-backend.js';
+import type { ObjectKey, ObjectRecord } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import { etagOf } from './etag.js';
 import { checkJsonValue, decodeActive, encodeData, isPlainObject, liveData } from './json-data.js';
 import { mergePatch } from './merge-patch.js';
-import type { StoreCache } from './store-cache.js';
-import type { LocatedId, StoreContext } from './store-context.js';
-import { StoreObject } from './store-object.js';
+import type { KitCache } from './kit-cache.js';
+import type { LocatedId, KitContext } from './kit-context.js';
+import { KitObject } from './kit-object.js';
 import type { CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
 
 /** Thrown inside an update transaction to roll it back; never leaves this module. */
@@ -21,13 +21,13 @@ class Abort {
  * before any storage is touched, so bad input never writes anything.
  */
 export class Objects {
-  constructor(private readonly ctx: StoreContext) {
+  constructor(private readonly ctx: KitContext) {
     // Chosen once here, so that get() without a cache stays exactly the tuned path below.
     if (ctx.cache !== undefined) this.get = (id) => this.getCached(id, ctx.cache!);
   }
 
   /** Creates an object on the shard of `near`, on `shard`, or on a uniformly chosen open shard. */
-  async create(type: string, data: JsonObject, options: CreateOptions = {}): Promise<StoreObject> {
+  async create(type: string, data: JsonObject, options: CreateOptions = {}): Promise<KitObject> {
     const map = await this.ctx.map();
     const def = this.ctx.type(type);
     const text = encodeData(data);
@@ -40,17 +40,17 @@ export class Objects {
       throw new ShardKitError('SHARD_CLOSED', `shard ${shard} has used every local id of type ${def.name}`);
     }
     const id = pinterestId.encode({ shard, type: def.id, localId: row.localId });
-    return new StoreObject(id, def.name, shard, undefined, text, row.createdAt);
+    return new KitObject(id, def.name, shard, undefined, text, row.createdAt);
   }
 
   /** The object, or NOT_FOUND when it does not exist or was deleted. */
-  async get(id: bigint | string): Promise<StoreObject> {
+  async get(id: bigint | string): Promise<KitObject> {
     const map = this.ctx.loaded ?? (await this.ctx.map());
     const loc = this.ctx.locate(map, id);
     // ctx.call() spelled out, one promise and one microtask less on the busiest read path; the
     // backend is called outside the try as there, so only a rejection counts as a shard error.
     const pending = this.ctx.backend.getObjects(loc.ref, [{ table: loc.type.table, localId: loc.localId }]);
-    let row: StoredObject | undefined;
+    let row: ObjectRecord | undefined;
     try {
       [row] = await pending;
     } catch (err) {
@@ -67,7 +67,7 @@ export class Objects {
    * order with undefined for missing or deleted ones. Any invalid ID fails the whole call
    * unless `skipInvalid` (then it reads as missing: used by joins over stored IDs).
    */
-  async getMany(ids: ReadonlyArray<bigint | string>, options: { skipInvalid?: boolean } = {}): Promise<(StoreObject | undefined)[]> {
+  async getMany(ids: ReadonlyArray<bigint | string>, options: { skipInvalid?: boolean } = {}): Promise<(KitObject | undefined)[]> {
     if (!Array.isArray(ids)) throw new ShardKitError('INVALID_ARGUMENT', 'ids must be an array');
     const map = await this.ctx.map();
     const located = ids.map((id, i) => {
@@ -78,7 +78,7 @@ export class Objects {
         return undefined;
       }
     });
-    const out: (StoreObject | undefined)[] = new Array(ids.length).fill(undefined);
+    const out: (KitObject | undefined)[] = new Array(ids.length).fill(undefined);
     const cache = this.ctx.cache;
     if (cache === undefined) {
       await this.readShards(located, located.map((_, i) => i), out);
@@ -112,7 +112,7 @@ export class Objects {
   }
 
   /** Reads `indexes` of `located` from their shards into `out`: one backend call per shard, shards in parallel. */
-  private async readShards(located: ReadonlyArray<LocatedId | undefined>, indexes: readonly number[], out: (StoreObject | undefined)[]): Promise<void> {
+  private async readShards(located: ReadonlyArray<LocatedId | undefined>, indexes: readonly number[], out: (KitObject | undefined)[]): Promise<void> {
     const byShard = new Map<number, number[]>();
     for (const i of indexes) {
       const loc = located[i];
@@ -133,7 +133,7 @@ export class Objects {
   }
 
   /** get() when a cache is configured: the cache, then on a miss the shard and a (guarded) fill. */
-  private async getCached(id: bigint | string, cache: StoreCache): Promise<StoreObject> {
+  private async getCached(id: bigint | string, cache: KitCache): Promise<KitObject> {
     const map = this.ctx.loaded ?? (await this.ctx.map());
     const loc = this.ctx.locate(map, id);
     const key = cache.objectKey(loc.id);
@@ -141,7 +141,7 @@ export class Objects {
     const hit = value === undefined ? undefined : fromCacheEntry(loc, value);
     if (hit !== undefined) return hit;
     const token = cache.begin();
-    let row: StoredObject | undefined;
+    let row: ObjectRecord | undefined;
     try {
       [row] = await this.ctx.call(loc.ref, 'get', () => this.ctx.backend.getObjects(loc.ref, [{ table: loc.type.table, localId: loc.localId }]));
     } catch (err) {
@@ -165,13 +165,13 @@ export class Objects {
    * Read-modify-write in one transaction with the row locked, so concurrent updates never lose
    * one. `fn` must be synchronous; returning undefined leaves the object unchanged.
    */
-  async update(id: bigint | string, fn: (data: JsonObject) => JsonObject | undefined | void, options: UpdateOptions = {}): Promise<StoreObject> {
+  async update(id: bigint | string, fn: (data: JsonObject) => JsonObject | undefined | void, options: UpdateOptions = {}): Promise<KitObject> {
     if (typeof fn !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'update needs a function');
     const ifMatch = normalizeIfMatch(options.ifMatch);
     const map = await this.ctx.map();
     const loc = this.ctx.locate(map, id);
     let callerError: { error: unknown } | undefined;
-    let row: StoredObject | undefined;
+    let row: ObjectRecord | undefined;
     try {
       row = await this.ctx.call(loc.ref, 'update', () => this.ctx.backend.updateObject(loc.ref, loc.type.table, loc.localId, (text) => {
         const data = decodeActive(text);
@@ -209,7 +209,7 @@ export class Objects {
   }
 
   /** Applies an RFC 7396 JSON merge patch (the HTTP PATCH). */
-  async patch(id: bigint | string, patch: JsonObject, options: UpdateOptions = {}): Promise<StoreObject> {
+  async patch(id: bigint | string, patch: JsonObject, options: UpdateOptions = {}): Promise<KitObject> {
     if (!isPlainObject(patch)) throw new ShardKitError('INVALID_ARGUMENT', 'a merge patch of an object must be a JSON object');
     checkJsonValue(patch, 'patch');
     return this.update(id, (data) => mergePatch(data, patch as JsonValue) as JsonObject, options);
@@ -231,7 +231,7 @@ export class Objects {
       if (!removed) throw notFound(loc.id);
       return;
     }
-    let row: StoredObject | undefined;
+    let row: ObjectRecord | undefined;
     try {
       row = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.updateObject(loc.ref, loc.type.table, loc.localId, (text) => {
         const data = decodeActive(text);
@@ -261,27 +261,27 @@ export class Objects {
   }
 }
 
-function toObject(loc: LocatedId, row: StoredObject): StoreObject | undefined {
+function toObject(loc: LocatedId, row: ObjectRecord): KitObject | undefined {
   // `data` is parsed lazily: the HTTP service sends the stored text without parsing it.
   const { live, data } = liveData(row.data);
-  return live ? new StoreObject(loc.id, loc.type.name, loc.shard, data, row.data, row.createdAt) : undefined;
+  return live ? new KitObject(loc.id, loc.type.name, loc.shard, data, row.data, row.createdAt) : undefined;
 }
 
 /*
- * A cached object is `<createdAt ms>\n<stored data text>`: enough to rebuild the StoreObject
+ * A cached object is `<createdAt ms>\n<stored data text>`: enough to rebuild the KitObject
  * (ID, type and shard come from the ID itself). Only live objects are ever written.
  */
-function toCacheEntry(obj: StoreObject): string {
+function toCacheEntry(obj: KitObject): string {
   return `${obj.createdAt.getTime()}\n${obj.storedText}`;
 }
 
 /** The object of a cache entry; undefined (a miss) for anything not written by toCacheEntry. */
-function fromCacheEntry(loc: LocatedId, entry: string): StoreObject | undefined {
+function fromCacheEntry(loc: LocatedId, entry: string): KitObject | undefined {
   const nl = entry.indexOf('\n');
   if (nl < 1) return undefined;
   const ms = Number(entry.slice(0, nl));
   if (!Number.isSafeInteger(ms)) return undefined;
-  return new StoreObject(loc.id, loc.type.name, loc.shard, undefined, entry.slice(nl + 1), new Date(ms));
+  return new KitObject(loc.id, loc.type.name, loc.shard, undefined, entry.slice(nl + 1), new Date(ms));
 }
 
 function notFound(id: bigint): ShardKitError {

@@ -6,7 +6,7 @@ import { pinterestId } from '../ids/pinterest-id.js';
 import type { KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
-import { StoreCache, type StoreCacheOptions } from './store-cache.js';
+import { KitCache, type KitCacheOptions } from './kit-cache.js';
 import type { ShardErrorEvent } from './types.js';
 
 /** An object ID that passed every check: well formed, known type, shard in the map. */
@@ -25,19 +25,19 @@ export interface StoreContextOptions {
   shardMap?: ShardMap;
   random?: () => number;
   /** Read-through cache of objects and mapping lists (none: every read goes to the backend). */
-  cache?: StoreCacheOptions;
+  cache?: KitCacheOptions;
 }
 
 /**
  * What objects, mappings and lookups share: the backend, the schema indexes, the live shard
  * map (read from the topology store and replaced on every `watch` update) and error events.
  */
-export class StoreContext {
+export class KitContext {
   readonly backend: ShardBackend;
   readonly schema: SchemaDef;
   readonly events = new EventEmitter();
   readonly random: () => number;
-  readonly cache: StoreCache | undefined;
+  readonly cache: KitCache | undefined;
   private readonly topology: TopologyStore | undefined;
   private readonly typesByName = new Map<string, ObjectTypeDef>();
   private readonly typesById = new Map<number, ObjectTypeDef>();
@@ -70,7 +70,7 @@ export class StoreContext {
     for (const k of options.schema.keyspaces) this.keyspacesByName.set(k.name, k);
     // Shard errors are reported to whoever listens; no listener must not mean a crash.
     this.events.on('error', () => {});
-    this.cache = options.cache === undefined ? undefined : new StoreCache(options.cache, this.events);
+    this.cache = options.cache === undefined ? undefined : new KitCache(options.cache, this.events);
   }
 
   /** The shard map in force; loads it from the topology store on first use. */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { etagOf } from '../../src/store/etag.js';
+import { etagOf } from '../../src/kit/etag.js';
 
 /** The etag as first written (Number#toString(36)): stored etags held by clients must not change. */
 function reference(text: string): string {

@@ -6,7 +6,7 @@ import type { JsonObject, ShardObject } from './types.js';
  * An object read from its shard. Keeps the stored text: the etag is computed from it, `data`
  * is parsed from it on first access, and the HTTP service sends it as is.
  */
-export class StoreObject implements ShardObject {
+export class KitObject implements ShardObject {
   readonly id: bigint;
   readonly type: string;
   readonly shard: number;

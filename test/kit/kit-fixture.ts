@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { defaultConfig, parseConfig, resolveSchema } from '../../src/config/config.js';
 import { SqliteBackend } from '../../src/storage/sqlite/sqlite-backend.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 import { MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';

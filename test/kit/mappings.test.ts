@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isShardKitError, type ErrorCode } from '../../src/errors.js';
-import { decodeCursor, encodeCursor } from '../../src/store/cursor-codec.js';
-import type { MappingEntry } from '../../src/store/types.js';
+import { decodeCursor, encodeCursor } from '../../src/kit/cursor-codec.js';
+import type { MappingEntry } from '../../src/kit/types.js';
 import { makeKit, snapshot } from './kit-fixture.js';
 
 async function expectCode(p: Promise<unknown>, code: ErrorCode): Promise<void> {

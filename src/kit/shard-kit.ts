@@ -11,12 +11,12 @@ import { createBackend } from './backend-factory.js';
 import { Lookups } from './lookups.js';
 import { Mappings } from './mappings.js';
 import { Objects } from './objects.js';
-import { StoreContext } from './store-context.js';
-import type { StoreObject } from './store-object.js';
+import { KitContext } from './kit-context.js';
+import type { KitObject } from './kit-object.js';
 import type { CacheStats, ListOptions } from './types.js';
-import type { StoreCacheOptions } from './store-cache.js';
+import type { KitCacheOptions } from './kit-cache.js';
 
-function isCache(value: Cache | StoreCacheOptions): value is Cache {
+function isCache(value: Cache | KitCacheOptions): value is Cache {
   return typeof (value as Cache).getMany === 'function';
 }
 
@@ -33,7 +33,7 @@ export interface ShardKitOptions {
    * Read-through cache of objects and mapping lists (docs/caching.md): a Cache, or one with its
    * TTL and key prefix. None by default.
    */
-  cache?: Cache | StoreCacheOptions;
+  cache?: Cache | KitCacheOptions;
   /** close() also closes the backend, the topology store and the cache (set by ShardKit.open). */
   ownsResources?: boolean;
 }
@@ -59,14 +59,14 @@ export class ShardKit {
   readonly lookups: Lookups;
   readonly backend: ShardBackend;
   readonly schema: SchemaDef;
-  private readonly ctx: StoreContext;
+  private readonly ctx: KitContext;
   private readonly topology: TopologyStore | undefined;
   private readonly ownsResources: boolean;
   private closing: Promise<void> | undefined;
 
   constructor(options: ShardKitOptions) {
     const { cache, ...rest } = options;
-    this.ctx = new StoreContext(cache === undefined ? rest : { ...rest, cache: isCache(cache) ? { cache } : cache });
+    this.ctx = new KitContext(cache === undefined ? rest : { ...rest, cache: isCache(cache) ? { cache } : cache });
     this.backend = options.backend;
     this.schema = options.schema;
     this.topology = options.topology;
@@ -87,7 +87,7 @@ export class ShardKit {
     const backend = await createBackend({ config, dataDir, schema });
     const topology = createTopologyStore(config.topologyStore, { dataDir });
     const spec = config.cache;
-    const cache: StoreCacheOptions | undefined = spec === undefined
+    const cache: KitCacheOptions | undefined = spec === undefined
       ? undefined
       : { cache: await createCache(spec), ttlSeconds: spec.ttlSeconds ?? DEFAULT_CACHE_TTL_SECONDS, ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}) };
     const kit = new ShardKit({
@@ -134,10 +134,10 @@ export class ShardKit {
    * The application-level join: a page of the mapping, then a multi-get of those objects
    * (deleted ones skipped). `next` continues the mapping, so a page may hold fewer objects.
    */
-  async join(mapping: string, from: bigint | string, options: ListOptions = {}): Promise<{ objects: StoreObject[]; next: string | null }> {
+  async join(mapping: string, from: bigint | string, options: ListOptions = {}): Promise<{ objects: KitObject[]; next: string | null }> {
     const page = await this.mappings.list(mapping, from, options);
     const objects = await this.objects.getMany(page.items.map((i) => i.id), { skipInvalid: true });
-    return { objects: objects.filter((o): o is StoreObject => o !== undefined), next: page.next };
+    return { objects: objects.filter((o): o is KitObject => o !== undefined), next: page.next };
   }
 
   async close(): Promise<void> {

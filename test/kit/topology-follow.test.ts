@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 import { MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
 import { makeKit, testConfig } from './kit-fixture.js';

@@ -2,8 +2,8 @@ import { ShardKitError } from '../errors.js';
 import type { MappingDef } from '../storage/shard-backend.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import { decodeCursor, encodeCursor, type CursorList } from './cursor-codec.js';
-import type { StoreCache } from './store-cache.js';
-import type { LocatedId, StoreContext } from './store-context.js';
+import type { KitCache } from './kit-cache.js';
+import type { LocatedId, KitContext } from './kit-context.js';
 import type { ListOptions, ListOrder, MappingListPage } from './types.js';
 
 export const MAX_PAGE = 1000;
@@ -32,7 +32,7 @@ export function parseListOptions(options: ListOptions, list: CursorList): Parsed
  * ordered by (sequence, to) and paged with keyset cursors, never OFFSET.
  */
 export class Mappings {
-  constructor(private readonly ctx: StoreContext) {}
+  constructor(private readonly ctx: KitContext) {}
 
   /** Adds the pair, or moves it to `sequence` when present (default: now in unix ms). */
   async add(name: string, from: bigint | string, to: bigint | string, options: { sequence?: number } = {}): Promise<void> {
@@ -119,7 +119,7 @@ export class Mappings {
  * generation key) closes it; across processes the TTL bounds it.
  */
 async function readThrough<T>(
-  cache: StoreCache,
+  cache: KitCache,
   mapping: string,
   from: bigint,
   what: string,

@@ -4,7 +4,7 @@ import { checkTtl, DEFAULT_CACHE_TTL_SECONDS, type Cache } from '../cache/cache.
 import { FillGuard } from './fill-guard.js';
 import type { CacheErrorEvent, CacheStats } from './types.js';
 
-export interface StoreCacheOptions {
+export interface KitCacheOptions {
   cache: Cache;
   /** How long an entry lives (default 300 s): the bound on staleness when an invalidation is lost. */
   ttlSeconds?: number;
@@ -21,7 +21,7 @@ const guards = new WeakMap<Cache, FillGuard>();
  * dropped, and a lost invalidation leaves an entry for at most its TTL; each is announced as
  * 'cache-error' and counted.
  */
-export class StoreCache {
+export class KitCache {
   readonly cache: Cache;
   readonly ttlSeconds: number;
   private readonly prefix: string;
@@ -29,7 +29,7 @@ export class StoreCache {
   private readonly pending = new Set<Promise<void>>();
   private readonly counters: CacheStats = { hits: 0, misses: 0, errors: 0, fills: 0, skippedFills: 0, invalidations: 0 };
 
-  constructor(options: StoreCacheOptions, private readonly events: EventEmitter) {
+  constructor(options: KitCacheOptions, private readonly events: EventEmitter) {
     this.cache = options.cache;
     this.ttlSeconds = checkTtl(options.ttlSeconds ?? DEFAULT_CACHE_TTL_SECONDS);
     this.prefix = options.keyPrefix ?? '';

@@ -1,5 +1,5 @@
 export { ShardKit, type ShardKitOptions, type OpenOptions } from './shard-kit.js';
-export { StoreObject } from './store-object.js';
+export { KitObject } from './kit-object.js';
 export { mergePatch } from './merge-patch.js';
 export { encodeCursor, decodeCursor, type CursorList } from './cursor-codec.js';
 export { createBackend, type BackendFactoryOptions } from './backend-factory.js';

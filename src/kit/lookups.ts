@@ -1,12 +1,12 @@
 import { checkLookupKey } from '../storage/backend-args.js';
-import type { StoreContext } from './store-context.js';
+import type { KitContext } from './kit-context.js';
 
 /**
  * Lookups by arbitrary keys (SPEC §4, the mod shard): email, username, IP ... → object ID, on
  * the mod-shard fleet at md5(key) mod N. Keys are exact byte strings of up to 1024 UTF-8 bytes.
  */
 export class Lookups {
-  constructor(private readonly ctx: StoreContext) {}
+  constructor(private readonly ctx: KitContext) {}
 
   /** Maps `key` to the object `id` (replacing any previous id). */
   async put(keyspace: string, key: string, id: bigint | string): Promise<void> {

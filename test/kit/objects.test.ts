@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { isShardKitError, type ErrorCode } from '../../src/errors.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import type { ShardBackend } from '../../src/storage/shard-backend.js';
-import { ShardKit } from '../../src/store/shard-kit.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
 import { defaultShardMapJson, ShardMap } from '../../src/topology/shard-map.js';
 import { makeKit, snapshot, testConfig, testSchema } from './kit-fixture.js';
 
