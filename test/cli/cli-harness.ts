@@ -1,14 +1,27 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
-/** `npm test` builds first; a lone `node scripts/run-tests.mjs cli` on a fresh checkout builds here. */
+function newestSourceMs(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestSourceMs(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * scripts/run-tests.mjs builds before it runs anything; a test file run on its own (node --test)
+ * builds here when dist/ is missing or older than src/, so a CLI test never runs stale code.
+ */
 export function ensureBuilt(): void {
-  if (existsSync(CLI)) return;
+  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newestSourceMs(join(ROOT, 'src'))) return;
   const res = spawnSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'inherit' });
   assert.equal(res.status, 0, 'npm run build failed');
 }

@@ -1,4 +1,5 @@
 /**
+ * @server-free (imports the dev cluster only for its defaults; scripts/run-tests.mjs --unit)
  * The CLI defines every command cheaply and imports a command's implementation (and fastify,
  * mysql2, RocksDB, SQLite, Parquet, zod ...) only when that command runs.
  */

@@ -11,9 +11,10 @@ import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { WideColumnStore } from '../../src/widecolumn/index.js';
 import { makeKit } from '../kit/kit-fixture.js';
 import { assertError } from './http-fixture.js';
+import { CLI, ensureBuilt } from '../cli/cli-harness.js';
 
 const TOKEN = 'e3b0c44298fc1c149afbf4c8996fb924';
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+ensureBuilt();
 
 async function adminApp(admin: AdminAccess) {
   const f = makeKit();
@@ -117,7 +118,7 @@ test('serve decides admin access: token file or SHARDKIT_ADMIN_TOKEN, else open 
 
 function cli(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { env: { ...process.env, NODE_OPTIONS: '', ...env } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, NODE_OPTIONS: '', ...env } }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
     });
   });

@@ -9,8 +9,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
+import { CLI as CLI_JS, ensureBuilt } from '../cli/cli-harness.js';
 
-const CLI = ['--import', 'tsx', 'src/cli/main.ts'];
+const CLI = [CLI_JS];
+ensureBuilt();
 
 interface Server {
   proc: ChildProcess;

@@ -10,7 +10,9 @@ import { processAlive } from './helpers.js';
 // Bounded timeouts for this test; a request may take at most about connect + query timeout.
 const CONNECT_TIMEOUT_MS = 1000;
 const QUERY_TIMEOUT_MS = 1500;
-const BOUND_MS = CONNECT_TIMEOUT_MS + QUERY_TIMEOUT_MS + 2000;
+// The slack is wide on purpose: the test shows that a request fails instead of hanging (a TCP
+// timeout is minutes), not how fast a loaded machine runs it.
+const BOUND_MS = CONNECT_TIMEOUT_MS + QUERY_TIMEOUT_MS + 10_000;
 
 interface Outcome {
   shard: number;

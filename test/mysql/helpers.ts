@@ -2,9 +2,10 @@ import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { CLI, ensureBuilt } from '../cli/cli-harness.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = join(ROOT, 'src', 'cli', 'main.ts');
+ensureBuilt();
 
 export interface CliResult {
   code: number;
@@ -15,7 +16,7 @@ export interface CliResult {
 /** Runs the real CLI (`shardkit ...`) from source in a child process. */
 export function shardkit(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env, NODE_OPTIONS: '' }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env, NODE_OPTIONS: '' }, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout, stderr });
     });

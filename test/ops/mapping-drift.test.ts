@@ -15,6 +15,8 @@ import { MemoryCache } from '../../src/cache/index.js';
 import type { MappingRow } from '../../src/storage/shard-backend.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { makeKit, testSchema } from '../kit/kit-fixture.js';
+import { CLI, ensureBuilt } from '../cli/cli-harness.js';
+ensureBuilt();
 
 async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
   await assert.rejects(p, (err: unknown) => isShardKitError(err) && err.code === code);
@@ -146,7 +148,7 @@ test('shardkit mappings drift: exit 3 with a readable report on drift, --repair 
     const pin = await kit.objects.create('pin', {}, { near: board.id });
     await kit.mappings.add('board_has_pins', board.id, pin.id, { sequence: 7 });
     await kit.close();
-    const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'mappings', 'drift', ...args], { encoding: 'utf8' });
+    const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'mappings', 'drift', ...args], { encoding: 'utf8' });
 
     const found = run('board_has_pins', 'pin_owned_by_board', '--data', dir);
     assert.equal(found.status, 3, found.stderr);
@@ -166,7 +168,7 @@ test('shardkit mappings drift: exit 3 with a readable report on drift, --repair 
       assert.equal(bad.status, 2, `${args.join(' ')}: ${bad.stderr}`);
       assert.match(bad.stderr, /^shardkit: [A-Z_]+: .+\n$/, 'one readable line');
     }
-    const help = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'mappings', 'drift', '--help'], { encoding: 'utf8' });
+    const help = spawnSync(process.execPath, [CLI, 'mappings', 'drift', '--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0);
     assert.match(help.stdout, /--repair/);
   } finally {
@@ -216,7 +218,7 @@ test('a pair that cannot be repaired (an ID of no type in the schema) is skipped
     const report = await checkMappingDrift(kit, { mapping: 'board_has_pins', reverse: 'pin_owned_by_board', repair: true });
     assert.deepEqual([report.missing, report.repaired], [1, { added: 0, removed: 0, skipped: 1 }]);
     await kit.close();
-    const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir, '--repair'], { encoding: 'utf8' });
+    const res = spawnSync(process.execPath, [CLI, 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir, '--repair'], { encoding: 'utf8' });
     assert.equal(res.status, 3, res.stdout + res.stderr);
     assert.match(res.stdout, /1 skipped/);
   } finally {
@@ -242,7 +244,7 @@ test('rows stored on a shard their from ID does not name are reported apart and 
       assert.deepEqual([report.missing, report.orphans], run === 0 ? [1, 0] : [0, 0], `run ${run}`);
     }
     await kit.close();
-    const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir], { encoding: 'utf8' });
+    const res = spawnSync(process.execPath, [CLI, 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir], { encoding: 'utf8' });
     assert.equal(res.status, 3, res.stdout + res.stderr);
     assert.match(res.stdout, /1 row stored on a shard their from ID does not name/);
     assert.match(res.stdout, new RegExp(`misplaced  pin_owned_by_board ${pin.id} → ${board.id} on shard 3`));

@@ -217,6 +217,8 @@ test('under a storm of statement timeouts no session keeps the generator lock, a
   }
 });
 
+// Defence in depth: this fails only when both the exception block (guarded on its own by the
+// storm test above) and the backend's discarding of a failed call's connection are removed.
 test('through a PostgresBackend with a tight query timeout, failed calls leave no lock on the pooled connections', async () => {
   await env.dropAllShards();
   await backend.createShard(ref(4));
@@ -237,8 +239,24 @@ test('through a PostgresBackend with a tight query timeout, failed calls leave n
     }));
     assert.ok(counts.failed > 0, `some calls timed out: ${JSON.stringify(counts)}`);
     assert.equal(await advisoryLocks(), 0, JSON.stringify(counts));
-    // Every later call on the same pool works.
-    for (let i = 0; i < 20; i++) assert.equal((await tight.nextInstagramIds(ref(4))).length, 1);
+    // The pool still serves calls. A 3 ms budget can still run out on a loaded machine, so a
+    // call that times out is tried again: what must not happen is a pool that stays stuck, as
+    // it would behind a lock left on an idle pooled session (every other session's call then
+    // waits for the lock and times out, attempt after attempt). Ten callers use several of
+    // the pool's sessions at once.
+    const served: bigint[] = [];
+    await Promise.all(Array.from({ length: 10 }, async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          served.push(...(await tight.nextInstagramIds(ref(4))));
+          return;
+        } catch (err) {
+          if (!isShardKitError(err, 'SHARD_UNAVAILABLE') || attempt >= 500) throw err;
+        }
+      }
+    }));
+    assert.equal(new Set(served).size, 10, 'ten calls served, ten distinct IDs');
+    assert.equal(await advisoryLocks(), 0, 'and none of them left the lock behind');
   } finally {
     await tight.close();
   }

@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ticketsRoutes } from '../../src/http/routes/tickets-routes.js';
 import { assertError, makeApp } from '../http/http-fixture.js';
+import { CLI, ensureBuilt } from '../cli/cli-harness.js';
+ensureBuilt();
 
 test('without a client, every ticket route answers 501 TICKETS_NOT_CONFIGURED, whatever the count', async () => {
   const f = await makeApp({ plugins: [ticketsRoutes()] });
@@ -26,7 +28,7 @@ test('without a client, every ticket route answers 501 TICKETS_NOT_CONFIGURED, w
 
 test('`shardkit serve --no-widecolumn --no-dashboard` on the embedded default config answers the ticket routes with TICKETS_NOT_CONFIGURED, the wide-column routes with WIDECOLUMN_DISABLED, and serves no dashboard', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-notickets-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--data', dir, '--port', '0', '--no-widecolumn', '--no-dashboard'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--no-widecolumn', '--no-dashboard'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   try {

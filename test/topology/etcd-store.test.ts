@@ -200,7 +200,7 @@ test('etcd store: etcd down -> read and write fail with TOPOLOGY_UNAVAILABLE; ba
   // A server of its own: stopping the shared one would disturb the other tests of this file.
   const server = await LocalEtcd.start();
   const key = freshKey();
-  const watcher = new EtcdTopologyStore({ endpoints: [server.endpoint], key, dialTimeoutMs: 500, retryMaxMs: 200 });
+  const watcher = new EtcdTopologyStore({ endpoints: [server.endpoint], key, dialTimeoutMs: 2000, retryMaxMs: 200 });
   const writer = new EtcdTopologyStore({ endpoints: [server.endpoint], key, dialTimeoutMs: 2000, retryMaxMs: 200 });
   try {
     await writer.write(sampleMap('v1'), 0);

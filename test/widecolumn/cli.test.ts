@@ -9,13 +9,14 @@ import { installErrorHandler } from '../../src/http/error-handler.js';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { WideColumnStore } from '../../src/widecolumn/index.js';
 import { tempDir } from './helpers.js';
+import { CLI, ensureBuilt } from '../cli/cli-harness.js';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+ensureBuilt();
 
 /** Runs the CLI without blocking this process (a test server may be answering it). */
 function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { env: { ...process.env, NODE_OPTIONS: '' } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, NODE_OPTIONS: '' } }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
     });
   });
