@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import type { WriteBatch } from './rocksdb.js';
 import { ShardKitError } from '../errors.js';
-import { openRocks } from './wide-column-store.js';
+import { openRocks } from './rocksdb.js';
 import type { WideColumnSnapshot } from './snapshot.js';
 import type { ProgressFn } from './types.js';
 import type { WideColumnStore } from './wide-column-store.js';

@@ -11,10 +11,12 @@ import {
   unescapeComponent,
 } from './key-codec.js';
 import { isLive, rowId } from './row-context.js';
+import type { EngineCompactionReport } from './engine.js';
 import type { ProgressFn } from './types.js';
 import type { WideColumnStore } from './wide-column-store.js';
 
-export interface CompactionReport {
+/** The RocksDB engine's report: the common counters and its own. */
+export interface CompactionReport extends EngineCompactionReport {
   /** Cells looked at. */
   scannedCells: number;
   removedExpiredCells: number;

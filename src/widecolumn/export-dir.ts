@@ -1,10 +1,8 @@
 import { lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ShardKitError } from '../errors.js';
-import { backup, type BackupManifest } from './backup.js';
-import { exportParquet, type ExportReport } from './parquet-export.js';
+import type { EngineBackupReport, EngineExportReport, WideColumnEngine } from './engine.js';
 import type { ProgressFn } from './types.js';
-import type { WideColumnStore } from './wide-column-store.js';
 
 /**
  * Backups and exports asked for over HTTP are written only inside one directory chosen by the
@@ -48,7 +46,7 @@ export interface ConfinedBackupReport {
  * (ALREADY_EXISTS), even an empty directory: the service only ever writes into directories it
  * created itself for this backup. A failed backup removes its directory.
  */
-export async function backupToExportDir(store: WideColumnStore, root: string, name: unknown, options: { onProgress?: ProgressFn } = {}): Promise<ConfinedBackupReport> {
+export async function backupToExportDir(engine: WideColumnEngine, root: string, name: unknown, options: { onProgress?: ProgressFn } = {}): Promise<ConfinedBackupReport> {
   const dir = resolveExportName(root, name, 'backup name');
   mkdirSync(resolve(root), { recursive: true });
   try {
@@ -57,23 +55,23 @@ export async function backupToExportDir(store: WideColumnStore, root: string, na
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ShardKitError('ALREADY_EXISTS', `backup ${JSON.stringify(name)} already exists in the export directory; choose a new name`);
     throw err;
   }
-  let m: BackupManifest;
+  let m: EngineBackupReport;
   try {
-    m = await backup(store, dir, options);
+    m = await engine.backup(dir, options);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  return { name: name as string, dir, records: m.records, bytes: m.bytes, files: m.files.length, snapshotAt: m.snapshotAt };
+  return { name: name as string, dir, records: m.records, bytes: m.bytes, files: m.files, snapshotAt: m.snapshotAt };
 }
 
 /**
  * A Parquet export into the file `root/name`. An existing file is replaced only with
  * `overwrite`; anything there that is not a regular file (a backup directory, a link) is refused.
  */
-export async function exportToExportDir(store: WideColumnStore, root: string, dataset: string, name: unknown, options: { overwrite?: boolean; onProgress?: ProgressFn } = {}): Promise<ExportReport & { name: string }> {
+export async function exportToExportDir(engine: WideColumnEngine, root: string, dataset: string, name: unknown, options: { overwrite?: boolean; onProgress?: ProgressFn } = {}): Promise<EngineExportReport & { name: string }> {
   const file = resolveExportName(root, name, 'export name');
-  store.getDataset(dataset);
+  await engine.getDataset(dataset);
   let existing: ReturnType<typeof lstatSync> | undefined;
   try {
     existing = lstatSync(file);
@@ -84,7 +82,7 @@ export async function exportToExportDir(store: WideColumnStore, root: string, da
     throw new ShardKitError('ALREADY_EXISTS', `${JSON.stringify(name)} already exists in the export directory${existing.isFile() ? '; pass overwrite to replace it' : ' and is not a file'}`);
   }
   mkdirSync(resolve(root), { recursive: true });
-  const report = await exportParquet(store, dataset, file, options);
+  const report = await engine.exportParquet(dataset, file, options);
   return { ...report, name: name as string };
 }
 

@@ -1,3 +1,4 @@
+export type { WideColumnEngine, WideColumnEngineDriver, EngineCompactionReport, EngineBackupReport, EngineRestoreReport, EngineExportReport } from './engine.js';
 export { WideColumnStore, DEFAULT_SHARDS, type WideColumnStoreOptions } from './wide-column-store.js';
 export { WideColumnSnapshot } from './snapshot.js';
 export { compact, type CompactionReport } from './compaction.js';
@@ -5,6 +6,7 @@ export { backup, restore, readManifest, BACKUP_FORMAT, type BackupManifest, type
 export { exportParquet, exportSchema, type ExportReport } from './parquet-export.js';
 export {
   openWideColumnService,
+  rocksDbDriver,
   startCompactionSchedule,
   parseWideColumnConfig,
   wideColumnConfigSchema,

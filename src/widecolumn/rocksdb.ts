@@ -1,7 +1,10 @@
 // The subset of rocksdb-native (3.x, which ships no types) that the wide-column store uses,
 // checked against node_modules/rocksdb-native/{index.js,lib/*.js}. A module rather than an
 // ambient declaration, so that the published .d.ts files need nothing from the untyped package.
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { ShardKitError } from '../errors.js';
 
 export type Key = Buffer | Uint8Array | string;
 
@@ -90,3 +93,20 @@ export interface RocksDBConstructor {
 
 const require = createRequire(import.meta.url);
 export const RocksDB = require('rocksdb-native') as RocksDBConstructor;
+
+/** Opens RocksDB, turning the LOCK-file error into a clear STORE_LOCKED. */
+export async function openRocks(path: string): Promise<RocksDB> {
+  mkdirSync(dirname(path), { recursive: true });
+  const db = new RocksDB(path);
+  try {
+    await db.ready();
+  } catch (err) {
+    const message = (err as Error).message ?? String(err);
+    if (/LOCK|lock hold/i.test(message)) {
+      throw new ShardKitError('STORE_LOCKED', `the wide-column store in ${path} is in use by another process (is \`shardkit serve\` running on this data directory?); stop it, or pass --url to ask the running service`, { cause: err });
+    }
+    throw new ShardKitError('INTERNAL', `cannot open the wide-column store in ${path}: ${message}`, { cause: err });
+  }
+  return db;
+}
+

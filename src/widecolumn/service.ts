@@ -1,7 +1,8 @@
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { ShardKitError } from '../errors.js';
-import { compact, type CompactionReport } from './compaction.js';
+import { restore } from './backup.js';
+import type { EngineCompactionReport, WideColumnEngine, WideColumnEngineDriver } from './engine.js';
 import { DEFAULT_EXPORT_DIR, defaultExportDir } from './export-dir.js';
 import type { Logger } from './types.js';
 import { WideColumnStore, type WideColumnStoreOptions } from './wide-column-store.js';
@@ -63,13 +64,27 @@ function within(inner: string, outer: string): boolean {
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
-// The HTTP plugin is handed only the store (`widecolumnRoutes(service.store)`), so the service
-// records here which export directory its config chose for that store.
-const exportDirs = new WeakMap<WideColumnStore, string>();
+// The HTTP plugin is handed only the engine (`widecolumnRoutes(service.engine)`), so the service
+// records here which export directory its config chose for that engine.
+const exportDirs = new WeakMap<WideColumnEngine, string>();
 
-/** The export directory of a store opened by openWideColumnService, else the one next to the store. */
-export function exportDirOf(store: WideColumnStore): string {
-  return exportDirs.get(store) ?? defaultExportDir(store.path);
+/**
+ * The export directory of an engine opened by openWideColumnService, else (an embedded store)
+ * the one next to the store's directory.
+ */
+export function exportDirOf(engine: WideColumnEngine): string {
+  const dir = exportDirs.get(engine) ?? (engine instanceof WideColumnStore ? defaultExportDir(engine.path) : undefined);
+  if (dir === undefined) throw new ShardKitError('INVALID_CONFIG', `no export directory is configured for the ${engine.kind} wide-column engine`);
+  return dir;
+}
+
+/** The embedded RocksDB engine in directory `path` (SPEC §6: the default engine). */
+export function rocksDbDriver(path: string, options: WideColumnStoreOptions = {}): WideColumnEngineDriver {
+  return {
+    kind: 'rocksdb',
+    open: () => WideColumnStore.open(path, options),
+    restore: (backupDir, restoreOptions = {}) => restore(backupDir, path, restoreOptions),
+  };
 }
 
 export function storeOptions(config: WideColumnConfig, extra: WideColumnStoreOptions = {}): WideColumnStoreOptions {
@@ -81,12 +96,12 @@ export function storeOptions(config: WideColumnConfig, extra: WideColumnStoreOpt
  * Runs compaction every `intervalMs` (never two at once); the timer does not keep the process
  * alive. Returns a function that stops the schedule and waits for a running compaction.
  */
-export function startCompactionSchedule(store: WideColumnStore, intervalMs: number, logger?: Logger): () => Promise<void> {
+export function startCompactionSchedule(engine: WideColumnEngine, intervalMs: number, logger?: Logger): () => Promise<void> {
   if (intervalMs <= 0) return async () => undefined;
-  let running: Promise<CompactionReport | void> | null = null;
+  let running: Promise<EngineCompactionReport | void> | null = null;
   const timer = setInterval(() => {
-    if (running || store.closed) return;
-    running = compact(store)
+    if (running || engine.closed) return;
+    running = engine.compact()
       .catch((err: unknown) => logger?.error({ err }, 'wide-column compaction failed'))
       .finally(() => {
         running = null;
@@ -100,7 +115,7 @@ export function startCompactionSchedule(store: WideColumnStore, intervalMs: numb
 }
 
 export interface WideColumnService {
-  store: WideColumnStore;
+  engine: WideColumnEngine;
   /** Where HTTP backups and exports go (config `widecolumn.exportDir`). */
   exportDir: string;
   /** Stops the compaction schedule and closes the store. */
@@ -111,15 +126,15 @@ export interface WideColumnService {
 export async function openWideColumnService(options: { dataDir: string; config?: unknown; logger?: Logger }): Promise<WideColumnService> {
   const config = parseWideColumnConfig(options.config);
   const exportDir = wideColumnExportDir(options.dataDir, config);
-  const store = await WideColumnStore.open(wideColumnDir(options.dataDir), storeOptions(config, options.logger ? { logger: options.logger } : {}));
-  exportDirs.set(store, exportDir);
-  const stop = startCompactionSchedule(store, config.compactionIntervalSeconds * 1000, options.logger);
+  const engine = await rocksDbDriver(wideColumnDir(options.dataDir), storeOptions(config, options.logger ? { logger: options.logger } : {})).open();
+  exportDirs.set(engine, exportDir);
+  const stop = startCompactionSchedule(engine, config.compactionIntervalSeconds * 1000, options.logger);
   return {
-    store,
+    engine,
     exportDir,
     async close() {
       await stop();
-      await store.close();
+      await engine.close();
     },
   };
 }

@@ -1,6 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { RocksDB, type WriteBatch } from './rocksdb.js';
+import { resolve } from 'node:path';
+import { openRocks, type RocksDB, type WriteBatch } from './rocksdb.js';
+import { backup } from './backup.js';
+import { compact, type CompactionReport } from './compaction.js';
+import type { EngineBackupReport, EngineExportReport, WideColumnEngine } from './engine.js';
+import { exportParquet } from './parquet-export.js';
 import { ShardKitError } from '../errors.js';
 import {
   checkDatasetName,
@@ -34,7 +37,7 @@ import { readRow, type ReadHints, type ReadQuery } from './row-reader.js';
 import { WideColumnSnapshot } from './snapshot.js';
 import { TimestampOracle } from './timestamp-oracle.js';
 import { foldLog, type FoldResult } from './write-log.js';
-import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, PutItem, PutRowRequest, PutRowResult, RowResult } from './types.js';
+import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, ProgressFn, PutItem, PutRowRequest, PutRowResult, RowResult } from './types.js';
 
 export interface WideColumnStoreOptions {
   /** Milliseconds since the epoch; injectable for tests. */
@@ -96,7 +99,8 @@ function hasDuplicateColumns(items: PreparedItem[]): boolean {
  * The wide-column engine: datasets → rows → columns → cells on one RocksDB. See
  * docs/widecolumn.md for the key format and the guarantees.
  */
-export class WideColumnStore {
+export class WideColumnStore implements WideColumnEngine {
+  readonly kind = 'rocksdb';
   readonly path: string;
   readonly shards: number;
   readonly limits: WideColumnLimits;
@@ -216,11 +220,11 @@ export class WideColumnStore {
 
   // ---- datasets -------------------------------------------------------------------------------
 
-  listDatasets(): DatasetConfig[] {
+  async listDatasets(): Promise<DatasetConfig[]> {
     return [...this.datasets.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((d) => ({ ...d }));
   }
 
-  getDataset(name: string): DatasetConfig {
+  async getDataset(name: string): Promise<DatasetConfig> {
     return { ...this.dataset(name) };
   }
 
@@ -267,6 +271,21 @@ export class WideColumnStore {
   /** @internal */
   datasetById(id: number): DatasetConfig | undefined {
     return this.datasetsById.get(id);
+  }
+
+  // ---- long operations ------------------------------------------------------------------------
+
+  compact(options: { onProgress?: ProgressFn } = {}): Promise<CompactionReport> {
+    return compact(this, options);
+  }
+
+  async backup(dir: string, options: { onProgress?: ProgressFn } = {}): Promise<EngineBackupReport> {
+    const m = await backup(this, dir, options);
+    return { dir: resolve(dir), records: m.records, bytes: m.bytes, files: m.files.length, snapshotAt: m.snapshotAt };
+  }
+
+  exportParquet(dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn } = {}): Promise<EngineExportReport> {
+    return exportParquet(this, dataset, file, options);
   }
 
   // ---- reads ----------------------------------------------------------------------------------
@@ -639,21 +658,5 @@ export class WideColumnStore {
 function uniqueSorted(list: Buffer[]): Buffer[] {
   const sorted = [...list].sort(Buffer.compare);
   return sorted.filter((b, i) => i === 0 || !b.equals(sorted[i - 1]!));
-}
-
-/** Opens RocksDB, turning the LOCK-file error into a clear STORE_LOCKED. */
-export async function openRocks(path: string): Promise<RocksDB> {
-  mkdirSync(dirname(path), { recursive: true });
-  const db = new RocksDB(path);
-  try {
-    await db.ready();
-  } catch (err) {
-    const message = (err as Error).message ?? String(err);
-    if (/LOCK|lock hold/i.test(message)) {
-      throw new ShardKitError('STORE_LOCKED', `the wide-column store in ${path} is in use by another process (is \`shardkit serve\` running on this data directory?); stop it, or pass --url to ask the running service`, { cause: err });
-    }
-    throw new ShardKitError('INTERNAL', `cannot open the wide-column store in ${path}: ${message}`, { cause: err });
-  }
-  return db;
 }
 

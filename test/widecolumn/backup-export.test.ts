@@ -56,7 +56,7 @@ test('backup under write load, restore elsewhere: exactly what the snapshot held
       const rs = restored.snapshot();
       assert.deepEqual(await dump(rs.entries()), expected, 'every record, byte for byte');
       await rs.close();
-      assert.deepEqual(restored.listDatasets().map((d) => [d.name, d.maxVersions, d.ttlSeconds]), [['load', 50, 0], ['other', 1, 3600]]);
+      assert.deepEqual((await restored.listDatasets()).map((d) => [d.name, d.maxVersions, d.ttlSeconds]), [['load', 50, 0], ['other', 1, 3600]]);
       assert.deepEqual(await restored.batchGetRows('load', Array.from({ length: 40 }, (_, i) => ({ row: `u${i}`, versions: 50 }))), expectedRows);
       // Consistency: the sequential writer's rows form a prefix with no gap, pairs intact.
       const max = ackedAfterBackup + 1;

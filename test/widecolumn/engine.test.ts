@@ -233,7 +233,7 @@ test('datasets: validated names and settings, persisted across reopen, unknown d
     await store.putRow('other', 'r', [{ column: 'c', value: 'other', timestamp: 5 }]);
     await store.close();
     store = await openStore(tmp.dir);
-    assert.deepEqual(store.listDatasets().map((d) => [d.name, d.maxVersions, d.ttlSeconds, d.latestIndex]), [['events', 3, 120, true], ['other', 1, 0, true]]);
+    assert.deepEqual((await store.listDatasets()).map((d) => [d.name, d.maxVersions, d.ttlSeconds, d.latestIndex]), [['events', 3, 120, true], ['other', 1, 0, true]]);
     assert.deepEqual(plain((await store.getRow('other', 'r')).columns), [['c', [[5, 'other']]]], 'datasets do not share rows');
     assert.equal(await errorCode(() => WideColumnStore.open(`${tmp.dir}/widecolumn`)), 'STORE_LOCKED', 'one process, one open store');
     await store.close();
@@ -367,7 +367,7 @@ test('latestIndex false: same answers as with head records on rows mixing deep a
       await store.putRow(ds, 'row', Array.from({ length: n }, (_, v) => ({ column, value: `${column}${v}`, timestamp: 100 + v * 10 })));
     }
   }
-  assert.equal(store.getDataset('plain').latestIndex, false);
+  assert.equal((await store.getDataset('plain')).latestIndex, false);
   for (const q of [{}, { versions: 2 }, { versions: 3 }, { versions: 10 }, { start: 105, end: 140 }, { versions: 2, start: 0, end: 125 }, { columns: ['b', 'g', 'zz'], versions: 4 }]) {
     for (const limit of [1, 2, 5, 100]) {
       const a = await readAll(store, 'heads', 'row', q, limit);
@@ -379,7 +379,7 @@ test('latestIndex false: same answers as with head records on rows mixing deep a
   assert.deepEqual(latest.find(([c]) => c === 'g')![1], [[180, 'g8']]);
   const raw = store.snapshot();
   let heads = 0;
-  for await (const { key } of raw.entries()) if (key[2] === 0x02 && key.readUInt32BE(3) === store.getDataset('plain').id) heads++;
+  for await (const { key } of raw.entries()) if (key[2] === 0x02 && key.readUInt32BE(3) === (await store.getDataset('plain')).id) heads++;
   await raw.close();
   assert.equal(heads, 0, 'no head records are written');
 }));

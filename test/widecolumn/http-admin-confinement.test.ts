@@ -145,7 +145,7 @@ test('the export directory follows config widecolumn.exportDir (relative to the 
       const dataDir = join(tmp.dir, exportDir === 'dumps' ? 'd1' : 'd2');
       const svc = await openWideColumnService({ dataDir, config: { compactionIntervalSeconds: 0, exportDir } });
       assert.equal(svc.exportDir, expected);
-      const app = await serve(svc.store);
+      const app = await serve(svc.engine);
       try {
         const res = await app.inject({ method: 'POST', url: '/v1/admin/widecolumn/backup', payload: { name: 'b1' } });
         assert.equal(res.statusCode, 200, res.body);

@@ -47,7 +47,7 @@ test('wide-column bodies: values of the wrong JSON type get 400 INVALID_ARGUMENT
     }
     assert.deepEqual((await store.getRow('d', 'r')).columns, [], 'nothing stored in row r');
     assert.deepEqual((await store.getRow('d', '42')).columns, []);
-    assert.deepEqual(store.listDatasets().map((d) => [d.name, d.maxVersions, d.ttlSeconds]), [['d', 5, 0]], 'no dataset created or changed');
+    assert.deepEqual((await store.listDatasets()).map((d) => [d.name, d.maxVersions, d.ttlSeconds]), [['d', 5, 0]], 'no dataset created or changed');
     assert.equal(existsSync(join(tmp.dir, 'widecolumn-exports')), false);
 
     // The right types still work, and query strings are still coerced as they must be.

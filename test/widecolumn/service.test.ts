@@ -11,12 +11,12 @@ test('the service opens <data>/widecolumn with the config section; bad config is
     const svc = await openWideColumnService({ dataDir: tmp.dir, config: { compactionIntervalSeconds: 0, limits: { maxValueBytes: 10 } } });
     try {
       assert.ok(existsSync(join(tmp.dir, 'widecolumn', 'CURRENT')));
-      await svc.store.putDataset('d');
-      assert.equal(await errorCode(svc.store.putRow('d', 'r', [{ column: 'c', value: 'more than ten bytes' }])), 'PAYLOAD_TOO_LARGE');
+      await svc.engine.putDataset('d');
+      assert.equal(await errorCode(svc.engine.putRow('d', 'r', [{ column: 'c', value: 'more than ten bytes' }])), 'PAYLOAD_TOO_LARGE');
     } finally {
       await svc.close();
     }
-    assert.equal(svc.store.closed, true);
+    assert.equal(svc.engine.closed, true);
     for (const bad of [{ compactionIntervalSeconds: -1 }, { limits: { maxValueBytes: 'big' } }, { unknown: true }, { compactionIntervalSeconds: 10 ** 9 }]) {
       assert.equal(await errorCode(() => parseWideColumnConfig(bad)), 'INVALID_CONFIG');
     }

@@ -74,7 +74,7 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
   try {
     if (options.widecolumn) {
       const wc = await openWideColumnService({ dataDir, config: config.widecolumn, logger: log.child({ module: 'widecolumn' }) });
-      out.push({ plugin: widecolumnRoutes(wc.store), close: () => wc.close() });
+      out.push({ plugin: widecolumnRoutes(wc.engine), close: () => wc.close() });
     } else {
       // The routes exist anyway and say that this service runs without the store.
       out.push({ plugin: widecolumnDisabledRoutes(), close: async () => {} });

@@ -3,13 +3,10 @@ import { join, resolve } from 'node:path';
 import { ERROR_CODES, ShardKitError, type ErrorCode } from '../../errors.js';
 import { ADMIN_TOKEN_ENV } from '../../http/admin-auth.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
-import { backup, restore } from '../../widecolumn/backup.js';
-import { compact } from '../../widecolumn/compaction.js';
 import { publicDataset } from '../../widecolumn/dataset-config.js';
-import { exportParquet } from '../../widecolumn/parquet-export.js';
-import { wideColumnDir } from '../../widecolumn/service.js';
+import type { WideColumnEngine } from '../../widecolumn/engine.js';
+import { rocksDbDriver, wideColumnDir } from '../../widecolumn/service.js';
 import type { ProgressFn } from '../../widecolumn/types.js';
-import { WideColumnStore } from '../../widecolumn/wide-column-store.js';
 
 export interface TargetOptions {
   data: string;
@@ -34,10 +31,10 @@ async function withProgress<T>(label: string, fn: (onProgress: ProgressFn) => Pr
   }
 }
 
-async function withStore<T>(data: string, fn: (store: WideColumnStore) => Promise<T>): Promise<T> {
+async function withStore<T>(data: string, fn: (store: WideColumnEngine) => Promise<T>): Promise<T> {
   const dir = wideColumnDir(resolve(data));
   if (!existsSync(join(dir, 'CURRENT'))) throw new ShardKitError('NOT_FOUND', `no wide-column store in ${dir} (wrong --data?)`);
-  const store = await WideColumnStore.open(dir);
+  const store = await rocksDbDriver(dir).open();
   try {
     return await fn(store);
   } finally {
@@ -79,7 +76,7 @@ function print(json: boolean | undefined, value: unknown, line: string): void {
 export async function wcCompactCommand(opts: TargetOptions): Promise<void> {
   const report = opts.url
     ? await callService(opts.url, 'v1/admin/widecolumn/compact', undefined)
-    : await withStore(opts.data, (store) => withProgress('wc compact', (onProgress) => compact(store, { onProgress })));
+    : await withStore(opts.data, (store) => withProgress('wc compact', (onProgress) => store.compact({ onProgress })));
   const r = report as Record<string, number>;
   print(opts.json, report, `compacted: ${r.scannedCells} cells scanned, ${r.removedExpiredCells} expired and ${r.removedExcessVersions} excess versions removed, ${r.removedHeads} expired columns dropped, ${r.foldedLogRecords} write-log records folded; SST ${r.sstBytesBefore} -> ${r.sstBytesAfter} bytes (${r.durationMs} ms)`);
 }
@@ -91,8 +88,8 @@ export async function wcBackupCommand(dir: string, opts: TargetOptions): Promise
     result = (await callService(opts.url, 'v1/admin/widecolumn/backup', { name: dir })) as typeof result;
   } else {
     const target = resolve(dir);
-    const m = await withStore(opts.data, (store) => withProgress('wc backup', (onProgress) => backup(store, target, { onProgress })));
-    result = { dir: target, records: m.records, bytes: m.bytes, files: m.files.length };
+    const m = await withStore(opts.data, (store) => withProgress('wc backup', (onProgress) => store.backup(target, { onProgress })));
+    result = { dir: target, records: m.records, bytes: m.bytes, files: m.files };
   }
   const where = opts.url ? `${result.dir} on the service machine` : result.dir;
   print(opts.json, result, `backup written to ${where}: ${result.records} records, ${result.bytes} bytes in ${result.files} file(s)`);
@@ -101,7 +98,7 @@ export async function wcBackupCommand(dir: string, opts: TargetOptions): Promise
 export async function wcRestoreCommand(dir: string, opts: TargetOptions): Promise<void> {
   if (opts.url) throw new ShardKitError('INVALID_ARGUMENT', 'restore cannot go through a running service: stop it, restore with --data, then start it again');
   const target = wideColumnDir(resolve(opts.data));
-  const r = await withProgress('wc restore', (onProgress) => restore(resolve(dir), target, { onProgress }));
+  const r = await withProgress('wc restore', (onProgress) => rocksDbDriver(target).restore(resolve(dir), { onProgress }));
   print(opts.json, { dir: target, ...r }, `restored ${r.records} records (${r.bytes} bytes, ${r.files} file(s)) into ${target} in ${r.durationMs} ms`);
 }
 
@@ -109,13 +106,13 @@ export async function wcExportCommand(dataset: string, file: string, opts: Targe
   const overwrite = opts.overwrite === true;
   const r = (opts.url
     ? await callService(opts.url, 'v1/admin/widecolumn/export', { dataset, name: file, overwrite })
-    : await withStore(opts.data, (store) => withProgress('wc export', (onProgress) => exportParquet(store, dataset, resolve(file), { overwrite, onProgress })))) as { file: string; rows: number; cells: number };
+    : await withStore(opts.data, (store) => withProgress('wc export', (onProgress) => store.exportParquet(dataset, resolve(file), { overwrite, onProgress })))) as { file: string; rows: number; cells: number };
   print(opts.json, r, `exported ${r.cells} cells of ${r.rows} rows of ${dataset} to ${r.file}${opts.url ? ' on the service machine' : ''}`);
 }
 
 export async function wcDatasetsCommand(opts: TargetOptions): Promise<void> {
   const list = opts.url
     ? ((await callService(opts.url, 'v1/datasets', undefined, 'GET')) as { datasets: ReturnType<typeof publicDataset>[] }).datasets
-    : await withStore(opts.data, async (store) => store.listDatasets().map(publicDataset));
+    : await withStore(opts.data, async (store) => (await store.listDatasets()).map(publicDataset));
   print(opts.json, list, list.length === 0 ? 'no datasets' : list.map((d) => `${d.name}\tmaxVersions=${d.maxVersions}\tttlSeconds=${d.ttlSeconds}`).join('\n'));
 }

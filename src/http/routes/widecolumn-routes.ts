@@ -2,13 +2,12 @@ import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/swagger';
 import { ShardKitError } from '../../errors.js';
-import { compact } from '../../widecolumn/compaction.js';
 import { publicDataset } from '../../widecolumn/dataset-config.js';
 import { backupToExportDir, EXPORT_NAME_PATTERN, EXPORT_NAME_RULE, exportToExportDir, resolveExportName } from '../../widecolumn/export-dir.js';
 import { exportDirOf } from '../../widecolumn/service.js';
 import type { GetRowRequest, PutItem, RowResult } from '../../widecolumn/types.js';
 import { DEFAULT_LIMITS } from '../../widecolumn/limits.js';
-import type { WideColumnStore } from '../../widecolumn/wide-column-store.js';
+import type { WideColumnEngine } from '../../widecolumn/engine.js';
 
 const errorBody = {
   type: 'object',
@@ -159,7 +158,7 @@ export function widecolumnDisabledRoutes(): (app: FastifyInstance) => Promise<vo
   const refuse = async (): Promise<void> => {
     throw disabled();
   };
-  const store = new Proxy({ limits: DEFAULT_LIMITS } as unknown as WideColumnStore, {
+  const store = new Proxy({ limits: DEFAULT_LIMITS } as unknown as WideColumnEngine, {
     get(target, prop) {
       if (prop === 'limits') return (target as { limits: unknown }).limits;
       throw disabled();
@@ -187,7 +186,7 @@ export interface WidecolumnRoutesOptions {
  * wildcard so long keys are not cut by the router's parameter length limit). Every body route
  * refuses values of the wrong JSON type instead of letting Ajv coerce them (bodyStrictValidator, app.ts).
  */
-export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
+export function widecolumnRoutes(store: WideColumnEngine, options: WidecolumnRoutesOptions = {}): (app: FastifyInstance) => Promise<void> {
   const bodyLimit = Math.ceil(store.limits.maxBatchBytes * 1.5) + 1024 * 1024;
   const exportDir = options.exportDir ?? exportDirOf(store);
   return async (app: FastifyInstance) => {
@@ -197,7 +196,7 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
         summary: 'Wide-column datasets and their settings',
         response: { 200: { type: 'object', properties: { datasets: { type: 'array', items: datasetJson } }, required: ['datasets'] } },
       },
-    }, async () => ({ datasets: store.listDatasets().map(publicDataset) }));
+    }, async () => ({ datasets: (await store.listDatasets()).map(publicDataset) }));
 
     app.get<{ Params: { ds: string } }>('/v1/datasets/:ds', {
       schema: {
@@ -206,7 +205,7 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
         params: { type: 'object', properties: { ds: { type: 'string' } }, required: ['ds'] },
         response: { 200: datasetJson, ...errors },
       },
-    }, async (request) => publicDataset(store.getDataset(request.params.ds)));
+    }, async (request) => publicDataset(await store.getDataset(request.params.ds)));
 
     app.put<{ Params: { ds: string }; Body: { maxVersions?: number; ttlSeconds?: number; latestIndex?: boolean } }>('/v1/datasets/:ds', {
       schema: {
@@ -340,7 +339,7 @@ export function widecolumnRoutes(store: WideColumnStore, options: WidecolumnRout
         summary: 'Run the compaction job now (expired cells and versions beyond maxVersions leave the disk)',
         response: { 200: { type: 'object', additionalProperties: { type: 'integer' } }, ...errors },
       },
-    }, async () => ({ ...(await compact(store)) }));
+    }, async () => ({ ...(await store.compact()) }));
 
     app.post<{ Body: { name: string } }>('/v1/admin/widecolumn/backup', {
       preValidation: exportNameCheck(exportDir, 'backup name'),
