@@ -42,7 +42,8 @@ async function serverMain(kind: string, arg: string): Promise<void> {
     // ID split by hand, the row's JSON spliced into the same response shape. No validation.
     const Database = (await import('better-sqlite3')).default;
     const { pinterestId } = await import('../src/ids/pinterest-id.js');
-    const { ShardMap, defaultShardMapJson, shardDatabaseName } = await import('../src/topology/shard-map.js');
+    const { ShardMap, defaultShardMapJson } = await import('../src/topology/shard-map.js');
+    const { shardDatabaseName } = await import('../src/storage/shard-names.js');
     const map = ShardMap.fromJSON(defaultShardMapJson({ shards: 64, pairs: 8 }));
     const stmts = Array.from({ length: 64 }, (_, s) =>
       new Database(join(arg, 'hosts', map.locate(s).master, `${shardDatabaseName(s)}.sqlite`)).prepare('SELECT data, ts FROM pins WHERE local_id = ?'));

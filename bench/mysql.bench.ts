@@ -13,7 +13,7 @@ import { devUp, type DevCluster } from '../src/ops/dev-cluster.js';
 import { ShardKit } from '../src/kit/shard-kit.js';
 import { MysqlBackend } from '../src/storage/mysql/mysql-backend.js';
 import { pinterestId } from '../src/ids/pinterest-id.js';
-import { shardDatabaseName } from '../src/topology/shard-map.js';
+import { shardDatabaseName } from '../src/storage/shard-names.js';
 
 const POOL = 10;
 const CONCURRENCY = 16;

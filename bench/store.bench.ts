@@ -18,7 +18,8 @@ import { SqliteBackend } from '../src/storage/sqlite/sqlite-backend.js';
 import { encodeCursor } from '../src/kit/cursor-codec.js';
 import { MemoryCache } from '../src/cache/index.js';
 import { ShardKit } from '../src/kit/shard-kit.js';
-import { ShardMap, shardDatabaseName } from '../src/topology/shard-map.js';
+import { ShardMap } from '../src/topology/shard-map.js';
+import { shardDatabaseName } from '../src/storage/shard-names.js';
 
 const SHARDS = 64;
 const OBJECTS = 20_000;

@@ -1,12 +1,14 @@
 export { ShardKitError, ERROR_CODES, isShardKitError, type ErrorCode } from './errors.js';
 export * from './ids/index.js';
-export { ShardMap, defaultShardMapJson, shardDatabaseName, type ShardMapJson, type ShardRange, type ShardLocation } from './topology/shard-map.js';
+export { ShardMap, defaultShardMapJson, type ShardMapJson, type ShardRange, type ShardLocation } from './topology/shard-map.js';
+export { shardDatabaseName } from './storage/shard-names.js';
 export type { TopologyStore } from './topology/topology-store.js';
 export { MemoryTopologyStore, MemoryTopologyBacking, FileTopologyStore, EtcdTopologyStore, createTopologyStore, type MemoryTopologyStoreOptions, type FileTopologyStoreOptions, type EtcdTopologyStoreOptions, type TopologyStoreSpec, type TopologyListener, changeShardMap, promoteSlave, moveShards, setOpen, diffShardMaps, formatShardMapDiff, type ChangeShardMapOptions, type ShardMapChange, type ShardSpan, type HostPair } from './topology/index.js';
 export type * from './storage/shard-backend.js';
 export { SqliteBackend, type SqliteBackendOptions } from './storage/sqlite/index.js';
-export { PostgresBackend, postgresBackendFromConfig, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './storage/postgres/index.js';
-export { MysqlBackend, mysqlBackendFromConfig, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './storage/mysql/index.js';
+export { PostgresBackend, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './storage/postgres/index.js';
+export { MysqlBackend, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './storage/mysql/index.js';
+export { mysqlBackendFromConfig, postgresBackendFromConfig } from './kit/backends-from-config.js';
 export { ShardKit, KitObject, mergePatch, type ShardKitOptions, type OpenOptions, type ShardObject, type JsonObject, type JsonValue, type CreateOptions, type UpdateOptions, type DeleteOptions, type ListOptions, type ListOrder, type MappingEntry, type MappingListPage, type JoinPage, type ShardErrorEvent } from './kit/index.js';
 export { buildApp, type BuildAppOptions, type RoutePlugin } from './http/app.js';
 export { parseConfig, loadConfigFile, defaultConfig, resolveSchema, type ShardKitConfig, type ConfigInput } from './config/config.js';

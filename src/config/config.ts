@@ -5,6 +5,10 @@ import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_TYPE } from '../ids/pinterest-id.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
 import { mappingIndexName, RESERVED_TABLE_PREFIX, shardNames } from '../storage/shard-names.js';
+import { hostConfigSchema } from '../storage/backend-setup.js';
+import { sqliteStorageSchema } from '../storage/sqlite/sqlite-config.js';
+import { mysqlStorageSchema } from '../storage/mysql/mysql-config.js';
+import { postgresStorageSchema } from '../storage/postgres/postgres-config.js';
 import { defaultShardMapJson, shardMapSchema, ShardMap } from '../topology/shard-map.js';
 import { ticketsConfigSchema, resolveTickets } from '../tickets/tickets-config.js';
 
@@ -28,45 +32,11 @@ export const schemaConfigSchema = z.object({
   keyspaces: z.array(keyspaceSchema).default([]),
 }).strict();
 
-/** How one physical host is reached. SQLite hosts are directories; SQL servers are addresses. */
-export const hostSchema = z.object({
-  dir: z.string().optional(),
-  host: z.string().optional(),
-  port: z.number().int().min(1).max(65535).optional(),
-  socket: z.string().optional(),
-  user: z.string().optional(),
-  password: z.string().optional(),
-}).strict();
+/** How one physical host is reached (owned by storage: each backend reads the fields it knows). */
+export const hostSchema = hostConfigSchema;
 
-export const storageSchema = z.discriminatedUnion('backend', [
-  z.object({
-    backend: z.literal('sqlite'),
-    /** Directory holding one sub-directory per host; relative paths resolve against the data dir. */
-    dir: z.string().default('hosts'),
-    maxOpenShards: z.number().int().min(1).max(100000).default(256),
-    /** "normal": a commit survives a killed process; "full": also an OS crash or power loss (fsync per commit). */
-    synchronous: z.enum(['normal', 'full']).default('normal'),
-    /** How long a write waits for another process's lock on a shard file before SHARD_UNAVAILABLE. */
-    busyTimeoutMs: z.number().int().min(0).max(600000).default(5000),
-  }).strict(),
-  z.object({
-    backend: z.literal('mysql'),
-    user: z.string().default('root'),
-    password: z.string().optional(),
-    poolSize: z.number().int().min(1).max(1000).default(10),
-    connectTimeoutMs: z.number().int().min(1).default(2000),
-    queryTimeoutMs: z.number().int().min(1).default(5000),
-  }).strict(),
-  z.object({
-    backend: z.literal('postgres'),
-    user: z.string().default('postgres'),
-    password: z.string().optional(),
-    database: z.string().default('shardkit'),
-    poolSize: z.number().int().min(1).max(1000).default(10),
-    connectTimeoutMs: z.number().int().min(1).default(2000),
-    queryTimeoutMs: z.number().int().min(1).default(5000),
-  }).strict(),
-]);
+/** Each backend owns the schema of its `storage` section (src/storage/<kind>/<kind>-config.ts). */
+export const storageSchema = z.discriminatedUnion('backend', [sqliteStorageSchema, mysqlStorageSchema, postgresStorageSchema]);
 
 export const topologyStoreSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('file'), path: z.string().default('topology.json') }).strict(),

@@ -3,11 +3,11 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { join, resolve } from 'node:path';
 import { defaultConfig, parseConfig, type ConfigInput, type ShardKitConfig } from '../config/config.js';
 import { ShardKitError, isShardKitError } from '../errors.js';
-import { mysqlBackendFromConfig } from '../storage/mysql/index.js';
+import { mysqlBackendFromConfig } from '../kit/backends-from-config.js';
 import { evenRanges, ShardMap, type ShardMapJson } from '../topology/shard-map.js';
 import { findMariadbBinaries } from './mariadb/mariadb-binaries.js';
 import { MariadbInstance, type MysqldSettings } from './mariadb/mariadb-instance.js';
-import { pickFreePort } from './mariadb/free-port.js';
+import { pickFreePort } from './free-port.js';
 import { initShards, type ShardInitOptions, type ShardInitResult } from './shard-init.js';
 
 /** One server of the dev cluster as recorded in `D/cluster.json`. */

@@ -7,6 +7,11 @@ import type { Fleet, SchemaDef } from './shard-backend.js';
  * namespace, so all of these must differ (config.ts refuses a schema where two coincide).
  */
 
+/** Database (MySQL), schema (PostgreSQL) or file (SQLite) name of logical shard n: `db03429` (SPEC §2). */
+export function shardDatabaseName(shard: number, prefix = 'db'): string {
+  return `${prefix}${String(shard).padStart(5, '0')}`;
+}
+
 /** Tables of one fleet: objects and mappings on the object fleet, keyspaces on the lookup fleet. */
 export function fleetTables(schema: SchemaDef, fleet: Fleet): string[] {
   return fleet === 'objects'

@@ -7,7 +7,7 @@ import { EtcdTopologyStore } from './etcd/etcd-topology-store.js';
 export { MemoryTopologyStore, MemoryTopologyBacking, type MemoryTopologyStoreOptions } from './memory/memory-topology-store.js';
 export { FileTopologyStore, parseTopologyText, type FileTopologyStoreOptions } from './file/file-topology-store.js';
 export { EtcdTopologyStore, DEFAULT_ETCD_TOPOLOGY_KEY, type EtcdTopologyStoreOptions } from './etcd/etcd-topology-store.js';
-export type { TopologyListener } from './memory/version-listeners.js';
+export type { TopologyListener } from './version-listeners.js';
 
 /** The config file's `topologyStore` section. */
 export type TopologyStoreSpec =

@@ -233,8 +233,3 @@ export function defaultShardMapJson(options: { shards?: number; pairs?: number; 
     },
   };
 }
-
-/** Database / schema / file name of logical shard n: `db03429`. */
-export function shardDatabaseName(shard: number, prefix = 'db'): string {
-  return `${prefix}${String(shard).padStart(5, '0')}`;
-}

@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pickFreePort } from '../../src/ops/mariadb/free-port.js';
+import { pickFreePort } from '../../src/ops/free-port.js';
 
 export type CacheServerKind = 'redis' | 'memcached';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { HELP_DEFAULT_DEV_PAIRS, HELP_DEFAULT_DEV_SHARDS } from '../../src/cli/commands/dev.js';
 import { HELP_MAX_DEV_TICKET_SERVERS } from '../../src/cli/commands/tickets.js';
 import { DEFAULT_DEV_PAIRS, DEFAULT_DEV_SHARDS } from '../../src/ops/dev-cluster.js';
-import { MAX_DEV_TICKET_SERVERS } from '../../src/tickets/dev-ticket-servers.js';
+import { MAX_DEV_TICKET_SERVERS } from '../../src/ops/dev-ticket-servers.js';
 import { CLI, ROOT, ensureBuilt } from './cli-harness.js';
 
 before(ensureBuilt);

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { isShardKitError, type ErrorCode } from '../../src/errors.js';
 import { modShard } from '../../src/ids/mod-shard.js';
-import { shardDatabaseName } from '../../src/topology/shard-map.js';
+import { shardDatabaseName } from '../../src/storage/shard-names.js';
 import { HOSTILE_STRINGS } from '../conformance/storage-suite.js';
 import { makeKit, snapshot } from './kit-fixture.js';
 

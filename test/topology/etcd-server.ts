@@ -9,7 +9,7 @@ import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pickFreePort } from '../../src/ops/mariadb/free-port.js';
+import { pickFreePort } from '../../src/ops/free-port.js';
 
 const started = new Set<ChildProcess>();
 // A test that crashes must not leave servers behind.

@@ -4,7 +4,7 @@ import { devUpExtensionOptions } from './dev.js';
 
 const DEFAULT_CONFIG = 'shardkit.json';
 /**
- * MAX_DEV_TICKET_SERVERS of src/tickets/dev-ticket-servers.ts, for the help text and the parser:
+ * MAX_DEV_TICKET_SERVERS of src/ops/dev-ticket-servers.ts, for the help text and the parser:
  * importing that module would load mysql2 and zod for every `--help`. A test keeps them equal.
  */
 export const HELP_MAX_DEV_TICKET_SERVERS = 16;
@@ -15,7 +15,7 @@ devUpExtensionOptions.push({
   description: `also start N ticket servers (role ticket; server i with auto_increment_increment=N, auto_increment_offset=i), create their tables and add them with the sequences photos, accounts, offline_tasks, groups to DIR/shardkit.json (1..${HELP_MAX_DEV_TICKET_SERVERS})`,
   parse: intOption('--ticket-servers', 1, HELP_MAX_DEV_TICKET_SERVERS),
   key: 'ticketServers',
-  extension: async (value) => (await import('../../tickets/dev-ticket-servers.js')).ticketServersExtension(value as number),
+  extension: async (value) => (await import('../../ops/dev-ticket-servers.js')).ticketServersExtension(value as number),
 });
 
 export function register(program: Command): void {

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
 import { findMariadbBinaries, type MariadbBinaries } from './mariadb-binaries.js';
-import { pickFreePort } from './free-port.js';
+import { pickFreePort } from '../free-port.js';
 
 /** Extra `[mysqld]` settings, e.g. `{ auto_increment_increment: 2, auto_increment_offset: 1, read_only: true }`. */
 export type MysqldSettings = Record<string, string | number | boolean>;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { pickFreePort } from '../mariadb/free-port.js';
+import { pickFreePort } from '../free-port.js';
 
 /** Where Debian 12's `postgresql` package (PostgreSQL 15) puts the server binaries. */
 export const DEFAULT_POSTGRES_BIN = '/usr/lib/postgresql/15/bin';

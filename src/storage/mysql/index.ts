@@ -1,18 +1,17 @@
-import { ShardKitError } from '../../errors.js';
-import { resolveSchema, type ShardKitConfig } from '../../config/config.js';
-import type { BackendFactoryOptions } from '../../kit/backend-factory.js';
+import type { BackendSetup } from '../backend-setup.js';
+import type { MysqlStorageConfig } from './mysql-config.js';
 import { MysqlBackend } from './mysql-backend.js';
 
 export { MysqlBackend, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './mysql-backend.js';
+export { mysqlStorageSchema, type MysqlStorageConfig } from './mysql-config.js';
 export { mapMysqlError, isConnectionError } from './mysql-errors.js';
 export { mysqlDatabaseName, shardDdl } from './mysql-ddl.js';
 
-/** The MySQL backend described by a validated config whose storage.backend is "mysql". */
-export function mysqlBackendFromConfig(config: ShardKitConfig): MysqlBackend {
-  const storage = config.storage;
-  if (storage.backend !== 'mysql') throw new ShardKitError('INVALID_CONFIG', `storage.backend is ${storage.backend}, not mysql`);
+/** The hook src/kit/backend-factory.ts loads when config.storage.backend is "mysql". */
+export function createBackend(setup: BackendSetup<MysqlStorageConfig>): MysqlBackend {
+  const { storage } = setup;
   return new MysqlBackend({
-    hosts: config.hosts,
+    hosts: setup.hosts,
     storage: {
       user: storage.user,
       ...(storage.password !== undefined ? { password: storage.password } : {}),
@@ -20,13 +19,6 @@ export function mysqlBackendFromConfig(config: ShardKitConfig): MysqlBackend {
       connectTimeoutMs: storage.connectTimeoutMs,
       queryTimeoutMs: storage.queryTimeoutMs,
     },
-    schema: resolveSchema(config),
+    schema: setup.schema,
   });
-}
-
-/** The hook src/kit/backend-factory.ts loads when config.storage.backend is "mysql". */
-export function createBackend(options: BackendFactoryOptions): MysqlBackend {
-  const backend = mysqlBackendFromConfig(options.config);
-  backend.setSchema(options.schema);
-  return backend;
 }

@@ -1,5 +1,5 @@
 import type { Fleet, SchemaDef } from '../shard-backend.js';
-import { shardDatabaseName } from '../../topology/shard-map.js';
+import { shardDatabaseName } from '../shard-names.js';
 
 /**
  * Shard n of either fleet is the database `db03429`, as the embedded engine's file `db03429.sqlite`:

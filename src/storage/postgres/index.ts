@@ -1,18 +1,17 @@
-import { ShardKitError } from '../../errors.js';
-import { resolveSchema, type ShardKitConfig } from '../../config/config.js';
-import type { BackendFactoryOptions } from '../../kit/backend-factory.js';
+import type { BackendSetup } from '../backend-setup.js';
+import type { PostgresStorageConfig } from './postgres-config.js';
 import { PostgresBackend } from './postgres-backend.js';
 
 export { PostgresBackend, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './postgres-backend.js';
+export { postgresStorageSchema, type PostgresStorageConfig } from './postgres-config.js';
 export { mapPostgresError, isConnectionError } from './postgres-errors.js';
 export { postgresSchemaName, shardDdl } from './postgres-ddl.js';
 
-/** The PostgreSQL backend described by a validated config whose storage.backend is "postgres". */
-export function postgresBackendFromConfig(config: ShardKitConfig): PostgresBackend {
-  const storage = config.storage;
-  if (storage.backend !== 'postgres') throw new ShardKitError('INVALID_CONFIG', `storage.backend is ${storage.backend}, not postgres`);
+/** The hook src/kit/backend-factory.ts loads when config.storage.backend is "postgres". */
+export function createBackend(setup: BackendSetup<PostgresStorageConfig>): PostgresBackend {
+  const { storage } = setup;
   return new PostgresBackend({
-    hosts: config.hosts,
+    hosts: setup.hosts,
     storage: {
       user: storage.user,
       ...(storage.password !== undefined ? { password: storage.password } : {}),
@@ -21,13 +20,6 @@ export function postgresBackendFromConfig(config: ShardKitConfig): PostgresBacke
       connectTimeoutMs: storage.connectTimeoutMs,
       queryTimeoutMs: storage.queryTimeoutMs,
     },
-    schema: resolveSchema(config),
+    schema: setup.schema,
   });
-}
-
-/** The hook src/kit/backend-factory.ts loads when config.storage.backend is "postgres". */
-export function createBackend(options: BackendFactoryOptions): PostgresBackend {
-  const backend = postgresBackendFromConfig(options.config);
-  backend.setSchema(options.schema);
-  return backend;
 }

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Fleet, SchemaDef } from '../shard-backend.js';
 import { mappingIndexName } from '../shard-names.js';
-import { shardDatabaseName } from '../../topology/shard-map.js';
+import { shardDatabaseName } from '../shard-names.js';
 
 /**
  * Shard n of either fleet is the schema `db03429` inside the configured database: the name of the

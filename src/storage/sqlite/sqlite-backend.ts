@@ -3,7 +3,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { LRUCache } from 'lru-cache';
 import { ShardKitError } from '../../errors.js';
-import { shardDatabaseName } from '../../topology/shard-map.js';
+import { shardDatabaseName } from '../shard-names.js';
 import type {
   BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardBackend, ShardRef, ObjectRecord,
 } from '../shard-backend.js';

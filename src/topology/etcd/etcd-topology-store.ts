@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKitError } from '../../errors.js';
 import type { ShardMap } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
-import { checkExpectedVersion, closedError, conflict, toShardMap } from '../memory/store-args.js';
-import { VersionListeners, type TopologyListener } from '../memory/version-listeners.js';
+import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
+import { VersionListeners, type TopologyListener } from '../version-listeners.js';
 import { ShardMap as ShardMapClass } from '../shard-map.js';
 
 export const DEFAULT_ETCD_TOPOLOGY_KEY = '/shardkit/topology';

@@ -4,8 +4,8 @@ import { basename, dirname, resolve } from 'node:path';
 import { ShardKitError } from '../../errors.js';
 import { ShardMap } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
-import { checkExpectedVersion, closedError, conflict, toShardMap } from '../memory/store-args.js';
-import { VersionListeners, type TopologyListener } from '../memory/version-listeners.js';
+import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
+import { VersionListeners, type TopologyListener } from '../version-listeners.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { acquireFileLock } from './file-lock.js';
 

@@ -1,7 +1,7 @@
 import type { ShardMap } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
-import { checkExpectedVersion, closedError, conflict, toShardMap } from './store-args.js';
-import { VersionListeners, type TopologyListener } from './version-listeners.js';
+import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
+import { VersionListeners, type TopologyListener } from '../version-listeners.js';
 
 /**
  * The state several MemoryTopologyStore instances can share, standing in for one ZooKeeper/etcd

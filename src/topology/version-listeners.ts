@@ -1,4 +1,4 @@
-import type { ShardMap } from '../shard-map.js';
+import type { ShardMap } from './shard-map.js';
 
 export type TopologyListener = (map: ShardMap) => void;
 

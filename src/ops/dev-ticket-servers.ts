@@ -1,10 +1,10 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { ConfigInput } from '../config/config.js';
 import { ShardKitError } from '../errors.js';
-import type { DevCluster, DevClusterExtension } from '../ops/dev-cluster.js';
-import { ticketServerSettings } from './ticket-server-settings.js';
-import type { TicketsConfigInput } from './tickets-config.js';
-import { initTicketServers } from './tickets-init.js';
+import type { DevCluster, DevClusterExtension } from './dev-cluster.js';
+import { ticketServerSettings } from '../tickets/ticket-server-settings.js';
+import type { TicketsConfigInput } from '../tickets/tickets-config.js';
+import { initTicketServers } from '../tickets/tickets-init.js';
 
 export const TICKET_ROLE = 'ticket';
 /** The seed's sequences, which `dev up --ticket-servers N` configures. */

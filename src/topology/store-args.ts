@@ -1,5 +1,5 @@
-import { ShardKitError } from '../../errors.js';
-import { ShardMap } from '../shard-map.js';
+import { ShardKitError } from '../errors.js';
+import { ShardMap } from './shard-map.js';
 
 /** Argument checks every topology store makes before touching its backing. */
 export function checkExpectedVersion(expectedVersion: unknown): number {
