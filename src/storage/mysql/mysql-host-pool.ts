@@ -1,6 +1,8 @@
 import mysql from 'mysql2';
 import type { Pool, PoolConnection } from 'mysql2';
 import { ShardKitError } from '../../errors.js';
+import { codedError, HostDown } from '../sql/host-down.js';
+import type { SqlHostPool, SqlResult, SqlRun, SqlValue } from '../sql/sql-dialect.js';
 import { isConnectionError, isHostDownError } from './mysql-errors.js';
 
 /** How one server is reached (config `hosts[name]` merged with `storage`). */
@@ -15,7 +17,16 @@ export interface MysqlHostOptions {
   queryTimeoutMs: number;
 }
 
-export type SqlValue = string | number | bigint | null | Buffer;
+export type { SqlValue };
+
+const NO_ROWS: never[] = [];
+
+/** mysql2 answers a SELECT with rows and anything else with a result header. */
+function toResult<R>(raw: unknown): SqlResult<R> {
+  if (Array.isArray(raw)) return { rows: raw as R[], affected: 0 };
+  const h = raw as { affectedRows?: number; insertId?: number | string };
+  return { rows: NO_ROWS, affected: h.affectedRows ?? 0, ...(h.insertId !== undefined ? { insertId: h.insertId } : {}) };
+}
 
 /**
  * One mysql2 pool for one server, with explicit failure handling:
@@ -26,12 +37,11 @@ export type SqlValue = string | number | bigint | null | Buffer;
  *   (so a dead master costs callers nothing), then the next call tries again: the pool recovers
  *   by itself when the server comes back, no restart needed.
  */
-export class MysqlHostPool {
+export class MysqlHostPool implements SqlHostPool {
   readonly name: string;
   private readonly pool: Pool;
   private readonly options: MysqlHostOptions;
-  private downUntil = 0;
-  private lastError: unknown;
+  private readonly down: HostDown;
   private closed = false;
   /** Statements sent (round trips), for benchmarks and status. */
   queries = 0;
@@ -42,6 +52,7 @@ export class MysqlHostPool {
   constructor(name: string, options: MysqlHostOptions) {
     this.name = name;
     this.options = options;
+    this.down = new HostDown(isHostDownError, options.connectTimeoutMs);
     const target = options.host !== undefined || options.port !== undefined || options.socket === undefined
       ? { host: options.host ?? '127.0.0.1', port: options.port ?? 3306 }
       : { socketPath: options.socket };
@@ -78,19 +89,7 @@ export class MysqlHostPool {
 
   /** Why the host is considered down, or undefined when it is not. */
   downReason(): unknown {
-    return Date.now() < this.downUntil ? this.lastError : undefined;
-  }
-
-  private markDown(err: unknown): void {
-    if (!isHostDownError(err)) return;
-    this.lastError = err;
-    this.downUntil = Date.now() + Math.min(1000, this.options.connectTimeoutMs);
-  }
-
-  private codedError(code: string, message: string): Error {
-    const err = new Error(message) as Error & { code: string };
-    err.code = code;
-    return err;
+    return this.down.reason();
   }
 
   /** Whether getConnection would have to wait for another caller to release a connection. */
@@ -110,9 +109,9 @@ export class MysqlHostPool {
       callback(new ShardKitError('CLOSED', 'the MySQL backend is closed'));
       return;
     }
-    const reason = this.downReason();
-    if (reason !== undefined) {
-      callback(this.codedError('HOST_DOWN', `host down since a moment ago (${(reason as Error).message ?? String(reason)})`));
+    const refusal = this.down.refusal('HOST_DOWN');
+    if (refusal !== undefined) {
+      callback(refusal);
       return;
     }
     let settled = false;
@@ -120,7 +119,7 @@ export class MysqlHostPool {
     if (this.exhausted()) {
       timer = setTimeout(() => {
         settled = true;
-        callback(this.codedError('ACQUIRE_TIMEOUT', `no connection to ${this.name} within ${this.options.connectTimeoutMs} ms`));
+        callback(codedError('ACQUIRE_TIMEOUT', `no connection to ${this.name} within ${this.options.connectTimeoutMs} ms`));
       }, this.options.connectTimeoutMs);
       timer.unref();
     }
@@ -133,7 +132,7 @@ export class MysqlHostPool {
       }
       settled = true;
       if (err) {
-        this.markDown(err);
+        this.down.mark(err);
         callback(err);
       } else callback(null, conn);
     });
@@ -148,7 +147,12 @@ export class MysqlHostPool {
     });
   }
 
-  /** One statement on a pooled connection (callbacks inside, one promise per call). */
+  /** One statement, its answer as the SQL core reads it. */
+  async execute<R>(sql: string, values?: SqlValue[]): Promise<SqlResult<R>> {
+    return toResult<R>(await this.query<unknown>(sql, values));
+  }
+
+  /** One statement on a pooled connection (callbacks inside, one promise per call); mysql2's own answer. */
   query<T>(sql: string, values?: SqlValue[]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.acquire((err, conn) => {
@@ -173,9 +177,10 @@ export class MysqlHostPool {
    * Runs `fn` inside BEGIN ... COMMIT on one connection; ROLLBACK when it throws. The connection
    * is destroyed after a connection-level error or timeout (its state is unknown).
    */
-  async transaction<T>(fn: (q: <R>(sql: string, values?: SqlValue[]) => Promise<R>) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (run: SqlRun) => Promise<T>): Promise<T> {
     const conn = await new Promise<PoolConnection>((resolve, reject) => this.acquire((err, c) => (err ? reject(err) : resolve(c!))));
-    const q = <R>(sql: string, values?: SqlValue[]) => new Promise<R>((resolve, reject) => this.run<R>(conn, sql, values, (err, rows) => (err ? reject(err) : resolve(rows!))));
+    const q: SqlRun = <R>(sql: string, values?: SqlValue[]) =>
+      new Promise<SqlResult<R>>((resolve, reject) => this.run<unknown>(conn, sql, values, (err, rows) => (err ? reject(err) : resolve(toResult<R>(rows)))));
     try {
       await q('BEGIN');
       let result: T;
@@ -196,7 +201,7 @@ export class MysqlHostPool {
 
   private discardOnFailure(conn: PoolConnection, err: unknown): void {
     if (isConnectionError(err)) {
-      this.markDown(err);
+      this.down.mark(err);
       conn.destroy();
     } else {
       conn.release();

@@ -1,5 +1,7 @@
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
+import { HostDown } from '../sql/host-down.js';
+import type { SqlHostPool, SqlResult, SqlRun, SqlValue } from '../sql/sql-dialect.js';
 import { PG_HOST_DOWN, codeDriverError, isConnectionError, isHostDownError } from './postgres-errors.js';
 
 /** How one server is reached (config `hosts[name]` merged with `storage`). */
@@ -16,7 +18,7 @@ export interface PostgresHostOptions {
   queryTimeoutMs: number;
 }
 
-export type SqlValue = string | number | bigint | null | Buffer | number[] | string[];
+export type { SqlValue };
 
 /**
  * The server stops a statement at queryTimeoutMs (statement_timeout, set for every session in
@@ -35,12 +37,11 @@ const CLIENT_TIMEOUT_MARGIN_MS = 250;
  *   timeout; not a slow statement) the host is "down" for min(1 s, connectTimeoutMs) and calls
  *   fail at once, then the next call tries again: the pool recovers by itself.
  */
-export class PostgresHostPool {
+export class PostgresHostPool implements SqlHostPool {
   readonly name: string;
   private readonly pool: pg.Pool;
   private readonly options: PostgresHostOptions;
-  private downUntil = 0;
-  private lastError: unknown;
+  private readonly down: HostDown;
   private closed = false;
   /** Statements sent (round trips), for benchmarks and status. */
   queries = 0;
@@ -51,6 +52,7 @@ export class PostgresHostPool {
   constructor(name: string, options: PostgresHostOptions) {
     this.name = name;
     this.options = options;
+    this.down = new HostDown(isHostDownError, options.connectTimeoutMs);
     const target = options.host !== undefined || options.port !== undefined || options.socket === undefined
       ? { host: options.host ?? '127.0.0.1', port: options.port ?? 5432 }
       : { host: options.socket };
@@ -69,36 +71,24 @@ export class PostgresHostPool {
     });
     // An idle connection whose server shut down emits 'error' on the pool; pg-pool has already
     // dropped it. Without a listener that event would crash the process.
-    this.pool.on('error', (err) => this.markDown(codeDriverError(err)));
+    this.pool.on('error', (err) => this.down.mark(codeDriverError(err)));
   }
 
   /** Why the host is considered down, or undefined when it is not. */
   downReason(): unknown {
-    return Date.now() < this.downUntil ? this.lastError : undefined;
-  }
-
-  private markDown(err: unknown): void {
-    if (!isHostDownError(err)) return;
-    this.lastError = err;
-    this.downUntil = Date.now() + Math.min(1000, this.options.connectTimeoutMs);
-  }
-
-  private codedError(code: string, message: string): Error {
-    const err = new Error(message) as Error & { code: string };
-    err.code = code;
-    return err;
+    return this.down.reason();
   }
 
   /** A pooled client; pg-pool bounds both opening one and waiting for one by connectionTimeoutMillis. */
   private async acquire(): Promise<pg.PoolClient> {
     if (this.closed) throw new ShardKitError('CLOSED', 'the PostgreSQL backend is closed');
-    const reason = this.downReason();
-    if (reason !== undefined) throw this.codedError(PG_HOST_DOWN, `host down since a moment ago (${(reason as Error).message ?? String(reason)})`);
+    const refusal = this.down.refusal(PG_HOST_DOWN);
+    if (refusal !== undefined) throw refusal;
     try {
       return await this.pool.connect();
     } catch (err) {
       codeDriverError(err);
-      this.markDown(err);
+      this.down.mark(err);
       throw err;
     }
   }
@@ -113,6 +103,12 @@ export class PostgresHostPool {
     } finally {
       this.inFlight--;
     }
+  }
+
+  /** One statement, its answer as the SQL core reads it. */
+  async execute<R>(sql: string, values?: SqlValue[]): Promise<SqlResult<R>> {
+    const res = await this.query<R & pg.QueryResultRow>(sql, values);
+    return { rows: res.rows, affected: res.rowCount ?? 0 };
   }
 
   /**
@@ -137,9 +133,12 @@ export class PostgresHostPool {
    * Runs `fn` inside BEGIN ... COMMIT on one connection; ROLLBACK when it throws. The connection
    * is destroyed after a connection-level error or a client-side timeout (its state is unknown).
    */
-  async transaction<T>(fn: (q: <R extends pg.QueryResultRow>(sql: string, values?: SqlValue[]) => Promise<pg.QueryResult<R>>) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (run: SqlRun) => Promise<T>): Promise<T> {
     const client = await this.acquire();
-    const q = <R extends pg.QueryResultRow>(sql: string, values?: SqlValue[]) => this.run<R>(client, sql, values);
+    const q: SqlRun = async <R>(sql: string, values?: SqlValue[]) => {
+      const res = await this.run<R & pg.QueryResultRow>(client, sql, values);
+      return { rows: res.rows, affected: res.rowCount ?? 0 };
+    };
     try {
       await q('BEGIN');
       let result: T;
@@ -160,7 +159,7 @@ export class PostgresHostPool {
 
   private discardOnFailure(client: pg.PoolClient, err: unknown): void {
     if (isConnectionError(err)) {
-      this.markDown(err);
+      this.down.mark(err);
       client.release(true);
     } else {
       client.release();

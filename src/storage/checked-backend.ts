@@ -1,0 +1,205 @@
+import { ShardKitError } from '../errors.js';
+import {
+  checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkScan, checkSequence, checkStoredId, checkText,
+} from './backend-args.js';
+import { SchemaTables } from './schema-tables.js';
+import type {
+  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, ObjectRecord, SchemaDef, ShardBackend, ShardRef,
+} from './shard-backend.js';
+
+export type UpdateFn = (data: string) => string | undefined;
+export type Pair = { fromId: bigint; toId: bigint };
+
+/**
+ * The one wrapper every backend sits in (abstract-level's public-method-validates, `_impl`-stores;
+ * Kysely's runtime driver): each public method checks its arguments, refuses work once the
+ * backend is closed, and only then calls the protected `_method`, which may assume valid input
+ * (a known table on the ref's fleet, ids in range, a ref whose host and shard are well-formed).
+ * Checks run before the closed check, so bad input is INVALID_* whether or not the backend is open.
+ */
+export abstract class CheckedBackend implements ShardBackend {
+  abstract readonly kind: string;
+  abstract readonly supports: BackendCapabilities;
+  protected tables: SchemaTables;
+  private closed = false;
+
+  /** `label` names the backend in CLOSED errors: "the MySQL backend is closed". */
+  constructor(schema: SchemaDef, private readonly label: string) {
+    this.tables = new SchemaTables(schema);
+  }
+
+  protected get schema(): SchemaDef {
+    return this.tables.schema;
+  }
+
+  protected get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Throws CLOSED once close() has been called. */
+  protected open(): void {
+    if (this.closed) throw new ShardKitError('CLOSED', `the ${this.label} backend is closed`);
+  }
+
+  async createShard(ref: ShardRef): Promise<void> {
+    this.tables.ref(ref);
+    this.open();
+    return this._createShard(ref);
+  }
+
+  async dropShard(ref: ShardRef): Promise<void> {
+    this.tables.ref(ref);
+    this.open();
+    return this._dropShard(ref);
+  }
+
+  async listShards(host: string, fleet: Fleet): Promise<number[]> {
+    checkHost(host);
+    checkFleet(fleet);
+    this.open();
+    return this._listShards(host, fleet);
+  }
+
+  async insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
+    this.tables.check('types', ref, table);
+    checkText(data);
+    this.open();
+    return this._insertObject(ref, table, data);
+  }
+
+  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
+    this.tables.ref(ref);
+    if (!Array.isArray(keys)) throw new ShardKitError('INVALID_ARGUMENT', 'keys must be an array');
+    for (const k of keys) {
+      this.tables.table('types', ref.fleet, k.table);
+      checkLocalId(k.localId);
+    }
+    this.open();
+    if (keys.length === 0) return [];
+    return this._getObjects(ref, keys);
+  }
+
+  async updateObject(ref: ShardRef, table: string, localId: number, fn: UpdateFn): Promise<ObjectRecord | undefined> {
+    this.tables.check('types', ref, table);
+    checkLocalId(localId);
+    if (typeof fn !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'update needs a function');
+    this.open();
+    return this._updateObject(ref, table, localId, (data) => {
+      const next = fn(data);
+      if (next !== undefined && typeof next !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'update function must return JSON text or undefined');
+      return next;
+    });
+  }
+
+  async deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean> {
+    this.tables.check('types', ref, table);
+    checkLocalId(localId);
+    this.open();
+    return this._deleteObject(ref, table, localId);
+  }
+
+  async addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void> {
+    this.tables.check('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    checkStoredId(toId, 'to id');
+    checkSequence(sequence);
+    this.open();
+    return this._addMapping(ref, table, fromId, toId, sequence);
+  }
+
+  async listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]> {
+    this.tables.check('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    if (page === null || typeof page !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'a list page must be an object');
+    checkLimit(page.limit);
+    if (page.order !== 'asc' && page.order !== 'desc') throw new ShardKitError('INVALID_ARGUMENT', 'order must be "asc" or "desc"');
+    if (page.after !== undefined) {
+      checkSequence(page.after.sequence);
+      checkStoredId(page.after.toId, 'cursor id');
+    }
+    this.open();
+    return this._listMappings(ref, table, fromId, page);
+  }
+
+  async removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
+    this.tables.check('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    checkStoredId(toId, 'to id');
+    this.open();
+    return this._removeMapping(ref, table, fromId, toId);
+  }
+
+  async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
+    this.tables.check('mappings', ref, table);
+    checkStoredId(fromId, 'from id');
+    this.open();
+    return this._countMappings(ref, table, fromId);
+  }
+
+  async scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
+    this.tables.check('mappings', ref, table);
+    checkScan(page);
+    this.open();
+    return this._scanMappings(ref, table, page);
+  }
+
+  async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<Pair>): Promise<(number | undefined)[]> {
+    this.tables.check('mappings', ref, table);
+    checkPairs(pairs);
+    this.open();
+    if (pairs.length === 0) return [];
+    return this._getMappings(ref, table, pairs);
+  }
+
+  async putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
+    this.tables.check('keyspaces', ref, table);
+    checkLookupKey(key);
+    checkStoredId(value, 'lookup value');
+    this.open();
+    return this._putLookup(ref, table, key, value);
+  }
+
+  async getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
+    this.tables.check('keyspaces', ref, table);
+    checkLookupKey(key);
+    this.open();
+    return this._getLookup(ref, table, key);
+  }
+
+  async deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
+    this.tables.check('keyspaces', ref, table);
+    checkLookupKey(key);
+    this.open();
+    return this._deleteLookup(ref, table, key);
+  }
+
+  /** Idempotent: the first call closes, later ones resolve at once. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this._close();
+  }
+
+  // What each backend implements: storage only, on arguments checked above. Each may return a
+  // value or a promise (the embedded engine is synchronous).
+  protected abstract _createShard(ref: ShardRef): void | Promise<void>;
+  protected abstract _dropShard(ref: ShardRef): void | Promise<void>;
+  protected abstract _listShards(host: string, fleet: Fleet): number[] | Promise<number[]>;
+  protected abstract _insertObject(ref: ShardRef, table: string, data: string): ObjectRecord | Promise<ObjectRecord>;
+  /** `keys` is never empty. */
+  protected abstract _getObjects(ref: ShardRef, keys: ObjectKey[]): (ObjectRecord | undefined)[] | Promise<(ObjectRecord | undefined)[]>;
+  /** `fn` already refuses a result that is neither a string nor undefined. */
+  protected abstract _updateObject(ref: ShardRef, table: string, localId: number, fn: UpdateFn): ObjectRecord | undefined | Promise<ObjectRecord | undefined>;
+  protected abstract _deleteObject(ref: ShardRef, table: string, localId: number): boolean | Promise<boolean>;
+  protected abstract _addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): void | Promise<void>;
+  protected abstract _listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): MappingItem[] | Promise<MappingItem[]>;
+  protected abstract _removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): boolean | Promise<boolean>;
+  protected abstract _countMappings(ref: ShardRef, table: string, fromId: bigint): number | Promise<number>;
+  protected abstract _scanMappings(ref: ShardRef, table: string, page: MappingScan): MappingRow[] | Promise<MappingRow[]>;
+  /** `pairs` is never empty. */
+  protected abstract _getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<Pair>): (number | undefined)[] | Promise<(number | undefined)[]>;
+  protected abstract _putLookup(ref: ShardRef, table: string, key: string, value: bigint): void | Promise<void>;
+  protected abstract _getLookup(ref: ShardRef, table: string, key: string): bigint | undefined | Promise<bigint | undefined>;
+  protected abstract _deleteLookup(ref: ShardRef, table: string, key: string): boolean | Promise<boolean>;
+  protected abstract _close(): void | Promise<void>;
+}

@@ -1,0 +1,292 @@
+import { parseId } from '../../ids/codec.js';
+import { CheckedBackend, type Pair, type UpdateFn } from '../checked-backend.js';
+import { checkHost } from '../backend-args.js';
+import type {
+  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, ObjectRecord, SchemaDef, ShardRef,
+} from '../shard-backend.js';
+import { fleetTables } from '../shard-names.js';
+import { SchemaTables } from '../schema-tables.js';
+import { HostPools } from './host-pools.js';
+import type { ErrorContext, ObjectRowText, SqlDialect, SqlHostPool, SqlResult, SqlValue } from './sql-dialect.js';
+
+interface MappingRowText {
+  from_id: string;
+  to_id: string;
+  sequence: string;
+}
+
+function toMappingRow(r: MappingRowText): MappingRow {
+  return { fromId: parseId(r.from_id), toId: parseId(r.to_id), sequence: Number(r.sequence) };
+}
+
+/**
+ * Logical shards on SQL servers, written once for every dialect: one pool per host, one round
+ * trip per call (getObjects glues one SELECT per table with UNION ALL), updates as
+ * read-modify-write under SELECT ... FOR UPDATE, keyset paging, and native errors mapped by the
+ * dialect. A dialect folder (mysql/, postgres/) adds its statements, its pool and its errors.
+ */
+export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBackend {
+  readonly supports: BackendCapabilities = { lazyShardCreation: false };
+  protected readonly pools: HostPools<P, A>;
+  private readonly seqColumn: string;
+
+  constructor(hosts: Record<string, A>, schema: SchemaDef, protected readonly dialect: SqlDialect) {
+    super(schema, dialect.label);
+    this.pools = new HostPools(hosts, (host, address) => this.newPool(host, address));
+    this.seqColumn = dialect.column('sequence');
+  }
+
+  /** The pool for one declared host (created on first use). */
+  protected abstract newPool(host: string, address: A): P;
+
+  /** Later createShard calls use this schema (schema apply). */
+  setSchema(schema: SchemaDef): void {
+    this.tables = new SchemaTables(schema);
+  }
+
+  /** Round trips sent to each host since creation (benchmarks, tests). */
+  roundTrips(): Record<string, number> {
+    return this.pools.roundTrips();
+  }
+
+  /** Per host: round trips and the most statements in flight at once since the last reset. */
+  hostStats(options: { reset?: boolean } = {}): Record<string, { queries: number; maxInFlight: number }> {
+    return this.pools.stats(options);
+  }
+
+  protected pool(host: string): P {
+    this.open();
+    return this.pools.get(host);
+  }
+
+  /** One statement on `ctx.host`, native errors mapped. */
+  protected async query<R = Record<string, unknown>>(ctx: ErrorContext, sql: string, values?: SqlValue[]): Promise<SqlResult<R>> {
+    try {
+      return await this.pool(ctx.host).execute<R>(sql, values);
+    } catch (err) {
+      throw this.dialect.mapError(err, ctx);
+    }
+  }
+
+  protected async _createShard(ref: ShardRef): Promise<void> {
+    const statements = this.dialect.createShard(this.schema, ref);
+    const lock = this.dialect.createLock?.(ref.shard);
+    if (lock === undefined) {
+      for (const sql of statements) await this.query(ref, sql);
+      return;
+    }
+    // Transactional DDL: a shard is complete or absent, and the lock serializes two creators.
+    try {
+      await this.pool(ref.host).transaction(async (run) => {
+        await run(lock.sql, lock.values);
+        for (const sql of statements) await run(sql);
+      });
+    } catch (err) {
+      throw this.dialect.mapError(err, ref);
+    }
+  }
+
+  /**
+   * Drops the fleet's tables; the database/schema goes too once no table of the other fleet is
+   * left (a host serving both fleets keeps db00005 for the objects when its lookups are dropped).
+   */
+  protected async _dropShard(ref: ShardRef): Promise<void> {
+    const other: Fleet = ref.fleet === 'objects' ? 'lookups' : 'objects';
+    const present = (await this.tablesOnHost(ref.host, ref.shard)).get(ref.shard) ?? new Set<string>();
+    const keep = fleetTables(this.schema, other).some((t) => present.has(t));
+    if (!keep) {
+      await this.query(ref, this.dialect.dropDatabase(ref.shard));
+      return;
+    }
+    const mine = fleetTables(this.schema, ref.fleet).filter((t) => present.has(t));
+    if (mine.length > 0) await this.query(ref, `DROP TABLE IF EXISTS ${mine.map((t) => this.dialect.table(ref.shard, t)).join(', ')}`);
+    for (const sql of this.dialect.afterDropTables(ref)) await this.query(ref, sql);
+  }
+
+  /** Shards whose database/schema holds every table of the current schema for that fleet, ascending. */
+  protected async _listShards(host: string, fleet: Fleet): Promise<number[]> {
+    const tables = await this.tablesOnHost(host);
+    const want = fleetTables(this.schema, fleet);
+    const out: number[] = [];
+    if (want.length === 0) return out;
+    for (const [shard, have] of tables) if (want.every((t) => have.has(t))) out.push(shard);
+    return out.sort((a, b) => a - b);
+  }
+
+  /** Every shard database/schema on `host` (or just `onlyShard`'s) with the tables it holds, in one query. */
+  async tablesOnHost(host: string, onlyShard?: number): Promise<Map<number, Set<string>>> {
+    checkHost(host);
+    const st = this.dialect.shardTables(onlyShard);
+    const { rows } = await this.query<{ db: string; t: string | null }>({ host }, st.sql, st.values);
+    const out = new Map<number, Set<string>>();
+    for (const r of rows) {
+      const shard = this.dialect.parseShardName(r.db);
+      if (shard === undefined) continue;
+      let set = out.get(shard);
+      if (!set) out.set(shard, (set = new Set()));
+      if (r.t !== null) set.add(r.t);
+    }
+    return out;
+  }
+
+  protected async _insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
+    const now = Date.now();
+    const st = this.dialect.insertObject(this.dialect.table(ref.shard, table), data, now);
+    const res = await this.query(ref, st.sql, st.values);
+    return { localId: this.dialect.insertedId(res), data, createdAt: new Date(now) };
+  }
+
+  private record(row: ObjectRowText): ObjectRecord {
+    return { localId: Number(row.local_id), data: row.data, createdAt: this.dialect.toDate(row.ts) };
+  }
+
+  protected async _getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
+    const d = this.dialect;
+    if (keys.length === 1) {
+      // The common single get: no grouping, no UNION.
+      const k = keys[0]!;
+      const ids = d.idsIn([k.localId], 1);
+      const { rows } = await this.query<ObjectRowText>(ref, `SELECT local_id, data, ${d.tsColumn} AS ts FROM ${d.table(ref.shard, k.table)} WHERE ${ids.sql}`, ids.values);
+      return [rows[0] === undefined ? undefined : this.record(rows[0])];
+    }
+    const byTable = new Map<string, Set<number>>();
+    for (const k of keys) {
+      let ids = byTable.get(k.table);
+      if (!ids) byTable.set(k.table, (ids = new Set()));
+      ids.add(k.localId);
+    }
+    const tables = [...byTable.keys()];
+    const values: SqlValue[] = [];
+    // One round trip for the whole shard: one SELECT per table, glued with UNION ALL.
+    const parts = tables.map((t, i) => {
+      const ids = d.idsIn([...byTable.get(t)!], values.length + 1);
+      values.push(...ids.values);
+      return `SELECT ${i} AS tbl, local_id, data, ${d.tsColumn} AS ts FROM ${d.table(ref.shard, t)} WHERE ${ids.sql}`;
+    });
+    const { rows } = await this.query<ObjectRowText & { tbl: number | string }>(ref, parts.join(' UNION ALL '), values);
+    const found = new Map<string, ObjectRecord>();
+    for (const r of rows) found.set(`${tables[Number(r.tbl)]}\u0000${r.local_id}`, this.record(r));
+    return keys.map((k) => found.get(`${k.table}\u0000${k.localId}`));
+  }
+
+  protected async _updateObject(ref: ShardRef, table: string, localId: number, fn: UpdateFn): Promise<ObjectRecord | undefined> {
+    const d = this.dialect;
+    const t = d.table(ref.shard, table);
+    // An error thrown by fn rolls back and reaches the caller unchanged.
+    let fnError: { error: unknown } | undefined;
+    try {
+      return await this.pool(ref.host).transaction(async (run) => {
+        const { rows } = await run<ObjectRowText>(`SELECT local_id, data, ${d.tsColumn} AS ts FROM ${t} WHERE local_id = ${d.param(1)} FOR UPDATE`, [localId]);
+        const row = rows[0];
+        if (!row) return undefined;
+        const current = this.record(row);
+        let next: string | undefined;
+        try {
+          next = fn(current.data);
+        } catch (error) {
+          fnError = { error };
+          throw error;
+        }
+        if (next === undefined || next === current.data) return current;
+        await run(`UPDATE ${t} SET data = ${d.param(1)} WHERE local_id = ${d.param(2)}`, [next, localId]);
+        return { ...current, data: next };
+      });
+    } catch (err) {
+      if (fnError && err === fnError.error) throw err;
+      throw d.mapError(err, ref);
+    }
+  }
+
+  protected async _deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean> {
+    const res = await this.query(ref, `DELETE FROM ${this.dialect.table(ref.shard, table)} WHERE local_id = ${this.dialect.param(1)}`, [localId]);
+    return res.affected > 0;
+  }
+
+  protected async _addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void> {
+    const sql = this.dialect.upsert(this.dialect.table(ref.shard, table), ['from_id', 'to_id', 'sequence'], ['from_id', 'to_id'], 'sequence');
+    await this.query(ref, sql, [fromId, toId, sequence]);
+  }
+
+  protected async _listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]> {
+    const d = this.dialect;
+    const seq = this.seqColumn;
+    const desc = page.order === 'desc';
+    const dir = desc ? 'DESC' : 'ASC';
+    const values: SqlValue[] = [fromId];
+    let where = `from_id = ${d.param(1)}`;
+    if (page.after) {
+      const after = d.keysetAfter(seq, 'to_id', 2, desc, [page.after.sequence, page.after.toId]);
+      where += ` AND ${after.sql}`;
+      values.push(...after.values);
+    }
+    values.push(page.limit);
+    const { rows } = await this.query<{ to_id: string; sequence: string }>(
+      ref,
+      `SELECT to_id, ${seq} FROM ${d.table(ref.shard, table)} WHERE ${where} ORDER BY ${seq} ${dir}, to_id ${dir} LIMIT ${d.param(values.length)}`,
+      values,
+    );
+    const out = new Array<MappingItem>(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = { toId: parseId(rows[i]!.to_id), sequence: Number(rows[i]!.sequence) };
+    return out;
+  }
+
+  protected async _removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
+    const d = this.dialect;
+    const res = await this.query(ref, `DELETE FROM ${d.table(ref.shard, table)} WHERE from_id = ${d.param(1)} AND to_id = ${d.param(2)}`, [fromId, toId]);
+    return res.affected > 0;
+  }
+
+  protected async _scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
+    const d = this.dialect;
+    const values: SqlValue[] = [];
+    let where = '';
+    if (page.after !== undefined) {
+      // A keyset on the primary key (from_id, to_id): one range scan.
+      const after = d.keysetAfter('from_id', 'to_id', 1, false, [page.after.fromId, page.after.toId]);
+      where = `WHERE ${after.sql}`;
+      values.push(...after.values);
+    }
+    values.push(page.limit);
+    const { rows } = await this.query<MappingRowText>(
+      ref,
+      `SELECT from_id, to_id, ${this.seqColumn} FROM ${d.table(ref.shard, table)} ${where} ORDER BY from_id, to_id LIMIT ${d.param(values.length)}`,
+      values,
+    );
+    return rows.map(toMappingRow);
+  }
+
+  protected async _getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<Pair>): Promise<(number | undefined)[]> {
+    const st = this.dialect.getMappings(this.dialect.table(ref.shard, table), pairs);
+    const { rows } = await this.query<MappingRowText>(ref, st.sql, st.values);
+    const found = new Map(rows.map((r) => [`${parseId(r.from_id)}:${parseId(r.to_id)}`, Number(r.sequence)]));
+    return pairs.map((p) => found.get(`${p.fromId}:${p.toId}`));
+  }
+
+  protected async _countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
+    const { rows } = await this.query<{ n: string | number }>(ref, `SELECT COUNT(*) AS n FROM ${this.dialect.table(ref.shard, table)} WHERE from_id = ${this.dialect.param(1)}`, [fromId]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  // Lookup keys travel as bytes: both servers store them in binary columns compared byte for byte.
+
+  protected async _putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
+    const sql = this.dialect.upsert(this.dialect.table(ref.shard, table), ['key', 'value'], ['key'], 'value');
+    await this.query(ref, sql, [Buffer.from(key, 'utf8'), value]);
+  }
+
+  protected async _getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
+    const d = this.dialect;
+    const { rows } = await this.query<{ value: string }>(ref, `SELECT ${d.column('value')} FROM ${d.table(ref.shard, table)} WHERE ${d.column('key')} = ${d.param(1)}`, [Buffer.from(key, 'utf8')]);
+    return rows[0] ? parseId(rows[0].value) : undefined;
+  }
+
+  protected async _deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
+    const d = this.dialect;
+    const res = await this.query(ref, `DELETE FROM ${d.table(ref.shard, table)} WHERE ${d.column('key')} = ${d.param(1)}`, [Buffer.from(key, 'utf8')]);
+    return res.affected > 0;
+  }
+
+  protected async _close(): Promise<void> {
+    await this.pools.closeAll();
+  }
+}
