@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Fleet, SchemaDef } from '../shard-backend.js';
 import { fleetTables } from '../shard-names.js';
-import { shardDdl } from './shard-ddl.js';
+import { shardDdl } from './sqlite-ddl.js';
 
 /** `PRAGMA user_version` bits saying which fleets' tables a file holds (a host may serve both). */
 const FLEET_BIT: Record<Fleet, number> = { objects: 1, lookups: 2 };

@@ -1,0 +1,110 @@
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { LRUCache } from 'lru-cache';
+import { checkHost, checkRef } from '../backend-args.js';
+import type { Fleet, SchemaDef, ShardRef } from '../shard-backend.js';
+import { shardDatabaseName } from '../shard-names.js';
+import { ShardFile, shardTemplate } from './shard-file.js';
+
+interface HostEntry {
+  dir: string;
+  paths: Array<string | undefined>;
+}
+
+export interface ShardFilesOptions {
+  root: string;
+  schema: SchemaDef;
+  maxOpenShards: number;
+  hostDirs: Record<string, string | undefined>;
+  file: { busyTimeoutMs: number; synchronous: 'normal' | 'full' };
+}
+
+/**
+ * Where shard files live and which are open: a host is a directory (`<root>/<host>` or its
+ * configured dir), shard n is `db0000n.sqlite` in it, and at most maxOpenShards files stay open
+ * (least recently used closed first). Reads never create a file; writes create it from a
+ * template of the fleet's empty tables.
+ */
+export class ShardFiles {
+  private readonly files: LRUCache<string, ShardFile>;
+  private readonly hosts = new Map<string, HostEntry>();
+  private readonly templates = new Map<Fleet, Buffer>();
+
+  constructor(private readonly options: ShardFilesOptions) {
+    this.files = new LRUCache<string, ShardFile>({ max: options.maxOpenShards, dispose: (file) => file.close() });
+  }
+
+  get openFiles(): number {
+    return this.files.size;
+  }
+
+  hostDir(host: string): string {
+    let h = this.hosts.get(host);
+    if (h === undefined) {
+      checkHost(host);
+      const dir = this.options.hostDirs[host];
+      const root = this.options.root;
+      h = { dir: dir === undefined || dir === '' ? join(root, host) : isAbsolute(dir) ? dir : resolve(root, dir), paths: [] };
+      this.hosts.set(host, h);
+    }
+    return h.dir;
+  }
+
+  /** The file of a shard (whether or not it exists yet). */
+  shardPath(ref: ShardRef): string {
+    this.hostDir(ref.host);
+    const h = this.hosts.get(ref.host)!;
+    checkRef(ref, true);
+    // Paths are built once per shard: this is on the path of every call.
+    return (h.paths[ref.shard] ??= join(h.dir, `${shardDatabaseName(ref.shard)}.sqlite`));
+  }
+
+  /** The open file of a shard that exists, or undefined; never creates one. `anyFleet`: also when it holds only the other fleet. */
+  readable(ref: ShardRef, anyFleet = false): ShardFile | undefined {
+    const path = this.shardPath(ref);
+    let file = this.files.get(path);
+    if (file === undefined) {
+      if (!existsSync(path)) return undefined;
+      file = ShardFile.open(path, false, this.options.file);
+      this.files.set(path, file);
+    }
+    if (anyFleet) return file;
+    if (!file.holds(ref.fleet)) return undefined;
+    file.ensure(ref.fleet, this.options.schema);
+    return file;
+  }
+
+  /** The open file of a shard, created with all its fleet's tables when missing. */
+  writable(ref: ShardRef): ShardFile {
+    const path = this.shardPath(ref);
+    let file = this.files.get(path);
+    if (file === undefined) {
+      mkdirSync(this.hostDir(ref.host), { recursive: true });
+      file = ShardFile.open(path, { template: this.template(ref.fleet) }, this.options.file);
+      this.files.set(path, file);
+    }
+    file.ensure(ref.fleet, this.options.schema);
+    return file;
+  }
+
+  /** Closes and deletes the shard's file (with its WAL). */
+  remove(ref: ShardRef, file: ShardFile): void {
+    const path = this.shardPath(ref);
+    this.files.delete(path);
+    file.close();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
+  }
+
+  closeAll(): void {
+    this.files.clear();
+  }
+
+  private template(fleet: Fleet): Buffer {
+    let t = this.templates.get(fleet);
+    if (t === undefined) {
+      t = shardTemplate(this.options.schema, fleet);
+      this.templates.set(fleet, t);
+    }
+    return t;
+  }
+}
