@@ -16,6 +16,8 @@ export type Pair = { fromId: bigint; toId: bigint };
  * backend is closed, and only then calls the protected `_method`, which may assume valid input
  * (a known table on the ref's fleet, ids in range, a ref whose host and shard are well-formed).
  * Checks run before the closed check, so bad input is INVALID_* whether or not the backend is open.
+ * The methods are not async functions: a failed check is a rejected promise, and a _method's own
+ * promise is handed on as it is (no extra async frame on the path of every call).
  */
 export abstract class CheckedBackend implements ShardBackend {
   abstract readonly kind: string;
@@ -41,136 +43,200 @@ export abstract class CheckedBackend implements ShardBackend {
     if (this.closed) throw new ShardKitError('CLOSED', `the ${this.label} backend is closed`);
   }
 
-  async createShard(ref: ShardRef): Promise<void> {
-    this.tables.ref(ref);
-    this.open();
-    return this._createShard(ref);
-  }
-
-  async dropShard(ref: ShardRef): Promise<void> {
-    this.tables.ref(ref);
-    this.open();
-    return this._dropShard(ref);
-  }
-
-  async listShards(host: string, fleet: Fleet): Promise<number[]> {
-    checkHost(host);
-    checkFleet(fleet);
-    this.open();
-    return this._listShards(host, fleet);
-  }
-
-  async insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
-    this.tables.check('types', ref, table);
-    checkText(data);
-    this.open();
-    return this._insertObject(ref, table, data);
-  }
-
-  async getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
-    this.tables.ref(ref);
-    if (!Array.isArray(keys)) throw new ShardKitError('INVALID_ARGUMENT', 'keys must be an array');
-    for (const k of keys) {
-      this.tables.table('types', ref.fleet, k.table);
-      checkLocalId(k.localId);
+  createShard(ref: ShardRef): Promise<void> {
+    try {
+      this.tables.ref(ref);
+      this.open();
+      return Promise.resolve(this._createShard(ref));
+    } catch (err) {
+      return Promise.reject(err);
     }
-    this.open();
-    if (keys.length === 0) return [];
-    return this._getObjects(ref, keys);
   }
 
-  async updateObject(ref: ShardRef, table: string, localId: number, fn: UpdateFn): Promise<ObjectRecord | undefined> {
-    this.tables.check('types', ref, table);
-    checkLocalId(localId);
-    if (typeof fn !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'update needs a function');
-    this.open();
-    return this._updateObject(ref, table, localId, (data) => {
-      const next = fn(data);
-      if (next !== undefined && typeof next !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'update function must return JSON text or undefined');
-      return next;
-    });
-  }
-
-  async deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean> {
-    this.tables.check('types', ref, table);
-    checkLocalId(localId);
-    this.open();
-    return this._deleteObject(ref, table, localId);
-  }
-
-  async addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void> {
-    this.tables.check('mappings', ref, table);
-    checkStoredId(fromId, 'from id');
-    checkStoredId(toId, 'to id');
-    checkSequence(sequence);
-    this.open();
-    return this._addMapping(ref, table, fromId, toId, sequence);
-  }
-
-  async listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]> {
-    this.tables.check('mappings', ref, table);
-    checkStoredId(fromId, 'from id');
-    if (page === null || typeof page !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'a list page must be an object');
-    checkLimit(page.limit);
-    if (page.order !== 'asc' && page.order !== 'desc') throw new ShardKitError('INVALID_ARGUMENT', 'order must be "asc" or "desc"');
-    if (page.after !== undefined) {
-      checkSequence(page.after.sequence);
-      checkStoredId(page.after.toId, 'cursor id');
+  dropShard(ref: ShardRef): Promise<void> {
+    try {
+      this.tables.ref(ref);
+      this.open();
+      return Promise.resolve(this._dropShard(ref));
+    } catch (err) {
+      return Promise.reject(err);
     }
-    this.open();
-    return this._listMappings(ref, table, fromId, page);
   }
 
-  async removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
-    this.tables.check('mappings', ref, table);
-    checkStoredId(fromId, 'from id');
-    checkStoredId(toId, 'to id');
-    this.open();
-    return this._removeMapping(ref, table, fromId, toId);
+  listShards(host: string, fleet: Fleet): Promise<number[]> {
+    try {
+      checkHost(host);
+      checkFleet(fleet);
+      this.open();
+      return Promise.resolve(this._listShards(host, fleet));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
-    this.tables.check('mappings', ref, table);
-    checkStoredId(fromId, 'from id');
-    this.open();
-    return this._countMappings(ref, table, fromId);
+  insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord> {
+    try {
+      this.tables.check('types', ref, table);
+      checkText(data);
+      this.open();
+      return Promise.resolve(this._insertObject(ref, table, data));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
-    this.tables.check('mappings', ref, table);
-    checkScan(page);
-    this.open();
-    return this._scanMappings(ref, table, page);
+  getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
+    try {
+      this.tables.ref(ref);
+      if (!Array.isArray(keys)) throw new ShardKitError('INVALID_ARGUMENT', 'keys must be an array');
+      for (const k of keys) {
+        this.tables.table('types', ref.fleet, k.table);
+        checkLocalId(k.localId);
+      }
+      this.open();
+      if (keys.length === 0) return Promise.resolve([]);
+      return Promise.resolve(this._getObjects(ref, keys));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<Pair>): Promise<(number | undefined)[]> {
-    this.tables.check('mappings', ref, table);
-    checkPairs(pairs);
-    this.open();
-    if (pairs.length === 0) return [];
-    return this._getMappings(ref, table, pairs);
+  updateObject(ref: ShardRef, table: string, localId: number, fn: UpdateFn): Promise<ObjectRecord | undefined> {
+    try {
+      this.tables.check('types', ref, table);
+      checkLocalId(localId);
+      if (typeof fn !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'update needs a function');
+      this.open();
+      return Promise.resolve(this._updateObject(ref, table, localId, (data) => {
+        const next = fn(data);
+        if (next !== undefined && typeof next !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'update function must return JSON text or undefined');
+        return next;
+      }));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
-    this.tables.check('keyspaces', ref, table);
-    checkLookupKey(key);
-    checkStoredId(value, 'lookup value');
-    this.open();
-    return this._putLookup(ref, table, key, value);
+  deleteObject(ref: ShardRef, table: string, localId: number): Promise<boolean> {
+    try {
+      this.tables.check('types', ref, table);
+      checkLocalId(localId);
+      this.open();
+      return Promise.resolve(this._deleteObject(ref, table, localId));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
-    this.tables.check('keyspaces', ref, table);
-    checkLookupKey(key);
-    this.open();
-    return this._getLookup(ref, table, key);
+  addMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint, sequence: number): Promise<void> {
+    try {
+      this.tables.check('mappings', ref, table);
+      checkStoredId(fromId, 'from id');
+      checkStoredId(toId, 'to id');
+      checkSequence(sequence);
+      this.open();
+      return Promise.resolve(this._addMapping(ref, table, fromId, toId, sequence));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  async deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
-    this.tables.check('keyspaces', ref, table);
-    checkLookupKey(key);
-    this.open();
-    return this._deleteLookup(ref, table, key);
+  listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]> {
+    try {
+      this.tables.check('mappings', ref, table);
+      checkStoredId(fromId, 'from id');
+      if (page === null || typeof page !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'a list page must be an object');
+      checkLimit(page.limit);
+      if (page.order !== 'asc' && page.order !== 'desc') throw new ShardKitError('INVALID_ARGUMENT', 'order must be "asc" or "desc"');
+      if (page.after !== undefined) {
+        checkSequence(page.after.sequence);
+        checkStoredId(page.after.toId, 'cursor id');
+      }
+      this.open();
+      return Promise.resolve(this._listMappings(ref, table, fromId, page));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
+    try {
+      this.tables.check('mappings', ref, table);
+      checkStoredId(fromId, 'from id');
+      checkStoredId(toId, 'to id');
+      this.open();
+      return Promise.resolve(this._removeMapping(ref, table, fromId, toId));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  countMappings(ref: ShardRef, table: string, fromId: bigint): Promise<number> {
+    try {
+      this.tables.check('mappings', ref, table);
+      checkStoredId(fromId, 'from id');
+      this.open();
+      return Promise.resolve(this._countMappings(ref, table, fromId));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
+    try {
+      this.tables.check('mappings', ref, table);
+      checkScan(page);
+      this.open();
+      return Promise.resolve(this._scanMappings(ref, table, page));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<Pair>): Promise<(number | undefined)[]> {
+    try {
+      this.tables.check('mappings', ref, table);
+      checkPairs(pairs);
+      this.open();
+      if (pairs.length === 0) return Promise.resolve([]);
+      return Promise.resolve(this._getMappings(ref, table, pairs));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
+    try {
+      this.tables.check('keyspaces', ref, table);
+      checkLookupKey(key);
+      checkStoredId(value, 'lookup value');
+      this.open();
+      return Promise.resolve(this._putLookup(ref, table, key, value));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
+    try {
+      this.tables.check('keyspaces', ref, table);
+      checkLookupKey(key);
+      this.open();
+      return Promise.resolve(this._getLookup(ref, table, key));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
+    try {
+      this.tables.check('keyspaces', ref, table);
+      checkLookupKey(key);
+      this.open();
+      return Promise.resolve(this._deleteLookup(ref, table, key));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** Idempotent: the first call closes, later ones resolve at once. */

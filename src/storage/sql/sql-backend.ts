@@ -1,4 +1,3 @@
-import { parseId } from '../../ids/codec.js';
 import { CheckedBackend, type Pair, type UpdateFn } from '../checked-backend.js';
 import { checkHost } from '../backend-args.js';
 import type {
@@ -15,8 +14,10 @@ interface MappingRowText {
   sequence: string;
 }
 
+// 64-bit columns arrive as decimal strings of our own BIGINT columns: BigInt() reads them exactly,
+// without parseId's checks for untrusted input (a list page reads 51 of them).
 function toMappingRow(r: MappingRowText): MappingRow {
-  return { fromId: parseId(r.from_id), toId: parseId(r.to_id), sequence: Number(r.sequence) };
+  return { fromId: BigInt(r.from_id), toId: BigInt(r.to_id), sequence: Number(r.sequence) };
 }
 
 /**
@@ -59,13 +60,17 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
     return this.pools.get(host);
   }
 
-  /** One statement on `ctx.host`, native errors mapped. */
-  protected async query<R = Record<string, unknown>>(ctx: ErrorContext, sql: string, values?: SqlValue[]): Promise<SqlResult<R>> {
+  /** One statement on `ctx.host`, native errors mapped (a rejection handler, not an async frame: every call passes here). */
+  protected query<R = Record<string, unknown>>(ctx: ErrorContext, sql: string, values?: SqlValue[]): Promise<SqlResult<R>> {
+    let pending: Promise<SqlResult<R>>;
     try {
-      return await this.pool(ctx.host).execute<R>(sql, values);
+      pending = this.pool(ctx.host).execute<R>(sql, values);
     } catch (err) {
-      throw this.dialect.mapError(err, ctx);
+      return Promise.reject(this.dialect.mapError(err, ctx));
     }
+    return pending.then(undefined, (err: unknown) => {
+      throw this.dialect.mapError(err, ctx);
+    });
   }
 
   protected async _createShard(ref: ShardRef): Promise<void> {
@@ -226,7 +231,7 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
       values,
     );
     const out = new Array<MappingItem>(rows.length);
-    for (let i = 0; i < rows.length; i++) out[i] = { toId: parseId(rows[i]!.to_id), sequence: Number(rows[i]!.sequence) };
+    for (let i = 0; i < rows.length; i++) out[i] = { toId: BigInt(rows[i]!.to_id), sequence: Number(rows[i]!.sequence) };
     return out;
   }
 
@@ -258,7 +263,7 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
   protected async _getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<Pair>): Promise<(number | undefined)[]> {
     const st = this.dialect.getMappings(this.dialect.table(ref.shard, table), pairs);
     const { rows } = await this.query<MappingRowText>(ref, st.sql, st.values);
-    const found = new Map(rows.map((r) => [`${parseId(r.from_id)}:${parseId(r.to_id)}`, Number(r.sequence)]));
+    const found = new Map(rows.map((r) => [`${BigInt(r.from_id)}:${BigInt(r.to_id)}`, Number(r.sequence)]));
     return pairs.map((p) => found.get(`${p.fromId}:${p.toId}`));
   }
 
@@ -277,7 +282,7 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
   protected async _getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined> {
     const d = this.dialect;
     const { rows } = await this.query<{ value: string }>(ref, `SELECT ${d.column('value')} FROM ${d.table(ref.shard, table)} WHERE ${d.column('key')} = ${d.param(1)}`, [Buffer.from(key, 'utf8')]);
-    return rows[0] ? parseId(rows[0].value) : undefined;
+    return rows[0] ? BigInt(rows[0].value) : undefined;
   }
 
   protected async _deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean> {
