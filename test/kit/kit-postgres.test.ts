@@ -1,0 +1,5 @@
+// The ShardKit-level suite (kit-suite.ts) on postgres; one server set for the whole file.
+import { runKitSuite } from './kit-suite.js';
+import { postgresTarget } from './kit-targets.js';
+
+runKitSuite('postgres', postgresTarget);
