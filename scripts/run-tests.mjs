@@ -14,7 +14,7 @@ const SERVER_STARTERS = [
   'src/ops/mariadb/mariadb-instance',
   'src/ops/postgres/postgres-instance',
   'src/ops/dev-cluster',
-  'src/tickets/dev-ticket-servers',
+  'src/ops/dev-ticket-servers',
   'test/topology/etcd-server',
   'test/cache/cache-servers',
   'test/mysql/cluster-fixture',
