@@ -26,6 +26,8 @@ export function mappingIndexName(table: string): string {
 
 /** The sequence each PostgreSQL object shard keeps for db00005.next_id() (storage/postgres/instagram-next-id.ts). */
 export const NEXT_ID_STATE = 'next_id_state';
+/** Its counter sequence, beside the state (same file). */
+export const NEXT_ID_COUNTER = 'next_id_counter';
 
 /** SQLite refuses tables whose names start with this ("reserved for internal use"). */
 export const RESERVED_TABLE_PREFIX = 'sqlite_';
@@ -35,6 +37,7 @@ export function shardNames(schema: SchemaDef): Array<{ name: string; kind: 'tabl
   return [
     // PostgreSQL: the Instagram ID generator's state, a relation beside the tables of each object shard.
     { name: NEXT_ID_STATE, kind: 'sequence' as const, owner: 'the Instagram ID generator\'s state sequence' },
+    { name: NEXT_ID_COUNTER, kind: 'sequence' as const, owner: 'the Instagram ID generator\'s counter sequence' },
     ...schema.types.map((t) => ({ name: t.table, kind: 'table' as const, owner: `type ${t.name}` })),
     ...schema.mappings.map((m) => ({ name: m.table, kind: 'table' as const, owner: `mapping ${m.name}` })),
     ...schema.keyspaces.map((k) => ({ name: k.table, kind: 'table' as const, owner: `keyspace ${k.name}` })),

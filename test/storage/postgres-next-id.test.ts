@@ -11,8 +11,11 @@ import { isShardKitError } from '../../src/errors.js';
 import { instagramId } from '../../src/ids/instagram-id.js';
 import { INSTAGRAM_EPOCH } from '../../src/ids/layout.js';
 import { PostgresBackend } from '../../src/storage/postgres/index.js';
-import { instagramNextIdDdl } from '../../src/storage/postgres/instagram-next-id.js';
+import { initShards } from '../../src/ops/shard-init.js';
+import { instagramNextIdDdl, NEXT_ID_LOCK_BASE, SERVER_CLOCK_SQL } from '../../src/storage/postgres/instagram-next-id.js';
 import type { ShardRef } from '../../src/storage/shard-backend.js';
+import { ShardMap } from '../../src/topology/shard-map.js';
+import { instagramNextIdDdlV1 } from './postgres-next-id-v1.js';
 import { DATABASE, startPostgresServers, type PostgresServers } from './postgres-servers.js';
 
 let env: PostgresServers;
@@ -37,6 +40,12 @@ const ref = (shard: number, fleet: 'objects' | 'lookups' = 'objects'): ShardRef 
 const serverMs = async () => Number((await sql.query<{ ms: string }>('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms')).rows[0]!.ms) - INSTAGRAM_EPOCH;
 const advisoryLocks = async () => Number((await sql.query<{ n: string }>("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'")).rows[0]!.n);
 const setState = (shard: number, ms: number, seq: number) => sql.query(`SELECT setval('"db${String(shard).padStart(5, '0')}".next_id_state', $1::bigint)`, [ms * 1024 + seq]);
+
+const connect = async (): Promise<pg.Client> => {
+  const c = new pg.Client({ host: env.hosts[HOST]!.host, port: env.hosts[HOST]!.port, user: 'postgres', database: DATABASE });
+  await c.connect();
+  return c;
+};
 
 async function expectCode(p: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
   await assert.rejects(p, (err: unknown) => {
@@ -260,4 +269,133 @@ test('through a PostgresBackend with a tight query timeout, failed calls leave n
   } finally {
     await tight.close();
   }
+});
+
+test('within a millisecond next_id() takes no lock: while another session holds the shard\'s generator lock, calls go on until a new millisecond needs a jump', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(8));
+  // A clock that stands still unless the test moves it: unix ms in a sequence.
+  await sql.query('DROP SEQUENCE IF EXISTS public.frozen_clock');
+  await sql.query('CREATE SEQUENCE public.frozen_clock AS bigint');
+  const t = INSTAGRAM_EPOCH + (await serverMs());
+  await sql.query('SELECT setval(\'public.frozen_clock\', $1::bigint)', [t]);
+  for (const statement of instagramNextIdDdl(8, { clockSql: "pg_sequence_last_value('public.frozen_clock'::regclass)" })) await sql.query(statement);
+  const [first] = await backend.nextInstagramIds(ref(8));
+  assert.deepEqual({ ...instagramId.decode(first!), date: 0 }, { ...instagramId.decode(first!), ms: t - INSTAGRAM_EPOCH, sequence: 0, shard: 8, date: 0 });
+  const holder = await connect();
+  const caller = await connect();
+  try {
+    await holder.query('SELECT pg_advisory_lock($1)', [NEXT_ID_LOCK_BASE + 8]);
+    // A bound, so the old generator (a lock per call) fails here instead of hanging.
+    await caller.query('SET statement_timeout = 30000');
+    const { rows } = await caller.query<{ id: string }>('SELECT db00008.next_id() AS id FROM generate_series(1, 1000)');
+    assert.deepEqual(rows.map((r) => instagramId.decode(BigInt(r.id)).sequence), Array.from({ length: 1000 }, (_, i) => i + 1));
+    assert.ok(rows.every((r) => instagramId.decode(BigInt(r.id)).ms === t - INSTAGRAM_EPOCH));
+    // The next millisecond needs the lock: the call waits for it (here until its timeout).
+    await sql.query('SELECT setval(\'public.frozen_clock\', $1::bigint)', [t + 1]);
+    await caller.query('SET statement_timeout = 300');
+    await assert.rejects(caller.query('SELECT db00008.next_id()'), (err: { code?: string }) => err.code === '57014');
+    await holder.query('SELECT pg_advisory_unlock($1)', [NEXT_ID_LOCK_BASE + 8]);
+    await caller.query('SET statement_timeout = 0');
+    const next = instagramId.decode(BigInt((await caller.query<{ id: string }>('SELECT db00008.next_id() AS id')).rows[0]!.id));
+    assert.deepEqual([next.ms, next.sequence], [t + 1 - INSTAGRAM_EPOCH, 0]);
+    assert.equal(await advisoryLocks(), 0);
+  } finally {
+    await Promise.all([holder.end(), caller.end()]);
+  }
+});
+
+test('8 sessions inserting through a column DEFAULT while the clock steps back and forth get no ID twice, each session\'s IDs increasing', async () => {
+  await env.dropAllShards();
+  await backend.createShard(ref(7));
+  // The generator's clock is the server's plus an offset the test steps: back by 1..9 ms (waited
+  // out), sometimes by 40 ms (refused: CLOCK_MOVED_BACKWARDS), then forward again.
+  await sql.query('DROP SEQUENCE IF EXISTS public.clock_offset');
+  await sql.query('CREATE SEQUENCE public.clock_offset AS bigint MINVALUE -1000000 START WITH 0');
+  await sql.query('SELECT setval(\'public.clock_offset\', 0)');
+  const clockSql = `${SERVER_CLOCK_SQL} + pg_sequence_last_value('public.clock_offset'::regclass)`;
+  for (const statement of instagramNextIdDdl(7, { clockSql })) await sql.query(statement);
+  await sql.query('CREATE TABLE db00007.events (id bigint NOT NULL DEFAULT db00007.next_id(), session int NOT NULL)');
+  const seed = Number(process.env.SEED ?? Date.now() % 100_000);
+  console.log(`# seed ${seed} (SEED=${seed} to replay the step pattern)`);
+  let rnd = seed;
+  const random = () => ((rnd = (rnd * 48271) % 2147483647) / 2147483647);
+  const clients = await Promise.all(Array.from({ length: 8 }, connect));
+  const perSession: bigint[][] = clients.map(() => []);
+  const refused = { backwards: 0 };
+  let steps = 0;
+  let running = true;
+  try {
+    const stepper = (async () => {
+      while (running) {
+        const back = random() < 0.15 ? 40 : 1 + Math.floor(random() * 9);
+        await sql.query('SELECT setval(\'public.clock_offset\', $1::bigint)', [-back]);
+        steps++;
+        await new Promise((r) => setTimeout(r, 5 + random() * 30));
+        await sql.query('SELECT setval(\'public.clock_offset\', 0)');
+        await new Promise((r) => setTimeout(r, 5 + random() * 30));
+      }
+    })();
+    const until = Date.now() + 4000;
+    await Promise.all(clients.map(async (c, i) => {
+      let n = 0;
+      while (Date.now() < until) {
+        const rows = [1, 1, 5, 50, 400][n++ % 5]!;
+        const inTransaction = n % 3 === 0;
+        try {
+          if (inTransaction) await c.query('BEGIN');
+          const res = await c.query<{ id: string }>('INSERT INTO db00007.events (session) SELECT $1 FROM generate_series(1, $2::int) RETURNING id', [i, rows]);
+          if (inTransaction) await c.query('COMMIT');
+          perSession[i]!.push(...res.rows.map((r) => BigInt(r.id)));
+        } catch (err) {
+          if ((err as { code?: string }).code !== 'SK001') throw err;
+          if (inTransaction) await c.query('ROLLBACK');
+          refused.backwards++;
+        }
+      }
+    }));
+    running = false;
+    await stepper;
+    const { rows } = await sql.query<{ total: string; distinct: string }>('SELECT count(*) AS total, count(DISTINCT id) AS distinct FROM db00007.events');
+    const total = perSession.reduce((a, ids) => a + ids.length, 0);
+    assert.equal(Number(rows[0]!.total), total, 'every returned ID is stored (refused statements stored none)');
+    assert.equal(Number(rows[0]!.distinct), total, `0 duplicates among ${total} IDs (${steps} steps back, ${refused.backwards} statements refused)`);
+    assert.ok(steps > 0 && perSession.every((ids) => ids.length > 0), `every session inserted: ${perSession.map((ids) => ids.length)}`);
+    for (const ids of perSession) {
+      for (let k = 1; k < ids.length; k++) assert.ok(ids[k]! > ids[k - 1]!, 'a session\'s IDs increase');
+      assert.ok(ids.every((id) => instagramId.decode(id).shard === 7));
+    }
+    assert.equal(await advisoryLocks(), 0);
+    console.log(`# ${total} IDs from 8 sessions, ${steps} steps back, ${refused.backwards} statements refused (CLOCK_MOVED_BACKWARDS)`);
+  } finally {
+    running = false;
+    await Promise.all(clients.map((c) => c.end()));
+  }
+});
+
+test('a shard created with the old generator (a lock per call) gets the new one from shardkit init, and its IDs go on after the old ones', async () => {
+  await env.dropAllShards();
+  const map = ShardMap.fromJSON(env.config().shardMap);
+  await initShards(backend, map);
+  // Shard 3 (on PG001A) as the old DDL left it: the old function, its state, no counter.
+  await sql.query('DROP SEQUENCE db00003.next_id_counter');
+  for (const statement of instagramNextIdDdlV1(3)) await sql.query(statement);
+  await sql.query('CREATE TABLE db00003.photos (id bigint NOT NULL DEFAULT db00003.next_id() PRIMARY KEY, caption text)');
+  const old = (await sql.query<{ id: string }>("INSERT INTO db00003.photos (caption) SELECT 'old' FROM generate_series(1, 500) RETURNING id")).rows.map((r) => BigInt(r.id));
+  assert.equal(await advisoryLocks(), 0);
+  assert.ok(!(await backend.listShards(HOST, 'objects')).includes(3), 'listShards reports the shard as needing init');
+  const upgrade = await initShards(backend, map);
+  assert.deepEqual([upgrade.created, upgrade.hosts[HOST]], [1, { objects: 1, lookups: 0 }]);
+  const src = (await sql.query<{ src: string }>("SELECT p.prosrc AS src FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'db00003' AND p.proname = 'next_id'")).rows[0]!.src;
+  assert.match(src, /next_id_counter/);
+  assert.doesNotMatch(src, /pg_advisory_lock\(/);
+  // The table's DEFAULT now calls the new function; its IDs come after every old one.
+  const fresh = (await sql.query<{ id: string }>("INSERT INTO db00003.photos (caption) SELECT 'new' FROM generate_series(1, 500) RETURNING id")).rows.map((r) => BigInt(r.id));
+  const all = [...old, ...fresh];
+  for (let k = 1; k < all.length; k++) assert.ok(all[k]! > all[k - 1]!, 'increasing across the upgrade');
+  // Running init again changes nothing (CREATE OR REPLACE, IF NOT EXISTS) and IDs go on.
+  assert.equal((await initShards(backend, map)).created, 0);
+  const [later] = await backend.nextInstagramIds(ref(3));
+  assert.ok(later! > fresh[499]!);
+  assert.equal((await sql.query('SELECT count(DISTINCT id) AS n FROM db00003.photos')).rows[0]!.n, '1000');
 });

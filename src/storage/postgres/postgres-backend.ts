@@ -1,10 +1,11 @@
 import { INSTAGRAM_MAX_SHARD } from '../../ids/instagram-id.js';
 import { ShardKitError } from '../../errors.js';
 import { checkRef } from '../backend-args.js';
-import type { SchemaDef, ShardRef } from '../shard-backend.js';
+import type { Fleet, SchemaDef, ShardRef } from '../shard-backend.js';
 import { SqlBackend } from '../sql/sql-backend.js';
+import { CURRENT_GENERATOR_SQL } from './instagram-next-id.js';
 import { postgresDialect } from './postgres-dialect.js';
-import { postgresSchemaName, qi } from './postgres-ddl.js';
+import { parsePostgresSchemaName, postgresSchemaName, qi } from './postgres-ddl.js';
 import { mapPostgresError } from './postgres-errors.js';
 import { PostgresHostPool } from './postgres-host-pool.js';
 
@@ -72,6 +73,18 @@ export class PostgresBackend extends SqlBackend<PostgresHostPool, PostgresHostAd
       connectTimeoutMs: this.storage.connectTimeoutMs,
       queryTimeoutMs: this.storage.queryTimeoutMs,
     });
+  }
+
+  /**
+   * The core's complete shards, less object shards 0..8191 whose ID generator predates the
+   * current one: `shardkit init` / `schema apply` recreate those, which upgrades it.
+   */
+  protected override async _listShards(host: string, fleet: Fleet): Promise<number[]> {
+    const complete = await super._listShards(host, fleet);
+    if (fleet !== 'objects') return complete;
+    const { rows } = await this.query<{ db: string }>({ host }, CURRENT_GENERATOR_SQL);
+    const current = new Set(rows.map((r) => parsePostgresSchemaName(r.db)));
+    return complete.filter((shard) => shard > INSTAGRAM_MAX_SHARD || current.has(shard));
   }
 
   /**
