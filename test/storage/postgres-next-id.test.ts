@@ -398,4 +398,65 @@ test('a shard created with the old generator (a lock per call) gets the new one 
   const [later] = await backend.nextInstagramIds(ref(3));
   assert.ok(later! > fresh[499]!);
   assert.equal((await sql.query('SELECT count(DISTINCT id) AS n FROM db00003.photos')).rows[0]!.n, '1000');
+  // Its DEFAULT depends on next_id(): dropping the shard's object fleet alone would refuse.
+  await sql.query('DROP TABLE db00003.photos');
+});
+
+test('shardkit init upgrades a shard while 4 sessions insert through the old function: the two never run at once, no ID twice', async () => {
+  await env.dropAllShards();
+  const map = ShardMap.fromJSON(env.config().shardMap);
+  await initShards(backend, map);
+  await sql.query('DROP SEQUENCE db00002.next_id_counter');
+  for (const statement of instagramNextIdDdlV1(2)) await sql.query(statement);
+  // No primary key: a repeated ID is stored, and counted below.
+  await sql.query('CREATE TABLE db00002.events (id bigint NOT NULL DEFAULT db00002.next_id(), session int NOT NULL)');
+  const clients = await Promise.all(Array.from({ length: 4 }, connect));
+  const perSession: bigint[][] = clients.map(() => []);
+  const failures: string[] = [];
+  let running = true;
+  let upgraded = false;
+  let afterUpgrade = 0;
+  try {
+    const writers = clients.map(async (c, i) => {
+      // One session keeps a transaction open across calls: the upgrade waits for it.
+      let n = 0;
+      while (running) {
+        const long = i === 0 && n++ % 4 === 0;
+        try {
+          if (long) await c.query('BEGIN');
+          const res = await c.query<{ id: string }>('INSERT INTO db00002.events (session) SELECT $1 FROM generate_series(1, 20) RETURNING id', [i]);
+          if (long) {
+            // Still in the transaction that called the old function: more calls once the upgrade
+            // is done (or 300 ms on). Without the fence they would run the old function beside
+            // the new one; with it the upgrade waits for this transaction.
+            for (let waited = 0; !upgraded && waited < 300; waited += 10) await new Promise((r) => setTimeout(r, 10));
+            res.rows.push(...(await c.query<{ id: string }>('INSERT INTO db00002.events (session) SELECT $1 FROM generate_series(1, 300) RETURNING id', [i])).rows);
+            await c.query('COMMIT');
+          }
+          perSession[i]!.push(...res.rows.map((r) => BigInt(r.id)));
+          if (upgraded) afterUpgrade++;
+        } catch (err) {
+          // A transaction that still runs the old function fails once its state is gone.
+          failures.push(String((err as { code?: string }).code));
+          if (long) await c.query('ROLLBACK').catch(() => undefined);
+        }
+      }
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await initShards(backend, map)).created, 1);
+    upgraded = true;
+    while (afterUpgrade < 20) await new Promise((r) => setTimeout(r, 20));
+    running = false;
+    await Promise.all(writers);
+    const { rows } = await sql.query<{ total: string; distinct: string }>('SELECT count(*) AS total, count(DISTINCT id) AS distinct FROM db00002.events');
+    const total = perSession.reduce((a, ids) => a + ids.length, 0);
+    assert.equal(Number(rows[0]!.total), total);
+    assert.equal(Number(rows[0]!.distinct), total, `0 duplicates among ${total} IDs (failed statements: ${failures.join(',') || 'none'})`);
+    for (const ids of perSession) for (let k = 1; k < ids.length; k++) assert.ok(ids[k]! > ids[k - 1]!, 'a session\'s IDs increase across the upgrade');
+    assert.equal(await advisoryLocks(), 0);
+    await sql.query('DROP TABLE db00002.events');
+  } finally {
+    running = false;
+    await Promise.all(clients.map((c) => c.end()));
+  }
 });

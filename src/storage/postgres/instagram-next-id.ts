@@ -72,8 +72,8 @@ export function instagramNextIdDdl(shard: number, options: InstagramNextIdOption
   const state = `${schema}.${qi(NEXT_ID_STATE)}`;
   const counter = `${schema}.${qi(NEXT_ID_COUNTER)}`;
   // regclass literals are resolved once, when the function's plans are made.
-  const stateReg = `'${state.replace(/'/g, "''")}'::regclass`;
-  const counterReg = `'${counter.replace(/'/g, "''")}'::regclass`;
+  const stateReg = `${literal(state)}::regclass`;
+  const counterReg = `${literal(counter)}::regclass`;
   const clock = `(${options.clockSql ?? SERVER_CLOCK_SQL}) - our_epoch`;
   // The state's millisecond; -1 before the first jump (NULL: never set; -1: the start value).
   // (x + 1024) >> 10 shifts a non-negative number, so -1 maps to -1 without relying on >> of a negative.
@@ -82,9 +82,40 @@ export function instagramNextIdDdl(shard: number, options: InstagramNextIdOption
           RAISE EXCEPTION USING ERRCODE = '${CLOCK_BACKWARDS_SQLSTATE}',
             MESSAGE = format('clock moved backwards by %s ms (more than %s ms); refusing to generate ids for shard %s', base - now_ms, max_backwards, shard_id);
         END IF;`;
+  const v1State = qi(`${NEXT_ID_STATE}_v1`);
   return [
-    // -1: no ID yet. Shards created before the counter existed already have this one, holding
-    // their last ID (ms * 1024 + seq): its millisecond serves as the base, so the next ID is later.
+    // A shard made before the counter existed: its old next_id() must never run beside the new
+    // one (it writes the state on every call). Renaming the state takes an ACCESS EXCLUSIVE lock,
+    // so this waits for every transaction that called the old function, and dropping it makes
+    // any later call of the old function (a transaction still holding its definition) fail
+    // instead of handing out an ID. The old function's lock is taken first, so no call is inside
+    // it; each attempt gives up after 100 ms and releases both locks (a transaction that called
+    // the old function may be waiting for its lock: holding on would deadlock), then tries again.
+    // The new state starts at the old last ID (ms * 1024 + seq): its millisecond serves as the
+    // first base, so the next ID is later.
+    `DO $upgrade$
+DECLARE
+  renamed boolean := false;
+  timeout text := current_setting('lock_timeout');
+BEGIN
+  IF to_regclass(${literal(counter)}) IS NULL AND to_regclass(${literal(state)}) IS NOT NULL THEN
+    PERFORM set_config('lock_timeout', '100ms', true);
+    WHILE NOT renamed LOOP
+      BEGIN
+        PERFORM pg_advisory_xact_lock(${NEXT_ID_LOCK_BASE + shard});
+        ALTER SEQUENCE ${state} RENAME TO ${v1State};
+        renamed := true;
+      EXCEPTION WHEN lock_not_available THEN
+        PERFORM pg_sleep(0.01);
+      END;
+    END LOOP;
+    PERFORM set_config('lock_timeout', timeout, true);
+    CREATE SEQUENCE ${state} AS bigint MINVALUE -1 START WITH -1 NO CYCLE;
+    PERFORM setval(${literal(state)}::regclass, last_value) FROM ${schema}.${v1State} WHERE is_called;
+    DROP SEQUENCE ${schema}.${v1State};
+  END IF;
+END $upgrade$`,
+    // -1: no ID yet.
     `CREATE SEQUENCE IF NOT EXISTS ${state} AS bigint MINVALUE -1 START WITH -1 NO CYCLE`,
     `CREATE SEQUENCE IF NOT EXISTS ${counter} AS bigint MINVALUE 0 START WITH 0 NO CYCLE`,
     `CREATE OR REPLACE FUNCTION ${schema}.next_id(OUT result bigint) LANGUAGE plpgsql VOLATILE AS $next_id$
@@ -168,6 +199,11 @@ $next_id$`,
  */
 export const CURRENT_GENERATOR_SQL = `SELECT n.nspname AS db FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
  WHERE c.relkind = 'S' AND c.relname = '${NEXT_ID_COUNTER}' AND n.nspname ~ '^db[0-9]{5}$'`;
+
+/** An SQL string literal (of names built from validated shard numbers). */
+function literal(text: string): string {
+  return `'${text.replace(/'/g, "''")}'`;
+}
 
 /** Drops a shard's generator (the objects fleet leaves a schema the lookups still use). */
 export function dropInstagramNextIdDdl(shard: number): string[] {
