@@ -97,8 +97,8 @@ export class PostgresBackend extends SqlBackend<PostgresHostPool, PostgresHostAd
     if (ref.fleet !== 'objects') throw new ShardKitError('INVALID_ARGUMENT', 'Instagram IDs come from object shards');
     if (ref.shard > INSTAGRAM_MAX_SHARD) throw new ShardKitError('INVALID_ARGUMENT', `shard ${ref.shard} has no Instagram ID generator: the layout holds shards 0..${INSTAGRAM_MAX_SHARD}`);
     if (!Number.isInteger(count) || count < 1 || count > MAX_IDS_PER_CALL) throw new ShardKitError('INVALID_ARGUMENT', `count must be an integer in 1..${MAX_IDS_PER_CALL}`);
-    // A failed call's connection is closed: an interrupt at the wrong moment could leave the
-    // generator's session lock behind on it (instagram-next-id.ts).
+    // A failed call's connection is closed. Since issue 20 next_id() keeps no session state (its
+    // only lock ends with a subtransaction), so this is a precaution, not a need.
     this.open();
     try {
       const { rows } = await this.pool(ref.host).query<{ id: string }>(`SELECT ${qi(postgresSchemaName(ref.shard))}.next_id() AS id FROM generate_series(1, $1::int)`, [count], { discardOnError: true });

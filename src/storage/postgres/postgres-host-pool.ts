@@ -147,8 +147,8 @@ export class PostgresHostPool implements SqlHostPool {
 
   /**
    * One statement on a pooled connection. `discardOnError`: after any failure the connection is
-   * closed, not reused, for statements that may leave session state behind when interrupted (the
-   * advisory lock of next_id(), instagram-next-id.ts).
+   * closed, not reused, for statements that might leave session state behind when interrupted
+   * (nextInstagramIds uses it as a precaution; next_id() itself leaves none since issue 20).
    */
   async query<T extends pg.QueryResultRow>(sql: string, values?: SqlValue[], options: { discardOnError?: boolean } = {}): Promise<pg.QueryResult<T>> {
     const client = await this.acquire();
