@@ -34,6 +34,23 @@ export class VersionListeners {
     };
   }
 
+  /**
+   * A store's watch(): subscribes `fn` after `baseline`, calls `start` (idempotent in the
+   * store: begin watching the backing store), and returns an unsubscribe that may be called
+   * more than once and calls `stop` when the last listener leaves.
+   */
+  watch(fn: TopologyListener, baseline: number, start: () => void, stop: () => void): () => void {
+    const unsubscribe = this.add(fn, baseline);
+    start();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      unsubscribe();
+      if (this.size === 0) stop();
+    };
+  }
+
   /** Offers a map seen in the store; older or already-seen versions are ignored. */
   offer(map: ShardMap): void {
     if (map.version <= this.latest) return;

@@ -1,13 +1,8 @@
 import { ShardKitError, isShardKitError } from '../../errors.js';
-import type { Fleet } from '../shard-backend.js';
-import { mysqlDatabaseName } from './mysql-ddl.js';
+import { errorCodeOf, errorDetails, whereText, type ErrorContext } from '../sql/error-context.js';
 
-/** Where an operation ran, for error messages that name the shard. */
-export interface MysqlErrorContext {
-  host: string;
-  shard?: number;
-  fleet?: Fleet;
-}
+/** Where an operation ran (storage/sql/error-context.ts). */
+export type MysqlErrorContext = ErrorContext;
 
 /** The server is down or cannot be reached at all (the network-level part of both sets below). */
 const UNREACHABLE_CODES = [
@@ -57,10 +52,7 @@ const MARIADB_UNAVAILABLE_ERRNOS = new Set([1969]);
 /** The server cannot be reached at all: worth failing fast for a moment instead of retrying each call. */
 const HOST_DOWN_CODES = new Set([...UNREACHABLE_CODES, 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR']);
 
-function codeOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
+const codeOf = errorCodeOf;
 
 /** Errors after which a connection's state is unknown (it must be destroyed, not reused). */
 export function isConnectionError(err: unknown): boolean {
@@ -77,11 +69,7 @@ export function isHostDownError(err: unknown): boolean {
   return code !== undefined && HOST_DOWN_CODES.has(code);
 }
 
-function where(ctx: MysqlErrorContext): string {
-  if (ctx.shard === undefined) return `host ${ctx.host}`;
-  const kind = ctx.fleet === 'lookups' ? 'mod shard' : 'shard';
-  return `${kind} ${ctx.shard} (${mysqlDatabaseName(ctx.shard)} on ${ctx.host})`;
-}
+const where = whereText;
 
 /** The one place where mysql2 / server errors become ShardKitErrors with stable codes. */
 export function mapMysqlError(err: unknown, ctx: MysqlErrorContext): ShardKitError {
@@ -89,7 +77,7 @@ export function mapMysqlError(err: unknown, ctx: MysqlErrorContext): ShardKitErr
   const e = (err ?? {}) as { code?: string; errno?: number; sqlMessage?: string; message?: string };
   const code = typeof e.code === 'string' ? e.code : '';
   const reason = `${code ? `${code}: ` : ''}${(e.sqlMessage ?? e.message ?? String(err)).split('\n')[0]}`;
-  const details: Record<string, unknown> = { host: ctx.host, ...(ctx.shard !== undefined ? { shard: ctx.shard, fleet: ctx.fleet ?? 'objects' } : {}), driverCode: code };
+  const details = errorDetails(ctx, code);
   if (CONNECTION_CODES.has(code) || UNAVAILABLE_SERVER_CODES.has(code) || (code === '' && typeof e.errno === 'number' && MARIADB_UNAVAILABLE_ERRNOS.has(e.errno))) {
     return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details });
   }

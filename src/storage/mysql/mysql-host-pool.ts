@@ -1,7 +1,8 @@
 import mysql from 'mysql2';
 import type { Pool, PoolConnection } from 'mysql2';
 import { ShardKitError } from '../../errors.js';
-import { codedError, HostDown } from '../sql/host-down.js';
+import { codedError } from '../sql/host-down.js';
+import { ServerPool } from '../sql/server-pool.js';
 import type { SqlHostPool, SqlResult, SqlRun, SqlValue } from '../sql/sql-dialect.js';
 import { isConnectionError, isHostDownError } from './mysql-errors.js';
 
@@ -37,22 +38,13 @@ function toResult<R>(raw: unknown): SqlResult<R> {
  *   (so a dead master costs callers nothing), then the next call tries again: the pool recovers
  *   by itself when the server comes back, no restart needed.
  */
-export class MysqlHostPool implements SqlHostPool {
-  readonly name: string;
+export class MysqlHostPool extends ServerPool implements SqlHostPool {
   private readonly pool: Pool;
   private readonly options: MysqlHostOptions;
-  private readonly down: HostDown;
-  private closed = false;
-  /** Statements sent (round trips), for benchmarks and status. */
-  queries = 0;
-  /** Statements on the wire right now, and the most seen at once since the last reset. */
-  inFlight = 0;
-  maxInFlight = 0;
 
   constructor(name: string, options: MysqlHostOptions) {
-    this.name = name;
+    super(name, options.connectTimeoutMs, isHostDownError);
     this.options = options;
-    this.down = new HostDown(isHostDownError, options.connectTimeoutMs);
     const target = options.host !== undefined || options.port !== undefined || options.socket === undefined
       ? { host: options.host ?? '127.0.0.1', port: options.port ?? 3306 }
       : { socketPath: options.socket };
@@ -85,11 +77,6 @@ export class MysqlHostPool implements SqlHostPool {
         if (err) conn.query('SET SESSION max_execution_time = ?', [limitMs], () => undefined);
       });
     });
-  }
-
-  /** Why the host is considered down, or undefined when it is not. */
-  downReason(): unknown {
-    return this.down.reason();
   }
 
   /** Whether getConnection would have to wait for another caller to release a connection. */
@@ -139,10 +126,9 @@ export class MysqlHostPool implements SqlHostPool {
   }
 
   private run<T>(conn: PoolConnection, sql: string, values: SqlValue[] | undefined, callback: (err: unknown, rows?: T) => void): void {
-    this.queries++;
-    if (++this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    this.sent();
     conn.query({ sql, values, timeout: this.options.queryTimeoutMs }, (err, rows) => {
-      this.inFlight--;
+      this.answered();
       callback(err, rows as T);
     });
   }
@@ -181,22 +167,7 @@ export class MysqlHostPool implements SqlHostPool {
     const conn = await new Promise<PoolConnection>((resolve, reject) => this.acquire((err, c) => (err ? reject(err) : resolve(c!))));
     const q: SqlRun = <R>(sql: string, values?: SqlValue[]) =>
       new Promise<SqlResult<R>>((resolve, reject) => this.run<unknown>(conn, sql, values, (err, rows) => (err ? reject(err) : resolve(toResult<R>(rows)))));
-    try {
-      await q('BEGIN');
-      let result: T;
-      try {
-        result = await fn(q);
-      } catch (err) {
-        if (!isConnectionError(err)) await q('ROLLBACK');
-        throw err;
-      }
-      await q('COMMIT');
-      conn.release();
-      return result;
-    } catch (err) {
-      this.discardOnFailure(conn, err);
-      throw err;
-    }
+    return this.transact(q, fn, isConnectionError, (failure) => (failure ? this.discardOnFailure(conn, failure.err) : conn.release()));
   }
 
   private discardOnFailure(conn: PoolConnection, err: unknown): void {

@@ -1,14 +1,9 @@
 import { ShardKitError, isShardKitError } from '../../errors.js';
-import type { Fleet } from '../shard-backend.js';
-import { postgresSchemaName } from './postgres-ddl.js';
 import { CLOCK_BACKWARDS_SQLSTATE, CLOCK_RANGE_SQLSTATE } from './instagram-next-id.js';
+import { errorCodeOf, errorDetails, whereText, type ErrorContext } from '../sql/error-context.js';
 
-/** Where an operation ran, for error messages that name the shard. */
-export interface PostgresErrorContext {
-  host: string;
-  shard?: number;
-  fleet?: Fleet;
-}
+/** Where an operation ran (storage/sql/error-context.ts). */
+export type PostgresErrorContext = ErrorContext;
 
 /** Node network errors: the server is down or cannot be reached at all. */
 const UNREACHABLE_CODES = ['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND'];
@@ -36,10 +31,7 @@ const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '5330
 /** The server cannot be reached at all: worth failing fast for a moment instead of retrying each call. */
 const HOST_DOWN_CODES = new Set([...UNREACHABLE_CODES, PG_CONNECTION_LOST, PG_CONNECT_TIMEOUT, '57P01', '57P02', '57P03', '53300']);
 
-function codeOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
+const codeOf = errorCodeOf;
 
 /** Errors after which a connection's state is unknown (destroy it, never reuse it). */
 export function isConnectionError(err: unknown): boolean {
@@ -69,11 +61,7 @@ export function codeDriverError(err: unknown): unknown {
   return err;
 }
 
-function where(ctx: PostgresErrorContext): string {
-  if (ctx.shard === undefined) return `host ${ctx.host}`;
-  const kind = ctx.fleet === 'lookups' ? 'mod shard' : 'shard';
-  return `${kind} ${ctx.shard} (${postgresSchemaName(ctx.shard)} on ${ctx.host})`;
-}
+const where = whereText;
 
 /** The one place where pg / server errors become ShardKitErrors with stable codes. */
 export function mapPostgresError(err: unknown, ctx: PostgresErrorContext): ShardKitError {
@@ -82,7 +70,7 @@ export function mapPostgresError(err: unknown, ctx: PostgresErrorContext): Shard
   const e = (err ?? {}) as { code?: string; message?: string };
   const code = typeof e.code === 'string' ? e.code : '';
   const reason = `${code ? `${code}: ` : ''}${(e.message ?? String(err)).split('\n')[0]}`;
-  const details: Record<string, unknown> = { host: ctx.host, ...(ctx.shard !== undefined ? { shard: ctx.shard, fleet: ctx.fleet ?? 'objects' } : {}), driverCode: code };
+  const details = errorDetails(ctx, code);
   if (CONNECTION_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08')) {
     return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details });
   }

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
-import { HostDown } from '../sql/host-down.js';
+import { ServerPool } from '../sql/server-pool.js';
 import type { SqlHostPool, SqlResult, SqlRun, SqlValue } from '../sql/sql-dialect.js';
 import { PG_HOST_DOWN, codeDriverError, isConnectionError, isHostDownError } from './postgres-errors.js';
 
@@ -37,22 +37,13 @@ const CLIENT_TIMEOUT_MARGIN_MS = 250;
  *   timeout; not a slow statement) the host is "down" for min(1 s, connectTimeoutMs) and calls
  *   fail at once, then the next call tries again: the pool recovers by itself.
  */
-export class PostgresHostPool implements SqlHostPool {
-  readonly name: string;
+export class PostgresHostPool extends ServerPool implements SqlHostPool {
   private readonly pool: pg.Pool;
   private readonly options: PostgresHostOptions;
-  private readonly down: HostDown;
-  private closed = false;
-  /** Statements sent (round trips), for benchmarks and status. */
-  queries = 0;
-  /** Statements on the wire right now, and the most seen at once since the last reset. */
-  inFlight = 0;
-  maxInFlight = 0;
 
   constructor(name: string, options: PostgresHostOptions) {
-    this.name = name;
+    super(name, options.connectTimeoutMs, isHostDownError);
     this.options = options;
-    this.down = new HostDown(isHostDownError, options.connectTimeoutMs);
     const target = options.host !== undefined || options.port !== undefined || options.socket === undefined
       ? { host: options.host ?? '127.0.0.1', port: options.port ?? 5432 }
       : { host: options.socket };
@@ -74,11 +65,6 @@ export class PostgresHostPool implements SqlHostPool {
     this.pool.on('error', (err) => this.down.mark(codeDriverError(err)));
   }
 
-  /** Why the host is considered down, or undefined when it is not. */
-  downReason(): unknown {
-    return this.down.reason();
-  }
-
   /** A pooled client; pg-pool bounds both opening one and waiting for one by connectionTimeoutMillis. */
   private async acquire(): Promise<pg.PoolClient> {
     if (this.closed) throw new ShardKitError('CLOSED', 'the PostgreSQL backend is closed');
@@ -94,14 +80,13 @@ export class PostgresHostPool implements SqlHostPool {
   }
 
   private async run<T extends pg.QueryResultRow>(client: pg.PoolClient, sql: string, values?: SqlValue[]): Promise<pg.QueryResult<T>> {
-    this.queries++;
-    if (++this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+    this.sent();
     try {
       return await client.query<T>(sql, values as unknown[] | undefined);
     } catch (err) {
       throw codeDriverError(err);
     } finally {
-      this.inFlight--;
+      this.answered();
     }
   }
 
@@ -128,10 +113,9 @@ export class PostgresHostPool implements SqlHostPool {
           reject(err);
           return;
         }
-        this.queries++;
-        if (++this.inFlight > this.maxInFlight) this.maxInFlight = this.inFlight;
+        this.sent();
         client.query<R & pg.QueryResultRow>(sql, values as unknown[], (qerr, res) => {
-          this.inFlight--;
+          this.answered();
           if (qerr) {
             codeDriverError(qerr);
             this.discardOnFailure(client, qerr);
@@ -173,22 +157,7 @@ export class PostgresHostPool implements SqlHostPool {
       const res = await this.run<R & pg.QueryResultRow>(client, sql, values);
       return { rows: res.rows, affected: res.rowCount ?? 0 };
     };
-    try {
-      await q('BEGIN');
-      let result: T;
-      try {
-        result = await fn(q);
-      } catch (err) {
-        if (!isConnectionError(err)) await q('ROLLBACK');
-        throw err;
-      }
-      await q('COMMIT');
-      client.release();
-      return result;
-    } catch (err) {
-      this.discardOnFailure(client, err);
-      throw err;
-    }
+    return this.transact(q, fn, isConnectionError, (failure) => (failure ? this.discardOnFailure(client, failure.err) : client.release()));
   }
 
   private discardOnFailure(client: pg.PoolClient, err: unknown): void {

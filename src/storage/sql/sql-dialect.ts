@@ -1,4 +1,5 @@
-import type { Fleet, MappingRow, SchemaDef, ShardRef } from '../shard-backend.js';
+import type { MappingRow, SchemaDef, ShardRef } from '../shard-backend.js';
+import type { ErrorContext } from './error-context.js';
 import type { CountingPool } from './host-pools.js';
 
 /** What a statement returns, whatever the driver: rows (for SELECT / RETURNING) and rows affected. */
@@ -33,12 +34,7 @@ export interface ObjectRowText {
   ts: string | number;
 }
 
-/** Where an operation ran, for error messages that name the shard. */
-export interface ErrorContext {
-  host: string;
-  shard?: number;
-  fleet?: Fleet;
-}
+export type { ErrorContext };
 
 /**
  * What differs between SQL servers, and nothing else: quoting and placeholders, the statements

@@ -109,15 +109,7 @@ export class EtcdTopologyStore implements TopologyStore {
 
   watch(listener: TopologyListener): () => void {
     if (this.closed) throw closedError();
-    const unsubscribe = this.listeners.add(listener, this.known);
-    this.startWatching();
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      unsubscribe();
-      if (this.listeners.size === 0) this.stopWatching();
-    };
+    return this.listeners.watch(listener, this.known, () => this.startWatching(), () => this.stopWatching());
   }
 
   async close(): Promise<void> {

@@ -104,15 +104,7 @@ export class FileTopologyStore implements TopologyStore {
 
   watch(listener: TopologyListener): () => void {
     if (this.closed) throw closedError();
-    const unsubscribe = this.listeners.add(listener, this.currentVersionSync());
-    this.startWatching();
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      unsubscribe();
-      if (this.listeners.size === 0) this.stopWatching();
-    };
+    return this.listeners.watch(listener, this.currentVersionSync(), () => this.startWatching(), () => this.stopWatching());
   }
 
   async close(): Promise<void> {
