@@ -199,3 +199,41 @@ test('raw NUL in object text (which PostgreSQL text cannot hold) is INVALID_ARGU
     await env.dropAllShards();
   }
 });
+
+test('named prepared statements: each is parsed once per connection, survives its shard being dropped and created again, and past the bound statements go unnamed', async () => {
+  await env.dropAllShards();
+  const b = new PostgresBackend({ hosts: env.hosts, storage: { user: 'postgres', database: DATABASE, poolSize: 1 }, schema: env.schema });
+  try {
+    const ref = { host: 'PG001A', shard: 2, fleet: 'objects' as const };
+    await b.createShard(ref);
+    const id = (await b.insertObject(ref, 'pins', '{"a":1}')).localId;
+    for (let i = 0; i < 3; i++) assert.equal((await b.getObjects(ref, [{ table: 'pins', localId: id }]))[0]?.data, '{"a":1}');
+    // The prepared statements refer to tables that go away: the next call is a clean
+    // SHARD_UNAVAILABLE, and once the shard exists again the same statements work.
+    await b.dropShard(ref);
+    await assert.rejects(b.getObjects(ref, [{ table: 'pins', localId: id }]), (e) => isShardKitError(e, 'SHARD_UNAVAILABLE'));
+    await b.createShard(ref);
+    const again = (await b.insertObject(ref, 'pins', '{"b":2}')).localId;
+    assert.equal((await b.getObjects(ref, [{ table: 'pins', localId: again }]))[0]?.data, '{"b":2}');
+    // More distinct statements than the bound (256): 48 shards x 6 texts; every one still answers.
+    const texts = new Set<string>();
+    for (let shard = 0; shard < 48; shard++) {
+      const r = { host: 'PG001A', shard, fleet: 'objects' as const };
+      await b.createShard(r);
+      const m = env.schema.mappings[0]!.table;
+      assert.deepEqual(await b.listMappings(r, m, 1n, { limit: 5, order: 'asc' }), []);
+      assert.equal(await b.countMappings(r, m, 1n), 0);
+      texts.add(`${shard}:list`).add(`${shard}:count`);
+      for (const t of env.schema.types) {
+        assert.deepEqual(await b.getObjects(r, [{ table: t.table, localId: 999_999 }]), [undefined]);
+        texts.add(`${shard}:${t.table}`);
+      }
+    }
+    assert.ok(texts.size > 256, String(texts.size));
+    // The named ones (the first 256) still work after the unnamed ones.
+    assert.equal((await b.getObjects(ref, [{ table: 'pins', localId: again }]))[0]?.data, '{"b":2}');
+  } finally {
+    await b.close();
+    await env.dropAllShards();
+  }
+});

@@ -133,28 +133,31 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
     });
   }
 
-  /** One statement, its answer as the SQL core reads it. */
-  async execute<R>(sql: string, values?: SqlValue[]): Promise<SqlResult<R>> {
-    return toResult<R>(await this.query<unknown>(sql, values));
+  /** One statement, its answer as the SQL core reads it (the hot path: one promise, callbacks inside). */
+  execute<R>(sql: string, values?: SqlValue[]): Promise<SqlResult<R>> {
+    return new Promise<SqlResult<R>>((resolve, reject) => this.statement(sql, values, (err, raw) => (err ? reject(err) : resolve(toResult<R>(raw)))));
   }
 
-  /** One statement on a pooled connection (callbacks inside, one promise per call); mysql2's own answer. */
+  /** One statement on a pooled connection; mysql2's own answer. */
   query<T>(sql: string, values?: SqlValue[]): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.acquire((err, conn) => {
-        if (err) {
-          reject(err);
-          return;
+    return new Promise<T>((resolve, reject) => this.statement(sql, values, (err, raw) => (err ? reject(err) : resolve(raw as T))));
+  }
+
+  /** Acquire, run, release (or destroy after a connection failure), then `done`. */
+  private statement(sql: string, values: SqlValue[] | undefined, done: (err: unknown, raw?: unknown) => void): void {
+    this.acquire((err, conn) => {
+      if (err) {
+        done(err);
+        return;
+      }
+      this.run<unknown>(conn!, sql, values, (qerr, rows) => {
+        if (qerr) {
+          this.discardOnFailure(conn!, qerr);
+          done(qerr);
+        } else {
+          conn!.release();
+          done(null, rows);
         }
-        this.run<T>(conn!, sql, values, (qerr, rows) => {
-          if (qerr) {
-            this.discardOnFailure(conn!, qerr);
-            reject(qerr);
-          } else {
-            conn!.release();
-            resolve(rows!);
-          }
-        });
       });
     });
   }
