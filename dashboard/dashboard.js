@@ -55,6 +55,12 @@ class ApiError extends Error {
   }
 }
 
+/**
+ * Where the bearer token typed into the dashboard is kept: session storage only, so it is gone
+ * when the tab closes and never written to disk by us (docs/security.md).
+ */
+const TOKEN_KEY = 'shardkit.token';
+
 /** How long a call may take before the service counts as not answering. */
 const TIMEOUT_MS = 4000;
 
@@ -67,7 +73,13 @@ const TIMEOUT_MS = 4000;
  * @returns {Promise<{ body: any, headers: Headers }>}
  */
 async function request(path, as = 'json') {
-  const res = await fetch(path, { headers: { accept: as === 'json' ? 'application/json' : 'text/plain' }, signal: AbortSignal.timeout(TIMEOUT_MS) });
+  /** @type {Record<string, string>} */
+  const headers = { accept: as === 'json' ? 'application/json' : 'text/plain' };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(path, { headers, signal: AbortSignal.timeout(TIMEOUT_MS) });
+  // A service with an auth file (docs/security.md): ask for a token.
+  if (res.status === 401) $('token-form').hidden = false;
   if (!res.ok) {
     let code = `HTTP_${res.status}`;
     let message = res.statusText;
@@ -332,7 +344,8 @@ function fillSelect(select, names) {
   select.replaceChildren(...names.map((n) => el('option', { value: n }, n)));
 }
 
-async function start() {
+/** Reads the schema into the explorer's menus (again after a token is given). */
+async function loadSchema() {
   try {
     schema = await api('/v1/schema');
     fillSelect(/** @type {HTMLSelectElement} */ ($('mapping-name')), schema?.mappings.map((m) => m.name) ?? []);
@@ -342,6 +355,20 @@ async function start() {
     e.hidden = false;
     e.textContent = `Could not read the schema: ${errorText(err)}`;
   }
+}
+
+async function start() {
+  await loadSchema();
+  $('token-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const input = /** @type {HTMLInputElement} */ ($('token'));
+    const token = input.value.trim();
+    input.value = '';
+    if (token === '') sessionStorage.removeItem(TOKEN_KEY);
+    else sessionStorage.setItem(TOKEN_KEY, token);
+    $('token-form').hidden = true;
+    void loadSchema().then(() => refresh()).then(route);
+  });
   $('object-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     navigate({ object: /** @type {HTMLInputElement} */ ($('object-id')).value.trim() });

@@ -9,7 +9,7 @@ import { hostConfigSchema } from '../storage/backend-setup.js';
 import { sqliteStorageSchema } from '../storage/sqlite/sqlite-config.js';
 import { mysqlStorageSchema } from '../storage/mysql/mysql-config.js';
 import { postgresStorageSchema } from '../storage/postgres/postgres-config.js';
-import { defaultShardMapJson, shardMapSchema, ShardMap } from '../topology/shard-map.js';
+import { defaultShardMapJson, shardMapSchema, ShardMap, type DefaultHostNames } from '../topology/shard-map.js';
 import { ticketsConfigSchema, resolveTickets } from '../tickets/tickets-config.js';
 
 /** Longest name of a table or index in a shard: PostgreSQL keeps 63 bytes of an identifier, MySQL 64. */
@@ -192,7 +192,7 @@ function checkShardNames(schema: SchemaDef, fail: (m: string) => never): void {
 }
 
 /** The embedded default written on first start: the seed's types, mappings and keyspaces. */
-export function defaultConfig(options: { shards?: number; pairs?: number } = {}): ConfigInput {
+export function defaultConfig(options: { shards?: number; pairs?: number; hostNames?: DefaultHostNames } = {}): ConfigInput {
   const shardMap = defaultShardMapJson(options);
   const hosts: Record<string, { dir?: string }> = {};
   for (const h of ShardMap.fromJSON(shardMap).hostNames()) hosts[h] = {};

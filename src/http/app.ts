@@ -1,11 +1,16 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import AjvCompiler from '@fastify/ajv-compiler';
 import type { ShardKit } from '../kit/shard-kit.js';
 import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAccess } from './admin-auth.js';
+import type { TokenSet } from './auth-tokens.js';
+import { installContractHooks } from './contract-hooks.js';
+import { installLimits, type LimitOptions } from './limits.js';
+import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
+import { checkIntegerLiterals } from './safe-numbers.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { lookupRoutes } from './routes/lookup-routes.js';
 import { mappingRoutes } from './routes/mapping-routes.js';
@@ -45,13 +50,29 @@ export interface BuildAppOptions {
   dashboard?: boolean;
   /** Who may call the /v1/admin/ routes (default: open; `serve` decides from its host and token). */
   admin?: AdminAccess;
+  /**
+   * Bearer tokens with scopes for every /v1/ route (serve --auth-file). When set, admin routes
+   * need an admin-scope token and `admin` is not consulted.
+   */
+  tokens?: TokenSet;
+  /** Per-client rate limit and concurrency cap (off by default). */
+  limits?: LimitOptions;
+  /** Node https server options (serve --tls-cert/--tls-key/--tls-client-ca). */
+  https?: import('node:https').ServerOptions;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+/** Longest path parameter: lookup keys travel in the path (1024 UTF-8 bytes, percent-encoded three times longer). */
+const MAX_PARAM_LENGTH = 16 * 1024;
+
 declare module 'fastify' {
   interface FastifyInstance {
     kit: ShardKit;
+  }
+  interface FastifyContextConfig {
+    /** The route takes an empty JSON body as no body (a mapping PUT's body is optional). */
+    optionalBody?: boolean;
   }
 }
 
@@ -64,10 +85,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const { kit } = options;
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
+    ...(options.https !== undefined ? { https: options.https } : {}),
     ...(options.loggerInstance !== undefined ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit,
-    // Lookup keys travel in the path: up to 1024 UTF-8 bytes, percent-encoded three times longer.
-    routerOptions: { maxParamLength: 16 * 1024 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     http: { maxHeaderSize: MAX_HEADER_BYTES },
     // Requests the HTTP parser refuses (malformed, headers too large) get our error body too.
     clientErrorHandler,
@@ -92,8 +113,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.removeContentTypeParser('text/plain');
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
-  installErrorHandler(app, metrics !== undefined ? { notFoundPreHandler: metrics.countUnmatched } : {});
-  installAdminAuth(app, options.admin ?? { kind: 'open' });
+  const contract = installContractHooks(app, MAX_PARAM_LENGTH);
+  installErrorHandler(app, { ...(metrics !== undefined ? { notFoundPreHandler: metrics.countUnmatched } : {}), methodNotAllowed: contract.methodNotAllowed });
+  // With tokens, their scopes guard the admin routes too (an admin-scope token).
+  installAdminAuth(app, options.tokens !== undefined ? { kind: 'open' } : (options.admin ?? { kind: 'open' }));
+  installScopeAuth(app, options.tokens);
+  await installLimits(app, options.limits ?? {});
 
   await app.register(swagger, {
     openapi: {
@@ -117,6 +142,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       components: {
         securitySchemes: {
           [ADMIN_SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: `The service's admin token (${ADMIN_TOKEN_ENV} or serve --admin-token-file). Without one, admin routes are open on a loopback address and answer 403 FORBIDDEN on any other.` },
+          [TOKEN_SECURITY_SCHEME]: { type: 'http', scheme: 'bearer', description: 'A token of the service\'s auth file (serve --auth-file or SHARDKIT_AUTH_FILE; made by `shardkit auth token`), with a scope: read (GET and batch reads), write (every other data route, includes read), admin (/v1/admin/, includes write). Without an auth file the data API is open (and serve listens on loopback by default). 401 UNAUTHORIZED without a known token, 403 FORBIDDEN with too weak a scope (docs/security.md).' },
         },
       },
     },
@@ -124,8 +150,34 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(async (api) => {
-    // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON.
-    api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, api.getDefaultJsonParser('error', 'error'));
+    // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON (PATCH only:
+    // contract-hooks.ts refuses the type on other methods).
+    // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts); a
+    // route whose body is optional (config.optionalBody) takes an empty body as none.
+    const parseJson = api.getDefaultJsonParser('error', 'error');
+    const parser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
+      const text = body as string;
+      if (text.length === 0 && request.routeOptions.config.optionalBody === true) {
+        done(null, undefined);
+        return;
+      }
+      parseJson(request, text, (err, value) => {
+        if (err !== null) {
+          done(err);
+          return;
+        }
+        try {
+          checkIntegerLiterals(text);
+        } catch (refused) {
+          done(refused as Error);
+          return;
+        }
+        done(null, value);
+      });
+    };
+    api.removeContentTypeParser('application/json');
+    api.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
+    api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
     await api.register(objectRoutes(kit));
     await api.register(mappingRoutes(kit));
     await api.register(lookupRoutes(kit));

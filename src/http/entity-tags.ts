@@ -1,22 +1,55 @@
+import { ShardKitError } from '../errors.js';
+
 /** ETag of an object: its etag token quoted (a strong validator). */
 export function formatEtag(etag: string): string {
   return `"${etag}"`;
 }
 
+/** One entity tag of a header: `*`, `"opaque"` or `W/"opaque"` (RFC 9110 §8.8.3), then a comma or the end. */
+const TAG = /\s*(?:(\*)|(W\/)?"([\x21\x23-\x7e\x80-\xff]*)")\s*(?:,|$)/y;
+
+export interface EntityTag {
+  /** The opaque part without quotes (empty for the wildcard). */
+  opaque: string;
+  weak: boolean;
+  /** The header's `*`: any current representation. */
+  any: boolean;
+}
+
 /**
- * The entity tags of an If-Match / If-None-Match header, unquoted: `*` stays `*`; weak tags keep
- * their `W/` prefix so they never equal a strong etag (If-Match uses the strong comparison).
+ * The entity tags of an If-Match / If-None-Match header. A header that is not a list of
+ * well-formed tags is INVALID_ARGUMENT (400): an unquoted tag must not read as "has changed".
  */
-export function parseEntityTags(header: string | string[] | undefined): string[] | undefined {
+export function parseEntityTags(header: string | string[] | undefined, name: string): EntityTag[] | undefined {
   if (header === undefined) return undefined;
   const text = Array.isArray(header) ? header.join(',') : header;
-  const out: string[] = [];
-  for (const raw of text.split(',')) {
-    const tag = raw.trim();
-    if (tag === '') continue;
-    if (tag === '*') out.push('*');
-    else if (tag.startsWith('"') && tag.endsWith('"') && tag.length >= 2) out.push(tag.slice(1, -1));
-    else out.push(tag.startsWith('W/') ? tag : `W/${tag}`);
+  const out: EntityTag[] = [];
+  TAG.lastIndex = 0;
+  while (TAG.lastIndex < text.length) {
+    const at = TAG.lastIndex;
+    const m = TAG.exec(text);
+    if (m === null || TAG.lastIndex === at) {
+      // Empty list elements (", ,") are allowed by the list syntax; anything else is malformed.
+      const rest = text.slice(at);
+      if (/^[\s,]*$/.test(rest)) break;
+      throw new ShardKitError('INVALID_ARGUMENT', `${name} must be * or a list of quoted entity tags ("..." or W/"..."), got ${JSON.stringify(text.slice(0, 80))}`);
+    }
+    out.push(m[1] !== undefined ? { opaque: '', weak: false, any: true } : { opaque: m[3]!, weak: m[2] !== undefined, any: false });
   }
+  if (out.length === 0) throw new ShardKitError('INVALID_ARGUMENT', `${name} must be * or a list of quoted entity tags`);
   return out;
+}
+
+/** If-Match uses the strong comparison (RFC 9110 §13.1.1): weak tags never match. Strings for the kit. */
+export function ifMatchTags(header: string | string[] | undefined): string[] | undefined {
+  const tags = parseEntityTags(header, 'If-Match');
+  // A weak tag can never match strongly, nor can a quoted "*" mean any: both become a value no
+  // etag equals (etags are base-36 text, without '/').
+  return tags?.map((t) => (t.any ? '*' : t.weak || t.opaque === '*' ? `W/${t.opaque}` : t.opaque));
+}
+
+/** If-None-Match uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches the etag "x". */
+export function ifNoneMatchHits(header: string | string[] | undefined, etag: string): boolean {
+  const tags = parseEntityTags(header, 'If-None-Match');
+  return tags !== undefined && tags.some((t) => t.any || t.opaque === etag);
 }

@@ -1,6 +1,6 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyError, FastifyInstance, preHandlerHookHandler } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import { ShardKitError } from '../errors.js';
 
 /**
@@ -17,7 +17,7 @@ export interface ErrorBody {
  * Maps every error to `{"error":{"code","message"}}` once: ShardKitError by its code, Fastify's
  * own validation/parse errors to 4xx codes, anything else to 500 INTERNAL without a stack trace.
  */
-export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler } = {}): void {
+export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler; methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => boolean } = {}): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     const { status, body } = toErrorResponse(err);
     // Clients see only the code and message; the log keeps the cause (storage failures included).
@@ -26,6 +26,8 @@ export function installErrorHandler(app: FastifyInstance, options: { notFoundPre
     void reply.code(status).type('application/json').send(body);
   });
   app.setNotFoundHandler(options.notFoundPreHandler !== undefined ? { preHandler: options.notFoundPreHandler } : {}, (request, reply) => {
+    // A path that exists with other methods is 405 with Allow (RFC 9110 §15.5.6), not "no route".
+    if (options.methodNotAllowed?.(request, reply) === true) return;
     void reply.code(404).send({ error: { code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } });
   });
 }

@@ -217,8 +217,21 @@ export class Objects {
 
   /** Soft delete by default (`"active": false`, reads then see NOT_FOUND); `hard` removes the row. */
   async delete(id: bigint | string, options: DeleteOptions = {}): Promise<void> {
+    const ifMatch = normalizeIfMatch(options.ifMatch);
     const map = await this.ctx.map();
     const loc = this.ctx.locate(map, id);
+    // A conditional hard delete first soft-deletes under the row lock (the etag checked there, so
+    // no concurrent patch slips between check and delete), then removes the row.
+    if (options.hard === true && ifMatch !== undefined) {
+      await this.delete(id, { ifMatch });
+      try {
+        await this.delete(id, { hard: true });
+      } catch (err) {
+        // Removed by someone else in between: gone either way, and this call's delete happened.
+        if (!(err instanceof ShardKitError && err.code === 'NOT_FOUND')) throw err;
+      }
+      return;
+    }
     if (options.hard === true) {
       let removed: boolean;
       try {
@@ -236,6 +249,9 @@ export class Objects {
       row = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.updateObject(loc.ref, loc.type.table, loc.localId, (text) => {
         const data = decodeActive(text);
         if (data === undefined) throw new Abort(notFound(loc.id));
+        if (ifMatch !== undefined && !ifMatch.includes('*') && !ifMatch.includes(etagOf(text))) {
+          throw new Abort(new ShardKitError('PRECONDITION_FAILED', `object ${loc.id} has changed (etag mismatch)`));
+        }
         return JSON.stringify({ ...data, active: false });
       }), (err) => err instanceof Abort);
     } catch (err) {

@@ -29,6 +29,8 @@ export interface UpdateOptions {
 export interface DeleteOptions {
   /** Remove the row instead of marking it `"active": false`. */
   hard?: boolean;
+  /** Only delete when the current etag is one of these (else PRECONDITION_FAILED, nothing deleted). */
+  ifMatch?: string | readonly string[];
 }
 
 export type ListOrder = 'asc' | 'desc';

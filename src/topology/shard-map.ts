@@ -221,15 +221,24 @@ export function evenRanges(count: number, pairs: number, name: (pair: number, ro
 const pad3 = (n: number) => String(n).padStart(3, '0');
 
 /** The seed's default: 4096 object shards (all open) over MySQL001A/B..MySQL008A/B, 4096 mod shards over msdb001a/b..msdb008a/b. */
-export function defaultShardMapJson(options: { shards?: number; pairs?: number; modShards?: number; modPairs?: number } = {}): ShardMapJson {
+export function defaultShardMapJson(options: { shards?: number; pairs?: number; modShards?: number; modPairs?: number; hostNames?: DefaultHostNames } = {}): ShardMapJson {
   const shards = options.shards ?? 4096;
   const pairs = options.pairs ?? 8;
+  const local = options.hostNames === 'local';
   return {
     version: 1,
-    ranges: evenRanges(shards, pairs, (i, role) => `MySQL${pad3(i)}${role === 'master' ? 'A' : 'B'}`, true),
+    ranges: evenRanges(shards, pairs, (i, role) => (local ? `local${pad3(i)}${role === 'master' ? '' : '-standby'}` : `MySQL${pad3(i)}${role === 'master' ? 'A' : 'B'}`), true),
     modShards: {
       count: options.modShards ?? 4096,
-      ranges: evenRanges(options.modShards ?? 4096, options.modPairs ?? pairs, (i, role) => `msdb${pad3(i)}${role === 'master' ? 'a' : 'b'}`),
+      ranges: evenRanges(options.modShards ?? 4096, options.modPairs ?? pairs, (i, role) => (local ? `lookup${pad3(i)}${role === 'master' ? '' : '-standby'}` : `msdb${pad3(i)}${role === 'master' ? 'a' : 'b'}`)),
     },
   };
 }
+
+/**
+ * Host names of a default map: the seed's (`MySQL001A`/`B`, `msdb001a`/`b`: the dev cluster's
+ * MariaDB servers), or `local`: `local001`/`local001-standby`, `lookup001`/`lookup001-standby`,
+ * honest names for the embedded SQLite default that `serve` writes into a new data directory.
+ */
+export type DefaultHostNames = 'mysql' | 'local';
+

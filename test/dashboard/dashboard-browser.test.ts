@@ -159,3 +159,45 @@ test('the dashboard says so when the service hangs or stops answering, and recov
     await f.cleanup();
   }
 });
+
+test('with an auth file, the dashboard asks for a token and keeps it in session storage only', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { createToken, TokenSet } = await import('../../src/http/auth-tokens.js');
+  const { buildApp } = await import('../../src/http/app.js');
+  const { makeKit } = await import('../kit/kit-fixture.js');
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-dash-auth-'));
+  const token = createToken(join(dir, 'tokens'), 'read');
+  const f = makeKit();
+  const app = await buildApp({ kit: f.kit, tokens: new TokenSet(join(dir, 'tokens')) });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  const browser = await launch();
+  try {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems = watch(page);
+    await page.goto(`${base}/dashboard/`);
+    await page.waitForSelector('#token-form:not([hidden])');
+    assert.equal(await page.locator('#status').getAttribute('data-state'), 'down');
+    await page.fill('#token', token);
+    await page.click('#token-form button');
+    await page.waitForSelector('#status[data-state="ok"]');
+    assert.ok(await page.locator('#token-form').isHidden());
+    assert.ok((await page.locator('#topology tbody tr').count()) > 0);
+    assert.ok((await page.locator('#mapping-name option').count()) > 0, 'the schema is read with the token');
+    const stored = await page.evaluate(() => ({ session: sessionStorage.getItem('shardkit.token'), local: localStorage.length, cookie: document.cookie }));
+    assert.deepEqual(stored, { session: token, local: 0, cookie: '' });
+    // A new tab of the same browser context starts without it (session storage is per tab).
+    const other = await context.newPage();
+    await other.goto(`${base}/dashboard/`);
+    await other.waitForSelector('#token-form:not([hidden])');
+    assert.deepEqual(problems, []);
+  } finally {
+    await browser.close();
+    await app.close();
+    await f.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

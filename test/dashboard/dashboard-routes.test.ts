@@ -65,7 +65,8 @@ test('nothing else under /dashboard/ is served: unknown names and traversal atte
       assertError(res, 404, 'NOT_FOUND', url);
       assert.doesNotMatch(res.body, /"name": *"shardkit"|root:/, `${url} leaks nothing`);
     }
-    assertError(await f.app.inject({ method: 'POST', url: '/dashboard/', payload: {} }), 404, 'NOT_FOUND', 'POST');
+    // A path that exists with other methods: 405 with Allow (docs/http-api.md).
+    assertError(await f.app.inject({ method: 'POST', url: '/dashboard/', payload: {} }), 405, 'METHOD_NOT_ALLOWED', 'POST');
     // Not API routes: absent from the OpenAPI document.
     const spec = (await f.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, unknown> };
     assert.deepEqual(Object.keys(spec.paths).filter((p) => p === '/' || p.startsWith('/dashboard')), []);

@@ -55,7 +55,7 @@ test('kill -9 during a stream of acknowledged writes loses none of them', async 
     server = await startServer(dir);
     const s = server;
     // Written on first start: the embedded default config.
-    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'shardkit.json'), 'utf8')), JSON.parse(JSON.stringify(defaultConfig())));
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'shardkit.json'), 'utf8')), JSON.parse(JSON.stringify(defaultConfig({ hostNames: 'local' }))));
     const user = JSON.parse((await call(s.url, 'POST', '/v1/objects/user', { data: { name: 'writer' } })).body) as { id: string };
     const counter = JSON.parse((await call(s.url, 'POST', '/v1/objects/pin', { data: { count: 0 } })).body) as { id: string };
     const acked = { objects: new Map<string, unknown>(), likes: new Set<string>(), lookups: new Map<string, string>(), increments: 0 };

@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { defaultConfig, loadConfigFile, type ShardKitConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { ADMIN_TOKEN_ENV, checkAdminToken, type AdminAccess } from '../../http/admin-auth.js';
+import { AUTH_FILE_ENV, hashToken, TokenSet } from '../../http/auth-tokens.js';
 import { buildApp, type RoutePlugin } from '../../http/app.js';
 import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
 import { widecolumnDisabledRoutes, widecolumnRoutes } from '../../http/routes/widecolumn-routes.js';
@@ -20,6 +21,42 @@ export interface ServeOptions {
   widecolumn: boolean;
   dashboard: boolean;
   adminTokenFile?: string;
+  authFile?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsClientCa?: string;
+  rateLimit?: number;
+  rateWindow?: number;
+  maxConcurrent?: number;
+}
+
+/** The token set of --auth-file / SHARDKIT_AUTH_FILE, with the admin token (if any) as an admin-scope one. */
+export function tokenSet(options: Pick<ServeOptions, 'authFile'>, admin: AdminAccess, env: NodeJS.ProcessEnv = process.env): TokenSet | undefined {
+  const file = options.authFile ?? (env[AUTH_FILE_ENV] !== undefined && env[AUTH_FILE_ENV] !== '' ? env[AUTH_FILE_ENV] : undefined);
+  if (file === undefined) return undefined;
+  return new TokenSet(file, admin.kind === 'token' ? [{ digest: hashToken(admin.token), scope: 'admin' }] : []);
+}
+
+/** Node https options of --tls-cert/--tls-key/--tls-client-ca; undefined for plain HTTP. */
+export function tlsOptions(options: Pick<ServeOptions, 'tlsCert' | 'tlsKey' | 'tlsClientCa'>): import('node:https').ServerOptions | undefined {
+  const { tlsCert, tlsKey, tlsClientCa } = options;
+  if (tlsCert === undefined && tlsKey === undefined) {
+    if (tlsClientCa !== undefined) throw new ShardKitError('INVALID_ARGUMENT', '--tls-client-ca needs --tls-cert and --tls-key');
+    return undefined;
+  }
+  if (tlsCert === undefined || tlsKey === undefined) throw new ShardKitError('INVALID_ARGUMENT', '--tls-cert and --tls-key go together');
+  const read = (file: string, what: string) => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new ShardKitError('INVALID_CONFIG', `cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  };
+  return {
+    cert: read(tlsCert, 'TLS certificate'),
+    key: read(tlsKey, 'TLS key'),
+    ...(tlsClientCa !== undefined ? { ca: read(tlsClientCa, 'client CA bundle'), requestCert: true, rejectUnauthorized: true } : {}),
+  };
 }
 
 /**
@@ -54,7 +91,9 @@ export function ensureConfig(dataDir: string, configPath: string | undefined, lo
     mkdirSync(dataDir, { recursive: true });
     // 'wx': two services started at once must not overwrite each other's first config.
     try {
-      writeFileSync(path, `${JSON.stringify(defaultConfig(), null, 2)}\n`, { flag: 'wx' });
+      // Host names that say what they are (local001, not MySQL001A): a laptop has no MySQL.
+      // Data dirs written before keep their own shardkit.json, and with it their host names.
+      writeFileSync(path, `${JSON.stringify(defaultConfig({ hostNames: 'local' }), null, 2)}\n`, { flag: 'wx' });
       log?.info({ path }, 'wrote the default config (embedded SQLite, 4096 shards)');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -97,6 +136,8 @@ export async function serve(options: ServeOptions): Promise<void> {
   const log = pino({ level: options.logLevel });
   const dataDir = resolve(options.data);
   const admin = adminAccess(options);
+  const tokens = tokenSet(options, admin);
+  const https = tlsOptions(options);
   const { path, config } = ensureConfig(dataDir, options.config, log);
   const kit = await ShardKit.open({ config, dataDir });
   let extensions: Extension[] = [];
@@ -106,7 +147,35 @@ export async function serve(options: ServeOptions): Promise<void> {
     await kit.close();
     throw err;
   }
-  const app = await buildApp({ kit, loggerInstance: log, plugins: extensions.map((e) => e.plugin), admin, dashboard: options.dashboard });
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  try {
+    app = await buildApp({
+      kit,
+      loggerInstance: log,
+      plugins: extensions.map((e) => e.plugin),
+      admin,
+      dashboard: options.dashboard,
+      ...(tokens !== undefined ? { tokens } : {}),
+      ...(https !== undefined ? { https } : {}),
+      limits: {
+        ...(options.rateLimit !== undefined ? { rateLimit: { max: options.rateLimit, windowMs: (options.rateWindow ?? 60) * 1000 } } : {}),
+        ...(options.maxConcurrent !== undefined ? { maxConcurrent: options.maxConcurrent } : {}),
+      },
+    });
+  } catch (err) {
+    for (const e of extensions.reverse()) await e.close().catch(() => {});
+    await kit.close();
+    throw err;
+  }
+  // Token rotation without a restart: a file that no longer parses keeps the tokens in force.
+  process.on('SIGHUP', () => {
+    if (tokens === undefined) return log.info('SIGHUP: no --auth-file to reload');
+    try {
+      log.info({ tokens: tokens.reload() }, 'SIGHUP: reloaded the auth file');
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'SIGHUP: the auth file did not load; the previous tokens stay in force');
+    }
+  });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) {
@@ -136,5 +205,5 @@ export async function serve(options: ServeOptions): Promise<void> {
     await kit.close();
     throw err;
   }
-  log.info({ config: path, dataDir, backend: kit.backend.kind, topologyVersion: (await kit.shardMap()).version, admin: admin.kind }, 'shardkit serving');
+  log.info({ config: path, dataDir, backend: kit.backend.kind, topologyVersion: (await kit.shardMap()).version, admin: tokens !== undefined ? 'tokens' : admin.kind, auth: tokens !== undefined ? `${tokens.size} tokens` : 'open', tls: https === undefined ? 'off' : https.requestCert === true ? 'client certificates' : 'on' }, 'shardkit serving');
 }

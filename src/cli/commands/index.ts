@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import * as auth from './auth.js';
 import * as tickets from './tickets.js';
 import * as dev from './dev.js';
 import * as init from './init.js';
@@ -19,7 +20,7 @@ interface CommandModule {
  * Each command file exports `register(program)`, which only defines the commands: their
  * actions import the implementation (src/cli/actions/) when they run. Add new ones here.
  */
-const modules: CommandModule[] = [id, modshard, topology, tickets, dev, init, schema, mappings, wc, serve, demo];
+const modules: CommandModule[] = [id, modshard, topology, tickets, dev, init, schema, mappings, wc, serve, auth, demo];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

@@ -32,16 +32,12 @@ const inQuery = {
 
 type LookupRequest = FastifyRequest<{ Params: { keyspace: string; key?: string }; Querystring: { key?: string } }>;
 
-/** The key of either form. The query form must be well-formed percent-encoding: the path form's rule. */
+/**
+ * The key of either form. Percent-encoding of the whole query string, names included, is checked
+ * once for every route before routing (app.ts), so `?k%65y=%ED%A0%80` is refused like `?key=`.
+ */
 function keyOf(request: LookupRequest): string {
-  if (request.params.key !== undefined) return request.params.key;
-  const raw = /[?&]key=([^&]*)/.exec(request.url)?.[1] ?? '';
-  try {
-    decodeURIComponent(raw.replace(/\+/g, ' '));
-  } catch {
-    throw new ShardKitError('INVALID_ARGUMENT', 'key is not valid percent-encoded UTF-8');
-  }
-  return request.query.key!;
+  return request.params.key ?? request.query.key!;
 }
 
 // `id` has no JSON type in the schema (schemas.ts): the handler refuses a non-string as INVALID_ID.
@@ -86,12 +82,14 @@ export function lookupRoutes(kit: ShardKit) {
       app.delete<{ Params: { keyspace: string; key?: string }; Querystring: { key?: string } }>(url, {
         schema: {
           tags: ['lookups'],
-          summary: 'Remove a key (204 whether or not it existed)',
+          summary: 'Remove a key',
+          description: '404 NOT_FOUND when the key was not there (the rule of every DELETE).',
           ...where,
           response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses },
         },
       }, async (request, reply) => {
-        await kit.lookups.delete(request.params.keyspace, keyOf(request));
+        const { keyspace } = request.params;
+        if (!(await kit.lookups.delete(keyspace, keyOf(request)))) throw new ShardKitError('NOT_FOUND', `no ${keyspace} lookup for this key`);
         return reply.code(204).send();
       });
     }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { ShardKitError } from '../../errors.js';
 import { formatId } from '../../ids/codec.js';
 import type { ShardKit } from '../../kit/shard-kit.js';
 import type { ListOrder } from '../../kit/types.js';
@@ -32,13 +33,15 @@ export function mappingRoutes(kit: ShardKit) {
       schema: {
         tags: ['mappings'],
         summary: 'Add a mapping from → to (or move it to a new sequence)',
-        description: 'Stored on the shard of `from`. The default sequence is the time of the call in unix ms; adding an existing pair updates its sequence.',
+        description: 'Stored on the shard of `from`. The body is optional (none, or an empty one with any JSON content type). The default sequence is the time of the call in unix ms; adding an existing pair updates its sequence.',
         params: pairParams,
         body: addBody,
         response: { 204: { type: 'null', description: 'Stored' }, ...errorResponses },
       },
-      // The body is optional: a bare PUT adds the pair at the current time. A sequence of another
-      // JSON type ("5", true, null) is refused rather than coerced by Ajv into a number.
+      // The body is optional: a bare PUT adds the pair at the current time, empty JSON included
+      // (app.ts reads this flag). A sequence of another JSON type ("5", true, null) is refused
+      // rather than coerced by Ajv into a number.
+      config: { optionalBody: true },
       preValidation: [
         async (request) => {
           if (request.body === undefined) request.body = {};
@@ -54,13 +57,14 @@ export function mappingRoutes(kit: ShardKit) {
     app.delete<{ Params: PairParams }>('/v1/mappings/:name/:from/:to', {
       schema: {
         tags: ['mappings'],
-        summary: 'Remove a mapping (204 whether or not it existed)',
+        summary: 'Remove a mapping',
+        description: '404 NOT_FOUND when the pair was not there (the rule of every DELETE).',
         params: pairParams,
         response: { 204: { type: 'null', description: 'Removed' }, ...errorResponses },
       },
     }, async (request, reply) => {
       const { name, from, to } = request.params;
-      await kit.mappings.remove(name, from, to);
+      if (!(await kit.mappings.remove(name, from, to))) throw new ShardKitError('NOT_FOUND', `${name} has no mapping ${from} -> ${to}`);
       return reply.code(204).send();
     });
 

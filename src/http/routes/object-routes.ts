@@ -3,7 +3,9 @@ import { ShardKitError } from '../../errors.js';
 import type { ShardKit } from '../../kit/shard-kit.js';
 import type { KitObject } from '../../kit/kit-object.js';
 import type { JsonObject } from '../../kit/types.js';
-import { formatEtag, parseEntityTags } from '../entity-tags.js';
+import { parseId } from '../../ids/codec.js';
+import { pinterestId } from '../../ids/pinterest-id.js';
+import { formatEtag, ifMatchTags, ifNoneMatchHits } from '../entity-tags.js';
 import { errorResponses, idInBody, idString, nameParam, objectBody } from '../schemas.js';
 
 /** Most IDs one GET /v1/objects?ids= may ask for. */
@@ -54,14 +56,13 @@ export function objectRoutes(kit: ShardKit) {
       schema: {
         tags: ['objects'],
         summary: 'Get an object',
-        description: '404 NOT_FOUND when it does not exist or was deleted. Answers 304 to a matching If-None-Match.',
+        description: '404 NOT_FOUND when it does not exist or was deleted. Answers 304 to a matching If-None-Match (weak comparison: W/"x" matches "x"); a malformed If-None-Match is 400.',
         params: { type: 'object', properties: { id: idString }, required: ['id'] },
         response: { 200: objectBody, 304: { type: 'null', description: 'Not modified' }, ...errorResponses },
       },
     }, async (request, reply) => {
       const obj = await kit.objects.get(request.params.id);
-      const tags = parseEntityTags(request.headers['if-none-match']);
-      if (tags !== undefined && (tags.includes('*') || tags.includes(obj.etag))) {
+      if (ifNoneMatchHits(request.headers['if-none-match'], obj.etag)) {
         return reply.code(304).header('etag', formatEtag(obj.etag)).send();
       }
       return sendObject(reply, obj);
@@ -71,14 +72,17 @@ export function objectRoutes(kit: ShardKit) {
       schema: {
         tags: ['objects'],
         summary: 'Get many objects',
-        description: `Comma-separated IDs (at most ${MAX_MULTI_GET}); one query per shard, shards in parallel. Objects come back in request order; missing or deleted ones are left out.`,
+        description: `Comma-separated IDs (at most ${MAX_MULTI_GET}); one query per shard, shards in parallel. Objects come back in request order; missing or deleted ones are left out, as are well-formed IDs that name no known type or shard. A malformed ID is 400 INVALID_ID naming it.`,
         querystring: { type: 'object', properties: { ids: { type: 'string', maxLength: MAX_MULTI_GET * 21 } }, required: ['ids'], additionalProperties: false },
         response: { 200: { type: 'object', properties: { objects: { type: 'array', items: objectBody } }, required: ['objects'] }, ...errorResponses },
       },
     }, async (request, reply) => {
       const ids = request.query.ids.split(',');
       if (ids.length > MAX_MULTI_GET) throw new ShardKitError('INVALID_ARGUMENT', `at most ${MAX_MULTI_GET} ids per request`);
-      const objects = await kit.objects.getMany(ids);
+      // Malformed IDs are the client's mistake and named; a well-formed ID of an unknown type or
+      // shard names nothing, like a missing object, and is left out.
+      ids.forEach((id, i) => pinterestId.decode(parseId(id, `ids[${i}]`)));
+      const objects = await kit.objects.getMany(ids, { skipInvalid: true });
       const parts: string[] = [];
       for (const o of objects) if (o !== undefined) parts.push(o.toWireJson());
       return reply.type(JSON_TYPE).send(`{"objects":[${parts.join(',')}]}`);
@@ -88,14 +92,14 @@ export function objectRoutes(kit: ShardKit) {
       schema: {
         tags: ['objects'],
         summary: 'Update an object with a JSON merge patch (RFC 7396)',
-        description: 'Content-Type application/merge-patch+json or application/json. `null` removes a field. With If-Match, the patch applies only if the object still has that ETag (else 412 PRECONDITION_FAILED); read, patch and write happen in one transaction.',
+        description: 'Content-Type application/merge-patch+json or application/json. `null` removes a field. With If-Match, the patch applies only if the object still has that ETag (strong comparison; else 412 PRECONDITION_FAILED); a malformed If-Match is 400. Read, patch and write happen in one transaction.',
         params: { type: 'object', properties: { id: idString }, required: ['id'] },
         headers: { type: 'object', properties: { 'if-match': { type: 'string' } } },
         body: patchBody,
         response: { 200: objectBody, ...errorResponses },
       },
     }, async (request, reply) => {
-      const ifMatch = parseEntityTags(request.headers['if-match']);
+      const ifMatch = ifMatchTags(request.headers['if-match']);
       const obj = await kit.objects.patch(request.params.id, request.body, ifMatch !== undefined ? { ifMatch } : {});
       return sendObject(reply, obj);
     });
@@ -104,13 +108,15 @@ export function objectRoutes(kit: ShardKit) {
       schema: {
         tags: ['objects'],
         summary: 'Delete an object',
-        description: 'Soft by default (`"active": false` in its JSON; reads then answer 404); `?hard=true` removes the row. 404 when already gone.',
+        description: 'Soft by default (`"active": false` in its JSON; reads then answer 404); `?hard=true` removes the row. 404 NOT_FOUND when nothing was there (the rule of every DELETE). With If-Match, deletes only if the object still has that ETag (else 412, nothing deleted).',
         params: { type: 'object', properties: { id: idString }, required: ['id'] },
+        headers: { type: 'object', properties: { 'if-match': { type: 'string' } } },
         querystring: { type: 'object', properties: { hard: { type: 'boolean', default: false } }, additionalProperties: false },
         response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses },
       },
     }, async (request, reply) => {
-      await kit.objects.delete(request.params.id, { hard: request.query.hard === true });
+      const ifMatch = ifMatchTags(request.headers['if-match']);
+      await kit.objects.delete(request.params.id, { hard: request.query.hard === true, ...(ifMatch !== undefined ? { ifMatch } : {}) });
       return reply.code(204).send();
     });
   };

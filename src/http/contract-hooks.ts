@@ -1,0 +1,77 @@
+import Router from 'find-my-way';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+type Method = Router.HTTPMethod;
+import { ShardKitError } from '../errors.js';
+import { errorBody } from './schemas.js';
+
+/** Routes of the data API: every rule below holds on each of them, plugins' routes included. */
+export const API_PREFIX = '/v1/';
+
+const METHODS: readonly Method[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+/**
+ * Rules of docs/http-api.md that hold on every route, installed as hooks at the root so the
+ * routes of other modules (wide-column, tickets) get them without knowing:
+ * - a query parameter the route does not declare is 400 INVALID_ARGUMENT (routes without a
+ *   query schema get an empty one; declared ones get `additionalProperties: false`);
+ * - malformed percent-encoding anywhere in the query string, parameter names included, is 400
+ *   before any handler reads it (the query parser would keep `%ED%A0%80` as literal text);
+ * - `application/merge-patch+json` is for PATCH only (415 elsewhere);
+ * - a method the path does not have is 405 METHOD_NOT_ALLOWED with `Allow`, not 404.
+ * Returns the not-found handler's check for 405.
+ */
+export function installContractHooks(app: FastifyInstance, maxParamLength: number): { methodNotAllowed: (request: FastifyRequest, reply: FastifyReply) => boolean } {
+  // A copy of the route table, only to ask "which methods does this path have?" on a 404.
+  const routes = Router({ maxParamLength });
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      if (!routes.hasRoute(method as Method, route.url)) routes.on(method as Method, route.url, () => undefined);
+    }
+    if (!route.url.startsWith(API_PREFIX)) return;
+    // Statuses any /v1/ route can answer whatever it does: a missing or weak token (auth file),
+    // the rate limit, the concurrency cap (docs/security.md).
+    const answered = route.schema ?? {};
+    const schema = { ...answered, response: { ...(answered.response as object | undefined), 401: errorBody, 403: errorBody, 429: errorBody, 503: errorBody } };
+    route.schema = schema;
+    const query = schema.querystring as { type?: string; additionalProperties?: unknown; properties?: object } | undefined;
+    if (query === undefined) {
+      route.schema = { ...schema, querystring: { type: 'object', properties: {}, additionalProperties: false } };
+    } else if (query.additionalProperties === undefined) {
+      route.schema = { ...schema, querystring: { ...query, additionalProperties: false } };
+    }
+  });
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    const q = request.url.indexOf('?');
+    if (q >= 0 && request.url.includes('%', q)) {
+      for (const part of request.url.slice(q + 1).split('&')) {
+        try {
+          decodeURIComponent(part.replace(/\+/g, ' '));
+        } catch {
+          done(new ShardKitError('INVALID_ARGUMENT', `query parameter ${JSON.stringify(part.slice(0, 60))} is not valid percent-encoded UTF-8`));
+          return;
+        }
+      }
+    }
+    if (request.method !== 'PATCH' && mediaType(request.headers['content-type']) === 'application/merge-patch+json') {
+      done(new ShardKitError('UNSUPPORTED_MEDIA_TYPE', 'application/merge-patch+json is for PATCH only; send application/json'));
+      return;
+    }
+    done();
+  });
+
+  return {
+    methodNotAllowed(request, reply) {
+      const path = request.url.split('?')[0]!;
+      const allowed = METHODS.filter((m) => routes.find(m, path) !== null);
+      if (allowed.length === 0) return false;
+      void reply.code(405).header('allow', allowed.join(', ')).send({ error: { code: 'METHOD_NOT_ALLOWED', message: `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}` } });
+      return true;
+    },
+  };
+}
+
+function mediaType(header: string | undefined): string | undefined {
+  return header?.split(';')[0]!.trim().toLowerCase();
+}

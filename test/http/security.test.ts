@@ -1,0 +1,267 @@
+/**
+ * Locking the data API down (docs/security.md): tokens with scopes (401/403), open probes, the
+ * rate limit (429) and the concurrency cap (503), over real sockets; then a real `shardkit serve`
+ * with TLS, client certificates (certificates made here with openssl), curl, `shardkit auth
+ * token` and a SIGHUP rotation.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildApp, type BuildAppOptions } from '../../src/http/app.js';
+import { createToken, hashToken, TokenSet } from '../../src/http/auth-tokens.js';
+import { widecolumnDisabledRoutes } from '../../src/http/routes/widecolumn-routes.js';
+import { makeKit } from '../kit/kit-fixture.js';
+
+async function listening(options: Omit<BuildAppOptions, 'kit'>) {
+  const f = makeKit();
+  const app = await buildApp({ kit: f.kit, ...options });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  return { base, app, close: async () => { await app.close(); await f.cleanup(); } };
+}
+
+async function req(base: string, method: string, path: string, token?: string, body?: unknown) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, code: text.startsWith('{"error"') ? (JSON.parse(text) as { error: { code: string } }).error.code : undefined };
+}
+
+test('tokens with scopes: 401 without a known token, 403 with too weak a scope; probes, dashboard and docs stay open', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-auth-'));
+  const file = join(dir, 'tokens');
+  const read = createToken(file, 'read', 'reader');
+  const write = createToken(file, 'write');
+  const admin = createToken(file, 'admin');
+  const text = readFileSync(file, 'utf8');
+  for (const token of [read, write, admin]) {
+    assert.ok(!text.includes(token), 'the file holds no token');
+    assert.ok(text.includes(`sha256:${hashToken(token).toString('hex')}`));
+  }
+  assert.equal(readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').length, 3);
+  const legacyAdmin = 'legacy-admin-token-0123456789';
+  const s = await listening({ tokens: new TokenSet(file, [{ digest: hashToken(legacyAdmin), scope: 'admin' }]), plugins: [widecolumnDisabledRoutes()] });
+  t.after(async () => {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const path of ['/healthz', '/metrics', '/dashboard/', '/openapi.json']) assert.equal((await req(s.base, 'GET', path)).status, 200, path);
+  const none = await req(s.base, 'GET', '/v1/topology');
+  assert.equal(none.status, 401);
+  assert.equal(none.code, 'UNAUTHORIZED');
+  assert.match(String(none.headers.get('www-authenticate')), /^Bearer realm="shardkit"/);
+  assert.equal((await req(s.base, 'GET', '/v1/topology', 'sk_not-a-token')).status, 401);
+  assert.equal((await req(s.base, 'GET', '/v1/topology', `${read}x`)).status, 401);
+  assert.equal((await req(s.base, 'POST', '/v1/objects/pin', undefined, { data: {} })).status, 401);
+
+  // read: reads only.
+  assert.equal((await req(s.base, 'GET', '/v1/topology', read)).status, 200);
+  const weak = await req(s.base, 'POST', '/v1/objects/pin', read, { data: {} });
+  assert.equal(weak.status, 403);
+  assert.equal(weak.code, 'FORBIDDEN');
+  assert.match(String(weak.headers.get('www-authenticate')), /insufficient_scope/);
+  // A batch read is a read, even as a POST (it reaches the disabled store: 501, past the check).
+  assert.equal((await req(s.base, 'POST', '/v1/datasets/d/rows:batchGet', read, { requests: [] })).status, 501);
+  // write: data writes, not admin routes.
+  const created = await req(s.base, 'POST', '/v1/objects/pin', write, { data: { a: 1 } });
+  assert.equal(created.status, 201);
+  const id = (JSON.parse(created.text) as { id: string }).id;
+  assert.equal((await req(s.base, 'GET', `/v1/objects/${id}`, write)).status, 200);
+  assert.equal((await req(s.base, 'DELETE', `/v1/objects/${id}`, read)).status, 403);
+  assert.equal((await req(s.base, 'POST', '/v1/admin/widecolumn/compact', write)).status, 403);
+  // admin: everything; the --admin-token-file token is an admin-scope one.
+  assert.equal((await req(s.base, 'POST', '/v1/admin/widecolumn/compact', admin)).status, 501);
+  assert.equal((await req(s.base, 'POST', '/v1/admin/widecolumn/compact', legacyAdmin)).status, 501);
+  assert.equal((await req(s.base, 'DELETE', `/v1/objects/${id}`, legacyAdmin)).status, 204);
+  // Nothing was written by a refused request.
+  assert.equal((await req(s.base, 'GET', `/v1/objects/${id}`, read)).status, 404);
+
+  // The OpenAPI document declares both schemes and the statuses auth and limits add.
+  const spec = JSON.parse((await req(s.base, 'GET', '/openapi.json')).text) as { components: { securitySchemes: Record<string, unknown> }; paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>> };
+  assert.ok(spec.components.securitySchemes.bearerToken !== undefined && spec.components.securitySchemes.adminToken !== undefined);
+  for (const [path, ops] of Object.entries(spec.paths)) {
+    if (!path.startsWith('/v1/')) continue;
+    for (const [method, op] of Object.entries(ops)) {
+      for (const status of ['401', '403', '429', '503']) assert.ok(op.responses[status] !== undefined, `${method} ${path} documents ${status}`);
+      assert.ok(JSON.stringify(op.security).includes('bearerToken'), `${method} ${path} declares the token scheme`);
+    }
+  }
+});
+
+test('a token file that does not parse is refused whole, naming the line', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-auth-'));
+  try {
+    const file = join(dir, 'tokens');
+    writeFileSync(file, `# comment\nsha256:${'ab'.repeat(32)} read\nplaintext-token admin\n`);
+    assert.throws(() => new TokenSet(file), /line 3/);
+    assert.throws(() => createToken(file, 'read'), /line 3/);
+    assert.throws(() => createToken(join(dir, 'new'), 'root' as 'read'), /scope must be one of/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('limits: the per-client rate limit answers 429 with Retry-After; the concurrency cap sheds with 503 and Retry-After', async (t) => {
+  const limited = await listening({ limits: { rateLimit: { max: 3, windowMs: 60_000 } } });
+  t.after(() => limited.close());
+  for (let i = 0; i < 3; i++) assert.equal((await req(limited.base, 'GET', '/v1/topology')).status, 200);
+  const over = await req(limited.base, 'GET', '/v1/schema');
+  assert.equal(over.status, 429);
+  assert.equal(over.code, 'RATE_LIMITED');
+  assert.match(String(over.headers.get('retry-after')), /^\d+$/);
+  assert.equal((await req(limited.base, 'GET', '/healthz')).status, 200, 'probes are not limited');
+
+  const capped = await listening({ limits: { maxConcurrent: 1 } });
+  t.after(() => capped.close());
+  // One request in flight: its headers are in, its body is not.
+  const { port } = new URL(capped.base);
+  const socket = connect(Number(port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const body = JSON.stringify({ data: { slow: true } });
+  socket.write(`POST /v1/objects/pin HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+  let shed = await req(capped.base, 'GET', '/v1/topology');
+  // The server may not have read the first request yet: ask until it has (an outcome, not a time).
+  for (let i = 0; i < 200 && shed.status === 200; i++) shed = await req(capped.base, 'GET', '/v1/topology');
+  assert.equal(shed.status, 503);
+  assert.equal(shed.code, 'OVERLOADED');
+  assert.equal(shed.headers.get('retry-after'), '1');
+  assert.equal((await req(capped.base, 'GET', '/healthz')).status, 200, 'probes are not shed');
+  const answer = new Promise<string>((resolve) => {
+    let out = '';
+    socket.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('\r\n\r\n{')) resolve(out);
+    });
+  });
+  socket.write(body);
+  assert.match(await answer, /^HTTP\/1\.1 201/);
+  socket.destroy();
+  let after = await req(capped.base, 'GET', '/v1/topology');
+  for (let i = 0; i < 200 && after.status === 503; i++) after = await req(capped.base, 'GET', '/v1/topology');
+  assert.equal(after.status, 200, 'the slot is given back');
+});
+
+const CLI = ['--import', 'tsx', 'src/cli/main.ts'];
+
+function openssl(dir: string, args: string[]): void {
+  const res = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+  assert.equal(res.status, 0, `openssl ${args.join(' ')}: ${res.stderr}`);
+}
+
+/** A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA. */
+function makeCertificates(dir: string): void {
+  openssl(dir, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=shardkit test CA']);
+  for (const [name, ext] of [['server', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth'], ['client', 'extendedKeyUsage=clientAuth']] as const) {
+    writeFileSync(join(dir, `${name}.ext`), `${ext}\n`);
+    openssl(dir, ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
+    openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`]);
+  }
+}
+
+interface Served {
+  proc: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+async function serve(dataDir: string, args: string[]): Promise<Served> {
+  const proc = spawn(process.execPath, [...CLI, 'serve', '--data', dataDir, '--port', '0', '--no-widecolumn', '--no-dashboard', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /Server listening at (https?:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    proc.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+  });
+  return { proc, url, output: () => out };
+}
+
+async function stop(s: Served): Promise<void> {
+  if (s.proc.exitCode !== null) return;
+  const exited = new Promise((resolve) => s.proc.once('exit', resolve));
+  s.proc.kill('SIGTERM');
+  await exited;
+}
+
+function curl(args: string[]): { status: number; exit: number | null; body: string } {
+  const res = spawnSync('curl', ['-s', '-o', '-', '-w', '\n%{http_code}', ...args], { encoding: 'utf8' });
+  const lines = res.stdout.split('\n');
+  return { status: Number(lines.pop()), exit: res.status, body: lines.join('\n') };
+}
+
+/** Waits for `pattern` to appear in the server's output (the SIGHUP's log line). */
+async function waitFor(s: Served, pattern: RegExp): Promise<void> {
+  for (let i = 0; i < 1000 && !pattern.test(s.output()); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.match(s.output(), pattern);
+}
+
+test('serve over TLS with tokens: curl, SIGHUP rotation, `shardkit auth token`, client certificates', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-tls-'));
+  const served: Served[] = [];
+  t.after(async () => {
+    for (const s of served) await stop(s);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  makeCertificates(dir);
+  const tokens = join(dir, 'tokens');
+  const made = spawnSync(process.execPath, [...CLI, 'auth', 'token', '--scope', 'write', '--file', tokens], { encoding: 'utf8' });
+  assert.equal(made.status, 0, made.stderr);
+  const first = made.stdout.trim();
+  assert.match(first, /^sk_[A-Za-z0-9_-]{43}$/);
+  const refused = spawnSync(process.execPath, [...CLI, 'auth', 'token', '--scope', 'root', '--file', tokens], { encoding: 'utf8' });
+  assert.notEqual(refused.status, 0);
+  assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+
+  const s = await serve(join(dir, 'data'), ['--tls-cert', join(dir, 'server.pem'), '--tls-key', join(dir, 'server.key'), '--auth-file', tokens]);
+  served.push(s);
+  assert.match(s.url, /^https:/);
+  const ca = ['--cacert', join(dir, 'ca.pem')];
+  assert.equal(curl([...ca, `${s.url}/healthz`]).status, 200);
+  assert.equal(curl([...ca, `${s.url}/v1/topology`]).status, 401);
+  assert.equal(curl([...ca, '-H', `authorization: Bearer ${first}`, `${s.url}/v1/topology`]).status, 200);
+  const post = curl([...ca, '-X', 'POST', '-H', `authorization: Bearer ${first}`, '-H', 'content-type: application/json', '-d', '{"data":{"over":"tls"}}', `${s.url}/v1/objects/user`]);
+  assert.equal(post.status, 201, post.body);
+  // Without the CA, curl does not trust the server: no request is made.
+  assert.notEqual(curl([`${s.url}/healthz`]).exit, 0);
+  // Plain HTTP to the TLS port gets no answer of ours.
+  assert.notEqual(curl([s.url.replace('https:', 'http:') + '/healthz']).status, 200);
+
+  // Rotation: a new token works after SIGHUP; a removed one stops working.
+  const second = spawnSync(process.execPath, [...CLI, 'auth', 'token', '--scope', 'read', '--file', tokens], { encoding: 'utf8' }).stdout.trim();
+  assert.equal(curl([...ca, '-H', `authorization: Bearer ${second}`, `${s.url}/v1/topology`]).status, 401, 'not before SIGHUP');
+  s.proc.kill('SIGHUP');
+  await waitFor(s, /reloaded the auth file/);
+  assert.equal(curl([...ca, '-H', `authorization: Bearer ${second}`, `${s.url}/v1/topology`]).status, 200);
+  writeFileSync(tokens, readFileSync(tokens, 'utf8').split('\n').filter((l) => !l.includes(hashToken(first).toString('hex'))).join('\n'));
+  s.proc.kill('SIGHUP');
+  await waitFor(s, /reloaded the auth file(.|\n)*reloaded the auth file/);
+  assert.equal(curl([...ca, '-H', `authorization: Bearer ${first}`, `${s.url}/v1/topology`]).status, 401, 'revoked');
+  assert.equal(curl([...ca, '-H', `authorization: Bearer ${second}`, `${s.url}/v1/topology`]).status, 200);
+  // A file that no longer parses keeps the tokens in force.
+  writeFileSync(tokens, 'garbage\n');
+  s.proc.kill('SIGHUP');
+  await waitFor(s, /did not load/);
+  assert.equal(curl([...ca, '-H', `authorization: Bearer ${second}`, `${s.url}/v1/topology`]).status, 200);
+
+  // Client certificates: none is refused in the handshake; the CA's client certificate is let in.
+  const m = await serve(join(dir, 'data2'), ['--tls-cert', join(dir, 'server.pem'), '--tls-key', join(dir, 'server.key'), '--tls-client-ca', join(dir, 'ca.pem')]);
+  served.push(m);
+  const without = curl([...ca, `${m.url}/healthz`]);
+  assert.notEqual(without.status, 200);
+  const withCert = curl([...ca, '--cert', join(dir, 'client.pem'), '--key', join(dir, 'client.key'), `${m.url}/v1/topology`]);
+  assert.equal(withCert.status, 200, withCert.body);
+  // A certificate the CA did not sign (the server's own key pair, self-signed here) is refused.
+  openssl(dir, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'rogue.key', '-out', 'rogue.pem', '-days', '2', '-subj', '/CN=rogue']);
+  assert.notEqual(curl([...ca, '--cert', join(dir, 'rogue.pem'), '--key', join(dir, 'rogue.key'), `${m.url}/healthz`]).status, 200);
+});
