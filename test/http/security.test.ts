@@ -15,6 +15,7 @@ import { buildApp, type BuildAppOptions } from '../../src/http/app.js';
 import { createToken, hashToken, TokenSet } from '../../src/http/auth-tokens.js';
 import { widecolumnDisabledRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { makeKit } from '../kit/kit-fixture.js';
+import { CLI as BUILT_CLI, ensureBuilt } from '../cli/cli-harness.js';
 
 async function listening(options: Omit<BuildAppOptions, 'kit'>) {
   const f = makeKit();
@@ -149,7 +150,8 @@ test('limits: the per-client rate limit answers 429 with Retry-After; the concur
   assert.equal(after.status, 200, 'the slot is given back');
 });
 
-const CLI = ['--import', 'tsx', 'src/cli/main.ts'];
+// The built CLI (scripts/run-tests.mjs builds first; a lone run builds here when dist/ is stale).
+const CLI = [BUILT_CLI];
 
 function openssl(dir: string, args: string[]): void {
   const res = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
@@ -207,6 +209,7 @@ async function waitFor(s: Served, pattern: RegExp): Promise<void> {
 }
 
 test('serve over TLS with tokens: curl, SIGHUP rotation, `shardkit auth token`, client certificates', async (t) => {
+  ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-tls-'));
   const served: Served[] = [];
   t.after(async () => {
