@@ -26,8 +26,8 @@ export function scopeFor(method: string, url: string): Scope {
 export function installScopeAuth(app: FastifyInstance, tokens: TokenSet | undefined): void {
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith(API_PREFIX)) return;
-    const methods = [route.method].flat();
-    const need = scopeFor(String(methods[0]), route.url);
+    // A route of several methods needs the strongest scope any of them needs.
+    const need = [route.method].flat().map((m) => scopeFor(String(m), route.url)).reduce((a, b) => (allows(a, b) ? a : b));
     const schema = route.schema ?? {};
     const security = [...((schema.security as Array<Record<string, string[]>> | undefined) ?? []), { [TOKEN_SECURITY_SCHEME]: [] }];
     route.schema = {
