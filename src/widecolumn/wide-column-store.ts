@@ -294,7 +294,14 @@ export class WideColumnStore implements WideColumnEngine {
     this.enter();
     try {
       const [ctx, q] = this.prepareRead(this.dataset(dataset), { ...options, row });
-      return await readRow(this.db, ctx, q, this.clock(), this.hints);
+      // One RocksDB snapshot per read: every iterator and multi-get of it sees the same instant,
+      // so a put (one write batch) is seen whole or not at all (issue 15, defect 2).
+      const snap = this.db.snapshot();
+      try {
+        return await readRow(snap, ctx, q, this.clock(), this.hints);
+      } finally {
+        await snap.close();
+      }
     } finally {
       this.leave();
     }
@@ -308,7 +315,13 @@ export class WideColumnStore implements WideColumnEngine {
       checkCount('rows in one batch', requests.length, this.limits.maxBatchRows);
       const prepared = requests.map((r) => this.prepareRead(ds, r));
       const now = this.clock();
-      return await Promise.all(prepared.map(([ctx, q]) => readRow(this.db, ctx, q, now, this.hints)));
+      // One snapshot for the whole batch: a batch put is seen whole across the rows too.
+      const snap = this.db.snapshot();
+      try {
+        return await Promise.all(prepared.map(([ctx, q]) => readRow(snap, ctx, q, now, this.hints)));
+      } finally {
+        await snap.close();
+      }
     } finally {
       this.leave();
     }
