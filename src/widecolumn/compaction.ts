@@ -10,6 +10,7 @@ import {
   prefixEnd,
   unescapeComponent,
 } from './key-codec.js';
+import type { DatasetConfig } from './dataset-config.js';
 import { isLive, rowId } from './row-context.js';
 import type { EngineCompactionReport } from './engine.js';
 import type { ProgressFn } from './types.js';
@@ -34,6 +35,22 @@ export interface CompactionReport extends EngineCompactionReport {
 }
 
 const FLUSH_EVERY = 1000;
+const RECHECK_PARALLEL = 32;
+
+/**
+ * The key of the first cell of a column (prefix `colPrefix`) that no read can return at `now`:
+ * ranked beyond maxVersions or expired; null when there is none. Reads the live store, so the
+ * caller holds the row's exclusive lock until its delete is written.
+ */
+async function firstRemovable(db: RocksDB, colPrefix: Buffer, ds: DatasetConfig, now: number): Promise<Buffer | null> {
+  let rank = 0;
+  const limit = ds.maxVersions + 1;
+  for await (const { key } of db.iterator({ gte: colPrefix, lt: prefixEnd(colPrefix) }, { limit, capacity: Math.min(limit + 1, 64), values: false })) {
+    rank++;
+    if (rank > ds.maxVersions || !isLive(ds, readInvertedTimestamp(key, key.length - 8), now)) return Buffer.from(key);
+  }
+  return null;
+}
 
 /**
  * The compaction job: RocksDB here has no compaction filter, so expired cells and versions
@@ -61,7 +78,32 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
     };
     let w = db.write({ capacity: 64 });
     let pending = 0;
+    // Columns where the scan found a removable cell. The scan reads an older view, so nothing is
+    // deleted from it: under the rows' exclusive locks each column is read again, and the range
+    // delete starts at the first cell that is removable now (issue 15, defect 1: a delete and a
+    // backfill between scan and delete would otherwise lose an acknowledged, visible cell).
+    let candidates: Array<{ colPrefix: Buffer; rowId: string; ds: DatasetConfig }> = [];
     const flush = async (): Promise<void> => {
+      if (candidates.length > 0) {
+        const batch = candidates;
+        candidates = [];
+        const release = await store.lockRows([...new Set(batch.map((c) => c.rowId))]);
+        try {
+          for (let i = 0; i < batch.length; i += RECHECK_PARALLEL) {
+            const starts = await Promise.all(batch.slice(i, i + RECHECK_PARALLEL).map((c) => firstRemovable(db, c.colPrefix, c.ds, now)));
+            starts.forEach((key, j) => {
+              if (!key) return;
+              w.tryDeleteRange(key, prefixEnd(batch[i + j]!.colPrefix));
+              report.rangeDeletes++;
+              pending++;
+            });
+          }
+          if (pending > 0) await w.flush();
+          pending = 0;
+        } finally {
+          release();
+        }
+      }
       if (pending === 0) return;
       await w.flush();
       pending = 0;
@@ -123,7 +165,7 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
       for await (const { key, value } of db.iterator({ gte: Buffer.from([0x00]), lt: Buffer.from([0xff, 0xff]) }, { capacity: 512 })) {
         const shard = key.readUInt16BE(0);
         if (shard !== lastShard) {
-          if (lastShard >= 0) options.onProgress?.({ phase: 'scan', done: lastShard + 1, total: store.shards });
+          if (lastShard >= 0) await options.onProgress?.({ phase: 'scan', done: lastShard + 1, total: store.shards });
           lastShard = shard;
         }
         const ds = store.datasetById(key.readUInt32BE(3));
@@ -157,11 +199,10 @@ export async function compact(store: WideColumnStore, options: { onProgress?: Pr
           if (!isLive(ds, readInvertedTimestamp(key, key.length - 8), now)) removing = 'expired';
           else if (rank > ds.maxVersions) removing = 'versions';
           if (removing !== null) {
-            // Everything from this cell to the column's end goes: older cells are removable too.
-            w.tryDeleteRange(key, prefixEnd(colPrefix));
-            report.rangeDeletes++;
-            pending++;
-            if (pending >= FLUSH_EVERY) await flush();
+            // Everything from the first removable cell to the column's end goes (older cells are
+            // removable too), once checked again under the row's lock.
+            candidates.push({ colPrefix, rowId: rowId(ds.id, unescapeComponent(key, 7).raw.toString('utf8')), ds });
+            if (candidates.length >= FLUSH_EVERY) await flush();
           }
         }
         if (removing === 'expired') report.removedExpiredCells++;

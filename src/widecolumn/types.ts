@@ -73,4 +73,5 @@ export interface ProgressEvent {
   total: number;
 }
 
-export type ProgressFn = (event: ProgressEvent) => void;
+/** A returned promise is awaited: the job pauses until it settles (a caller may throttle it). */
+export type ProgressFn = (event: ProgressEvent) => void | Promise<void>;

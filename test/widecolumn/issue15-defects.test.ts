@@ -57,3 +57,35 @@ test('defect 2: reads see half-applied batches (named columns, deep rows, batch 
   }, 400);
   assert.deepEqual(torn.slice(0, 5), [], `${torn.length} torn reads`);
 }, { realClock: true }));
+
+test('defect 1: compaction erases acknowledged, visible writes (a delete and a backfill during the scan)', () => withStore(async (store, clock) => {
+  await store.putDataset('d', { maxVersions: 1 });
+  await store.putRow('d', 't5', [{ column: 'c', value: 'v1000', timestamp: 1000 }]);
+  await store.putRow('d', 't5', [{ column: 'c', value: 'v2000', timestamp: 2000 }]);
+  const shardOfT5 = (await store.getRow('d', 't5')).columns.length > 0 ? store.context(store.dataset('d'), 't5').shard : -1;
+  // A row in a later shard, so the scan reports progress after t5's shard, with its plan made.
+  let filler = 0;
+  for (let i = 0; store.context(store.dataset('d'), `f${i}`).shard <= shardOfT5 || filler === 0; i++) {
+    if (store.context(store.dataset('d'), `f${i}`).shard > shardOfT5) {
+      await store.putRow('d', `f${i}`, [{ column: 'x', value: 'x', timestamp: 1 }]);
+      filler++;
+    }
+  }
+  let acted = false;
+  await store.compact({
+    onProgress: async (e) => {
+      // The progress event after t5's shard: the scan has looked at t5 (c@1000 is beyond
+      // maxVersions there); now the column is deleted and backfilled at 500, acknowledged.
+      if (acted || e.phase !== 'scan' || e.done <= shardOfT5) return;
+      acted = true;
+      await store.deleteRow('d', 't5', ['c']);
+      await store.putRow('d', 't5', [{ column: 'c', value: 'v500', timestamp: 500 }]);
+      const seen = (await store.getRow('d', 't5')).columns.map((c) => c.cells.map((x) => x.value.toString()));
+      assert.deepEqual(seen, [['v500']]);
+    },
+  });
+  assert.ok(acted);
+  clock.advance(1);
+  const after = (await store.getRow('d', 't5')).columns.map((c) => [c.column, c.cells.map((x) => x.value.toString())]);
+  assert.deepEqual(after, [['c', ['v500']]], 'the acknowledged backfill survives the compaction');
+}));
