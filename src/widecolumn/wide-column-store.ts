@@ -413,6 +413,11 @@ export class WideColumnStore implements WideColumnEngine {
         let value: Buffer;
         if (typeof it.value === 'string') {
           if (it.value.length > this.limits.maxValueBytes) throw tooLarge('value', Buffer.byteLength(it.value, 'utf8'), this.limits.maxValueBytes);
+          // UTF-8 cannot hold a lone surrogate: it would be stored as U+FFFD, silently changed
+          // (issue 15, defect 3). Bytes (or base64 over HTTP) store anything.
+          if (!(it.value as string & { isWellFormed(): boolean }).isWellFormed()) {
+            throw new ShardKitError('INVALID_ARGUMENT', `value of column ${JSON.stringify(String(it.column).slice(0, 80))} is not well-formed unicode (lone surrogate); send such data as bytes (base64 over HTTP)`);
+          }
           value = Buffer.from(it.value, 'utf8');
         } else if (it.value instanceof Uint8Array) {
           value = Buffer.isBuffer(it.value) ? it.value : Buffer.from(it.value.buffer, it.value.byteOffset, it.value.byteLength);

@@ -113,6 +113,7 @@ export function runWideColumnSuite(options: WideColumnSuiteOptions): void {
     await e.putDataset('d');
     assert.equal(await codeOf(e.batchPutRows('d', [{ row: 'ok', items: [{ column: 'a', value: '1' }] }, { row: 'bad', items: [{ column: '', value: 'x' }] }])), 'INVALID_ARGUMENT');
     assert.equal(await codeOf(e.putRow('d', 'r', [{ column: '\udc00', value: '1' }])), 'INVALID_ARGUMENT');
+    assert.equal(await codeOf(e.putRow('d', 'r', [{ column: 'a', value: 'x\ud800y' }])), 'INVALID_ARGUMENT');
     assert.equal(await codeOf(e.getRow('d', 'r', { versions: 0 })), 'INVALID_ARGUMENT');
     assert.deepEqual((await e.getRow('d', 'ok')).columns, []);
   });

@@ -89,3 +89,16 @@ test('defect 1: compaction erases acknowledged, visible writes (a delete and a b
   const after = (await store.getRow('d', 't5')).columns.map((c) => [c.column, c.cells.map((x) => x.value.toString())]);
   assert.deepEqual(after, [['c', ['v500']]], 'the acknowledged backfill survives the compaction');
 }));
+
+test('defect 3: values with a lone UTF-16 surrogate are refused, never silently changed', () => withStore(async (store) => {
+  await store.putDataset('d');
+  for (const value of ['x\ud800y', '\udfff', 'ok\ud83d']) {
+    assert.equal(await errorCode(store.putRow('d', 'r', [{ column: 'c', value }])), 'INVALID_ARGUMENT');
+  }
+  assert.equal(await errorCode(store.batchPutRows('d', [{ row: 'ok', items: [{ column: 'c', value: 'fine' }] }, { row: 'r', items: [{ column: 'c', value: 'x\ud800y' }] }])), 'INVALID_ARGUMENT');
+  assert.deepEqual((await store.batchGetRows('d', [{ row: 'r' }, { row: 'ok' }])).map((r) => r.columns), [[], []], 'nothing written');
+  // A well-formed pair and bytes are stored exactly.
+  await store.putRow('d', 'r', [{ column: 'c', value: 'x\ud83d\ude00y' }, { column: 'b', value: Buffer.from([0xed, 0xa0, 0x80]) }]);
+  const r = await store.getRow('d', 'r');
+  assert.deepEqual(r.columns.map((c) => c.cells[0]!.value.toString('hex')), ['eda080', Buffer.from('x\ud83d\ude00y').toString('hex')]);
+}));
