@@ -43,7 +43,7 @@ export interface WideColumnStoreOptions {
   /** Milliseconds since the epoch; injectable for tests. */
   clock?: () => number;
   limits?: Partial<WideColumnLimits>;
-  /** How far ahead of the written timestamps the persisted floor is kept (default 1000 ms). */
+  /** How far ahead of the written write-log sequence numbers the persisted floor is kept (default 1000 ms). */
   timestampLeaseMs?: number;
   /** Logical shards (mod shard of the row key); fixed when the store is created (default 4096). */
   shards?: number;
@@ -373,11 +373,6 @@ export class WideColumnStore implements WideColumnEngine {
       if (!Array.isArray(rows) || rows.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
       checkCount('rows in one batch', rows.length, this.limits.maxBatchRows);
       const prepared = this.preparePuts(ds, rows);
-      // Before waiting: puts that queue behind this one must stamp above its timestamps.
-      for (const p of prepared) {
-        if (p.explicit === 0) continue;
-        for (const i of p.items) if (i.ts !== null) this.oracle.observe(p.ctx.id, i.ts);
-      }
       // Every put writes blindly (cells and one log record), so puts to a row run side by side.
       const { handle, wait } = this.locks.acquire(prepared.length === 1 ? [prepared[0]!.ctx.id] : prepared.map((p) => p.ctx.id), false);
       try {
@@ -454,7 +449,7 @@ export class WideColumnStore implements WideColumnEngine {
     const results: PutRowResult[] = [];
     const w = this.db.write({ capacity: 16 });
     try {
-      let maxTs = 0;
+      let maxSeq = 0;
       for (const { ctx, items, explicit, duplicates } of rows) {
         // Server timestamps are taken only now, after any explicit put to the row has finished.
         let base: number | null = null;
@@ -463,7 +458,6 @@ export class WideColumnStore implements WideColumnEngine {
           if (explicit < items.length) base = this.oracle.reserve(ctx.id, 1);
           for (const i of items) {
             if (i.ts === null) i.ts = base!;
-            if (i.ts > maxTs) maxTs = i.ts;
             w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts), i.value);
           }
         } else {
@@ -483,7 +477,6 @@ export class WideColumnStore implements WideColumnEngine {
           }
           const newest = new Map<string, PreparedItem>();
           for (const i of items) {
-            if (i.ts! > maxTs) maxTs = i.ts!;
             w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts!), i.value);
             const cur = newest.get(i.column);
             if (!cur || i.ts! > cur.ts!) newest.set(i.column, i);
@@ -493,13 +486,13 @@ export class WideColumnStore implements WideColumnEngine {
         if (ctx.ds.latestIndex) {
           // One write-log record naming the put's (column, timestamp) pairs in the row's head
           // region: how reads of deep rows find the newest cells until a fold makes them heads.
-          const seq = base ?? this.oracle.reserve(ctx.id, 1);
-          if (seq > maxTs) maxTs = seq;
+          const seq = this.oracle.nextSeq(ctx.id);
+          if (seq > maxSeq) maxSeq = seq;
           w.tryPut(logKey(ctx.headPrefix, seq), encodeLog(toLog as Array<PreparedItem & { ts: number }>));
         }
         results.push({ row: ctx.row, timestamp: base });
       }
-      const floor = this.oracle.floorFor(maxTs);
+      const floor = maxSeq > 0 ? this.oracle.floorFor(maxSeq) : null;
       if (floor !== null) w.tryPut(floorKey(floor), EMPTY);
       await w.flush();
       if (floor !== null) this.oracle.floorWritten(floor);

@@ -54,9 +54,13 @@ test('backfill: an older explicit timestamp is stored as an older version and do
   // A backfill newer than the stored head (but not in the future) becomes the newest.
   await store.putRow('events', 'u', [{ column: 'c', value: 'newer', timestamp: clock.t + 5 }]);
   assert.deepEqual(plain((await store.getRow('events', 'u', { columns: ['c'] })).columns), [['c', [[clock.t + 5, 'newer']]]]);
-  // The next server timestamp of that row is above it.
+  // Server timestamps are the clock's time (issue 15, defect 5): once the clock passes it, a server put is the newest.
+  const early = await store.putRow('events', 'u', [{ column: 'c', value: 'early' }]);
+  assert.equal(early.timestamp, clock.t + 1, 'the same ms as the first put of the row: separated by 1 ms');
+  assert.deepEqual(plain((await store.getRow('events', 'u', { columns: ['c'] })).columns), [['c', [[clock.t + 5, 'newer']]]]);
+  clock.advance(10);
   const r = await store.putRow('events', 'u', [{ column: 'c', value: 'server' }]);
-  assert.ok(r.timestamp! > clock.t + 5);
+  assert.equal(r.timestamp, clock.t);
   assert.deepEqual(plain((await store.getRow('events', 'u', { columns: ['c'] })).columns), [['c', [[r.timestamp!, 'server']]]]);
   assert.equal(await errorCode(store.putRow('events', 'u', [{ column: 'c', value: 'x', timestamp: clock.t + 3_600_000 }])), 'INVALID_ARGUMENT');
 }));
@@ -262,21 +266,21 @@ test('many concurrent puts to one row: every cell present, versions strictly ord
   assert.deepEqual(head.columns[0]!.cells[0], cells[0]);
 }));
 
-test('server timestamps after reopen stay above everything written before, even if the clock went back', async () => {
+test('server timestamps after reopen are the clock time; write-log records of before and after the reopen all count', async () => {
   const tmp = tempDir();
   const clock = new TestClock();
   let store = await openStore(tmp.dir, { clock: clock.now });
   try {
     await store.putDataset('e', { maxVersions: 10 });
-    await store.putRow('e', 'r', [{ column: 'c', value: 'future-ish', timestamp: clock.t + 30_000 }]);
     const first = await store.putRow('e', 'r', [{ column: 'c', value: 'server' }]);
     await store.close();
     clock.advance(-60_000);
-    store = await openStore(tmp.dir, { clock: clock.now });
-    const second = await store.putRow('e', 'r', [{ column: 'c', value: 'after reopen' }]);
-    assert.ok(second.timestamp! > first.timestamp!);
-    assert.deepEqual((await store.getRow('e', 'r')).columns[0]!.cells[0]!.value.toString(), 'after reopen');
-    assert.deepEqual((await store.getRow('e', 'r', { versions: 10 })).columns[0]!.cells.map((c) => c.value.toString()), ['after reopen', 'server', 'future-ish']);
+    store = await openStore(tmp.dir, { clock: clock.now, foldAfter: 1000 });
+    const second = await store.putRow('e', 'r', [{ column: 'd', value: 'after reopen' }]);
+    assert.equal(second.timestamp, clock.t, 'the clock time, even though it went back');
+    assert.ok(second.timestamp! < first.timestamp!);
+    // Both puts' log records survive (their keys did not collide), so the head region knows both columns.
+    assert.deepEqual((await store.getRow('e', 'r')).columns.map((c) => [c.column, c.cells[0]!.value.toString()]), [['c', 'server'], ['d', 'after reopen']]);
   } finally {
     await store.close();
     tmp.cleanup();

@@ -102,3 +102,27 @@ test('defect 3: values with a lone UTF-16 surrogate are refused, never silently 
   const r = await store.getRow('d', 'r');
   assert.deepEqual(r.columns.map((c) => c.cells[0]!.value.toString('hex')), ['eda080', Buffer.from('x\ud83d\ude00y').toString('hex')]);
 }));
+
+test('defect 5: server timestamps run ahead of the clock (after an explicit future timestamp, after a restart)', async () => {
+  const tmp = tempDir();
+  const clock = new TestClock();
+  let store = await openStore(tmp.dir, { clock: clock.now });
+  try {
+    await store.putDataset('d', { maxVersions: 10 });
+    await store.putRow('d', 'r', [{ column: 'c', value: 'future', timestamp: clock.t + 30_000 }]);
+    clock.advance(5);
+    assert.equal((await store.putRow('d', 'r', [{ column: 'c', value: 'server' }])).timestamp, clock.t, 'not above the explicit future cell');
+    await store.close();
+    clock.advance(5);
+    store = await openStore(tmp.dir, { clock: clock.now });
+    assert.equal((await store.putRow('d', 'r', [{ column: 'c', value: 'after restart' }])).timestamp, clock.t, 'not above everything written before + 1 s');
+    // Only a collision within one millisecond is separated: the same row, the same ms.
+    const [a, b] = await Promise.all([store.putRow('d', 'x', [{ column: 'c', value: '1' }]), store.putRow('d', 'x', [{ column: 'c', value: '2' }])]);
+    assert.deepEqual([a.timestamp, b.timestamp].sort(), [clock.t, clock.t + 1]);
+    assert.equal((await store.putRow('d', 'y', [{ column: 'c', value: '3' }])).timestamp, clock.t, 'another row is not affected');
+    assert.equal((await store.getRow('d', 'x', { versions: 5 })).columns[0]!.cells.length, 2);
+  } finally {
+    await store.close();
+    tmp.cleanup();
+  }
+});
