@@ -9,6 +9,11 @@ import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import type { WideColumnStore } from '../../src/widecolumn/index.js';
 import { openStore, tempDir, TestClock } from './helpers.js';
 
+/** Column names of a JSON row, in the order the answer lists them. */
+function names(body: { columns: Array<{ column: string }> }): string[] {
+  return body.columns.map((c) => c.column);
+}
+
 async function setup(): Promise<{ app: FastifyInstance; store: WideColumnStore; clock: TestClock; dir: string; close(): Promise<void> }> {
   const tmp = tempDir();
   const clock = new TestClock();
@@ -60,25 +65,26 @@ test('HTTP: datasets, put row, get row (UTF-8 and base64 values), delete row', a
     const body = JSON.parse(res.body);
     assert.equal(body.row, row);
     assert.equal(body.marker, null);
-    assert.deepEqual(Object.keys(body.columns), ['__proto__', 'bin', 'click']);
-    assert.deepEqual(body.columns.__proto__, [{ timestamp: s.clock.t, value: 'data' }]);
-    assert.deepEqual(body.columns.bin, [{ timestamp: s.clock.t, value: 'AP+A', encoding: 'base64' }], 'bytes that are not UTF-8 come back as base64, flagged');
-    assert.deepEqual(body.columns.click, [{ timestamp: s.clock.t, value: 'pin1' }]);
+    assert.deepEqual(body.columns, [
+      { column: '__proto__', cells: [{ timestamp: s.clock.t, value: 'data' }] },
+      { column: 'bin', cells: [{ timestamp: s.clock.t, value: 'AP+A', encoding: 'base64' }] },
+      { column: 'click', cells: [{ timestamp: s.clock.t, value: 'pin1' }] },
+    ], 'bytes that are not UTF-8 come back as base64, flagged');
     res = await s.app.inject({ method: 'GET', url: `${rowUrl('events', row)}?columns=click&versions=5&encoding=base64` });
-    assert.deepEqual(res.json().columns.click, [{ timestamp: s.clock.t, value: Buffer.from('pin1').toString('base64'), encoding: 'base64' }, { timestamp: s.clock.t - 1000, value: Buffer.from('old').toString('base64'), encoding: 'base64' }]);
+    assert.deepEqual(res.json().columns[0].cells, [{ timestamp: s.clock.t, value: Buffer.from('pin1').toString('base64'), encoding: 'base64' }, { timestamp: s.clock.t - 1000, value: Buffer.from('old').toString('base64'), encoding: 'base64' }]);
     res = await s.app.inject({ method: 'GET', url: `${rowUrl('events', row)}?versions=5&start=0&end=${s.clock.t}` });
-    assert.deepEqual(res.json().columns, { click: [{ timestamp: s.clock.t - 1000, value: 'old' }] });
+    assert.deepEqual(res.json().columns, [{ column: 'click', cells: [{ timestamp: s.clock.t - 1000, value: 'old' }] }]);
     // Long row keys travel in the path too.
     const long = 'k'.repeat(3000);
     assert.equal((await s.app.inject({ method: 'PUT', url: rowUrl('events', long), payload: { items: [{ column: 'c', value: 'v' }] } })).statusCode, 200);
-    assert.deepEqual(Object.keys((await s.app.inject({ method: 'GET', url: rowUrl('events', long) })).json().columns), ['c']);
+    assert.deepEqual(names((await s.app.inject({ method: 'GET', url: rowUrl('events', long) })).json()), ['c']);
 
     res = await s.app.inject({ method: 'DELETE', url: `${rowUrl('events', row)}?columns=click,bin` });
     assert.deepEqual(res.json(), { row, deleted: 'columns' });
-    assert.deepEqual(Object.keys((await s.app.inject({ method: 'GET', url: rowUrl('events', row) })).json().columns), ['__proto__']);
+    assert.deepEqual(names((await s.app.inject({ method: 'GET', url: rowUrl('events', row) })).json()), ['__proto__']);
     res = await s.app.inject({ method: 'DELETE', url: rowUrl('events', row) });
     assert.deepEqual(res.json(), { row, deleted: 'row' });
-    assert.deepEqual((await s.app.inject({ method: 'GET', url: rowUrl('events', row) })).json(), { row, columns: {}, marker: null });
+    assert.deepEqual((await s.app.inject({ method: 'GET', url: rowUrl('events', row) })).json(), { row, columns: [], marker: null });
   } finally {
     await s.close();
   }
@@ -95,14 +101,14 @@ test('HTTP: pagination with limit and marker', async () => {
       const q: string = marker ? `?limit=10&marker=${encodeURIComponent(marker)}` : '?limit=10';
       const res = await s.app.inject({ method: 'GET', url: rowUrl('wide', 'r') + q });
       assert.equal(res.statusCode, 200);
-      const body = res.json() as { columns: Record<string, unknown>; marker: string | null };
-      seen.push(...Object.keys(body.columns));
+      const body = res.json() as { columns: Array<{ column: string }>; marker: string | null };
+      seen.push(...names(body));
       marker = body.marker;
     } while (marker);
     assert.equal(seen.length, 25);
     assert.deepEqual(seen, [...seen].sort());
     const def = await s.app.inject({ method: 'GET', url: rowUrl('wide', 'r') });
-    assert.equal(Object.keys(def.json().columns).length, 25);
+    assert.equal(def.json().columns.length, 25);
   } finally {
     await s.close();
   }
@@ -121,9 +127,9 @@ test('HTTP: batchGet, batchPut (atomic), batchDelete', async () => {
     res = await s.app.inject({ method: 'POST', url: '/v1/datasets/b/rows:batchGet', payload: { requests: [{ row: 'r1' }, { row: 'r2', columns: ['a', 'b'], versions: 2 }, { row: 'none' }] } });
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json().results, [
-      { row: 'r1', columns: { a: [{ timestamp: s.clock.t, value: '1' }] }, marker: null },
-      { row: 'r2', columns: { a: [{ timestamp: s.clock.t, value: '2' }], b: [{ timestamp: 5, value: 'x' }] }, marker: null },
-      { row: 'none', columns: {}, marker: null },
+      { row: 'r1', columns: [{ column: 'a', cells: [{ timestamp: s.clock.t, value: '1' }] }], marker: null },
+      { row: 'r2', columns: [{ column: 'a', cells: [{ timestamp: s.clock.t, value: '2' }] }, { column: 'b', cells: [{ timestamp: 5, value: 'x' }] }], marker: null },
+      { row: 'none', columns: [], marker: null },
     ]);
     // One bad row: nothing of the batch is written.
     res = await s.app.inject({ method: 'POST', url: '/v1/datasets/b/rows:batchPut', payload: { rows: [{ row: 'r3', items: [{ column: 'a', value: 'ok' }] }, { row: 'r4', items: [{ column: '', value: 'bad' }] }] } });
@@ -214,6 +220,28 @@ test('HTTP admin: compact, backup and export through the service', async () => {
     assert.equal(res.statusCode, 200);
     assert.deepEqual([res.json().rows, res.json().cells], [1, 1]);
     assert.equal(res.json().file, join(s.dir, 'widecolumn-exports', 'a.parquet'));
+  } finally {
+    await s.close();
+  }
+});
+
+test('defect 4: the HTTP answer loses the documented column order (integer-like names); pages agree with it', async () => {
+  const s = await setup();
+  try {
+    await s.store.putDataset('o');
+    await s.app.inject({ method: 'PUT', url: rowUrl('o', 'r'), payload: { items: [' ', '10', '7', 'a'].map((column) => ({ column, value: column })) } });
+    const all = (await s.app.inject({ method: 'GET', url: rowUrl('o', 'r') })).json();
+    assert.deepEqual(names(all), [' ', '10', '7', 'a'], 'UTF-8 byte order, as documented');
+    const seen: string[] = [];
+    let marker: string | null = null;
+    do {
+      const page = (await s.app.inject({ method: 'GET', url: rowUrl('o', 'r') + (marker ? `?limit=1&marker=${marker}` : '?limit=1') })).json() as { columns: Array<{ column: string }>; marker: string | null };
+      seen.push(...names(page));
+      marker = page.marker;
+    } while (marker);
+    assert.deepEqual(seen, [' ', '10', '7', 'a'], 'pages in the same order');
+    const batch = (await s.app.inject({ method: 'POST', url: '/v1/datasets/o/rows:batchGet', payload: { requests: [{ row: 'r', columns: ['a', '7', '10'] }] } })).json();
+    assert.deepEqual(names(batch.results[0]), ['10', '7', 'a']);
   } finally {
     await s.close();
   }

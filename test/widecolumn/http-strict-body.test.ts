@@ -56,7 +56,7 @@ test('wide-column bodies: values of the wrong JSON type get 400 INVALID_ARGUMENT
     res = await app.inject({ method: 'POST', url: '/v1/datasets/d/rows:batchPut', payload: { rows: [{ row: 's', items: [{ column: 'c', value: '' }] }] } });
     assert.equal(res.statusCode, 200, res.body);
     res = await app.inject({ method: 'GET', url: '/v1/datasets/d/rows/r?versions=2&limit=10' });
-    assert.deepEqual(res.json().columns, { c: [{ timestamp: 10, value: '5' }] });
+    assert.deepEqual(res.json().columns, [{ column: 'c', cells: [{ timestamp: 10, value: '5' }] }]);
     res = await app.inject({ method: 'POST', url: '/v1/datasets/d/rows:batchGet', payload: { requests: [{ row: 'r', columns: ['c'], marker: null }] } });
     assert.equal(res.statusCode, 200, res.body);
     res = await app.inject({ method: 'PUT', url: '/v1/datasets/d', payload: { maxVersions: 3, ttlSeconds: 0 } });
