@@ -285,7 +285,11 @@ async function* withValues(db: RocksDB, ctx: RowContext, page: Newest[], now: nu
 /** The columns after `after` (escaped; null = all), listed from the write log and the heads, read in parallel. */
 async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
   const PARALLEL = 16;
-  const logged = (await readLog(db, ctx)).cells.map((c) => c.colEsc).filter((c) => after === null || Buffer.compare(c, after) > 0);
+  if (after === null) {
+    yield* fromWholeDirectory(db, ctx, q, now);
+    return;
+  }
+  const logged = (await readLog(db, ctx)).cells.map((c) => c.colEsc).filter((c) => Buffer.compare(c, after) > 0);
   let i = 0;
   let names: Buffer[] = [];
   const add = async function* (name: Buffer): AsyncGenerator<RawColumn> {
@@ -305,6 +309,47 @@ async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null
   }
   while (i < logged.length) yield* add(logged[i++]!);
   if (names.length > 0) yield* readColumns(db, ctx, names, q, now);
+}
+
+/**
+ * The first page of fromDirectory: the write log and the heads come from one iterator over the
+ * head region (log records sort first), and the columns of a page are read in parallel with one
+ * bounded iterator each, so a versions=N read of a deep row costs two rounds of native reads
+ * whatever the depth (issue 15, the flagship read).
+ */
+async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
+  const hplen = ctx.headPrefix.length;
+  const best = new Map<string, LoggedCell>();
+  const heads: Buffer[] = [];
+  // Heads beyond a page are left to the paged path below (a wide row is not read whole).
+  const wanted = Math.min(q.limit + 1, 256);
+  let truncated = false;
+  for await (const { key, value } of db.iterator({ gte: ctx.headPrefix, lt: prefixEnd(ctx.headPrefix) }, { capacity: 64 })) {
+    if (isLogKey(key, hplen)) {
+      addNewest(best, value);
+    } else if (heads.length === wanted) {
+      truncated = true;
+      break;
+    } else {
+      heads.push(Buffer.from(key.subarray(hplen)));
+    }
+  }
+  let logged = sortedCells(best).map((c) => c.colEsc);
+  // Logged columns after the last head read are found again by the paged path.
+  if (truncated) logged = logged.filter((c) => Buffer.compare(c, heads[heads.length - 1]!) <= 0);
+  // Heads and logged columns merged in key order, without repeats.
+  const names: Buffer[] = [];
+  let i = 0;
+  for (const h of heads) {
+    while (i < logged.length && Buffer.compare(logged[i]!, h) < 0) names.push(logged[i++]!);
+    if (i < logged.length && logged[i]!.equals(h)) i++;
+    names.push(h);
+  }
+  while (i < logged.length) names.push(logged[i++]!);
+  // A page's worth (and one more, to know whether more follow) at a time.
+  const chunk = Math.min(q.limit + 1, 64);
+  for (let k = 0; k < names.length; k += chunk) yield* readColumns(db, ctx, names.slice(k, k + chunk), q, now);
+  if (truncated) yield* fromDirectory(db, ctx, heads[heads.length - 1]!, q, now);
 }
 
 /** Reads columns (escaped names) in parallel and yields those with cells, in order. */
