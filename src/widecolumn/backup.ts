@@ -8,7 +8,7 @@ import { ShardKitError } from '../errors.js';
 import { openRocks } from './rocksdb.js';
 import type { WideColumnSnapshot } from './snapshot.js';
 import type { ProgressFn } from './types.js';
-import type { WideColumnStore } from './wide-column-store.js';
+import type { StoreInternals } from './store-internals.js';
 
 /**
  * Backup format (rocksdb-native has no checkpoint API, so the backup is a logical copy of a
@@ -98,11 +98,11 @@ function checkEmptyTarget(dir: string, what: string): void {
  * Writes a consistent backup of the whole store (every dataset and its settings) from a RocksDB
  * snapshot while writes continue. `snapshot` lets a caller back up a snapshot it also reads.
  */
-export function backup(store: WideColumnStore, dir: string, options: { snapshot?: WideColumnSnapshot; onProgress?: ProgressFn } = {}): Promise<BackupManifest> {
+export function backup(store: StoreInternals, dir: string, options: { snapshot?: WideColumnSnapshot; onProgress?: ProgressFn } = {}): Promise<BackupManifest> {
   return store.track(() => runBackup(store, dir, options));
 }
 
-async function runBackup(store: WideColumnStore, dir: string, options: { snapshot?: WideColumnSnapshot; onProgress?: ProgressFn }): Promise<BackupManifest> {
+async function runBackup(store: StoreInternals, dir: string, options: { snapshot?: WideColumnSnapshot; onProgress?: ProgressFn }): Promise<BackupManifest> {
   const target = resolve(dir);
   checkEmptyTarget(target, 'backup directory');
   mkdirSync(target, { recursive: true });

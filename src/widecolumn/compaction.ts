@@ -14,7 +14,7 @@ import type { DatasetConfig } from './dataset-config.js';
 import { isLive, rowId } from './row-context.js';
 import type { EngineCompactionReport } from './engine.js';
 import type { ProgressFn } from './types.js';
-import type { WideColumnStore } from './wide-column-store.js';
+import type { StoreInternals } from './store-internals.js';
 
 /** The RocksDB engine's report: the common counters and its own. */
 export interface CompactionReport extends EngineCompactionReport {
@@ -59,7 +59,7 @@ async function firstRemovable(db: RocksDB, colPrefix: Buffer, ds: DatasetConfig,
  * and then RocksDB compacts the whole key space so the data and the tombstones leave the disk.
  * Reads already hide these cells, so the job changes no result, only the disk usage.
  */
-export async function compact(store: WideColumnStore, options: { onProgress?: ProgressFn } = {}): Promise<CompactionReport> {
+export async function compact(store: StoreInternals, options: { onProgress?: ProgressFn } = {}): Promise<CompactionReport> {
   return store.track(async () => {
     const started = Date.now();
     const db = store.db;

@@ -7,7 +7,7 @@ import { ShardKitError } from '../errors.js';
 import { CELL_TAG, datasetShardRange, parseCellKey, decodeEscaped } from './key-codec.js';
 import { isLive } from './row-context.js';
 import type { ProgressFn } from './types.js';
-import type { WideColumnStore } from './wide-column-store.js';
+import type { StoreInternals } from './store-internals.js';
 
 export interface ExportReport {
   dataset: string;
@@ -59,11 +59,11 @@ async function parquetSchema(): Promise<ParquetSchema> {
  * RocksDB snapshot as Parquet, columns `row_key`, `column`, `timestamp`, `value`, in shard then
  * key order. The file appears under its name only when complete.
  */
-export function exportParquet(store: WideColumnStore, dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn } = {}): Promise<ExportReport> {
+export function exportParquet(store: StoreInternals, dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn } = {}): Promise<ExportReport> {
   return store.track(() => runExport(store, dataset, file, options));
 }
 
-async function runExport(store: WideColumnStore, dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn }): Promise<ExportReport> {
+async function runExport(store: StoreInternals, dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn }): Promise<ExportReport> {
   const started = Date.now();
   const ds = store.dataset(dataset);
   const target = resolve(file);

@@ -1,8 +1,17 @@
 import type { RocksDB } from './rocksdb.js';
 import { ShardKitError } from '../errors.js';
 import { readRow } from './row-reader.js';
+import type { DatasetConfig } from './dataset-config.js';
+import type { ReadQuery } from './row-reader.js';
+import type { RowContext } from './row-context.js';
 import type { GetRowOptions, GetRowRequest, RowResult } from './types.js';
-import type { WideColumnStore } from './wide-column-store.js';
+
+/** What a snapshot needs from its store: dataset lookup and request checks (no import of the store). */
+export interface SnapshotSource {
+  readonly clock: () => number;
+  dataset(name: string): DatasetConfig;
+  prepareRead(ds: DatasetConfig, r: GetRowRequest): [RowContext, ReadQuery];
+}
 
 /**
  * A consistent read-only view of the store at one instant (a RocksDB snapshot): backups and
@@ -12,7 +21,7 @@ export class WideColumnSnapshot {
   private closed = false;
 
   /** @internal */
-  constructor(private readonly store: WideColumnStore, /** @internal */ readonly session: RocksDB, readonly takenAt: number, private readonly onClose: () => void) {}
+  constructor(private readonly store: SnapshotSource, /** @internal */ readonly session: RocksDB, readonly takenAt: number, private readonly onClose: () => void) {}
 
   getRow(dataset: string, row: string, options: GetRowOptions = {}): Promise<RowResult> {
     return this.batchGetRows(dataset, [{ ...options, row }]).then((r) => r[0]!);

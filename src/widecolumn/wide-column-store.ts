@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { openRocks, type RocksDB, type WriteBatch } from './rocksdb.js';
 import { backup } from './backup.js';
 import { compact, type CompactionReport } from './compaction.js';
+import type { StoreInternals } from './store-internals.js';
 import type { EngineBackupReport, EngineExportReport, WideColumnEngine } from './engine.js';
 import { exportParquet } from './parquet-export.js';
 import { ShardKitError } from '../errors.js';
@@ -99,7 +100,7 @@ function hasDuplicateColumns(items: PreparedItem[]): boolean {
  * The wide-column engine: datasets → rows → columns → cells on one RocksDB. See
  * docs/widecolumn.md for the key format and the guarantees.
  */
-export class WideColumnStore implements WideColumnEngine {
+export class WideColumnStore implements WideColumnEngine, StoreInternals {
   readonly kind = 'rocksdb';
   readonly path: string;
   readonly shards: number;
@@ -120,11 +121,11 @@ export class WideColumnStore implements WideColumnEngine {
   readonly foldAfter: number;
 
   private constructor(
-    /** @internal */ readonly db: RocksDB,
+    /** Part of StoreInternals (store-internals.ts), for the engine's own jobs. */ readonly db: RocksDB,
     path: string,
     shards: number,
     limits: WideColumnLimits,
-    /** @internal */ readonly oracle: TimestampOracle,
+    private readonly oracle: TimestampOracle,
     readonly clock: () => number,
     readonly logger: Logger | undefined,
     foldAfter: number,
@@ -188,7 +189,7 @@ export class WideColumnStore implements WideColumnEngine {
     return this.closing;
   }
 
-  /** @internal Runs one long operation (compaction, backup, export) so close() waits for it. */
+  /** Part of StoreInternals (store-internals.ts): Runs one long operation (compaction, backup, export) so close() waits for it. */
   async track<T>(fn: () => Promise<T>): Promise<T> {
     this.enter();
     try {
@@ -257,7 +258,7 @@ export class WideColumnStore implements WideColumnEngine {
     return run;
   }
 
-  /** @internal */
+  /** Part of StoreInternals (store-internals.ts), for the engine's own jobs. */
   dataset(name: string): DatasetConfig {
     if (typeof name !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'dataset name must be a string');
     const d = this.datasets.get(name);
@@ -268,7 +269,7 @@ export class WideColumnStore implements WideColumnEngine {
     return d;
   }
 
-  /** @internal */
+  /** Part of StoreInternals (store-internals.ts), for the engine's own jobs. */
   datasetById(id: number): DatasetConfig | undefined {
     return this.datasetsById.get(id);
   }
@@ -327,7 +328,7 @@ export class WideColumnStore implements WideColumnEngine {
     }
   }
 
-  /** @internal Validates a Get Row request; shared with snapshot reads. */
+  /** Part of SnapshotSource (snapshot.ts): validates a Get Row request; shared with snapshot reads. */
   prepareRead(ds: DatasetConfig, r: GetRowRequest): [RowContext, ReadQuery] {
     if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each request must be an object');
     const ctx = this.context(ds, r.row);
@@ -614,12 +615,12 @@ export class WideColumnStore implements WideColumnEngine {
     this.folding.set(ctx.id, run);
   }
 
-  /** @internal Settles when the background folds started so far have finished (tests). */
+  /** Settles when the background folds started so far have finished (for tests and benchmarks). */
   async foldsSettled(): Promise<void> {
     while (this.folding.size > 0) await Promise.all(this.folding.values());
   }
 
-  /** @internal Folds the write logs of rows whose exclusive locks the caller holds, in one batch. */
+  /** Part of StoreInternals (store-internals.ts): Folds the write logs of rows whose exclusive locks the caller holds, in one batch. */
   async foldRows(ctxs: RowContext[], options: { expiredAt?: number } = {}): Promise<FoldResult> {
     const total: FoldResult = { records: 0, removedHeads: 0, removedBytes: 0 };
     const w = this.db.write({ capacity: 16 });
@@ -652,13 +653,13 @@ export class WideColumnStore implements WideColumnEngine {
     return esc;
   }
 
-  /** @internal */
+  /** Part of StoreInternals (store-internals.ts), for the engine's own jobs. */
   context(ds: DatasetConfig, row: unknown): RowContext {
     const raw = checkName('row key', row, this.limits.maxRowKeyBytes);
     return rowContext(ds, row as string, raw, this.shards);
   }
 
-  /** @internal Exclusive locks on distinct rows, for compaction's head removal; returns the release. */
+  /** Part of StoreInternals (store-internals.ts): Exclusive locks on distinct rows, for compaction's head removal; returns the release. */
   async lockRows(ids: string[]): Promise<() => void> {
     const { handle, wait } = this.locks.acquire(ids, true);
     if (wait) await wait;
