@@ -11,7 +11,6 @@ import {
   decodeStoredDataset,
   DEFAULT_MAX_VERSIONS,
   DEFAULT_TTL_SECONDS,
-  MAX_VERSIONS_LIMIT,
   parseDatasetSettings,
   type DatasetConfig,
   type DatasetSettings,
@@ -31,13 +30,14 @@ import {
   prefixEnd,
   readInvertedTimestamp,
 } from './key-codec.js';
-import { checkCount, checkName, checkTimestamp, DEFAULT_LIMITS, tooLarge, type WideColumnLimits } from './limits.js';
-import { rowContext, type RowContext } from './row-context.js';
+import { checkCount, checkName, DEFAULT_LIMITS, type WideColumnLimits } from './limits.js';
+import type { RowContext } from './row-context.js';
 import { RowLocks } from './row-locks.js';
 import { readRow, type ReadHints, type ReadQuery } from './row-reader.js';
 import { WideColumnSnapshot } from './snapshot.js';
 import { TimestampOracle } from './timestamp-oracle.js';
 import { foldLog, type FoldResult } from './write-log.js';
+import { RequestChecks, uniqueSorted, type PreparedItem, type PreparedRow } from './request-checks.js';
 import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, ProgressFn, PutItem, PutRowRequest, PutRowResult, RowResult } from './types.js';
 
 export interface WideColumnStoreOptions {
@@ -64,37 +64,8 @@ interface StoreInfo {
 export const DEFAULT_SHARDS = 4096;
 const DEFAULT_FOLD_AFTER = 16;
 const DEFAULT_SKIP_BUDGET = 32;
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 10_000;
-
-interface PreparedItem {
-  column: string;
-  colEsc: Buffer;
-  value: Buffer;
-  /** Explicit, or assigned when the write runs. */
-  ts: number | null;
-  server: boolean;
-}
-
-interface PreparedRow {
-  ctx: RowContext;
-  items: PreparedItem[];
-  /** Items with an explicit timestamp. */
-  explicit: number;
-  /** Whether a column appears in more than one item. */
-  duplicates: boolean;
-}
 
 const EMPTY = Buffer.alloc(0);
-
-/** Column strings identify columns exactly: lone surrogates are refused, so UTF-8 is 1:1. */
-function hasDuplicateColumns(items: PreparedItem[]): boolean {
-  if (items.length <= 16) {
-    for (let i = 1; i < items.length; i++) for (let j = 0; j < i; j++) if (items[i]!.column === items[j]!.column) return true;
-    return false;
-  }
-  return new Set(items.map((i) => i.column)).size !== items.length;
-}
 
 /**
  * The wide-column engine: datasets → rows → columns → cells on one RocksDB. See
@@ -108,7 +79,8 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
   private readonly datasets = new Map<string, DatasetConfig>();
   private readonly datasetsById = new Map<number, DatasetConfig>();
   private readonly locks = new RowLocks();
-  private readonly columnKeys = new Map<string, Buffer>();
+  /** Argument checks, done before anything is stored. */
+  private readonly checks: RequestChecks;
   /** Operations in flight; close() waits until it is 0. */
   private active = 0;
   private onIdle: (() => void) | null = null;
@@ -134,6 +106,7 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     this.path = path;
     this.shards = shards;
     this.limits = limits;
+    this.checks = new RequestChecks(limits, shards, clock);
   }
 
   /** Opens (creating if needed) the store in `path`; STORE_LOCKED when another process has it. */
@@ -328,38 +301,6 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     }
   }
 
-  /** Part of SnapshotSource (snapshot.ts): validates a Get Row request; shared with snapshot reads. */
-  prepareRead(ds: DatasetConfig, r: GetRowRequest): [RowContext, ReadQuery] {
-    if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each request must be an object');
-    const ctx = this.context(ds, r.row);
-    const versions = r.versions ?? 1;
-    if (!Number.isSafeInteger(versions) || versions < 1 || versions > MAX_VERSIONS_LIMIT) {
-      throw new ShardKitError('INVALID_ARGUMENT', `versions must be an integer in 1..${MAX_VERSIONS_LIMIT}`);
-    }
-    const limit = r.limit ?? DEFAULT_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ShardKitError('INVALID_ARGUMENT', `limit must be an integer in 1..${MAX_PAGE}`);
-    const start = r.start === undefined ? 0 : checkTimestamp('start', r.start);
-    const end = r.end === undefined ? Infinity : checkTimestamp('end', r.end);
-    if (start >= end) throw new ShardKitError('INVALID_ARGUMENT', `the time range [start, end) is empty: start ${start} >= end ${end}`);
-    let columns: Buffer[] | null = null;
-    if (r.columns !== undefined) {
-      if (!Array.isArray(r.columns)) throw new ShardKitError('INVALID_ARGUMENT', 'columns must be an array of column names');
-      checkCount('columns in one request', r.columns.length, this.limits.maxItemsPerRow);
-      columns = uniqueSorted(r.columns.map((c) => checkName('column name', c, this.limits.maxColumnBytes)));
-    }
-    return [ctx, { columns, versions: Math.min(versions, ds.maxVersions), start, end, limit, marker: this.parseMarker(r.marker) }];
-  }
-
-  private parseMarker(marker: string | null | undefined): Buffer | null {
-    if (marker === undefined || marker === null || marker === '') return null;
-    if (typeof marker !== 'string' || !/^[A-Za-z0-9_-]+$/.test(marker)) throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
-    const raw = Buffer.from(marker, 'base64url');
-    if (raw.toString('base64url') !== marker || raw.length === 0 || raw.length > this.limits.maxColumnBytes) {
-      throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
-    }
-    return raw;
-  }
-
   // ---- writes ---------------------------------------------------------------------------------
 
   async putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult> {
@@ -373,7 +314,7 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
       const ds = this.dataset(dataset);
       if (!Array.isArray(rows) || rows.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
       checkCount('rows in one batch', rows.length, this.limits.maxBatchRows);
-      const prepared = this.preparePuts(ds, rows);
+      const prepared = this.checks.puts(ds, rows);
       // Every put writes blindly (cells and one log record), so puts to a row run side by side.
       const { handle, wait } = this.locks.acquire(prepared.length === 1 ? [prepared[0]!.ctx.id] : prepared.map((p) => p.ctx.id), false);
       try {
@@ -385,65 +326,6 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     } finally {
       this.leave();
     }
-  }
-
-  private preparePuts(ds: DatasetConfig, rows: PutRowRequest[]): PreparedRow[] {
-    let bytes = 0;
-    const maxTs = this.oracle.wallNow() + this.limits.maxFutureSkewMs;
-    const seen = rows.length > 1 ? new Set<string>() : null;
-    const out: PreparedRow[] = [];
-    for (const r of rows) {
-      if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each row must be an object');
-      const ctx = this.context(ds, r.row);
-      if (seen) {
-        if (seen.has(ctx.id)) throw new ShardKitError('INVALID_ARGUMENT', `row ${JSON.stringify(r.row.slice(0, 80))} appears twice in one batch; put its items together`);
-        seen.add(ctx.id);
-      }
-      if (!Array.isArray(r.items) || r.items.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a put needs at least one item');
-      checkCount('items in one row', r.items.length, this.limits.maxItemsPerRow);
-      const items: PreparedItem[] = [];
-      let explicit = 0;
-      for (const it of r.items) {
-        if (it === null || typeof it !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each item must be an object');
-        const colEsc = this.columnKey(it.column);
-        let value: Buffer;
-        if (typeof it.value === 'string') {
-          if (it.value.length > this.limits.maxValueBytes) throw tooLarge('value', Buffer.byteLength(it.value, 'utf8'), this.limits.maxValueBytes);
-          // UTF-8 cannot hold a lone surrogate: it would be stored as U+FFFD, silently changed
-          // (issue 15, defect 3). Bytes (or base64 over HTTP) store anything.
-          if (!(it.value as string & { isWellFormed(): boolean }).isWellFormed()) {
-            throw new ShardKitError('INVALID_ARGUMENT', `value of column ${JSON.stringify(String(it.column).slice(0, 80))} is not well-formed unicode (lone surrogate); send such data as bytes (base64 over HTTP)`);
-          }
-          value = Buffer.from(it.value, 'utf8');
-        } else if (it.value instanceof Uint8Array) {
-          value = Buffer.isBuffer(it.value) ? it.value : Buffer.from(it.value.buffer, it.value.byteOffset, it.value.byteLength);
-        } else {
-          throw new ShardKitError('INVALID_ARGUMENT', 'value must be a string or bytes');
-        }
-        if (value.length > this.limits.maxValueBytes) throw tooLarge('value', value.length, this.limits.maxValueBytes);
-        let ts: number | null = null;
-        if (it.timestamp !== undefined && it.timestamp !== null) {
-          ts = checkTimestamp('timestamp', it.timestamp);
-          if (ts > maxTs) throw new ShardKitError('INVALID_ARGUMENT', `timestamp ${ts} is more than ${this.limits.maxFutureSkewMs} ms in the future`);
-          explicit++;
-        }
-        bytes += 2 * (ctx.cellPrefix.length + colEsc.length + value.length) + 24;
-        items.push({ column: it.column, colEsc, value, ts, server: ts === null });
-      }
-      const duplicates = hasDuplicateColumns(items);
-      if (duplicates && explicit > 1) {
-        const keys = new Set<string>();
-        for (const i of items) {
-          if (i.ts === null) continue;
-          const k = `${i.ts}\u0000${i.column}`;
-          if (keys.has(k)) throw new ShardKitError('INVALID_ARGUMENT', `column ${JSON.stringify(i.column.slice(0, 80))} has two items with timestamp ${i.ts}`);
-          keys.add(k);
-        }
-      }
-      out.push({ ctx, items, explicit, duplicates });
-    }
-    if (bytes > this.limits.maxBatchBytes) throw tooLarge('the write batch', bytes, this.limits.maxBatchBytes);
-    return out;
   }
 
   private async writePuts(rows: PreparedRow[]): Promise<PutRowResult[]> {
@@ -638,25 +520,14 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     }
   }
 
-  /**
-   * The escaped key component of a column name, validated. Column names repeat a lot (event
-   * types), so encodings are remembered; the cache is dropped whole when it fills.
-   */
-  private columnKey(column: unknown): Buffer {
-    if (typeof column === 'string') {
-      const hit = this.columnKeys.get(column);
-      if (hit) return hit;
-    }
-    const esc = escapeComponent(checkName('column name', column, this.limits.maxColumnBytes));
-    if (this.columnKeys.size >= 10_000) this.columnKeys.clear();
-    this.columnKeys.set(column as string, esc);
-    return esc;
-  }
-
   /** Part of StoreInternals (store-internals.ts), for the engine's own jobs. */
   context(ds: DatasetConfig, row: unknown): RowContext {
-    const raw = checkName('row key', row, this.limits.maxRowKeyBytes);
-    return rowContext(ds, row as string, raw, this.shards);
+    return this.checks.context(ds, row);
+  }
+
+  /** Part of SnapshotSource (snapshot.ts): validates a Get Row request; shared with snapshot reads. */
+  prepareRead(ds: DatasetConfig, r: GetRowRequest): [RowContext, ReadQuery] {
+    return this.checks.read(ds, r);
   }
 
   /** Part of StoreInternals (store-internals.ts): Exclusive locks on distinct rows, for compaction's head removal; returns the release. */
@@ -665,10 +536,5 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     if (wait) await wait;
     return () => this.locks.release(handle);
   }
-}
-
-function uniqueSorted(list: Buffer[]): Buffer[] {
-  const sorted = [...list].sort(Buffer.compare);
-  return sorted.filter((b, i) => i === 0 || !b.equals(sorted[i - 1]!));
 }
 
