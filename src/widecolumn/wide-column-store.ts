@@ -33,10 +33,11 @@ import {
 import { checkCount, checkName, DEFAULT_LIMITS, type WideColumnLimits } from './limits.js';
 import type { RowContext } from './row-context.js';
 import { RowLocks } from './row-locks.js';
-import { readRow, type ReadHints, type ReadQuery } from './row-reader.js';
+import { readRow, type ReadQuery } from './row-reader.js';
 import { WideColumnSnapshot } from './snapshot.js';
 import { TimestampOracle } from './timestamp-oracle.js';
 import { foldLog, type FoldResult } from './write-log.js';
+import { FoldScheduler } from './fold-scheduler.js';
 import { RequestChecks, uniqueSorted, type PreparedItem, type PreparedRow } from './request-checks.js';
 import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, ProgressFn, PutItem, PutRowRequest, PutRowResult, RowResult } from './types.js';
 
@@ -87,10 +88,8 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
   private closing: Promise<void> | null = null;
   private readonly snapshots = new Set<WideColumnSnapshot>();
   private datasetWrites: Promise<unknown> = Promise.resolve();
-  /** Puts per row since its log was last folded; approximate (dropped whole when it fills). */
-  private readonly logCounts = new Map<string, number>();
-  private readonly folding = new Map<string, Promise<void>>();
-  readonly foldAfter: number;
+  /** Background folds of the write logs, and what reads remember between calls. */
+  private readonly folds: FoldScheduler;
 
   private constructor(
     /** Part of StoreInternals (store-internals.ts), for the engine's own jobs. */ readonly db: RocksDB,
@@ -101,8 +100,16 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     readonly clock: () => number,
     readonly logger: Logger | undefined,
     foldAfter: number,
+    skipBudget: number,
   ) {
-    this.foldAfter = foldAfter;
+    this.folds = new FoldScheduler({
+      closing: () => this.closing !== null,
+      enter: () => this.active++,
+      leave: () => this.leave(),
+      lockRows: (ids) => this.lockRows(ids),
+      foldRows: (ctxs) => this.foldRows(ctxs),
+      logger,
+    }, foldAfter, skipBudget);
     this.path = path;
     this.shards = shards;
     this.limits = limits;
@@ -132,8 +139,7 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
       const limits = { ...DEFAULT_LIMITS, ...options.limits };
       const foldAfter = options.foldAfter ?? DEFAULT_FOLD_AFTER;
       if (!Number.isSafeInteger(foldAfter) || foldAfter < 1) throw new ShardKitError('INVALID_CONFIG', `foldAfter must be a positive integer, got ${foldAfter}`);
-      const store = new WideColumnStore(db, path, info.shards, limits, new TimestampOracle(clock, options.timestampLeaseMs ?? 1000, floorAtOpen), clock, options.logger, foldAfter);
-      if (options.scanSkipBudget !== undefined) store.hints.skipBudget = options.scanSkipBudget;
+      const store = new WideColumnStore(db, path, info.shards, limits, new TimestampOracle(clock, options.timestampLeaseMs ?? 1000, floorAtOpen), clock, options.logger, foldAfter, options.scanSkipBudget ?? DEFAULT_SKIP_BUDGET);
       for await (const { value } of db.iterator(metaRange(META_DATASET))) {
         const d = decodeStoredDataset(value);
         store.datasets.set(d.name, d);
@@ -272,7 +278,7 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
       // so a put (one write batch) is seen whole or not at all (issue 15, defect 2).
       const snap = this.db.snapshot();
       try {
-        return await readRow(snap, ctx, q, this.clock(), this.hints);
+        return await readRow(snap, ctx, q, this.clock(), this.folds.hints);
       } finally {
         await snap.close();
       }
@@ -292,7 +298,7 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
       // One snapshot for the whole batch: a batch put is seen whole across the rows too.
       const snap = this.db.snapshot();
       try {
-        return await Promise.all(prepared.map(([ctx, q]) => readRow(snap, ctx, q, now, this.hints)));
+        return await Promise.all(prepared.map(([ctx, q]) => readRow(snap, ctx, q, now, this.folds.hints)));
       } finally {
         await snap.close();
       }
@@ -379,7 +385,7 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
       if (floor !== null) w.tryPut(floorKey(floor), EMPTY);
       await w.flush();
       if (floor !== null) this.oracle.floorWritten(floor);
-      for (const { ctx } of rows) if (ctx.ds.latestIndex) this.logged(ctx);
+      for (const { ctx } of rows) if (ctx.ds.latestIndex) this.folds.logged(ctx);
       return results;
     } finally {
       w.destroy();
@@ -447,59 +453,9 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     }
   }
 
-  /** Rows found deep by a read; approximate (dropped whole when it fills). */
-  private readonly deepRows = new Set<string>();
-  private readonly hints: ReadHints = {
-    skipBudget: DEFAULT_SKIP_BUDGET,
-    isDeep: (ctx) => this.deepRows.has(ctx.id),
-    markDeep: (ctx) => {
-      if (this.deepRows.size >= 100_000) this.deepRows.clear();
-      this.deepRows.add(ctx.id);
-    },
-    // A deep row read with a log pays a multi-get for the logged cells: fold it for the next read.
-    logRecords: (ctx, records) => {
-      if (records > 0) this.scheduleFold(ctx);
-    },
-  };
-
-  /** Counts a put to a row with a write log; the log is folded every `foldAfter` puts. */
-  private logged(ctx: RowContext): void {
-    const n = (this.logCounts.get(ctx.id) ?? 0) + 1;
-    if (n >= this.foldAfter) {
-      this.scheduleFold(ctx);
-      return;
-    }
-    if (this.logCounts.size >= 100_000) this.logCounts.clear();
-    this.logCounts.set(ctx.id, n);
-  }
-
-  /**
-   * Folds a row's write log into its heads in the background, under the row's exclusive lock.
-   * A fold changes no answer, only how much a read has to merge, so a failure is only logged.
-   */
-  private scheduleFold(ctx: RowContext): void {
-    this.logCounts.delete(ctx.id);
-    if (this.closing || this.folding.has(ctx.id)) return;
-    this.active++;
-    const run = (async () => {
-      const { handle, wait } = this.locks.acquire([ctx.id], true);
-      try {
-        if (wait) await wait;
-        await this.foldRows([ctx]);
-      } catch (err) {
-        this.logger?.warn({ err, dataset: ctx.ds.name, row: ctx.row }, 'wide-column write-log fold failed');
-      } finally {
-        this.locks.release(handle);
-        this.folding.delete(ctx.id);
-        this.leave();
-      }
-    })();
-    this.folding.set(ctx.id, run);
-  }
-
   /** Settles when the background folds started so far have finished (for tests and benchmarks). */
-  async foldsSettled(): Promise<void> {
-    while (this.folding.size > 0) await Promise.all(this.folding.values());
+  foldsSettled(): Promise<void> {
+    return this.folds.settled();
   }
 
   /** Part of StoreInternals (store-internals.ts): Folds the write logs of rows whose exclusive locks the caller holds, in one batch. */
