@@ -1,6 +1,6 @@
 import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_SHARD } from '../ids/pinterest-id.js';
-import type { ShardMap, ShardMapJson, ShardRange } from './shard-map.js';
+import type { HostPair, ShardMap, ShardMapJson, ShardRange } from './shard-map.js';
 
 /**
  * The operator's changes to the shard map (SPEC §5, growing and healing) as pure functions:
@@ -16,10 +16,7 @@ export interface ShardSpan {
 
 export type Fleet = 'objects' | 'mod';
 
-export interface HostPair {
-  master: string;
-  slave?: string;
-}
+export type { HostPair };
 
 function bad(message: string): never {
   throw new ShardKitError('INVALID_ARGUMENT', message);
@@ -42,7 +39,23 @@ function copyRange(r: ShardRange, lo: number, hi: number): ShardRange {
   const out: ShardRange = { range: [lo, hi], master: r.master };
   if (r.slave !== undefined) out.slave = r.slave;
   if (r.open !== undefined) out.open = r.open;
+  if (r.frozen !== undefined) out.frozen = r.frozen;
   return out;
+}
+
+/**
+ * Map edits never touch shards a move holds (frozen, or being copied): the move's cutover
+ * compare-and-set expects the range where it left it. Finish or abort the move first.
+ */
+export function refuseMoving(map: ShardMap, span: ShardSpan, what = 'shards'): void {
+  for (const m of map.moves()) {
+    if (m.phase === 'switched' || m.range[1] < span.first || m.range[0] > span.last) continue;
+    throw new ShardKitError(
+      'SHARD_FROZEN',
+      `${what} ${spanText(span)} overlap ${m.range[0]}..${m.range[1]}, which ${m.kind === 'move' ? 'move' : 'failover'} ${m.id} holds (phase ${m.phase}): finish or abort it first (shardkit shards move --resume/--abort)`,
+      { details: { moveId: m.id } },
+    );
+  }
 }
 
 /** Applies `edit` to the shards of `span`, splitting the ranges at its edges; ranges must be sorted. */
@@ -66,7 +79,7 @@ export function mergeAdjacent(ranges: readonly ShardRange[]): ShardRange[] {
   const out: ShardRange[] = [];
   for (const r of ranges) {
     const prev = out[out.length - 1];
-    if (prev && prev.range[1] + 1 === r.range[0] && prev.master === r.master && prev.slave === r.slave && prev.open === r.open) {
+    if (prev && prev.range[1] + 1 === r.range[0] && prev.master === r.master && prev.slave === r.slave && prev.open === r.open && prev.frozen?.id === r.frozen?.id) {
       prev.range = [prev.range[0], r.range[1]];
     } else {
       out.push(copyRange(r, r.range[0], r.range[1]));
@@ -94,6 +107,7 @@ export function promoteSlave(map: ShardMap, host: string, options: { dropOldMast
   const json = map.toJSON();
   const mastered = [...json.ranges, ...json.modShards.ranges].filter((r) => r.master === host);
   if (mastered.length === 0) bad(`host ${host} is master of no range: nothing to promote`);
+  for (const r of json.ranges) if (r.master === host) refuseMoving(map, { first: r.range[0], last: r.range[1] }, `host ${host} masters shards`);
   const lonely = mastered.filter((r) => r.slave === undefined);
   if (lonely.length > 0) {
     const which = lonely.map((r) => `${json.ranges.includes(r) ? 'object' : 'mod'} shards ${spanText({ first: r.range[0], last: r.range[1] })}`);
@@ -125,6 +139,7 @@ export function moveShards(map: ShardMap, span: ShardSpan, pair: HostPair, optio
   const what = mod ? 'mod shards' : 'object shards';
   const last = ranges[ranges.length - 1]!.range[1];
   if (span.last > last) bad(`${what} ${spanText(span)} go past the last ${mod ? 'mod shard' : 'shard'} of the map, ${last}${mod ? '' : ' (to add shards, use topology open with --master/--slave)'}`);
+  if (!mod) refuseMoving(map, span, what);
   const home = ranges.find((r) => r.range[0] <= span.first && span.first <= r.range[1])!;
   if (span.last > home.range[1]) {
     bad(`${what} ${spanText(span)} span two ranges (${home.range[0]}..${home.range[1]} ends at ${home.range[1]}): split one range at a time`);
@@ -141,6 +156,7 @@ export function moveShards(map: ShardMap, span: ShardSpan, pair: HostPair, optio
 export function setOpen(map: ShardMap, span: ShardSpan, open: boolean, pair?: HostPair): ShardMapJson {
   const json = map.toJSON();
   const last = json.ranges[json.ranges.length - 1]!.range[1];
+  refuseMoving(map, { first: span.first, last: Math.min(span.last, last) });
   if (span.last <= last) {
     if (pair !== undefined) bad(`--master/--slave only name the hosts of new shards past ${last}; ${spanText(span)} already exist (use topology split to move them)`);
     return { ...json, ranges: carve(json.ranges, span, (r) => ({ ...r, open })) };
@@ -162,7 +178,7 @@ export interface RangeChange {
 }
 
 const sameServing = (a: ShardRange | undefined, b: ShardRange | undefined): boolean =>
-  a?.master === b?.master && a?.slave === b?.slave && a?.open === b?.open;
+  a?.master === b?.master && a?.slave === b?.slave && a?.open === b?.open && a?.frozen?.id === b?.frozen?.id;
 
 function diffRanges(fleet: Fleet, before: readonly ShardRange[], after: readonly ShardRange[]): RangeChange[] {
   const cuts = new Set<number>();
@@ -194,7 +210,8 @@ export function diffShardMaps(before: ShardMapJson, after: ShardMapJson): RangeC
 const serving = (r: ShardRange | undefined, fleet: Fleet): string => {
   if (r === undefined) return '(none)';
   const hosts = `${r.master}/${r.slave ?? '-'}`;
-  return fleet === 'objects' ? `${hosts} ${r.open ? 'open' : 'closed'}` : hosts;
+  const frozen = r.frozen === undefined ? '' : ` frozen by ${r.frozen.id}`;
+  return fleet === 'objects' ? `${hosts} ${r.open ? 'open' : 'closed'}${frozen}` : hosts;
 };
 
 /** One line per changed span: `object shards 0..255: A/B open -> C/D open`. */

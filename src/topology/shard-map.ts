@@ -9,6 +9,53 @@ export interface ShardRange {
   slave?: string;
   /** Whether new objects may be placed on these shards. Mod-shard ranges have no `open`. */
   open?: boolean;
+  /**
+   * Set while a move (or failover) holds this range for its cutover (docs/moves.md): services
+   * hold writes to it for at most `holdMs` after `frozenAt`, then ignore the freeze.
+   */
+  frozen?: RangeFreeze;
+}
+
+/** A master and its optional slave: one side of a move. */
+export interface HostPair {
+  master: string;
+  slave?: string;
+}
+
+/** The freeze a move puts on the range it is about to switch (written by src/moves, read by services). */
+export interface RangeFreeze {
+  /** The id of the move in `moves` that froze the range. */
+  id: string;
+  source: HostPair;
+  target: HostPair;
+  /** Wall-clock ms since the epoch when the freeze was written. */
+  frozenAt: number;
+  /** How long services hold writes to the range before they give up on the freeze. */
+  holdMs: number;
+}
+
+/** The phases of a move, in order (src/moves/move-protocol.ts runs them). */
+export const MOVE_PHASES = ['started', 'copied', 'frozen', 'fenced', 'switched'] as const;
+export type MovePhase = (typeof MOVE_PHASES)[number];
+
+/**
+ * A move of object shards between host pairs, recorded in the shard map itself so every service
+ * and every operator tool sees it and a crashed mover can be resumed from its last phase.
+ */
+export interface MoveRecord {
+  id: string;
+  /** What kind of operation: a shard move (`shards move`), or a failover by another tool. */
+  kind: 'move' | 'failover';
+  range: [number, number];
+  source: HostPair;
+  target: HostPair;
+  phase: MovePhase;
+  holdMs: number;
+  /** Wall-clock ms since the epoch. */
+  startedAt: number;
+  updatedAt: number;
+  /** Engine-specific resume data (positions, counts); small scalars only. */
+  detail?: Record<string, string | number | boolean>;
 }
 
 /** The JSON form of the shard map; `topology show --json` and `GET /v1/topology` print exactly this. */
@@ -16,20 +63,44 @@ export interface ShardMapJson {
   version: number;
   ranges: ShardRange[];
   modShards: { count: number; ranges: ShardRange[] };
+  /** Moves in progress or switched and not yet cleaned up (absent: none). */
+  moves?: MoveRecord[];
 }
 
 const hostName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'host names are 1-64 of [A-Za-z0-9_.-]');
+/** Move ids: lowercase letters, digits and dashes (they appear in file names and SQL comments). */
+export const MOVE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,63}$/;
+const moveId = z.string().regex(MOVE_ID_PATTERN, 'move ids are 1-64 of [a-z0-9-], starting with a letter or digit');
+const pairSchema = z.object({ master: hostName, slave: hostName.optional() }).strict();
+const epochMs = z.number().int().min(0);
+/** A hold budget: a freeze longer than a minute would be an outage, not a pause. */
+const holdMs = z.number().int().min(1).max(60_000);
+const freezeSchema = z.object({ id: moveId, source: pairSchema, target: pairSchema, frozenAt: epochMs, holdMs }).strict();
 const rangeSchema = z.object({
   range: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
   master: hostName,
   slave: hostName.optional(),
   open: z.boolean().optional(),
+  frozen: freezeSchema.optional(),
+}).strict();
+const moveSchema = z.object({
+  id: moveId,
+  kind: z.enum(['move', 'failover']),
+  range: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
+  source: pairSchema,
+  target: pairSchema,
+  phase: z.enum(MOVE_PHASES),
+  holdMs,
+  startedAt: epochMs,
+  updatedAt: epochMs,
+  detail: z.record(z.string(), z.union([z.string().max(4096), z.number(), z.boolean()])).optional(),
 }).strict();
 
 export const shardMapSchema = z.object({
   version: z.number().int().min(0),
   ranges: z.array(rangeSchema).min(1),
   modShards: z.object({ count: z.number().int().min(1).max(65536), ranges: z.array(rangeSchema).min(1) }).strict(),
+  moves: z.array(moveSchema).optional(),
 }).strict();
 
 export interface ShardLocation {
@@ -37,6 +108,8 @@ export interface ShardLocation {
   master: string;
   slave?: string;
   open: boolean;
+  /** The freeze on the shard's range, whether or not its hold budget has run out. */
+  frozen?: RangeFreeze;
 }
 
 /** Sorted, validated ranges with O(log n) shard → host lookup. */
@@ -89,6 +162,7 @@ export class ShardMap {
   readonly modShardCount: number;
   private readonly openRanges: ShardRange[];
   private readonly openCumulative: number[];
+  private readonly moveList: MoveRecord[];
 
   private constructor(json: ShardMapJson, hosts?: Iterable<string>) {
     this.version = json.version;
@@ -97,6 +171,9 @@ export class ShardMap {
     this.modShardCount = json.modShards.count;
     this.mod = new RangeIndex(json.modShards.ranges, 'mod-shard', 0, json.modShards.count - 1);
     for (const r of json.modShards.ranges) if (r.open !== undefined) invalid('mod-shard ranges have no "open" flag: all mod shards exist from the start');
+    for (const r of json.modShards.ranges) if (r.frozen !== undefined) invalid('mod-shard ranges cannot be frozen: only object shards move');
+    this.moveList = (json.moves ?? []).map(copyMove);
+    checkMoves(this.moveList, this.objects.ranges);
     this.openRanges = this.objects.ranges.filter((r) => r.open === true);
     let total = 0;
     this.openCumulative = this.openRanges.map((r) => (total += r.range[1] - r.range[0] + 1));
@@ -121,13 +198,17 @@ export class ShardMap {
       const out: ShardRange = { range: [r.range[0], r.range[1]], master: r.master };
       if (r.slave !== undefined) out.slave = r.slave;
       if (r.open !== undefined) out.open = r.open;
+      if (r.frozen !== undefined) out.frozen = copyFreeze(r.frozen);
       return out;
     };
-    return {
+    const json: ShardMapJson = {
       version: this.version,
       ranges: this.objects.ranges.map(copy),
       modShards: { count: this.modShardCount, ranges: this.mod.ranges.map(copy) },
     };
+    // Absent rather than empty, so maps without moves keep their exact JSON form.
+    if (this.moveList.length > 0) json.moves = this.moveList.map(copyMove);
+    return json;
   }
 
   /** Same ranges, another version (used by stores when they write). */
@@ -147,7 +228,25 @@ export class ShardMap {
   locate(shard: number): ShardLocation {
     const r = Number.isInteger(shard) ? this.objects.find(shard) : undefined;
     if (!r) throw new ShardKitError('UNKNOWN_SHARD', `shard ${shard} is not in the shard map (0..${this.objects.lastShard})`);
-    return { shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: r.open === true };
+    return {
+      shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: r.open === true,
+      ...(r.frozen !== undefined ? { frozen: r.frozen } : {}),
+    };
+  }
+
+  /** The object range holding `shard` (undefined when outside the map). */
+  rangeOf(shard: number): ShardRange | undefined {
+    return Number.isInteger(shard) ? this.objects.find(shard) : undefined;
+  }
+
+  /** Moves recorded in the map (in progress, or switched and not yet cleaned up). */
+  moves(): readonly MoveRecord[] {
+    return this.moveList;
+  }
+
+  /** The move with this id, or undefined. */
+  move(id: string): MoveRecord | undefined {
+    return this.moveList.find((m) => m.id === id);
   }
 
   /** Mod shard → hosts, or UNKNOWN_SHARD. */
@@ -181,12 +280,17 @@ export class ShardMap {
     return this.mod.ranges;
   }
 
-  /** Every host named by the map, masters and slaves, object and mod-shard fleets. */
+  /** Every host named by the map, masters and slaves, object and mod-shard fleets, and move targets. */
   hostNames(): string[] {
     const names = new Set<string>();
-    for (const r of [...this.objects.ranges, ...this.mod.ranges]) {
-      names.add(r.master);
-      if (r.slave !== undefined) names.add(r.slave);
+    const add = (p: HostPair) => {
+      names.add(p.master);
+      if (p.slave !== undefined) names.add(p.slave);
+    };
+    for (const r of [...this.objects.ranges, ...this.mod.ranges]) add(r);
+    for (const m of this.moveList) {
+      add(m.source);
+      add(m.target);
     }
     return [...names];
   }
@@ -203,6 +307,50 @@ export class ShardMap {
     const out: number[] = [];
     for (const r of this.mod.ranges) if (r.master === host) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
     return out;
+  }
+}
+
+function copyPair(p: HostPair): HostPair {
+  return p.slave === undefined ? { master: p.master } : { master: p.master, slave: p.slave };
+}
+
+function copyFreeze(f: RangeFreeze): RangeFreeze {
+  return { id: f.id, source: copyPair(f.source), target: copyPair(f.target), frozenAt: f.frozenAt, holdMs: f.holdMs };
+}
+
+function copyMove(m: MoveRecord): MoveRecord {
+  const out: MoveRecord = {
+    id: m.id, kind: m.kind, range: [m.range[0], m.range[1]], source: copyPair(m.source), target: copyPair(m.target),
+    phase: m.phase, holdMs: m.holdMs, startedAt: m.startedAt, updatedAt: m.updatedAt,
+  };
+  if (m.detail !== undefined) out.detail = { ...m.detail };
+  return out;
+}
+
+/**
+ * Moves and freezes must agree: ids unique, no two unfinished moves overlap, a frozen range is
+ * exactly the span of an unfinished move with its id, still on that move's source.
+ */
+function checkMoves(moves: readonly MoveRecord[], ranges: readonly ShardRange[]): void {
+  const ids = new Set<string>();
+  for (const m of moves) {
+    if (ids.has(m.id)) invalid(`move ${m.id} is recorded twice`);
+    ids.add(m.id);
+    if (m.range[0] > m.range[1]) invalid(`move ${m.id} has a reversed range`);
+    if (m.source.master === m.target.master) invalid(`move ${m.id} has the same source and target master`);
+    if (m.target.slave !== undefined && m.target.slave === m.target.master) invalid(`move ${m.id} has the same target master and slave`);
+  }
+  const live = moves.filter((m) => m.phase !== 'switched').sort((a, b) => a.range[0] - b.range[0]);
+  for (let i = 1; i < live.length; i++) {
+    if (live[i]!.range[0] <= live[i - 1]!.range[1]) invalid(`moves ${live[i - 1]!.id} and ${live[i]!.id} overlap`);
+  }
+  for (const r of ranges) {
+    if (r.frozen === undefined) continue;
+    const m = moves.find((x) => x.id === r.frozen!.id);
+    const where = `range [${r.range[0]}, ${r.range[1]}]`;
+    if (m === undefined || m.phase === 'switched') invalid(`${where} is frozen by ${r.frozen.id}, which is not a move in progress`);
+    if (m.range[0] !== r.range[0] || m.range[1] !== r.range[1]) invalid(`${where} is frozen by ${m.id}, which moves ${m.range[0]}..${m.range[1]}`);
+    if (r.master !== m.source.master || r.frozen.source.master !== m.source.master) invalid(`${where} is frozen by ${m.id} but is not on its source ${m.source.master}`);
   }
 }
 

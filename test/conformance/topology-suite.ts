@@ -10,7 +10,7 @@
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { ShardMap, ShardKitError, type ShardMapJson, type TopologyStore } from '../../src/index.js';
+import { ShardMap, ShardKitError, addMove, advanceMove, casMoveState, freezeMove, switchMove, type ShardMapJson, type TopologyStore } from '../../src/index.js';
 
 export type WriteOutcome = { ok: true; version: number } | { ok: false; code: string; message: string };
 
@@ -166,6 +166,40 @@ export function runTopologySuite({ name, factory, supports = {} }: TopologySuite
       };
       await store.write(ShardMap.fromJSON(json), 0);
       assert.deepEqual((await store.read())?.toJSON(), { ...json, version: 1 });
+    });
+
+    test('a move and the freeze it puts on a range round-trip through the store and reach a watcher', async () => {
+      const writer = await open();
+      const watcher = await open();
+      await writer.write(sampleMap('mv'), 0);
+      const rec = new Recorder();
+      const unwatch = watcher.watch(rec.listener);
+      try {
+        const target = { master: 'mv-m9', slave: 'mv-s9' };
+        await casMoveState(writer, (m) => addMove(m, { id: 'mv-1', span: { first: 2, last: 5 }, target, now: 1_000 }));
+        await casMoveState(writer, (m) => advanceMove(m, 'mv-1', ['started'], 'copied', { rows: 12, pos: '0-1-7' }, 2_000));
+        const frozen = await casMoveState(writer, (m) => freezeMove(m, 'mv-1', 3_000));
+        assert.equal(frozen.version, 4);
+        const json = (await watcher.read())!.toJSON();
+        assert.deepEqual(json.ranges.map((r) => [r.range, r.frozen?.id ?? null]), [[[0, 1], null], [[2, 5], 'mv-1'], [[6, 7], null], [[8, 15], null]]);
+        assert.deepEqual(json.ranges[1]!.frozen, { id: 'mv-1', source: { master: 'mv-m1', slave: 'mv-s1' }, target, frozenAt: 3_000, holdMs: 400 });
+        assert.deepEqual(json.moves, [{
+          id: 'mv-1', kind: 'move', range: [2, 5], source: { master: 'mv-m1', slave: 'mv-s1' }, target, phase: 'frozen', holdMs: 400,
+          startedAt: 1_000, updatedAt: 3_000, detail: { rows: 12, pos: '0-1-7' },
+        }]);
+        await rec.until(4, 'freeze');
+        assert.equal(rec.maps.at(-1)!.rangeOf(3)?.frozen?.id, 'mv-1');
+        await casMoveState(writer, (m) => advanceMove(m, 'mv-1', ['frozen'], 'fenced'));
+        const switched = await casMoveState(writer, (m) => switchMove(m, 'mv-1'));
+        await rec.until(switched.version, 'switch');
+        const after = rec.maps.at(-1)!;
+        assert.equal(after.locate(3).master, 'mv-m9');
+        assert.equal(after.locate(3).frozen, undefined);
+        assert.equal(after.locate(1).master, 'mv-m1');
+        assert.equal(after.move('mv-1')?.phase, 'switched');
+      } finally {
+        unwatch();
+      }
     });
 
     test('a stale expectedVersion is VERSION_CONFLICT and changes nothing', async () => {

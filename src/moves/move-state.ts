@@ -1,0 +1,233 @@
+import { isShardKitError, ShardKitError } from '../errors.js';
+import { mergeAdjacent, refuseMoving, type ShardSpan } from '../topology/map-edits.js';
+import { MOVE_ID_PATTERN, ShardMap, type HostPair, type MovePhase, type MoveRecord, type RangeFreeze, type ShardMapJson, type ShardRange } from '../topology/shard-map.js';
+import type { TopologyStore } from '../topology/topology-store.js';
+
+/**
+ * A move is a state of the shard map (SPEC §5, docs/moves.md). This file holds the pure
+ * transitions of that state, each of which checks its own precondition on the map it is given,
+ * and casMoveState(), which applies one to the topology store with compare-and-set.
+ *
+ *   addMove        -> record {phase: started}; the range is now off limits to map edits
+ *   advanceMove    -> phase started -> copied (and detail such as positions), checked order
+ *   freezeMove     -> range carved out and `frozen` (services hold writes up to holdMs)
+ *   advanceMove    -> frozen -> fenced
+ *   switchMove     -> THE cutover: precondition "frozen by this move, still on the source"
+ *   abortMove      -> before the switch only: freeze lifted, record removed, source serves
+ *   forgetMove     -> after the switch: record removed (shards drop-moved)
+ *
+ * Other tools (failover, issue #18) reuse the same freeze with kind 'failover': addMove,
+ * freezeMove, their own work, switchMove (which names the target pair the range's new hosts),
+ * or abortMove. Services only look at ShardRange.frozen through activeFreeze().
+ */
+
+export const DEFAULT_HOLD_MS = 400;
+
+/** The freeze services must honour for `shard` at wall-clock `now`, or undefined (none, or past its budget). */
+export function activeFreeze(map: ShardMap, shard: number, now: number = Date.now()): RangeFreeze | undefined {
+  const f = map.rangeOf(shard)?.frozen;
+  if (f === undefined) return undefined;
+  // A freeze older than its budget is ignored: a crashed mover never blocks writes for longer.
+  return now < f.frozenAt + f.holdMs ? f : undefined;
+}
+
+export interface AddMoveOptions {
+  span: ShardSpan;
+  target: HostPair;
+  id?: string;
+  kind?: 'move' | 'failover';
+  holdMs?: number;
+  /** Host names the target may use (a config's `hosts`); undefined: not checked. */
+  hosts?: Iterable<string>;
+  now?: number;
+}
+
+function bad(message: string): never {
+  throw new ShardKitError('INVALID_ARGUMENT', message);
+}
+
+const spanText = (s: { first: number; last: number }): string => (s.first === s.last ? `${s.first}` : `${s.first}..${s.last}`);
+
+/** A fresh move id: readable, sortable by time, unique enough for one map. */
+export function newMoveId(span: ShardSpan, now: number = Date.now()): string {
+  return `move-${span.first}-${span.last}-${now.toString(36)}`;
+}
+
+/** The move with this id, or UNKNOWN_MOVE. */
+export function requireMove(map: ShardMap, id: string): MoveRecord {
+  const m = typeof id === 'string' ? map.move(id) : undefined;
+  if (m === undefined) throw new ShardKitError('UNKNOWN_MOVE', `no move ${JSON.stringify(String(id).slice(0, 80))} is recorded in the shard map (version ${map.version})`);
+  return m;
+}
+
+/** Records a new move of `span` (which must lie inside one range) to `target`. */
+export function addMove(map: ShardMap, options: AddMoveOptions): ShardMapJson {
+  const { span, target } = options;
+  const now = options.now ?? Date.now();
+  if (!Number.isInteger(span.first) || !Number.isInteger(span.last) || span.first < 0 || span.first > span.last) bad(`bad shard range ${spanText(span)}`);
+  const home = map.rangeOf(span.first);
+  if (home === undefined || span.last >= map.shardCount) {
+    throw new ShardKitError('UNKNOWN_SHARD', `shards ${spanText(span)} are not all in the shard map (0..${map.shardCount - 1})`);
+  }
+  if (span.last > home.range[1]) {
+    bad(`shards ${spanText(span)} cross a range boundary (${home.range[0]}..${home.range[1]} on ${home.master} ends at ${home.range[1]}): move one range at a time`);
+  }
+  const id = options.id ?? newMoveId(span, now);
+  if (!MOVE_ID_PATTERN.test(id)) bad(`move id ${JSON.stringify(id.slice(0, 80))} is not 1-64 of [a-z0-9-]`);
+  if (map.move(id) !== undefined) throw new ShardKitError('ALREADY_EXISTS', `move ${id} is already recorded in the shard map`);
+  if (typeof target?.master !== 'string') bad('the target needs a master host');
+  if (target.slave !== undefined && target.slave === target.master) bad(`the target's master and slave are both ${target.master}`);
+  const source: HostPair = home.slave === undefined ? { master: home.master } : { master: home.master, slave: home.slave };
+  const sourceHosts = [source.master, source.slave].filter((h) => h !== undefined);
+  for (const h of [target.master, target.slave]) {
+    if (h !== undefined && sourceHosts.includes(h)) bad(`the target ${h} is a host of the source pair ${source.master}/${source.slave ?? '-'}: move to another pair`);
+  }
+  if (options.hosts !== undefined) {
+    const declared = new Set(options.hosts);
+    for (const h of [target.master, target.slave]) {
+      if (h !== undefined && !declared.has(h)) bad(`unknown host ${h}: it is not declared in the config's "hosts" (declared: ${[...declared].slice(0, 12).join(', ')})`);
+    }
+  }
+  refuseMoving(map, span);
+  const holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
+  if (!Number.isInteger(holdMs) || holdMs < 1 || holdMs > 60_000) bad(`the hold budget must be 1..60000 ms, got ${holdMs}`);
+  const record: MoveRecord = {
+    id, kind: options.kind ?? 'move', range: [span.first, span.last], source, target: { ...target },
+    phase: 'started', holdMs, startedAt: now, updatedAt: now,
+  };
+  const json = map.toJSON();
+  return { ...json, moves: [...(json.moves ?? []), record] };
+}
+
+function replaceMove(json: ShardMapJson, id: string, edit: (m: MoveRecord) => MoveRecord | undefined): ShardMapJson {
+  const moves = (json.moves ?? []).flatMap((m) => {
+    if (m.id !== id) return [m];
+    const next = edit(m);
+    return next === undefined ? [] : [next];
+  });
+  const out: ShardMapJson = { version: json.version, ranges: json.ranges, modShards: json.modShards };
+  if (moves.length > 0) out.moves = moves;
+  return out;
+}
+
+/** Moves a record from one of `from` to `to`, merging `detail`. Idempotent when already at `to`. */
+export function advanceMove(map: ShardMap, id: string, from: readonly MovePhase[], to: MovePhase, detail: MoveRecord['detail'] = undefined, now = Date.now()): ShardMapJson {
+  const m = requireMove(map, id);
+  if (m.phase !== to && !from.includes(m.phase)) {
+    throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}, not ${from.join(' or ')}: someone else changed it`, { details: { moveId: id, phase: m.phase } });
+  }
+  return replaceMove(map.toJSON(), id, (r) => ({ ...r, phase: to, updatedAt: now, ...(detail !== undefined ? { detail: { ...r.detail, ...detail } } : {}) }));
+}
+
+/** Sets `edit` on the shards of `span`, splitting ranges at its edges, then merges neighbours. */
+function carve(ranges: readonly ShardRange[], span: { first: number; last: number }, edit: (r: ShardRange) => ShardRange): ShardRange[] {
+  const out: ShardRange[] = [];
+  const copy = (r: ShardRange, lo: number, hi: number): ShardRange => ({ ...r, range: [lo, hi] });
+  for (const r of ranges) {
+    const [lo, hi] = r.range;
+    if (hi < span.first || lo > span.last) {
+      out.push(copy(r, lo, hi));
+      continue;
+    }
+    if (lo < span.first) out.push(copy(r, lo, span.first - 1));
+    out.push(edit(copy(r, Math.max(lo, span.first), Math.min(hi, span.last))));
+    if (hi > span.last) out.push(copy(r, span.last + 1, hi));
+  }
+  return mergeAdjacent(out);
+}
+
+function onSource(map: ShardMap, m: MoveRecord): boolean {
+  for (let s = m.range[0]; s <= m.range[1]; ) {
+    const r = map.rangeOf(s);
+    if (r === undefined || r.master !== m.source.master) return false;
+    s = r.range[1] + 1;
+  }
+  return true;
+}
+
+/**
+ * Freezes the move's range (phase copied -> frozen). Again on a frozen move: a fresh frozenAt
+ * (a resumed mover re-freezes instead of relying on an expired freeze).
+ */
+export function freezeMove(map: ShardMap, id: string, now = Date.now(), from: readonly MovePhase[] = ['copied']): ShardMapJson {
+  const m = requireMove(map, id);
+  if (m.phase !== 'frozen' && m.phase !== 'fenced' && !from.includes(m.phase)) {
+    throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}: it can only be frozen from ${from.join(' or ')}`, { details: { moveId: id, phase: m.phase } });
+  }
+  if (!onSource(map, m)) throw new ShardKitError('VERSION_CONFLICT', `shards ${spanText({ first: m.range[0], last: m.range[1] })} are no longer all on ${m.source.master}: move ${id} cannot freeze them`);
+  const freeze: RangeFreeze = { id, source: m.source, target: m.target, frozenAt: now, holdMs: m.holdMs };
+  const json = map.toJSON();
+  const ranges = carve(json.ranges, { first: m.range[0], last: m.range[1] }, (r) => ({ ...r, frozen: freeze }));
+  const phase: MovePhase = m.phase === 'fenced' ? 'fenced' : 'frozen';
+  return replaceMove({ ...json, ranges }, id, (r) => ({ ...r, phase, updatedAt: now }));
+}
+
+/**
+ * The cutover compare-and-set body: only when the range is still frozen by this move and still
+ * on its source does it name the target pair. It never re-applies on a map that moved on: a
+ * switched move is reported as done (idempotent resume), anything else is VERSION_CONFLICT.
+ */
+export function switchMove(map: ShardMap, id: string, now = Date.now()): ShardMapJson {
+  const m = requireMove(map, id);
+  if (m.phase === 'switched') return map.toJSON();
+  const span = { first: m.range[0], last: m.range[1] };
+  const r = map.rangeOf(span.first);
+  if (r?.frozen?.id !== id || r.range[0] !== span.first || r.range[1] !== span.last || r.master !== m.source.master) {
+    throw new ShardKitError('VERSION_CONFLICT', `shards ${spanText(span)} are not frozen by move ${id} on ${m.source.master} any more: the cutover is refused`, { details: { moveId: id } });
+  }
+  if (m.phase !== 'fenced') throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}: the cutover needs the source fenced first`, { details: { moveId: id, phase: m.phase } });
+  const json = map.toJSON();
+  const ranges = carve(json.ranges, span, (x) => {
+    const out: ShardRange = { range: x.range, master: m.target.master };
+    if (m.target.slave !== undefined) out.slave = m.target.slave;
+    if (x.open !== undefined) out.open = x.open;
+    return out;
+  });
+  return replaceMove({ ...json, ranges }, id, (x) => ({ ...x, phase: 'switched', updatedAt: now }));
+}
+
+/** Before the switch: lifts the freeze and forgets the move, so the source serves as before. */
+export function abortMove(map: ShardMap, id: string): ShardMapJson {
+  const m = requireMove(map, id);
+  if (m.phase === 'switched') throw new ShardKitError('VERSION_CONFLICT', `move ${id} has already switched to ${m.target.master}: it cannot be aborted (move the shards back instead)`, { details: { moveId: id } });
+  const json = map.toJSON();
+  const ranges = carve(json.ranges, { first: m.range[0], last: m.range[1] }, (r) => {
+    if (r.frozen?.id !== id) return r;
+    const { frozen: _frozen, ...rest } = r;
+    return rest;
+  });
+  return replaceMove({ ...json, ranges }, id, () => undefined);
+}
+
+/** After the switch (and the source's copy dropped): forgets the move. */
+export function forgetMove(map: ShardMap, id: string): ShardMapJson {
+  const m = requireMove(map, id);
+  if (m.phase !== 'switched') throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}, not switched`, { details: { moveId: id } });
+  return replaceMove(map.toJSON(), id, () => undefined);
+}
+
+export interface CasOptions {
+  hosts?: Iterable<string>;
+  /** Rounds against concurrent writers (each re-checks the precondition on the newer map). Default 5. */
+  attempts?: number;
+}
+
+/**
+ * Applies `transition` with compare-and-set. On VERSION_CONFLICT it reads the newer map and runs
+ * the transition again, which re-checks its precondition there: never a blind retry.
+ */
+export async function casMoveState(store: TopologyStore, transition: (map: ShardMap) => ShardMapJson, options: CasOptions = {}): Promise<ShardMap> {
+  const attempts = options.attempts ?? 5;
+  for (let attempt = 1; ; attempt++) {
+    const current = await store.read();
+    if (current === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'the topology store holds no shard map: start a service or run a topology command first');
+    const json = transition(current);
+    const next = ShardMap.fromJSON({ ...json, version: current.version }, options.hosts === undefined ? {} : { hosts: options.hosts });
+    if (JSON.stringify(next.toJSON()) === JSON.stringify(current.toJSON())) return current;
+    try {
+      return await store.write(next, current.version);
+    } catch (err) {
+      if (!isShardKitError(err, 'VERSION_CONFLICT') || attempt >= attempts) throw err;
+    }
+  }
+}
