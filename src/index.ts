@@ -2,7 +2,7 @@ export { ShardKitError, ERROR_CODES, isShardKitError, type ErrorCode } from './e
 export * from './ids/index.js';
 export { ShardMap, defaultShardMapJson, type ShardMapJson, type ShardRange, type ShardLocation, type RangeFreeze, type MoveRecord, type MovePhase, MOVE_PHASES } from './topology/shard-map.js';
 export { shardDatabaseName } from './storage/shard-names.js';
-export { activeFreeze, addMove, advanceMove, freezeMove, switchMove, abortMove, forgetMove, casMoveState, requireMove, newMoveId, DEFAULT_HOLD_MS, type AddMoveOptions, type CasOptions } from './moves/move-state.js';
+export { activeFreeze, addMove, advanceMove, freezeMove, switchMove, beginAbort, abortMove, forgetMove, casMoveState, requireMove, newMoveId, DEFAULT_HOLD_MS, type AddMoveOptions, type CasOptions } from './moves/move-state.js';
 export type { TopologyStore } from './topology/topology-store.js';
 export { MemoryTopologyStore, MemoryTopologyBacking, FileTopologyStore, EtcdTopologyStore, createTopologyStore, type MemoryTopologyStoreOptions, type FileTopologyStoreOptions, type EtcdTopologyStoreOptions, type TopologyStoreSpec, type TopologyListener, changeShardMap, promoteSlave, moveShards, setOpen, diffShardMaps, formatShardMapDiff, type ChangeShardMapOptions, type ShardMapChange, type ShardSpan, type HostPair } from './topology/index.js';
 export type * from './storage/shard-backend.js';

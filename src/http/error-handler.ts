@@ -23,6 +23,8 @@ export function installErrorHandler(app: FastifyInstance, options: { notFoundPre
     // Clients see only the code and message; the log keeps the cause (storage failures included).
     // 501 is how this service was configured, not a failure: the request log line is enough.
     if (status >= 500 && status !== 501) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
+    // A shard being moved switches within a second: tell clients when to come back.
+    if (err instanceof ShardKitError && err.code === 'SHARD_MOVING') void reply.header('retry-after', '1');
     void reply.code(status).type('application/json').send(body);
   });
   app.setNotFoundHandler(options.notFoundPreHandler !== undefined ? { preHandler: options.notFoundPreHandler } : {}, (request, reply) => {

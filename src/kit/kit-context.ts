@@ -4,10 +4,17 @@ import { parseId } from '../ids/codec.js';
 import { modShard } from '../ids/mod-shard.js';
 import { pinterestId } from '../ids/pinterest-id.js';
 import type { KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
+import { activeFreeze } from '../topology/range-freeze.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import { KitCache, type KitCacheOptions } from './kit-cache.js';
 import type { ShardErrorEvent } from './types.js';
+
+/** Storage calls that change a shard: held while the shard's range is frozen by a move. */
+const WRITE_OPS = new Set(['insert', 'update', 'delete', 'mapping-add', 'mapping-remove']);
+
+/** How often a held write re-reads the store, in case the watch missed (or has not yet delivered) the switch. */
+const HOLD_POLL_MS = 20;
 
 /** An object ID that passed every check: well formed, known type, shard in the map. */
 export interface LocatedId {
@@ -51,6 +58,9 @@ export class KitContext {
   private loading: Promise<ShardMap> | undefined;
   private unwatch: (() => void) | undefined;
   private closed = false;
+  private refreshing: Promise<ShardMap> | undefined;
+  /** Held writes waiting for the next map. */
+  private mapWaiters = new Set<() => void>();
 
   constructor(options: StoreContextOptions) {
     if (options.topology === undefined && options.shardMap === undefined) {
@@ -117,7 +127,90 @@ export class KitContext {
     if (this.current !== undefined && map.version < this.current.version) return;
     const changed = this.current !== undefined && this.current.version !== map.version;
     this.current = map;
-    if (changed) this.events.emit('topology', map);
+    if (changed) {
+      this.events.emit('topology', map);
+      const waiters = [...this.mapWaiters];
+      this.mapWaiters.clear();
+      for (const w of waiters) w();
+    }
+  }
+
+  /** Reads the store now (not waiting for the watch) and adopts what it holds; concurrent callers share one read. */
+  refresh(): Promise<ShardMap> {
+    if (this.topology === undefined || this.current === undefined) return Promise.resolve(this.map());
+    this.refreshing ??= this.topology.read().then((m) => {
+      if (m !== undefined) this.adopt(m);
+      return this.current!;
+    }).finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  /** Resolves on the next adopted map or after `ms`, whichever comes first (then re-reads the store). */
+  private nextMap(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.mapWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.mapWaiters.delete(done);
+        this.refresh().then(() => resolve(), () => resolve());
+      }, ms);
+      this.mapWaiters.add(done);
+    });
+  }
+
+  /**
+   * Waits while `shard`'s range is frozen by a move (docs/moves.md), at most until the freeze's
+   * budget runs out (counted from its frozenAt, and never longer than holdMs from now, whatever
+   * the clocks say). Returns the map to route with: the switched one, the unfrozen one (aborted),
+   * or, with `orMoving`, SHARD_MOVING when the budget ran out first.
+   */
+  async holdWhileFrozen(shard: number, orMoving: boolean): Promise<ShardMap> {
+    let map = this.current ?? (await this.map());
+    const first = activeFreeze(map, shard);
+    if (first === undefined) return map;
+    const start = Date.now();
+    const deadline = Math.min(first.frozenAt + first.holdMs, start + first.holdMs);
+    for (;;) {
+      const now = Date.now();
+      const f = activeFreeze(map, shard, now);
+      if (f === undefined) {
+        // Held for the whole budget and the range is still frozen on the source: the switch did
+        // not come in time, so the write is refused rather than sent to a host that may be fenced.
+        if (orMoving && map.rangeOf(shard)?.frozen?.id === first.id) throw movingError(shard, first.id, now - start);
+        return map;
+      }
+      if (now >= deadline) {
+        if (!orMoving) return map;
+        throw movingError(shard, f.id, now - start);
+      }
+      await this.nextMap(Math.min(HOLD_POLL_MS, deadline - now));
+      if (this.closed) throw new ShardKitError('CLOSED', 'this ShardKit is closed');
+      map = this.current!;
+    }
+  }
+
+  /**
+   * A storage call met the fence (SHARD_MOVED: the shard's tables are gone from `ref.host`): reload
+   * the map, wait out a freeze, and run `work` once on the shard's master. The fenced call changed
+   * nothing, so running it again is safe. Still on the same host, or fenced again: SHARD_MOVING.
+   */
+  async afterFence<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, fenceError: unknown, isCallerError?: (err: unknown) => boolean): Promise<T> {
+    await this.refresh();
+    const map = await this.holdWhileFrozen(ref.shard, true);
+    const next = this.objectRef(map, ref.shard);
+    if (next.host === ref.host) throw movingError(ref.shard, map.rangeOf(ref.shard)?.frozen?.id, 0, fenceError);
+    try {
+      return await work(next);
+    } catch (err) {
+      if (isShardKitError(err, 'SHARD_MOVED')) throw movingError(ref.shard, undefined, 0, err);
+      if (!isCallerError?.(err)) this.reportFailure(next, op, err);
+      throw err;
+    }
   }
 
   type(name: unknown): ObjectTypeDef {
@@ -161,10 +254,19 @@ export class KitContext {
     return { host: map.locateModShard(shard).master, shard, fleet: 'lookups' };
   }
 
-  /** Calls the backend; storage failures (not bad input) are announced as 'shard-error'. */
-  call<T>(ref: ShardRef, op: string, work: () => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
+  /**
+   * Calls the backend with `ref` (or, across a move's cutover, the shard's new master: `work`
+   * must use the ref it is given). Writes to a frozen object shard wait for the switch, up to the
+   * hold budget; a call that meets the fence is retried once on the new master (afterFence).
+   * Storage failures (not bad input) are announced as 'shard-error'.
+   */
+  call<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
+    if (ref.fleet === 'objects' && WRITE_OPS.has(op) && this.current !== undefined && activeFreeze(this.current, ref.shard) !== undefined) {
+      return this.holdWhileFrozen(ref.shard, true).then((map) => this.call(this.objectRef(map, ref.shard), op, work, isCallerError));
+    }
     // A rejection handler rather than an async frame: this wraps every storage call.
-    return work().then(undefined, (err: unknown) => {
+    return work(ref).then(undefined, (err: unknown) => {
+      if (ref.fleet === 'objects' && isShardKitError(err, 'SHARD_MOVED')) return this.afterFence(ref, op, work, err, isCallerError);
       if (!isCallerError?.(err)) this.reportFailure(ref, op, err);
       throw err;
     });
@@ -181,7 +283,16 @@ export class KitContext {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const w of [...this.mapWaiters]) w();
     this.unwatch?.();
     await this.cache?.drain();
   }
+}
+
+function movingError(shard: number, moveId: string | undefined, heldMs: number, cause?: unknown): ShardKitError {
+  return new ShardKitError(
+    'SHARD_MOVING',
+    `shard ${shard} is being moved${moveId !== undefined ? ` (${moveId})` : ''} and did not switch within its hold budget${heldMs > 0 ? ` (held ${heldMs} ms)` : ''}: nothing was written, retry`,
+    { ...(cause !== undefined ? { cause } : {}), details: { shard, ...(moveId !== undefined ? { moveId } : {}), retryAfterSeconds: 1 } },
+  );
 }

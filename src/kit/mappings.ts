@@ -43,7 +43,7 @@ export class Mappings {
       throw new ShardKitError('INVALID_ARGUMENT', 'sequence must be a safe integer');
     }
     try {
-      await this.ctx.call(fromLoc.ref, 'mapping-add', () => this.ctx.backend.addMapping(fromLoc.ref, def.table, fromLoc.id, toLoc.id, sequence));
+      await this.ctx.call(fromLoc.ref, 'mapping-add', (r) => this.ctx.backend.addMapping(r, def.table, fromLoc.id, toLoc.id, sequence));
     } finally {
       // Also after a failure: it may have committed (a timeout after COMMIT).
       await this.ctx.cache?.bumpGeneration(def.name, fromLoc.id);
@@ -58,8 +58,8 @@ export class Mappings {
     const { limit, order, after } = parseListOptions(options, list);
     const read = async (): Promise<MappingListPage> => {
       // One row more than asked says whether there is a next page.
-      const rows = await this.ctx.call(fromLoc.ref, 'mapping-list', () =>
-        this.ctx.backend.listMappings(fromLoc.ref, def.table, fromLoc.id, { limit: limit + 1, order, ...(after ? { after } : {}) }));
+      const rows = await this.ctx.call(fromLoc.ref, 'mapping-list', (r) =>
+        this.ctx.backend.listMappings(r, def.table, fromLoc.id, { limit: limit + 1, order, ...(after ? { after } : {}) }));
       const items = rows.slice(0, limit).map((r) => ({ id: r.toId, sequence: r.sequence }));
       const last = rows.length > limit ? rows[limit - 1]! : undefined;
       return { items, next: last ? encodeCursor(last, order, list) : null };
@@ -76,7 +76,7 @@ export class Mappings {
     const map = await this.ctx.map();
     const { def, fromLoc, toLoc } = this.resolve(map, name, from, to);
     try {
-      return await this.ctx.call(fromLoc.ref, 'mapping-remove', () => this.ctx.backend.removeMapping(fromLoc.ref, def.table, fromLoc.id, toLoc.id));
+      return await this.ctx.call(fromLoc.ref, 'mapping-remove', (r) => this.ctx.backend.removeMapping(r, def.table, fromLoc.id, toLoc.id));
     } finally {
       await this.ctx.cache?.bumpGeneration(def.name, fromLoc.id);
     }
@@ -86,7 +86,7 @@ export class Mappings {
     const map = await this.ctx.map();
     const def = this.ctx.mapping(name);
     const fromLoc = this.end(map, def, from, 'from');
-    const read = () => this.ctx.call(fromLoc.ref, 'mapping-count', () => this.ctx.backend.countMappings(fromLoc.ref, def.table, fromLoc.id));
+    const read = () => this.ctx.call(fromLoc.ref, 'mapping-count', (r) => this.ctx.backend.countMappings(r, def.table, fromLoc.id));
     const cache = this.ctx.cache;
     if (cache === undefined) return read();
     return readThrough(cache, def.name, fromLoc.id, 'count', read, String, decodeCount);

@@ -1,4 +1,4 @@
-import { ShardKitError } from '../errors.js';
+import { ShardKitError, isShardKitError } from '../errors.js';
 import { parseField } from '../ids/codec.js';
 import { PINTEREST_MAX_LOCAL_ID, PINTEREST_MAX_SHARD, pinterestId } from '../ids/pinterest-id.js';
 import type { ObjectKey, ObjectRecord } from '../storage/shard-backend.js';
@@ -32,8 +32,9 @@ export class Objects {
     const def = this.ctx.type(type);
     const text = encodeData(data);
     const shard = this.placement(map, options);
-    const ref = this.ctx.objectRef(map, shard);
-    const row = await this.ctx.call(ref, 'insert', () => this.ctx.backend.insertObject(ref, def.table, text));
+    let ref = this.ctx.objectRef(map, shard);
+    // The ref actually written (a move's cutover can send the insert to the new master).
+    const row = await this.ctx.call(ref, 'insert', (r) => this.ctx.backend.insertObject((ref = r), def.table, text));
     if (row.localId > PINTEREST_MAX_LOCAL_ID) {
       // A 36-bit local id is part of the ID: past it the shard cannot name new rows of this type.
       await this.ctx.backend.deleteObject(ref, def.table, row.localId);
@@ -54,8 +55,12 @@ export class Objects {
     try {
       [row] = await pending;
     } catch (err) {
-      this.ctx.reportFailure(loc.ref, 'get', err);
-      throw err;
+      // A fenced shard (moved away): the context reloads the map and reads the new master once.
+      if (isShardKitError(err, 'SHARD_MOVED')) [row] = await this.ctx.afterFence(loc.ref, 'get', (r) => this.ctx.backend.getObjects(r, [{ table: loc.type.table, localId: loc.localId }]), err);
+      else {
+        this.ctx.reportFailure(loc.ref, 'get', err);
+        throw err;
+      }
     }
     const obj = row && toObject(loc, row);
     if (obj === undefined) throw notFound(loc.id);
@@ -124,7 +129,7 @@ export class Objects {
     await Promise.all([...byShard.values()].map(async (idx) => {
       const ref = located[idx[0]!]!.ref;
       const keys: ObjectKey[] = idx.map((i) => ({ table: located[i]!.type.table, localId: located[i]!.localId }));
-      const rows = await this.ctx.call(ref, 'get', () => this.ctx.backend.getObjects(ref, keys));
+      const rows = await this.ctx.call(ref, 'get', (r) => this.ctx.backend.getObjects(r, keys));
       idx.forEach((i, k) => {
         const row = rows[k];
         out[i] = row && toObject(located[i]!, row);
@@ -143,7 +148,7 @@ export class Objects {
     const token = cache.begin();
     let row: ObjectRecord | undefined;
     try {
-      [row] = await this.ctx.call(loc.ref, 'get', () => this.ctx.backend.getObjects(loc.ref, [{ table: loc.type.table, localId: loc.localId }]));
+      [row] = await this.ctx.call(loc.ref, 'get', (r) => this.ctx.backend.getObjects(r, [{ table: loc.type.table, localId: loc.localId }]));
     } catch (err) {
       cache.release();
       throw err;
@@ -173,7 +178,7 @@ export class Objects {
     let callerError: { error: unknown } | undefined;
     let row: ObjectRecord | undefined;
     try {
-      row = await this.ctx.call(loc.ref, 'update', () => this.ctx.backend.updateObject(loc.ref, loc.type.table, loc.localId, (text) => {
+      row = await this.ctx.call(loc.ref, 'update', (r) => this.ctx.backend.updateObject(r, loc.type.table, loc.localId, (text) => {
         const data = decodeActive(text);
         if (data === undefined) throw new Abort(notFound(loc.id));
         if (ifMatch !== undefined && !ifMatch.includes('*') && !ifMatch.includes(etagOf(text))) {
@@ -235,7 +240,7 @@ export class Objects {
     if (options.hard === true) {
       let removed: boolean;
       try {
-        removed = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.deleteObject(loc.ref, loc.type.table, loc.localId));
+        removed = await this.ctx.call(loc.ref, 'delete', (r) => this.ctx.backend.deleteObject(r, loc.type.table, loc.localId));
       } catch (err) {
         await this.invalidate(loc);
         throw err;
@@ -246,7 +251,7 @@ export class Objects {
     }
     let row: ObjectRecord | undefined;
     try {
-      row = await this.ctx.call(loc.ref, 'delete', () => this.ctx.backend.updateObject(loc.ref, loc.type.table, loc.localId, (text) => {
+      row = await this.ctx.call(loc.ref, 'delete', (r) => this.ctx.backend.updateObject(r, loc.type.table, loc.localId, (text) => {
         const data = decodeActive(text);
         if (data === undefined) throw new Abort(notFound(loc.id));
         if (ifMatch !== undefined && !ifMatch.includes('*') && !ifMatch.includes(etagOf(text))) {

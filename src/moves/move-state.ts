@@ -2,6 +2,7 @@ import { isShardKitError, ShardKitError } from '../errors.js';
 import { mergeAdjacent, refuseMoving, type ShardSpan } from '../topology/map-edits.js';
 import { MOVE_ID_PATTERN, ShardMap, type HostPair, type MovePhase, type MoveRecord, type RangeFreeze, type ShardMapJson, type ShardRange } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
+import { activeFreeze } from '../topology/range-freeze.js';
 
 /**
  * A move is a state of the shard map (SPEC §5, docs/moves.md). This file holds the pure
@@ -23,13 +24,7 @@ import type { TopologyStore } from '../topology/topology-store.js';
 
 export const DEFAULT_HOLD_MS = 400;
 
-/** The freeze services must honour for `shard` at wall-clock `now`, or undefined (none, or past its budget). */
-export function activeFreeze(map: ShardMap, shard: number, now: number = Date.now()): RangeFreeze | undefined {
-  const f = map.rangeOf(shard)?.frozen;
-  if (f === undefined) return undefined;
-  // A freeze older than its budget is ignored: a crashed mover never blocks writes for longer.
-  return now < f.frozenAt + f.holdMs ? f : undefined;
-}
+export { activeFreeze };
 
 export interface AddMoveOptions {
   span: ShardSpan;
@@ -184,6 +179,13 @@ export function switchMove(map: ShardMap, id: string, now = Date.now()): ShardMa
     return out;
   });
   return replaceMove({ ...json, ranges }, id, (x) => ({ ...x, phase: 'switched', updatedAt: now }));
+}
+
+/** Marks a move as being aborted (before its engine undoes the fence): from then on it can never switch. */
+export function beginAbort(map: ShardMap, id: string, now = Date.now()): ShardMapJson {
+  const m = requireMove(map, id);
+  if (m.phase === 'switched') throw new ShardKitError('VERSION_CONFLICT', `move ${id} has already switched to ${m.target.master}: it cannot be aborted (move the shards back instead)`, { details: { moveId: id } });
+  return advanceMove(map, id, ['started', 'copied', 'frozen', 'fenced'], 'aborting', undefined, now);
 }
 
 /** Before the switch: lifts the freeze and forgets the move, so the source serves as before. */

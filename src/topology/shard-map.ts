@@ -34,8 +34,11 @@ export interface RangeFreeze {
   holdMs: number;
 }
 
-/** The phases of a move, in order (src/moves/move-protocol.ts runs them). */
-export const MOVE_PHASES = ['started', 'copied', 'frozen', 'fenced', 'switched'] as const;
+/**
+ * The phases of a move, in order (src/moves/move-runner.ts runs them); 'aborting' is entered from
+ * any phase before 'switched' and ends with the record removed.
+ */
+export const MOVE_PHASES = ['started', 'copied', 'frozen', 'fenced', 'switched', 'aborting'] as const;
 export type MovePhase = (typeof MOVE_PHASES)[number];
 
 /**

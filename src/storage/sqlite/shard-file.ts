@@ -1,12 +1,21 @@
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { ShardKitError } from '../../errors.js';
 import type { Fleet, SchemaDef } from '../shard-backend.js';
 import { fleetTables } from '../shard-names.js';
 import { shardDdl } from './sqlite-ddl.js';
 
 /** `PRAGMA user_version` bits saying which fleets' tables a file holds (a host may serve both). */
 const FLEET_BIT: Record<Fleet, number> = { objects: 1, lookups: 2 };
+
+/**
+ * `PRAGMA user_version` bit set by a shard move's fence (src/moves/sqlite): the file's tables were
+ * renamed aside (MOVED_TABLE_PREFIX) because the shard now lives on another host. A handle that
+ * finds it refuses the file (SHARD_MOVED) instead of re-creating empty tables in it.
+ */
+export const MOVED_BIT = 0x100;
+export const MOVED_TABLE_PREFIX = 'moved__';
 
 export interface ShardFileOptions {
   busyTimeoutMs: number;
@@ -47,6 +56,11 @@ export class ShardFile {
     }
   }
 
+  /** Whether a move fenced this file (read from the file now, not from this handle's cache). */
+  movedAway(): boolean {
+    return (Number(this.db.pragma('user_version', { simple: true })) & MOVED_BIT) !== 0;
+  }
+
   holds(fleet: Fleet): boolean {
     return (this.fleetBits & FLEET_BIT[fleet]) !== 0;
   }
@@ -61,12 +75,15 @@ export class ShardFile {
    */
   ensure(fleet: Fleet, schema: SchemaDef): void {
     if (this.ready.has(fleet) && this.holds(fleet)) return;
+    if ((this.fleetBits & MOVED_BIT) !== 0 || this.movedAway()) throw movedError(this.path);
     const existing = new Set(
       (this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]),
     );
     const missing = new Set(fleetTables(schema, fleet).filter((t) => !existing.has(t)));
     if (missing.size > 0 || !this.holds(fleet)) {
       this.db.transaction(() => {
+        // Checked again under the write lock: a fence committed since the check above wins.
+        if (this.movedAway()) throw movedError(this.path);
         if (missing.size > 0) this.db.exec(shardDdl(schema, fleet, missing));
         const bits = Number(this.db.pragma('user_version', { simple: true })) | FLEET_BIT[fleet];
         this.db.pragma(`user_version = ${bits}`);
@@ -113,6 +130,23 @@ export class ShardFile {
     this.statements.clear();
     if (this.db.open) this.db.close();
   }
+}
+
+/** Whether the file at `path` was fenced by a move (read from the file itself, on a short-lived handle). */
+export function isMovedFile(path: string): boolean {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    return (Number(db.pragma('user_version', { simple: true })) & MOVED_BIT) !== 0;
+  } catch {
+    return false;
+  } finally {
+    db?.close();
+  }
+}
+
+export function movedError(path: string, cause?: unknown): ShardKitError {
+  return new ShardKitError('SHARD_MOVED', `shard file ${path} was fenced by a shard move: the shard lives on another host now`, cause === undefined ? {} : { cause });
 }
 
 /**

@@ -6,7 +6,7 @@ import { CheckedBackend, type Pair, type UpdateFn } from '../checked-backend.js'
 import type {
   BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardRef, ObjectRecord,
 } from '../shard-backend.js';
-import type { ShardFile } from './shard-file.js';
+import { isMovedFile, movedError, type ShardFile } from './shard-file.js';
 import { ShardFiles } from './shard-files.js';
 import { lookupSql, mappingSql, objectSql, type TableSql } from './sqlite-statements.js';
 
@@ -107,7 +107,7 @@ export class SqliteBackend extends CheckedBackend {
       if (!m) continue;
       const ref: ShardRef = { host, shard: Number(m[1]), fleet };
       const file = this.run(ref, () => this.files.readable(ref, true));
-      if (file?.holds(fleet)) out.push(ref.shard);
+      if (file?.holds(fleet) && !file.movedAway()) out.push(ref.shard);
     }
     return out.sort((a, b) => a - b);
   }
@@ -239,6 +239,12 @@ export class SqliteBackend extends CheckedBackend {
     try {
       return work();
     } catch (err) {
+      // A table gone from a file a move fenced: the fence error, which ShardKit answers by
+      // re-reading the map (the statement changed nothing).
+      if (err instanceof Database.SqliteError && /no such table/.test(err.message)) {
+        const path = this.files.shardPath(ref);
+        if (isMovedFile(path)) throw movedError(path, err);
+      }
       // Errors thrown by an update function pass through unchanged.
       if (err instanceof Database.SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);
       throw err;

@@ -1,0 +1,43 @@
+import type { MoveRecord } from '../topology/shard-map.js';
+
+/** One mismatching chunk found by verify: which table, which primary keys, how many rows each side holds. */
+export interface ChunkMismatch {
+  shard: number;
+  table: string;
+  /** First and last primary key of the chunk, as text (`12` or `(from,to)`). */
+  fromKey: string;
+  toKey: string;
+  sourceRows: number;
+  targetRows: number;
+}
+
+export interface VerifyReport {
+  shards: number;
+  tables: number;
+  rows: number;
+  chunks: number;
+  mismatches: ChunkMismatch[];
+}
+
+/**
+ * What a database engine does for a shard move (src/moves/move-runner.ts runs the phases and
+ * records them in the shard map). Every method is idempotent: a resumed mover calls it again.
+ */
+export interface MoveEngine {
+  readonly kind: string;
+  /** Before the freeze: the copy (snapshot and replication where the engine has them). Returns resume detail. */
+  prepare(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<Record<string, string | number | boolean>>;
+  /** How far the target is behind the source (0 when the engine copies under the freeze). */
+  lag(move: MoveRecord): Promise<number>;
+  /** Makes the source refuse every read and write of the moving shards, after draining in-flight work. */
+  fence(move: MoveRecord): Promise<void>;
+  /** After the fence: the target holds everything the source acknowledged. */
+  catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void>;
+  /** Source against target, shard by shard, in primary-key chunks. */
+  verify(move: MoveRecord): Promise<VerifyReport>;
+  /** Abort: the source serves again (fence lifted) and the target's partial copy is removed. */
+  undo(move: MoveRecord): Promise<void>;
+  /** After the switch: removes what the source still holds of the moved shards. */
+  dropMoved(move: MoveRecord): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,185 @@
+import { ShardKitError } from '../errors.js';
+import type { ShardSpan } from '../topology/map-edits.js';
+import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shard-map.js';
+import type { TopologyStore } from '../topology/topology-store.js';
+import type { MoveEngine, VerifyReport } from './move-engine.js';
+import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
+
+/** What the runner reports as it goes (the CLI prints these as JSON lines or a bar). */
+export interface MoveEvent {
+  moveId: string;
+  phase: MovePhase | 'aborted' | 'done';
+  /** ms since this run started. */
+  elapsedMs: number;
+  detail?: Record<string, unknown>;
+}
+
+export interface MoveRunOptions {
+  store: TopologyStore;
+  engine: MoveEngine;
+  /** Hosts the config declares (targets are checked against them). */
+  hosts?: Iterable<string>;
+  /** A new move... */
+  start?: { span: ShardSpan; target: HostPair; holdMs?: number; id?: string };
+  /** ...or the id of a recorded one to resume (or abort). */
+  moveId?: string;
+  abort?: boolean;
+  /** The freeze starts only when the engine's lag is at most this (vitess#9525). Default 0 for engines that copy under the freeze. */
+  maxLag?: number;
+  /** How long to wait for the lag to drop before giving up (and aborting). Default 60 s. */
+  lagWaitMs?: number;
+  onEvent?: (event: MoveEvent) => void;
+  onProgress?: (done: number, total: number) => void;
+  /** Test hook: called after each phase is recorded; a test kills or throws here. */
+  afterPhase?: (phase: MovePhase) => void | Promise<void>;
+}
+
+export interface MoveResult {
+  move: MoveRecord;
+  /** 'switched', or 'aborted' (then the shards are back on the source). */
+  outcome: 'switched' | 'aborted';
+  /** From the freeze this run wrote to the switch (undefined when this run did not freeze). */
+  freezeToSwitchMs?: number;
+  verify?: VerifyReport;
+}
+
+/**
+ * Runs a move through its phases, each recorded in the shard map before the next starts, so a
+ * mover killed anywhere can be resumed (--resume) or rolled back (--abort):
+ *
+ *   started  -> engine.prepare (copy / check the target)              -> copied
+ *   copied   -> wait for lag <= maxLag, freeze (services hold writes)  -> frozen
+ *   frozen   -> engine.fence: the source refuses everything           -> fenced
+ *   fenced   -> engine.catchUp, engine.verify (clean or no switch),
+ *               then the compare-and-set switch                        -> switched
+ *
+ * Any failure before the switch aborts the move (the range goes back to the source, the freeze is
+ * lifted: vitess#9525/#17326) unless the process dies, in which case the record stays for
+ * --resume or --abort. A resumed move in frozen or fenced re-freezes first, with a fresh budget.
+ */
+export async function runMove(options: MoveRunOptions): Promise<MoveResult> {
+  const { store, engine } = options;
+  const started = Date.now();
+  const emit = (moveId: string, phase: MoveEvent['phase'], detail?: Record<string, unknown>) =>
+    options.onEvent?.({ moveId, phase, elapsedMs: Date.now() - started, ...(detail ? { detail } : {}) });
+  const cas = (t: (m: ShardMap) => ReturnType<typeof addMove>) => casMoveState(store, t, options.hosts === undefined ? {} : { hosts: options.hosts });
+
+  let map: ShardMap;
+  let id: string;
+  if (options.start !== undefined) {
+    if (options.moveId !== undefined || options.abort) throw new ShardKitError('INVALID_ARGUMENT', 'give either a new move or the id of one to resume or abort');
+    const start = options.start;
+    const now = Date.now();
+    map = await cas((m) => addMove(m, { span: start.span, target: start.target, now, ...(start.holdMs !== undefined ? { holdMs: start.holdMs } : {}), ...(start.id !== undefined ? { id: start.id } : {}) }));
+    id = map.moves().find((m) => m.startedAt === now && m.range[0] === start.span.first && m.range[1] === start.span.last && (start.id === undefined || m.id === start.id))!.id;
+    emit(id, 'started', { range: [start.span.first, start.span.last], target: start.target });
+  } else {
+    if (options.moveId === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'no move given');
+    id = options.moveId;
+    const current = await store.read();
+    if (current === undefined) throw new ShardKitError('UNKNOWN_MOVE', `no move ${id}: the topology store holds no shard map`);
+    map = current;
+    requireMove(map, id);
+  }
+
+  if (options.abort || requireMove(map, id).phase === 'aborting') return abortRun(id);
+
+  let resumed = options.start === undefined;
+  let frozeAt: number | undefined;
+  let verify: VerifyReport | undefined;
+  try {
+    for (;;) {
+      const m = requireMove(map, id);
+      switch (m.phase) {
+        case 'started': {
+          const detail = await engine.prepare(m, options.onProgress);
+          map = await cas((x) => advanceMove(x, id, ['started'], 'copied', detail));
+          emit(id, 'copied', detail);
+          await options.afterPhase?.('copied');
+          break;
+        }
+        case 'copied': {
+          await waitForLag(engine, m, options.maxLag ?? 0, options.lagWaitMs ?? 60_000);
+          frozeAt = Date.now();
+          map = await cas((x) => freezeMove(x, id, frozeAt));
+          emit(id, 'frozen', { holdMs: m.holdMs });
+          await options.afterPhase?.('frozen');
+          break;
+        }
+        case 'frozen': {
+          if (resumed) {
+            frozeAt = Date.now();
+            map = await cas((x) => freezeMove(x, id, frozeAt));
+            resumed = false;
+          }
+          await engine.fence(m);
+          map = await cas((x) => advanceMove(x, id, ['frozen'], 'fenced'));
+          emit(id, 'fenced');
+          await options.afterPhase?.('fenced');
+          break;
+        }
+        case 'fenced': {
+          if (resumed) {
+            frozeAt = Date.now();
+            map = await cas((x) => freezeMove(x, id, frozeAt));
+            resumed = false;
+          }
+          // The fence is idempotent: a resumed mover re-applies it before trusting the source to be still.
+          await engine.fence(m);
+          await engine.catchUp(m, options.onProgress);
+          verify = await engine.verify(m);
+          if (verify.mismatches.length > 0) {
+            const first = verify.mismatches[0]!;
+            throw new ShardKitError('INTERNAL', `verify found ${verify.mismatches.length} mismatching chunk(s) between source and target (first: shard ${first.shard} ${first.table} keys ${first.fromKey}..${first.toKey}, ${first.sourceRows} vs ${first.targetRows} rows): not switching`);
+          }
+          emit(id, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
+          map = await cas((x) => switchMove(x, id));
+          const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
+          emit(id, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });
+          await options.afterPhase?.('switched');
+          return { move: requireMove(map, id), outcome: 'switched', ...(freezeToSwitchMs !== undefined ? { freezeToSwitchMs } : {}), verify };
+        }
+        case 'switched':
+          emit(id, 'done');
+          return { move: m, outcome: 'switched' };
+        case 'aborting':
+          return abortRun(id);
+      }
+    }
+  } catch (err) {
+    // Never roll back a switched move, and never on a state someone else changed.
+    const now = await store.read();
+    const m = now?.move(id);
+    if (m === undefined || m.phase === 'switched') throw err;
+    try {
+      await abortRun(id);
+    } catch (abortErr) {
+      throw new ShardKitError('INTERNAL', `move ${id} failed (${(err as Error).message}) and so did its abort (${(abortErr as Error).message}): run shards move --abort again`, { cause: err });
+    }
+    if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${m.source.master}: ${err.message}`, { cause: err });
+    throw err;
+  }
+
+  async function abortRun(moveId: string): Promise<MoveResult> {
+    // First the record says 'aborting' (no switch can happen after that), then the engine lifts
+    // the fence and removes the copy, then the freeze and the record go.
+    map = await cas((x) => beginAbort(x, moveId));
+    const m = requireMove(map, moveId);
+    emit(moveId, 'aborting');
+    await options.afterPhase?.('aborting');
+    await engine.undo(m);
+    map = await cas((x) => abortMove(x, moveId));
+    emit(moveId, 'aborted');
+    return { move: m, outcome: 'aborted' };
+  }
+}
+
+async function waitForLag(engine: MoveEngine, move: MoveRecord, maxLag: number, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const lag = await engine.lag(move);
+    if (lag <= maxLag) return;
+    if (Date.now() >= deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `the target is still ${lag} behind the source (limit ${maxLag}) after ${waitMs} ms: not freezing`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
