@@ -70,7 +70,7 @@ export async function runMove(options: MoveRunOptions): Promise<MoveResult> {
     if (options.moveId !== undefined || options.abort) throw new ShardKitError('INVALID_ARGUMENT', 'give either a new move or the id of one to resume or abort');
     const start = options.start;
     const now = Date.now();
-    map = await cas((m) => addMove(m, { span: start.span, target: start.target, now, ...(start.holdMs !== undefined ? { holdMs: start.holdMs } : {}), ...(start.id !== undefined ? { id: start.id } : {}) }));
+    map = await cas((m) => addMove(m, { span: start.span, target: start.target, now, ...(options.hosts !== undefined ? { hosts: options.hosts } : {}), ...(start.holdMs !== undefined ? { holdMs: start.holdMs } : {}), ...(start.id !== undefined ? { id: start.id } : {}) }));
     id = map.moves().find((m) => m.startedAt === now && m.range[0] === start.span.first && m.range[1] === start.span.last && (start.id === undefined || m.id === start.id))!.id;
     emit(id, 'started', { range: [start.span.first, start.span.last], target: start.target });
   } else {

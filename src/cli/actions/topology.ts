@@ -69,6 +69,16 @@ export function formatShardMapTable(map: ShardMap): string {
     '',
     `mod shards (${map.modShardCount}):`,
     textTable(['RANGE', 'MASTER', 'SLAVE'], mod.map((r) => [rangeText(r), r.master, r.slave ?? '-'])),
+    // Moves in progress (docs/moves.md): only when there are any, so the usual output is unchanged.
+    ...(map.moves().length === 0 ? [] : [
+      '',
+      `moves (${map.moves().length}):`,
+      textTable(['ID', 'RANGE', 'SOURCE', 'TARGET', 'PHASE', 'FROZEN'], map.moves().map((m) => {
+        const frozen = map.rangeOf(m.range[0])?.frozen;
+        return [m.id, `${m.range[0]}..${m.range[1]}`, `${m.source.master}/${m.source.slave ?? '-'}`, `${m.target.master}/${m.target.slave ?? '-'}`, m.phase,
+          frozen?.id === m.id ? `since ${new Date(frozen.frozenAt).toISOString()} (hold ${frozen.holdMs} ms)` : '-'];
+      })),
+    ]),
   ].join('\n');
 }
 

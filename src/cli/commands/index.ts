@@ -10,6 +10,7 @@ import * as id from './id.js';
 import * as mappings from './mappings.js';
 import * as modshard from './modshard.js';
 import * as topology from './topology.js';
+import * as shards from './shards.js';
 import * as wc from './wc.js';
 
 interface CommandModule {
@@ -20,7 +21,7 @@ interface CommandModule {
  * Each command file exports `register(program)`, which only defines the commands: their
  * actions import the implementation (src/cli/actions/) when they run. Add new ones here.
  */
-const modules: CommandModule[] = [id, modshard, topology, tickets, dev, init, schema, mappings, wc, serve, auth, demo];
+const modules: CommandModule[] = [id, modshard, topology, shards, tickets, dev, init, schema, mappings, wc, serve, auth, demo];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

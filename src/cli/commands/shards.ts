@@ -1,0 +1,43 @@
+import type { Command } from 'commander';
+import type { DropMovedOptions, MoveCommandOptions, VerifyCommandOptions } from '../actions/shards.js';
+import { action, intOption } from '../run-action.js';
+
+export function register(program: Command): void {
+  const shards = program.command('shards').description('Online shard moves and verification (docs/moves.md)');
+  const common = (cmd: Command): Command =>
+    cmd
+      .option('--data <dir>', 'data directory (as for serve)', './data')
+      .option('--config <file>', 'config file (default: <data>/shardkit.json)')
+      .option('--json', 'JSON lines on stdout: one per phase, then the result');
+
+  common(shards.command('move <first..last>'))
+    .description('Move object shards first..last (inside one range) to another master/slave pair while services keep serving them')
+    .option('--to <master>', 'the target master (declared in the config\'s "hosts")')
+    .option('--to-slave <host>', 'the target\'s slave (declared in the config\'s "hosts")')
+    .option('--hold-ms <n>', 'how long services hold writes to the moving shards during the cutover', intOption('--hold-ms', 1, 60_000), 400)
+    .option('--resume', 'continue the move of first..last recorded in the shard map (after a crash of the mover)')
+    .option('--abort', 'roll back the move of first..last (before its switch): the source serves again')
+    .addHelpText('after', `
+Phases, each recorded in the topology store: started -> copied -> frozen (services hold writes,
+reads go on) -> fenced (the source refuses everything) -> switched (one compare-and-set names the
+target). A mover killed in any phase leaves the move recorded: run the same command with --resume
+or --abort. Any failure before the switch rolls the move back by itself.
+Embedded default (SQLite): the copy runs under the freeze with SQLite's online backup API.
+MariaDB and PostgreSQL are not supported by this command yet.
+
+Example:
+  shardkit shards move 0..3 --to MySQL002A --to-slave MySQL002B --data ./data
+  shardkit shards drop-moved --data ./data`)
+    .action(action(async (span: string, opts: MoveCommandOptions) => (await import('../actions/shards.js')).moveCommand(span, opts)));
+
+  common(shards.command('verify <first..last>'))
+    .description('Compare the copies of object shards first..last chunk by chunk (primary-key chunks, hashed): a move\'s source against its target')
+    .addHelpText('after', `
+Mismatching chunks are checked again, then reported with table, key range and the row counts of
+each side. Exit code 0 when clean, 3 when not.`)
+    .action(action(async (span: string, opts: VerifyCommandOptions) => (await import('../actions/shards.js')).verifyCommand(span, opts)));
+
+  common(shards.command('drop-moved'))
+    .description('Remove what the old hosts still hold of switched moves (fenced shard files), then forget those moves')
+    .action(action(async (opts: DropMovedOptions) => (await import('../actions/shards.js')).dropMovedCommand(opts)));
+}
