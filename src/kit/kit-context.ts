@@ -200,14 +200,21 @@ export class KitContext {
    * nothing, so running it again is safe. Still on the same host, or fenced again: SHARD_MOVING.
    */
   async afterFence<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, fenceError: unknown, isCallerError?: (err: unknown) => boolean): Promise<T> {
-    await this.refresh();
-    const map = await this.holdWhileFrozen(ref.shard, true);
+    let map = await this.refresh();
+    const moving = (m: ShardMap) => m.rangeOf(ref.shard)?.frozen !== undefined || m.moves().some((x) => x.range[0] <= ref.shard && ref.shard <= x.range[1]);
+    // A table missing on a server backend is a fence only when a move touches the shard; without
+    // one it is what it says (shardkit init / schema apply), reported as it came.
+    if (!isShardKitError(fenceError, 'SHARD_MOVED') && !moving(map) && this.objectRef(map, ref.shard).host === ref.host) {
+      this.reportFailure(ref, op, fenceError);
+      throw fenceError;
+    }
+    map = await this.holdWhileFrozen(ref.shard, true);
     const next = this.objectRef(map, ref.shard);
     if (next.host === ref.host) throw movingError(ref.shard, map.rangeOf(ref.shard)?.frozen?.id, 0, fenceError);
     try {
       return await work(next);
     } catch (err) {
-      if (isShardKitError(err, 'SHARD_MOVED')) throw movingError(ref.shard, undefined, 0, err);
+      if (isFenceError(err)) throw movingError(ref.shard, undefined, 0, err);
       if (!isCallerError?.(err)) this.reportFailure(next, op, err);
       throw err;
     }
@@ -266,7 +273,7 @@ export class KitContext {
     }
     // A rejection handler rather than an async frame: this wraps every storage call.
     return work(ref).then(undefined, (err: unknown) => {
-      if (ref.fleet === 'objects' && isShardKitError(err, 'SHARD_MOVED')) return this.afterFence(ref, op, work, err, isCallerError);
+      if (ref.fleet === 'objects' && isFenceError(err)) return this.afterFence(ref, op, work, err, isCallerError);
       if (!isCallerError?.(err)) this.reportFailure(ref, op, err);
       throw err;
     });
@@ -287,6 +294,16 @@ export class KitContext {
     this.unwatch?.();
     await this.cache?.drain();
   }
+}
+
+/**
+ * The fence of a shard move: SHARD_MOVED (SQLite's fenced file), or a table missing on a server
+ * backend (MariaDB ER_NO_SUCH_TABLE, PostgreSQL 42P01/3F000: the tables were renamed away), which
+ * afterFence() tells apart from a shard that was never initialised by looking at the map.
+ */
+export function isFenceError(err: unknown): boolean {
+  if (!isShardKitError(err)) return false;
+  return err.code === 'SHARD_MOVED' || (err.code === 'SHARD_UNAVAILABLE' && err.details?.missingTable === true);
 }
 
 function movingError(shard: number, moveId: string | undefined, heldMs: number, cause?: unknown): ShardKitError {

@@ -1,4 +1,4 @@
-import { ShardKitError, isShardKitError } from '../errors.js';
+import { ShardKitError } from '../errors.js';
 import { parseField } from '../ids/codec.js';
 import { PINTEREST_MAX_LOCAL_ID, PINTEREST_MAX_SHARD, pinterestId } from '../ids/pinterest-id.js';
 import type { ObjectKey, ObjectRecord } from '../storage/shard-backend.js';
@@ -7,7 +7,7 @@ import { etagOf } from './etag.js';
 import { checkJsonValue, decodeActive, encodeData, isPlainObject, liveData } from './json-data.js';
 import { mergePatch } from './merge-patch.js';
 import type { KitCache } from './kit-cache.js';
-import type { LocatedId, KitContext } from './kit-context.js';
+import { isFenceError, type LocatedId, type KitContext } from './kit-context.js';
 import { KitObject } from './kit-object.js';
 import type { CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
 
@@ -56,7 +56,7 @@ export class Objects {
       [row] = await pending;
     } catch (err) {
       // A fenced shard (moved away): the context reloads the map and reads the new master once.
-      if (isShardKitError(err, 'SHARD_MOVED')) [row] = await this.ctx.afterFence(loc.ref, 'get', (r) => this.ctx.backend.getObjects(r, [{ table: loc.type.table, localId: loc.localId }]), err);
+      if (isFenceError(err)) [row] = await this.ctx.afterFence(loc.ref, 'get', (r) => this.ctx.backend.getObjects(r, [{ table: loc.type.table, localId: loc.localId }]), err);
       else {
         this.ctx.reportFailure(loc.ref, 'get', err);
         throw err;

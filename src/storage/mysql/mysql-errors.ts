@@ -85,8 +85,10 @@ export function mapMysqlError(err: unknown, ctx: MysqlErrorContext): ShardKitErr
     case 'ER_BAD_DB_ERROR':
       return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} does not exist: run \`shardkit init\``, { cause: err, details });
     case 'ER_NO_SUCH_TABLE':
-      // Tables are named with their database, so a missing database shows up here too.
-      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is missing a table: run \`shardkit init\` (or \`shardkit schema apply\` after a schema change): ${reason}`, { cause: err, details });
+      // Tables are named with their database, so a missing database shows up here too. It is
+      // also what a shard move's fence looks like (tables renamed away): missingTable tells
+      // ShardKit to re-read the map before reporting it (docs/moves.md).
+      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is missing a table: run \`shardkit init\` (or \`shardkit schema apply\` after a schema change): ${reason}`, { cause: err, details: { ...details, missingTable: true } });
     case 'ER_DUP_ENTRY':
       return new ShardKitError('ALREADY_EXISTS', `${where(ctx)}: ${reason}`, { cause: err, details });
     case 'ER_DATA_TOO_LONG':

@@ -78,7 +78,9 @@ export function mapPostgresError(err: unknown, ctx: PostgresErrorContext): Shard
     case '3F000': // invalid_schema_name
     case '42P01': // undefined_table (a missing schema usually shows up here: tables are schema-qualified)
     case '42883': // undefined_function: a shard created before next_id() existed
-      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is missing a table: run \`shardkit init\` (or \`shardkit schema apply\` after a schema change): ${reason}`, { cause: err, details });
+      // Also what a shard move's fence looks like (schema renamed away): missingTable tells
+      // ShardKit to re-read the map before reporting it (docs/moves.md).
+      return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is missing a table: run \`shardkit init\` (or \`shardkit schema apply\` after a schema change): ${reason}`, { cause: err, details: { ...details, ...(code !== '42883' ? { missingTable: true } : {}) } });
     case '3D000': // invalid_catalog_name: the configured database itself
       return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)}: the database does not exist: create it (createdb), then run \`shardkit init\`: ${reason}`, { cause: err, details });
     case CLOCK_BACKWARDS_SQLSTATE:
