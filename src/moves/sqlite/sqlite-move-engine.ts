@@ -232,6 +232,7 @@ export async function copyFenced(source: string, target: string, busyTimeoutMs =
 interface TableInfo {
   name: string;
   keys: string[];
+  columns: string[];
 }
 
 function tableInfo(db: Database.Database, prefix: string): TableInfo[] {
@@ -240,7 +241,7 @@ function tableInfo(db: Database.Database, prefix: string): TableInfo[] {
     .map((t) => {
       const cols = db.prepare(`PRAGMA table_info(${quote(t)})`).all() as Array<{ name: string; pk: number }>;
       const keys = cols.filter((c) => Number(c.pk) > 0).sort((a, b) => Number(a.pk) - Number(b.pk)).map((c) => c.name);
-      return { name: t.slice(prefix.length), keys: keys.length > 0 ? keys : ['rowid'] };
+      return { name: t.slice(prefix.length), keys: keys.length > 0 ? keys : ['rowid'], columns: cols.map((c) => c.name) };
     });
 }
 
@@ -278,14 +279,21 @@ export function compareFiles(shard: number, sourcePath: string, targetPath: stri
         const k = keys.map(quote).join(', ');
         const tuple = keys.length === 1 ? k : `(${k})`;
         const qs = keys.length === 1 ? '?' : `(${keys.map(() => '?').join(', ')})`;
+        // Prepared on first use: most tables of a shard are empty and need one query only.
+        const memo = new Map<string, Database.Statement>();
+        const st = (sql: string): Database.Statement => {
+          let x = memo.get(sql);
+          if (x === undefined) memo.set(sql, (x = side.db.prepare(sql).raw(true)));
+          return x;
+        };
         return {
-          first: side.db.prepare(`SELECT * FROM ${t} ORDER BY ${k} LIMIT ${CHUNK_ROWS}`).raw(true),
-          after: side.db.prepare(`SELECT * FROM ${t} WHERE ${tuple} > ${qs} ORDER BY ${k} LIMIT ${CHUNK_ROWS}`).raw(true),
-          upTo: side.db.prepare(`SELECT * FROM ${t} WHERE ${tuple} <= ${qs} ORDER BY ${k}`).raw(true),
-          between: side.db.prepare(`SELECT * FROM ${t} WHERE ${tuple} > ${qs} AND ${tuple} <= ${qs} ORDER BY ${k}`).raw(true),
-          rest: side.db.prepare(`SELECT * FROM ${t} WHERE ${tuple} > ${qs} ORDER BY ${k}`).raw(true),
-          all: side.db.prepare(`SELECT * FROM ${t} ORDER BY ${k}`).raw(true),
-          keyIdx: (info === undefined ? [] : keys).map((key) => (side.db.prepare(`PRAGMA table_info(${t})`).all() as Array<{ name: string }>).findIndex((c) => c.name === key)),
+          get first() { return st(`SELECT * FROM ${t} ORDER BY ${k} LIMIT ${CHUNK_ROWS}`); },
+          get after() { return st(`SELECT * FROM ${t} WHERE ${tuple} > ${qs} ORDER BY ${k} LIMIT ${CHUNK_ROWS}`); },
+          get upTo() { return st(`SELECT * FROM ${t} WHERE ${tuple} <= ${qs} ORDER BY ${k}`); },
+          get between() { return st(`SELECT * FROM ${t} WHERE ${tuple} > ${qs} AND ${tuple} <= ${qs} ORDER BY ${k}`); },
+          get rest() { return st(`SELECT * FROM ${t} WHERE ${tuple} > ${qs} ORDER BY ${k}`); },
+          get all() { return st(`SELECT * FROM ${t} ORDER BY ${k}`); },
+          keyIdx: keys.map((key) => info.columns.indexOf(key)),
         };
       };
       const ra = reader(a, ia);
