@@ -165,7 +165,7 @@ async function refresh() {
   }
 }
 
-/** @param {{ version: number, ranges: Array<{ range: [number, number], master: string, slave?: string, open?: boolean }>, modShards: { count: number, ranges: Array<{ range: [number, number], master: string }> } }} map */
+/** @param {{ version: number, ranges: Array<{ range: [number, number], master: string, slave?: string, open?: boolean, frozen?: { id: string, frozenAt: number, holdMs: number } }>, modShards: { count: number, ranges: Array<{ range: [number, number], master: string }> }, moves?: Array<{ id: string, range: [number, number], source: { master: string }, target: { master: string }, phase: string }> }} map */
 function renderTopology(map) {
   const s = summarizeMap(map);
   $('topology-summary').textContent = `${s.shards.toLocaleString('en-US')} logical shards on ${s.hosts} hosts, ${s.open.toLocaleString('en-US')} open for new objects (version ${map.version})`;
@@ -174,8 +174,23 @@ function renderTopology(map) {
     el('td', { class: 'num' }, String(r.range[1] - r.range[0] + 1)),
     el('td', {}, r.master),
     el('td', {}, r.slave ?? '–'),
-    el('td', {}, r.open === true ? 'open' : 'closed')));
+    el('td', {}, r.open === true ? 'open' : 'closed', r.frozen ? el('span', { class: 'frozen' }, ` · frozen by ${r.frozen.id}`) : '')));
   $('topology').querySelector('tbody')?.replaceChildren(...rows);
+  // Moves in progress (docs/moves.md): phase and whether services are holding writes right now.
+  const moves = map.moves ?? [];
+  $('moves-panel').hidden = moves.length === 0;
+  const now = Date.now();
+  $('moves').querySelector('tbody')?.replaceChildren(...moves.map((m) => {
+    const frozen = map.ranges.find((r) => r.frozen?.id === m.id)?.frozen;
+    const held = frozen === undefined ? '–' : now < frozen.frozenAt + frozen.holdMs ? `held (budget ${frozen.holdMs} ms)` : 'freeze expired: not held';
+    return el('tr', {},
+      el('td', { class: 'mono' }, m.id),
+      el('td', { class: 'mono' }, `${m.range[0]}–${m.range[1]}`),
+      el('td', {}, m.source.master),
+      el('td', {}, m.target.master),
+      el('td', {}, m.phase),
+      el('td', {}, held));
+  }));
   const hosts = new Set(map.modShards.ranges.map((r) => r.master));
   $('modshard-summary').textContent = `Lookups: ${map.modShards.count.toLocaleString('en-US')} mod shards on ${hosts.size} host${hosts.size === 1 ? '' : 's'} (shard = md5(key) mod ${map.modShards.count}).`;
 }

@@ -2,15 +2,40 @@ import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { ShardKit } from '../../kit/shard-kit.js';
 
+const pair = { type: 'object', properties: { master: { type: 'string' }, slave: { type: 'string' } }, required: ['master'] } as const;
+const span = { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 } as const;
 const range = {
   type: 'object',
   properties: {
-    range: { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 },
+    range: span,
     master: { type: 'string' },
     slave: { type: 'string' },
     open: { type: 'boolean' },
+    // Set while a shard move cuts the range over (docs/moves.md): writes are held up to holdMs.
+    frozen: {
+      type: 'object',
+      properties: { id: { type: 'string' }, source: pair, target: pair, frozenAt: { type: 'integer' }, holdMs: { type: 'integer' } },
+      required: ['id', 'source', 'target', 'frozenAt', 'holdMs'],
+    },
   },
   required: ['range', 'master'],
+} as const;
+/** A shard move recorded in the map (docs/moves.md). */
+const move = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    kind: { type: 'string', enum: ['move', 'failover'] },
+    range: span,
+    source: pair,
+    target: pair,
+    phase: { type: 'string' },
+    holdMs: { type: 'integer' },
+    startedAt: { type: 'integer' },
+    updatedAt: { type: 'integer' },
+    detail: { type: 'object', additionalProperties: true },
+  },
+  required: ['id', 'kind', 'range', 'source', 'target', 'phase', 'holdMs', 'startedAt', 'updatedAt'],
 } as const;
 
 /** Topology, health, Prometheus metrics and the OpenAPI document. */
@@ -27,6 +52,7 @@ export function systemRoutes(kit: ShardKit, registry: Registry | undefined) {
               version: { type: 'integer' },
               ranges: { type: 'array', items: range },
               modShards: { type: 'object', properties: { count: { type: 'integer' }, ranges: { type: 'array', items: range } }, required: ['count', 'ranges'] },
+              moves: { type: 'array', items: move },
             },
             required: ['version', 'ranges', 'modShards'],
           },
