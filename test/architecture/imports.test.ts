@@ -21,9 +21,11 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   config: ['errors', 'ids', 'topology', 'cache', 'storage', 'tickets', 'widecolumn'],
   kit: ['errors', 'ids', 'topology', 'cache', 'storage', 'config'],
   http: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'widecolumn'],
-  ops: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets'],
-  cli: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'ops', 'tickets', 'widecolumn'],
-  index: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'tickets', 'widecolumn'],
+  // moves runs beside the service like ops: it edits the map and copies shards between hosts.
+  moves: ['errors', 'ids', 'topology', 'storage'],
+  ops: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'moves'],
+  cli: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'ops', 'tickets', 'widecolumn', 'moves'],
+  index: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'tickets', 'widecolumn', 'moves'],
 };
 
 /**
@@ -35,6 +37,7 @@ const SHARED_FOLDERS: Record<string, readonly string[]> = {
   storage: ['sql'],
   topology: [],
   cache: [],
+  moves: [],
   tickets: [],
   ops: [],
 };
