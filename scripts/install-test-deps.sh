@@ -8,6 +8,8 @@ if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
 elif ! command -v mariadb >/dev/null 2>&1; then
   need+=(mariadb-client)
 fi
+# MyRocks (MariaDB's RocksDB engine, ha_rocksdb.so) for the wide-column engine on MariaDB (test/widecolumn/myrocks*).
+if [ ! -e /usr/lib/mysql/plugin/ha_rocksdb.so ]; then need+=(mariadb-plugin-rocksdb); fi
 # The cache tests (test/cache) run their own redis-server and memcached.
 if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi
 if ! command -v memcached >/dev/null 2>&1; then need+=(memcached); fi

@@ -22,6 +22,8 @@ export interface MariadbInstanceSpec {
   serverId: number;
   /** Added to (and overriding) the base low-memory settings. */
   settings?: MysqldSettings;
+  /** Plugins loaded at start (`plugin-load-add`), e.g. `['ha_rocksdb']` for MyRocks. */
+  plugins?: string[];
 }
 
 export interface MariadbInstanceStatus {
@@ -67,6 +69,14 @@ export const BASE_SETTINGS: MysqldSettings = {
   collation_server: 'utf8mb4_bin',
 };
 
+/** Low-memory MyRocks settings, added when ha_rocksdb is loaded (its block cache defaults to 512 MB). */
+export const ROCKSDB_SETTINGS: MysqldSettings = {
+  rocksdb_block_cache_size: '16M',
+  rocksdb_max_background_jobs: 2,
+  // Keys up to 3072 bytes instead of 767: a wide-column cell key holds a column name of up to 1024 bytes.
+  rocksdb_large_prefix: true,
+};
+
 const MAX_SOCKET_PATH = 107;
 
 function formatValue(v: string | number | boolean): string {
@@ -100,6 +110,7 @@ export class MariadbInstance {
   readonly dir: string;
   readonly serverId: number;
   readonly settings: MysqldSettings;
+  readonly plugins: string[];
   private currentPort: number;
   private readonly binaries: () => MariadbBinaries;
 
@@ -109,6 +120,7 @@ export class MariadbInstance {
     this.currentPort = spec.port;
     this.serverId = spec.serverId;
     this.settings = { ...(spec.settings ?? {}) };
+    this.plugins = [...(spec.plugins ?? [])];
     this.binaries = () => options.binaries ?? findMariadbBinaries();
     if (this.socket.length > MAX_SOCKET_PATH) {
       throw new ShardKitError('INVALID_ARGUMENT', `directory ${this.dir} is too long for a unix socket path (${this.socket.length} > ${MAX_SOCKET_PATH} characters): use a shorter --dir`);
@@ -152,7 +164,7 @@ export class MariadbInstance {
   }
 
   spec(): MariadbInstanceSpec {
-    return { name: this.name, dir: this.dir, port: this.port, serverId: this.serverId, settings: { ...this.settings } };
+    return { name: this.name, dir: this.dir, port: this.port, serverId: this.serverId, settings: { ...this.settings }, ...(this.plugins.length > 0 ? { plugins: [...this.plugins] } : {}) };
   }
 
   /** The pid of the running server, or undefined when it is not running. */
@@ -201,9 +213,11 @@ export class MariadbInstance {
       port: this.port,
       server_id: this.serverId,
       ...BASE_SETTINGS,
+      ...(this.plugins.includes('ha_rocksdb') ? ROCKSDB_SETTINGS : {}),
       ...this.settings,
     };
     const lines = ['# Written by shardkit (src/ops/mariadb/mariadb-instance.ts); edit instance.json, not this file.', '[mysqld]'];
+    for (const p of this.plugins) lines.push(`plugin-load-add=${p}`);
     for (const [k, v] of Object.entries(all)) lines.push(v === true && (k.startsWith('skip-') || k === 'log-slave-updates') ? k : `${k}=${formatValue(v)}`);
     lines.push('', '[client]', `socket=${this.socket}`, '');
     return lines.join('\n');

@@ -1,0 +1,450 @@
+import { createHash } from 'node:crypto';
+import { ShardKitError, isShardKitError } from '../../errors.js';
+import { modShard } from '../../ids/mod-shard.js';
+import type { ShardMap } from '../../topology/shard-map.js';
+import { HostPools } from '../../storage/server-hosts.js';
+import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/mysql-backend.js';
+import { mapMysqlError } from '../../storage/mysql/mysql-errors.js';
+import { MysqlHostPool, type SqlValue } from '../../storage/mysql/mysql-host-pool.js';
+import type { DatasetConfig, DatasetSettings } from '../dataset-config.js';
+import { DEFAULT_LIMITS, type WideColumnLimits } from '../limits.js';
+import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, ProgressFn, PutItem, PutRowRequest, PutRowResult, RowResult } from '../types.js';
+import { MyrocksCatalog } from './myrocks-catalog.js';
+import { CATALOG_SHARD, catalogDdl, datasetTable, datasetTableDdl, NEVER_EXPIRES, shardDatabaseDdl, wcDatabaseName } from './myrocks-ddl.js';
+import { buildPageStatement, collectPage, toColumnCells, type RowFound, type RowRead } from './myrocks-reads.js';
+import { checkBatch, validateDeletes, validatePuts, validateRead, type ValidPut, type ValidRead } from './myrocks-requests.js';
+
+export interface MyrocksEngineOptions {
+  /** Servers by name, as in config `hosts`. */
+  hosts: Record<string, MysqlHostAddress>;
+  storage?: MysqlStorageOptions;
+  /**
+   * The current shard map (called on every operation, so a pushed change applies at once).
+   * Wide-column shards are the map's mod shards: row -> md5(row key) mod modShards.count -> master.
+   */
+  shardMap: () => ShardMap;
+  /** Milliseconds since the epoch; injectable for tests. */
+  clock?: () => number;
+  limits?: Partial<WideColumnLimits>;
+  /** How old the local copy of the dataset catalogue may get before it is reloaded (default 1000 ms). */
+  catalogRefreshMs?: number;
+  logger?: Logger;
+}
+
+export interface MyrocksCompactionReport {
+  scannedCells: number;
+  removedExpiredCells: number;
+  removedExcessVersions: number;
+  durationMs: number;
+  [detail: string]: number;
+}
+
+interface CellRow {
+  shard: number;
+  values: SqlValue[];
+}
+
+const sha256 = (raw: Buffer): Buffer => createHash('sha256').update(raw).digest();
+
+/**
+ * The wide-column engine on MariaDB + MyRocks (docs/widecolumn.md, "One node or a fleet"): the
+ * same datasets -> rows -> columns -> cells as the embedded engine, with each row on wide-column
+ * shard md5(row key) mod N of the shard map's master for it. Every statement is parameterized;
+ * identifiers come from validated dataset names and shard numbers only.
+ *
+ * Guarantees, and how they differ from the embedded engine:
+ * - A Put Row (and a Delete Row) is one statement on one shard: atomic. A batch is one statement
+ *   per shard it touches: atomic per shard, NOT across shards (the seed promises atomicity per row).
+ * - A Get Row page is one statement (one MyRocks snapshot). A batch get sends one statement per
+ *   host; rows on different hosts are read from different snapshots.
+ */
+export class MyrocksEngine {
+  readonly kind = 'myrocks';
+  readonly limits: WideColumnLimits;
+  readonly clock: () => number;
+  private readonly pools: HostPools<MysqlHostPool, MysqlHostAddress>;
+  private readonly catalog: MyrocksCatalog;
+  private readonly shardMap: () => ShardMap;
+  private readonly logger: Logger | undefined;
+  private active = 0;
+  private onIdle: (() => void) | null = null;
+  private closing: Promise<void> | null = null;
+
+  constructor(options: MyrocksEngineOptions) {
+    const storage = {
+      user: options.storage?.user ?? 'root',
+      poolSize: options.storage?.poolSize ?? 10,
+      connectTimeoutMs: options.storage?.connectTimeoutMs ?? 2000,
+      queryTimeoutMs: options.storage?.queryTimeoutMs ?? 5000,
+      password: options.storage?.password,
+    };
+    this.pools = new HostPools(options.hosts, (host, a) => {
+      const password = a.password ?? storage.password;
+      return new MysqlHostPool(host, {
+        ...(a.host !== undefined ? { host: a.host } : {}),
+        ...(a.port !== undefined ? { port: a.port } : {}),
+        ...(a.socket !== undefined ? { socket: a.socket } : {}),
+        user: a.user ?? storage.user,
+        ...(password !== undefined ? { password } : {}),
+        poolSize: storage.poolSize,
+        connectTimeoutMs: storage.connectTimeoutMs,
+        queryTimeoutMs: storage.queryTimeoutMs,
+      });
+    });
+    this.shardMap = options.shardMap;
+    this.clock = options.clock ?? Date.now;
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.logger = options.logger;
+    this.catalog = new MyrocksCatalog((sql, values) => this.onShard(CATALOG_SHARD, sql, values), options.catalogRefreshMs ?? 1000);
+  }
+
+  get closed(): boolean {
+    return this.closing !== null;
+  }
+
+  /** Wide-column shards (the shard map's mod shards). */
+  get shards(): number {
+    return this.shardMap().modShardCount;
+  }
+
+  /** The shard a row key lives on. */
+  shardOf(row: string): number {
+    return modShard(row, this.shards);
+  }
+
+  /** Round trips sent to each host since creation (benchmarks, tests). */
+  roundTrips(): Record<string, number> {
+    return this.pools.roundTrips();
+  }
+
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = (async () => {
+        if (this.active > 0) await new Promise<void>((resolve) => (this.onIdle = resolve));
+        await this.pools.closeAll();
+      })();
+    }
+    return this.closing;
+  }
+
+  private async track<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closing) throw new ShardKitError('CLOSED', 'the wide-column engine is closed');
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      if (--this.active === 0 && this.onIdle) {
+        this.onIdle();
+        this.onIdle = null;
+      }
+    }
+  }
+
+  private hostOf(shard: number): string {
+    return this.shardMap().locateModShard(shard).master;
+  }
+
+  /** One statement on the master of `shard`; driver errors become ShardKitErrors naming the shard. */
+  private async onShard<T>(shard: number, sql: string, values?: SqlValue[]): Promise<T> {
+    const host = this.hostOf(shard);
+    return this.onHost<T>(host, sql, values, shard);
+  }
+
+  private async onHost<T>(host: string, sql: string, values?: SqlValue[], shard?: number): Promise<T> {
+    try {
+      return await this.pools.get(host).query<T>(sql, values);
+    } catch (err) {
+      if (isShardKitError(err)) throw err;
+      const e = mapMysqlError(err, { host });
+      const where = shard === undefined ? `wide-column host ${host}` : `wide-column shard ${shard} (${wcDatabaseName(shard)} on ${host})`;
+      throw new ShardKitError(e.code, `${where}: ${e.message.replace(/^host \S+ /, '')}`, { cause: err, details: { ...e.details, ...(shard !== undefined ? { shard } : {}) } });
+    }
+  }
+
+  // ---- shards and datasets --------------------------------------------------------------------
+
+  /**
+   * Creates every wide-column shard database with the tables of every dataset, and the catalogue
+   * (`shardkit init`). CREATE ... IF NOT EXISTS only: safe to run again; hosts in parallel.
+   */
+  async createShards(options: { onProgress?: ProgressFn } = {}): Promise<{ shards: number; tables: number }> {
+    return this.track(async () => {
+      await this.onShard(CATALOG_SHARD, shardDatabaseDdl(CATALOG_SHARD));
+      await this.onShard(CATALOG_SHARD, catalogDdl());
+      const datasets = await this.catalog.list();
+      let done = 0;
+      let tables = 0;
+      await this.eachShardByHost(async (shard) => {
+        await this.onShard(shard, shardDatabaseDdl(shard));
+        for (const d of datasets) {
+          await this.onShard(shard, datasetTableDdl(shard, d.name));
+          tables++;
+        }
+        options.onProgress?.({ phase: 'wide-column shards', done: ++done, total: this.shards });
+      });
+      return { shards: this.shards, tables };
+    });
+  }
+
+  /** Runs `fn` for every shard: shards of one host one after another, hosts in parallel. */
+  private async eachShardByHost(fn: (shard: number) => Promise<void>): Promise<void> {
+    const byHost = new Map<string, number[]>();
+    for (let s = 0; s < this.shards; s++) {
+      const h = this.hostOf(s);
+      let list = byHost.get(h);
+      if (!list) byHost.set(h, (list = []));
+      list.push(s);
+    }
+    await Promise.all([...byHost.values()].map(async (list) => {
+      for (const s of list) await fn(s);
+    }));
+  }
+
+  listDatasets(): Promise<DatasetConfig[]> {
+    return this.track(() => this.catalog.list());
+  }
+
+  getDataset(name: string): Promise<DatasetConfig> {
+    return this.track(async () => ({ ...(await this.catalog.get(name)) }));
+  }
+
+  putDataset(name: string, settings: DatasetSettings = {}): Promise<{ dataset: DatasetConfig; created: boolean }> {
+    return this.track(async () => {
+      const r = await this.catalog.put(name, settings, this.clock(), () =>
+        this.eachShardByHost(async (shard) => {
+          await this.onShard(shard, shardDatabaseDdl(shard));
+          await this.onShard(shard, datasetTableDdl(shard, name));
+        }));
+      this.logger?.info({ dataset: name, maxVersions: r.dataset.maxVersions, ttlSeconds: r.dataset.ttlSeconds, created: r.created }, 'wide-column dataset saved');
+      return r;
+    });
+  }
+
+  // ---- reads ----------------------------------------------------------------------------------
+
+  getRow(dataset: string, row: string, options: GetRowOptions = {}): Promise<RowResult> {
+    return this.track(async () => {
+      const ds = await this.catalog.get(dataset);
+      const v = validateRead(ds, { ...options, row }, this.limits);
+      return (await this.readPages(ds, [v], this.clock()))[0]!;
+    });
+  }
+
+  /** One statement per host for the first page of every row; rows on one host share its snapshot. */
+  batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]> {
+    return this.track(async () => {
+      const ds = await this.catalog.get(dataset);
+      checkBatch(requests, this.limits);
+      const valid = requests.map((r) => validateRead(ds, r, this.limits));
+      return this.readPages(ds, valid, this.clock());
+    });
+  }
+
+  private async readPages(ds: DatasetConfig, reads: ValidRead[], now: number): Promise<RowResult[]> {
+    interface State {
+      v: ValidRead;
+      shard: number;
+      rh: Buffer;
+      /** Named columns not looked at yet. */
+      named: Buffer[] | null;
+      after: Buffer | null;
+      columns: Array<{ raw: Buffer; cells: import('../types.js').Cell[] }>;
+      result: RowResult | null;
+    }
+    const states: State[] = reads.map((v) => ({
+      v,
+      shard: this.shardOf(v.row),
+      rh: sha256(v.rowRaw),
+      named: v.columns ? (v.marker ? v.columns.filter((c) => Buffer.compare(c, v.marker!) > 0) : v.columns) : null,
+      after: v.columns ? null : v.marker,
+      columns: [],
+      result: null,
+    }));
+    // Rounds: the first reads every row's page; a row whose candidate columns turned out empty
+    // (expired, outside the time range) while more follow needs another (rare).
+    for (let round = 0; ; round++) {
+      const pending = states.filter((s) => s.result === null);
+      if (pending.length === 0) break;
+      const byHost = new Map<string, State[]>();
+      for (const s of pending) {
+        const h = this.hostOf(s.shard);
+        let list = byHost.get(h);
+        if (!list) byHost.set(h, (list = []));
+        list.push(s);
+      }
+      await Promise.all([...byHost].map(async ([host, list]) => {
+        const rr: RowRead[] = list.map((s) => {
+          // Later rounds look further ahead: their candidates were empty so far.
+          const want = Math.max(s.v.limit + 1 - s.columns.length, round === 0 ? 1 : Math.min(s.v.limit + 1, 64));
+          return {
+            table: datasetTable(s.shard, ds.name),
+            rh: s.rh,
+            columns: s.named ? s.named.slice(0, want) : null,
+            after: s.after,
+            versions: s.v.versions,
+            maxVersions: ds.maxVersions,
+            ttlSeconds: ds.ttlSeconds,
+            start: s.v.start,
+            end: s.v.end,
+            candidates: want,
+            now,
+          };
+        });
+        const { sql, values } = buildPageStatement(rr);
+        const rows = await this.onHost<Parameters<typeof collectPage>[1]>(host, sql, values, list.length === 1 ? list[0]!.shard : undefined);
+        const found = collectPage(rr, rows);
+        list.forEach((s, i) => this.advance(s, rr[i]!, found[i]!));
+      }));
+    }
+    return states.map((s) => s.result!);
+  }
+
+  /** Adds what one statement found to a row's page; sets the result once the page is complete. */
+  private advance(s: { v: ValidRead; named: Buffer[] | null; after: Buffer | null; columns: Array<{ raw: Buffer; cells: import('../types.js').Cell[] }>; result: RowResult | null }, rr: RowRead, found: RowFound): void {
+    s.columns.push(...found.columns);
+    const limit = s.v.limit;
+    let more: boolean;
+    if (s.named) {
+      s.named = s.named.slice(rr.columns!.length);
+      more = s.named.length > 0;
+    } else {
+      more = !found.exhausted;
+      if (found.looked.length > 0) s.after = found.looked[found.looked.length - 1]!;
+    }
+    if (s.columns.length > limit) {
+      const page = s.columns.slice(0, limit);
+      s.result = { row: s.v.row, columns: toColumnCells(page), marker: page[limit - 1]!.raw.toString('base64url') };
+    } else if (!more) {
+      s.result = { row: s.v.row, columns: toColumnCells(s.columns), marker: null };
+    }
+  }
+
+  // ---- writes ---------------------------------------------------------------------------------
+
+  putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult> {
+    return this.batchPutRows(dataset, [{ row, items }]).then((r) => r[0]!);
+  }
+
+  /** One INSERT per shard touched (atomic per shard), shards in parallel. */
+  batchPutRows(dataset: string, rows: PutRowRequest[]): Promise<PutRowResult[]> {
+    return this.track(async () => {
+      const ds = await this.catalog.get(dataset);
+      checkBatch(rows, this.limits);
+      const now = this.clock();
+      const valid = validatePuts(rows, this.limits, now + this.limits.maxFutureSkewMs);
+      const { results, cells } = this.stamp(ds, valid, now);
+      const byShard = new Map<number, SqlValue[][]>();
+      for (const c of cells) {
+        let list = byShard.get(c.shard);
+        if (!list) byShard.set(c.shard, (list = []));
+        list.push(c.values);
+      }
+      await Promise.all([...byShard].map(([shard, list]) => this.onShard(shard,
+        `INSERT INTO ${datasetTable(shard, ds.name)} (rh, col, nts, row_key, v, exp) VALUES ${list.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}
+         ON DUPLICATE KEY UPDATE v = VALUES(v), exp = VALUES(exp)`, list.flat())));
+      return results;
+    });
+  }
+
+  /**
+   * Server timestamps (clock time; repeats of a column in one call get consecutive ones, later
+   * item newer) and each cell's MyRocks expiry. The expiry is in the server's time: the cell's
+   * remaining life by our clock, added to the wall clock, rounded up, plus a second, so MyRocks
+   * never drops a cell before reads stop returning it (an injected test clock keeps working too).
+   */
+  private stamp(ds: DatasetConfig, puts: ValidPut[], now: number): { results: PutRowResult[]; cells: CellRow[] } {
+    const results: PutRowResult[] = [];
+    const cells: CellRow[] = [];
+    const wall = Date.now();
+    for (const p of puts) {
+      const shard = this.shardOf(p.row);
+      const rh = sha256(p.rowRaw);
+      const repeats = new Map<string, number>();
+      let server = false;
+      const seen = new Map<string, number>();
+      for (const it of p.items) {
+        let ts = it.ts;
+        if (ts === null) {
+          server = true;
+          const n = (repeats.get(it.column) ?? -1) + 1;
+          repeats.set(it.column, n);
+          ts = now + n;
+        }
+        const exp = ds.ttlSeconds > 0 ? BigInt(Math.ceil((wall + ts + ds.ttlSeconds * 1000 - now) / 1000) + 1) : NEVER_EXPIRES;
+        // The same (column, timestamp) twice in one call: the later item wins, as one INSERT would not allow.
+        const key = `${it.column}\u0000${ts}`;
+        const at = seen.get(key);
+        const values: SqlValue[] = [rh, it.colRaw, -ts, p.rowRaw, it.value, exp < 1n ? 1n : exp];
+        if (at !== undefined) cells[at] = { shard, values };
+        else {
+          seen.set(key, cells.length);
+          cells.push({ shard, values });
+        }
+      }
+      results.push({ row: p.row, timestamp: server ? now : null });
+    }
+    return { results, cells };
+  }
+
+  deleteRow(dataset: string, row: string, columns?: string[]): Promise<void> {
+    return this.batchDeleteRows(dataset, [columns === undefined ? { row } : { row, columns }]);
+  }
+
+  /** One DELETE per shard touched (atomic per shard). */
+  batchDeleteRows(dataset: string, rows: DeleteRowRequest[]): Promise<void> {
+    return this.track(async () => {
+      const ds = await this.catalog.get(dataset);
+      checkBatch(rows, this.limits);
+      const valid = validateDeletes(rows, this.limits);
+      const byShard = new Map<number, { where: string[]; values: SqlValue[] }>();
+      for (const d of valid) {
+        const shard = this.shardOf(d.row);
+        let w = byShard.get(shard);
+        if (!w) byShard.set(shard, (w = { where: [], values: [] }));
+        if (d.columns === null) {
+          w.where.push('(rh = ?)');
+          w.values.push(sha256(d.rowRaw));
+        } else {
+          w.where.push(`(rh = ? AND col IN (${d.columns.map(() => '?').join(', ')}))`);
+          w.values.push(sha256(d.rowRaw), ...d.columns);
+        }
+      }
+      await Promise.all([...byShard].map(([shard, w]) => this.onShard(shard, `DELETE FROM ${datasetTable(shard, ds.name)} WHERE ${w.where.join(' OR ')}`, w.values)));
+    });
+  }
+
+  // ---- compaction -----------------------------------------------------------------------------
+
+  /**
+   * Removes, shard by shard, cells no read can return: expired ones (MyRocks's TTL drops them too,
+   * in its own compactions) and versions beyond maxVersions. Each DELETE decides what to remove
+   * inside its own statement, from the cells as they are then: a concurrent put only adds cells
+   * (ranks grow, never shrink) and time only expires more, so nothing a read could return goes.
+   */
+  compact(options: { onProgress?: ProgressFn } = {}): Promise<MyrocksCompactionReport> {
+    return this.track(async () => {
+      const began = Date.now();
+      const report: MyrocksCompactionReport = { scannedCells: 0, removedExpiredCells: 0, removedExcessVersions: 0, durationMs: 0 };
+      const datasets = await this.catalog.list();
+      let done = 0;
+      const total = datasets.length * this.shards;
+      for (const ds of datasets) {
+        await this.eachShardByHost(async (shard) => {
+          const t = datasetTable(shard, ds.name);
+          const [count] = await this.onShard<Array<{ n: string | number }>>(shard, `SELECT COUNT(*) AS n FROM ${t}`);
+          report.scannedCells += Number(count?.n ?? 0);
+          if (ds.ttlSeconds > 0) {
+            const r = await this.onShard<{ affectedRows: number }>(shard, `DELETE FROM ${t} WHERE nts > ?`, [-(this.clock() - ds.ttlSeconds * 1000)]);
+            report.removedExpiredCells += r.affectedRows;
+          }
+          const r = await this.onShard<{ affectedRows: number }>(shard,
+            `DELETE FROM ${t} WHERE (rh, col, nts) IN (SELECT rh, col, nts FROM (SELECT rh, col, nts, ROW_NUMBER() OVER (PARTITION BY rh, col ORDER BY nts) AS rn FROM ${t}) ranked WHERE rn > ?)`, [ds.maxVersions]);
+          report.removedExcessVersions += r.affectedRows;
+          options.onProgress?.({ phase: `compact ${ds.name}`, done: ++done, total });
+        });
+      }
+      report.durationMs = Date.now() - began;
+      return report;
+    });
+  }
+}
