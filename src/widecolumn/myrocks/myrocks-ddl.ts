@@ -38,12 +38,21 @@ export function catalogTable(): string {
   return `${quote(wcDatabaseName(CATALOG_SHARD))}.${quote(CATALOG_TABLE)}`;
 }
 
+/** nts of a head record (cells have nts = -timestamp <= 0). */
+export const HEAD_NTS = 1;
+
 /**
  * One cell per SQL row. The primary key (rh, col, nts) sorts a row's cells by column (bytes), then
  * newest first: nts is the negated timestamp (MyRocks has no descending keys). rh is SHA-256 of
  * the row key (a row key may be 4096 bytes, more than a MyRocks key holds); the row key itself is
  * kept beside it for exports and checks. exp is MyRocks's TTL column (seconds since the epoch,
  * `ttl_duration=1`): MyRocks drops the cell in its own compactions once exp has passed.
+ *
+ * Head records: one per (row, column) under rh = headKey(row), nts = HEAD_NTS, holding the
+ * column's newest cell (hts = its timestamp, v = its value, exp = its expiry), kept by the same
+ * statement that writes the cells. They are the row's column directory: listing columns reads
+ * one record per column, and a read of the latest versions reads only them (MariaDB has no
+ * LATERAL join, and a loose index scan in a recursive CTE reads the whole row).
  */
 export function datasetTableDdl(shard: number, dataset: string): string {
   return `CREATE TABLE IF NOT EXISTS ${datasetTable(shard, dataset)} (
@@ -53,6 +62,7 @@ export function datasetTableDdl(shard: number, dataset: string): string {
   row_key VARBINARY(4096) NOT NULL,
   v LONGBLOB NOT NULL,
   exp BIGINT UNSIGNED NOT NULL,
+  hts BIGINT NOT NULL DEFAULT 0,
   PRIMARY KEY (rh, col, nts)
 ) ENGINE=ROCKSDB COMMENT='ttl_duration=1;ttl_col=exp;'`;
 }

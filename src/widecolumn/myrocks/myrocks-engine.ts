@@ -10,8 +10,8 @@ import type { DatasetConfig, DatasetSettings } from '../dataset-config.js';
 import { DEFAULT_LIMITS, type WideColumnLimits } from '../limits.js';
 import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, ProgressFn, PutItem, PutRowRequest, PutRowResult, RowResult } from '../types.js';
 import { MyrocksCatalog } from './myrocks-catalog.js';
-import { CATALOG_SHARD, catalogDdl, datasetTable, datasetTableDdl, NEVER_EXPIRES, shardDatabaseDdl, wcDatabaseName } from './myrocks-ddl.js';
-import { buildPageStatement, collectPage, toColumnCells, type RowFound, type RowRead } from './myrocks-reads.js';
+import { CATALOG_SHARD, catalogDdl, datasetTable, datasetTableDdl, HEAD_NTS, NEVER_EXPIRES, shardDatabaseDdl, wcDatabaseName } from './myrocks-ddl.js';
+import { buildPageStatement, collectDirectory, collectPage, directoryStatement, needsDirectory, toColumnCells, type PageRow, type RowFound, type RowRead } from './myrocks-reads.js';
 import { checkBatch, validateDeletes, validatePuts, validateRead, type ValidPut, type ValidRead } from './myrocks-requests.js';
 
 export interface MyrocksEngineOptions {
@@ -44,7 +44,10 @@ interface CellRow {
   values: SqlValue[];
 }
 
-const sha256 = (raw: Buffer): Buffer => createHash('sha256').update(raw).digest();
+/** Key of a row's cells: SHA-256 of the row key. */
+const cellKey = (raw: Buffer): Buffer => createHash('sha256').update(raw).digest();
+/** Key of a row's head records: SHA-256 of a prefix no row key hash can equal, then the row key. */
+const headKey = (raw: Buffer): Buffer => createHash('sha256').update('shardkit-wc-heads\u0000').update(raw).digest();
 
 /**
  * The wide-column engine on MariaDB + MyRocks (docs/widecolumn.md, "One node or a fleet"): the
@@ -151,8 +154,25 @@ export class MyrocksEngine {
   }
 
   private async onHost<T>(host: string, sql: string, values?: SqlValue[], shard?: number): Promise<T> {
+    return this.mapped(host, shard, () => this.pools.get(host).query<T>(sql, values));
+  }
+
+  /**
+   * Runs one statement (or read transaction), mapping driver errors. MyRocks refuses a write to a
+   * record changed since the statement's snapshot ("snapshot conflict", ER_LOCK_DEADLOCK): two
+   * puts to one column's head record, or a compaction meeting a put. Every statement here is
+   * idempotent (upserts with GREATEST, deletes), so it is run again, a few times at most.
+   */
+  private async mapped<T>(host: string, shard: number | undefined, fn: () => Promise<T>): Promise<T> {
     try {
-      return await this.pools.get(host).query<T>(sql, values);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await fn();
+        } catch (err) {
+          if ((err as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt >= 8 || this.closing) throw err;
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+        }
+      }
     } catch (err) {
       if (isShardKitError(err)) throw err;
       const e = mapMysqlError(err, { host });
@@ -245,6 +265,7 @@ export class MyrocksEngine {
       v: ValidRead;
       shard: number;
       rh: Buffer;
+      hh: Buffer;
       /** Named columns not looked at yet. */
       named: Buffer[] | null;
       after: Buffer | null;
@@ -254,7 +275,8 @@ export class MyrocksEngine {
     const states: State[] = reads.map((v) => ({
       v,
       shard: this.shardOf(v.row),
-      rh: sha256(v.rowRaw),
+      rh: cellKey(v.rowRaw),
+      hh: headKey(v.rowRaw),
       named: v.columns ? (v.marker ? v.columns.filter((c) => Buffer.compare(c, v.marker!) > 0) : v.columns) : null,
       after: v.columns ? null : v.marker,
       columns: [],
@@ -279,6 +301,7 @@ export class MyrocksEngine {
           return {
             table: datasetTable(s.shard, ds.name),
             rh: s.rh,
+            hh: s.hh,
             columns: s.named ? s.named.slice(0, want) : null,
             after: s.after,
             versions: s.v.versions,
@@ -290,9 +313,31 @@ export class MyrocksEngine {
             now,
           };
         });
-        const { sql, values } = buildPageStatement(rr);
-        const rows = await this.onHost<Parameters<typeof collectPage>[1]>(host, sql, values, list.length === 1 ? list[0]!.shard : undefined);
-        const found = collectPage(rr, rows);
+        const shard = list.length === 1 ? list[0]!.shard : undefined;
+        const listing = rr.filter(needsDirectory);
+        let found: RowFound[];
+        if (listing.length === 0) {
+          const { sql, values } = buildPageStatement(rr);
+          found = collectPage(rr, await this.onHost<PageRow[]>(host, sql, values, shard));
+        } else {
+          // Columns first, then their cells: two statements, so one transaction (one snapshot).
+          found = await this.mapped(host, shard, () => this.pools.get(host).transaction(async (q) => {
+            const dir = directoryStatement(listing);
+            const lists = collectDirectory(listing, await q(dir.sql, dir.values));
+            const exhausted = new Map<RowRead, boolean>();
+            listing.forEach((r, i) => {
+              r.columns = lists[i]!;
+              exhausted.set(r, lists[i]!.length < r.candidates);
+            });
+            const withColumns = rr.filter((r) => r.columns === null || r.columns.length > 0);
+            const page = buildPageStatement(withColumns);
+            const rows = withColumns.length > 0 ? collectPage(withColumns, await q(page.sql, page.values)) : [];
+            return rr.map((r) => {
+              const f = rows[withColumns.indexOf(r)] ?? { looked: r.columns ?? [], exhausted: true, columns: [] };
+              return exhausted.has(r) ? { ...f, looked: r.columns!, exhausted: exhausted.get(r)! } : f;
+            });
+          }));
+        }
         list.forEach((s, i) => this.advance(s, rr[i]!, found[i]!));
       }));
     }
@@ -340,8 +385,10 @@ export class MyrocksEngine {
         list.push(c.values);
       }
       await Promise.all([...byShard].map(([shard, list]) => this.onShard(shard,
-        `INSERT INTO ${datasetTable(shard, ds.name)} (rh, col, nts, row_key, v, exp) VALUES ${list.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}
-         ON DUPLICATE KEY UPDATE v = VALUES(v), exp = VALUES(exp)`, list.flat())));
+        // Cells overwrite; a head record takes the put's cell only when it is at least as new
+        // (assignments run left to right: v and exp compare with the old hts).
+        `INSERT INTO ${datasetTable(shard, ds.name)} (rh, col, nts, row_key, v, exp, hts) VALUES ${list.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
+         ON DUPLICATE KEY UPDATE v = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, v, VALUES(v)), exp = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, exp, VALUES(exp)), hts = GREATEST(hts, VALUES(hts))`, list.flat())));
       return results;
     });
   }
@@ -358,10 +405,12 @@ export class MyrocksEngine {
     const wall = Date.now();
     for (const p of puts) {
       const shard = this.shardOf(p.row);
-      const rh = sha256(p.rowRaw);
+      const rh = cellKey(p.rowRaw);
+      const hh = headKey(p.rowRaw);
       const repeats = new Map<string, number>();
       let server = false;
       const seen = new Map<string, number>();
+      const heads = new Map<string, SqlValue[]>();
       for (const it of p.items) {
         let ts = it.ts;
         if (ts === null) {
@@ -374,13 +423,16 @@ export class MyrocksEngine {
         // The same (column, timestamp) twice in one call: the later item wins, as one INSERT would not allow.
         const key = `${it.column}\u0000${ts}`;
         const at = seen.get(key);
-        const values: SqlValue[] = [rh, it.colRaw, -ts, p.rowRaw, it.value, exp < 1n ? 1n : exp];
+        const values: SqlValue[] = [rh, it.colRaw, -ts, p.rowRaw, it.value, exp < 1n ? 1n : exp, 0];
         if (at !== undefined) cells[at] = { shard, values };
         else {
           seen.set(key, cells.length);
           cells.push({ shard, values });
         }
+        const head = heads.get(it.column);
+        if (!head || (head[6] as number) <= ts) heads.set(it.column, [hh, it.colRaw, HEAD_NTS, p.rowRaw, it.value, values[5]!, ts]);
       }
+      for (const values of heads.values()) cells.push({ shard, values });
       results.push({ row: p.row, timestamp: server ? now : null });
     }
     return { results, cells };
@@ -401,12 +453,13 @@ export class MyrocksEngine {
         const shard = this.shardOf(d.row);
         let w = byShard.get(shard);
         if (!w) byShard.set(shard, (w = { where: [], values: [] }));
+        // Cells and head records in one statement.
         if (d.columns === null) {
-          w.where.push('(rh = ?)');
-          w.values.push(sha256(d.rowRaw));
+          w.where.push('rh IN (?, ?)');
+          w.values.push(cellKey(d.rowRaw), headKey(d.rowRaw));
         } else {
-          w.where.push(`(rh = ? AND col IN (${d.columns.map(() => '?').join(', ')}))`);
-          w.values.push(sha256(d.rowRaw), ...d.columns);
+          w.where.push(`(rh IN (?, ?) AND col IN (${d.columns.map(() => '?').join(', ')}))`);
+          w.values.push(cellKey(d.rowRaw), headKey(d.rowRaw), ...d.columns);
         }
       }
       await Promise.all([...byShard].map(([shard, w]) => this.onShard(shard, `DELETE FROM ${datasetTable(shard, ds.name)} WHERE ${w.where.join(' OR ')}`, w.values)));
@@ -420,6 +473,8 @@ export class MyrocksEngine {
    * in its own compactions) and versions beyond maxVersions. Each DELETE decides what to remove
    * inside its own statement, from the cells as they are then: a concurrent put only adds cells
    * (ranks grow, never shrink) and time only expires more, so nothing a read could return goes.
+   * Head records are left alone: each carries its newest cell's expiry, so MyRocks drops it
+   * exactly when the whole column has expired, and a put moves it forward atomically.
    */
   compact(options: { onProgress?: ProgressFn } = {}): Promise<MyrocksCompactionReport> {
     return this.track(async () => {
@@ -431,14 +486,14 @@ export class MyrocksEngine {
       for (const ds of datasets) {
         await this.eachShardByHost(async (shard) => {
           const t = datasetTable(shard, ds.name);
-          const [count] = await this.onShard<Array<{ n: string | number }>>(shard, `SELECT COUNT(*) AS n FROM ${t}`);
+          const [count] = await this.onShard<Array<{ n: string | number }>>(shard, `SELECT COUNT(*) AS n FROM ${t} WHERE nts <= 0`);
           report.scannedCells += Number(count?.n ?? 0);
           if (ds.ttlSeconds > 0) {
-            const r = await this.onShard<{ affectedRows: number }>(shard, `DELETE FROM ${t} WHERE nts > ?`, [-(this.clock() - ds.ttlSeconds * 1000)]);
+            const r = await this.onShard<{ affectedRows: number }>(shard, `DELETE FROM ${t} WHERE nts > ? AND nts <= 0`, [-(this.clock() - ds.ttlSeconds * 1000)]);
             report.removedExpiredCells += r.affectedRows;
           }
           const r = await this.onShard<{ affectedRows: number }>(shard,
-            `DELETE FROM ${t} WHERE (rh, col, nts) IN (SELECT rh, col, nts FROM (SELECT rh, col, nts, ROW_NUMBER() OVER (PARTITION BY rh, col ORDER BY nts) AS rn FROM ${t}) ranked WHERE rn > ?)`, [ds.maxVersions]);
+            `DELETE FROM ${t} WHERE (rh, col, nts) IN (SELECT rh, col, nts FROM (SELECT rh, col, nts, ROW_NUMBER() OVER (PARTITION BY rh, col ORDER BY nts) AS rn FROM ${t} WHERE nts <= 0) ranked WHERE rn > ?)`, [ds.maxVersions]);
           report.removedExcessVersions += r.affectedRows;
           options.onProgress?.({ phase: `compact ${ds.name}`, done: ++done, total });
         });

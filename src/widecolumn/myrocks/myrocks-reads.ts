@@ -5,9 +5,10 @@ import type { SqlValue } from '../../storage/mysql/mysql-host-pool.js';
 export interface RowRead {
   /** `wc00042`.`events`, from datasetTable(). */
   table: string;
-  /** SHA-256 of the row key. */
+  /** Key of the row's cells (cellKey) and of its head records (headKey). */
   rh: Buffer;
-  /** Requested columns (raw UTF-8, sorted bytewise, unique, after the marker); null = all. */
+  hh: Buffer;
+  /** Columns to read (raw UTF-8, sorted bytewise, unique); null = list them after `after`. */
   columns: Buffer[] | null;
   /** All columns: resume after this column (raw); null = from the first. */
   after: Buffer | null;
@@ -16,12 +17,12 @@ export interface RowRead {
   ttlSeconds: number;
   start: number;
   end: number;
-  /** Candidate columns this statement looks at (the page size + 1, to know whether more follow). */
+  /** Columns this statement lists at most (the page size + 1, to know whether more follow). */
   candidates: number;
   now: number;
 }
 
-/** What one statement found for one row: the candidate columns it looked at, and their cells. */
+/** What one read found for one row: the columns it looked at, and their cells. */
 export interface RowFound {
   /** Every column looked at, in order, with or without cells (raw). */
   looked: Buffer[];
@@ -31,121 +32,115 @@ export interface RowFound {
   columns: Array<{ raw: Buffer; cells: Cell[] }>;
 }
 
-const MAX_NTS = '9223372036854775807';
+/** Whether the read wants only each column's newest cell, which the head records hold. */
+export function latestOnly(r: RowRead): boolean {
+  return r.versions === 1 && r.start === 0 && r.end === Infinity;
+}
+
+/** A column list is needed first (all columns, more than the newest cell, or a time range). */
+export function needsDirectory(r: RowRead): boolean {
+  return r.columns === null && !latestOnly(r);
+}
+
+/** Lowest timestamp still live (row-context.ts isLive: live while now <= timestamp + ttl); 0 without TTL. */
+function liveFrom(r: RowRead): number {
+  return r.ttlSeconds > 0 ? r.now - r.ttlSeconds * 1000 : 0;
+}
 
 /**
- * The cell filter of the embedded engine (row-reader.ts ColumnFilter) as SQL over nts = -timestamp,
- * for the table alias `a`: timestamp < end, timestamp >= start, and not expired (now <= timestamp + ttl).
- * In nts terms these cells are one contiguous run of the column's key range.
+ * The cell filter of the embedded engine (row-reader.ts ColumnFilter) on nts = -timestamp:
+ * timestamp < end, timestamp >= start, not expired. One contiguous nts range of the column, so
+ * with constant bounds MyRocks reads only the cells it returns.
  */
-function cellConditions(a: string, r: RowRead, params: SqlValue[]): string {
+function cellConditions(r: RowRead, params: SqlValue[]): string {
   const out: string[] = [];
   if (r.end !== Infinity) {
-    out.push(`${a}.nts > ?`);
+    out.push('nts > ?');
     params.push(-r.end);
   }
-  let upper = -r.start;
-  // Live while now <= timestamp + ttl (row-context.ts isLive).
-  if (r.ttlSeconds > 0) upper = Math.min(upper, -(r.now - r.ttlSeconds * 1000));
-  if (upper < 0) {
-    out.push(`${a}.nts <= ?`);
-    params.push(upper);
-  }
-  return out.length ? ` AND ${out.join(' AND ')}` : '';
+  const upper = -Math.max(r.start, liveFrom(r));
+  out.push('nts <= ?');
+  params.push(Math.min(upper, 0));
+  return ` AND ${out.join(' AND ')}`;
 }
 
 /**
- * With a time range, cells beyond the newest maxVersions (not compacted yet) must stay hidden even
- * when newer ones fall outside the range: the nts of the column's maxVersions-th cell bounds the
- * cells returned. Without a range the first `versions` (<= maxVersions) cells are the answer anyway.
+ * One column's cells: `(SELECT ... ORDER BY nts LIMIT versions)`, about `versions` cells whatever
+ * the column's depth. With a time range, cells beyond the newest maxVersions (not compacted yet)
+ * stay hidden even when newer ones fall outside the range: the maxVersions-th cell bounds them.
  */
-function rankBound(a: string, table: string, r: RowRead, column: string, params: SqlValue[]): string {
-  if (r.end === Infinity && r.start === 0) return '';
-  params.push(r.rh);
-  return ` AND ${a}.nts <= COALESCE((SELECT k.nts FROM ${table} k WHERE k.rh = ? AND k.col = ${column} ORDER BY k.nts LIMIT 1 OFFSET ${r.maxVersions - 1}), ${MAX_NTS})`;
+function columnBranch(i: number, r: RowRead, col: Buffer, values: SqlValue[]): string {
+  values.push(r.rh, col);
+  const cond = cellConditions(r, values);
+  let rank = '';
+  if (r.start !== 0 || r.end !== Infinity) {
+    rank = ` AND nts <= COALESCE((SELECT k.nts FROM ${r.table} k WHERE k.rh = ? AND k.col = ? AND k.nts <= 0 ORDER BY k.nts LIMIT 1 OFFSET ${r.maxVersions - 1}), 0)`;
+    values.push(r.rh, col);
+  }
+  return `(SELECT ${i} AS i, col, nts, v FROM ${r.table} WHERE rh = ? AND col = ?${cond}${rank} ORDER BY nts LIMIT ${r.versions})`;
 }
 
 /**
- * One statement reading one page of several rows of one host: the rows' answers come from one
- * MyRocks snapshot (a statement reads one), in one round trip.
- *
- * Named columns: one `(SELECT ... ORDER BY nts LIMIT versions)` per column, reading about
- * `versions` cells whatever the column's depth. All columns: a recursive CTE walks the row's
- * columns with one index seek each (a loose index scan: MIN(col) > previous), at most
- * `candidates` of them, and a second CTE finds per column the nts of the `versions`-th wanted cell;
- * the join then reads exactly the wanted cells. No window function: its cost would grow with depth.
+ * The statement for rows whose columns are known (named, or listed by directoryStatement) or
+ * whose newest cells are wanted: one `UNION ALL` over all of them, one round trip and one MyRocks
+ * snapshot. Latest reads of all columns read the head records only: about `limit` records.
  */
 export function buildPageStatement(reads: RowRead[]): { sql: string; values: SqlValue[] } {
-  const ctes: string[] = [];
-  const cteParams: SqlValue[] = [];
   const branches: string[] = [];
-  const branchParams: SqlValue[] = [];
+  const values: SqlValue[] = [];
   reads.forEach((r, i) => {
-    const t = r.table;
     if (r.columns) {
-      for (const col of r.columns) {
-        const p: SqlValue[] = [r.rh, col];
-        const cond = cellConditions('c', r, p);
-        const rank = rankBound('c', t, r, '?', p);
-        if (rank) p.push(col);
-        branches.push(`(SELECT ${i} AS i, c.col, c.nts, c.v FROM ${t} c WHERE c.rh = ? AND c.col = ?${cond}${rank} ORDER BY c.nts LIMIT ${r.versions})`);
-        branchParams.push(...p);
-      }
+      for (const col of r.columns) branches.push(columnBranch(i, r, col, values));
       return;
     }
-    const c = `c${i}`;
-    const b = `b${i}`;
-    ctes.push(`${c}(col, n) AS (SELECT (SELECT MIN(x.col) FROM ${t} x WHERE x.rh = ? AND x.col > ?), 1 UNION ALL SELECT (SELECT MIN(x.col) FROM ${t} x WHERE x.rh = ? AND x.col > ${c}.col), ${c}.n + 1 FROM ${c} WHERE ${c}.col IS NOT NULL AND ${c}.n < ${r.candidates})`);
-    cteParams.push(r.rh, r.after ?? Buffer.alloc(0), r.rh);
-    const bp: SqlValue[] = [r.rh];
-    const vcond = cellConditions('x', r, bp);
-    const rankParams: SqlValue[] = [];
-    const rank = rankBound('y', t, r, `${c}.col`, rankParams);
-    const rb = rank ? `, (SELECT y.nts FROM ${t} y WHERE y.rh = ? AND y.col = ${c}.col ORDER BY y.nts LIMIT 1 OFFSET ${r.maxVersions - 1}) AS rb` : ', NULL AS rb';
-    if (rank) bp.push(r.rh);
-    ctes.push(`${b} AS (SELECT ${c}.col, (SELECT x.nts FROM ${t} x WHERE x.rh = ? AND x.col = ${c}.col${vcond} ORDER BY x.nts LIMIT 1 OFFSET ${r.versions - 1}) AS vb${rb} FROM ${c} WHERE ${c}.col IS NOT NULL)`);
-    cteParams.push(...bp);
-    const jp: SqlValue[] = [r.rh];
-    const jcond = cellConditions('t', r, jp);
-    branches.push(`SELECT ${i} AS i, ${b}.col, t.nts, t.v FROM ${b} JOIN ${t} t ON t.rh = ? AND t.col = ${b}.col${jcond} AND t.nts <= COALESCE(${b}.vb, ${MAX_NTS}) AND t.nts <= COALESCE(${b}.rb, ${MAX_NTS})`);
-    branchParams.push(...jp);
-    // The columns looked at, empty or not: tells whether the row has more after them.
-    branches.push(`SELECT ${i} AS i, ${b}.col, NULL AS nts, NULL AS v FROM ${b}`);
+    values.push(r.hh, r.after ?? Buffer.alloc(0), liveFrom(r));
+    branches.push(`(SELECT ${i} AS i, col, -hts AS nts, v FROM ${r.table} WHERE rh = ? AND col > ? AND hts >= ? ORDER BY col LIMIT ${r.candidates})`);
   });
-  const sql = `${ctes.length ? `WITH RECURSIVE ${ctes.join(',\n')}\n` : ''}${branches.join('\nUNION ALL\n')}`;
-  return { sql, values: [...cteParams, ...branchParams] };
+  return { sql: branches.join('\nUNION ALL\n'), values };
 }
 
-interface PageRow {
+/** Lists up to `candidates` columns after `after` of each row, from the head records. */
+export function directoryStatement(reads: RowRead[]): { sql: string; values: SqlValue[] } {
+  const values: SqlValue[] = [];
+  const sql = reads.map((r, i) => {
+    values.push(r.hh, r.after ?? Buffer.alloc(0));
+    return `(SELECT ${i} AS i, col FROM ${r.table} WHERE rh = ? AND col > ? ORDER BY col LIMIT ${r.candidates})`;
+  }).join('\nUNION ALL\n');
+  return { sql, values };
+}
+
+export function collectDirectory(reads: RowRead[], rows: Array<{ i: number | string; col: Buffer }>): Buffer[][] {
+  const out: Buffer[][] = reads.map(() => []);
+  for (const r of rows) out[Number(r.i)]!.push(r.col);
+  return out.map((l) => l.sort(Buffer.compare));
+}
+
+export interface PageRow {
   i: number | string;
   col: Buffer;
-  nts: string | number | null;
-  v: Buffer | null;
+  nts: string | number;
+  v: Buffer;
 }
 
 /** Splits a page statement's rows by request and orders them (columns bytewise, cells newest first). */
 export function collectPage(reads: RowRead[], rows: PageRow[]): RowFound[] {
-  const out: Array<{ looked: Map<string, Buffer>; cells: Map<string, { raw: Buffer; cells: Array<Cell & { nts: number }> }> }> = reads.map(() => ({ looked: new Map(), cells: new Map() }));
+  const out = reads.map(() => new Map<string, { raw: Buffer; cells: Array<Cell & { nts: number }> }>());
   for (const r of rows) {
     const slot = out[Number(r.i)]!;
     const key = r.col.toString('hex');
-    if (r.nts === null) {
-      slot.looked.set(key, r.col);
-      continue;
-    }
-    let c = slot.cells.get(key);
-    if (!c) slot.cells.set(key, (c = { raw: r.col, cells: [] }));
+    let c = slot.get(key);
+    if (!c) slot.set(key, (c = { raw: r.col, cells: [] }));
     const nts = Number(r.nts);
-    c.cells.push({ timestamp: -nts, value: r.v!, nts });
+    c.cells.push({ timestamp: -nts, value: r.v, nts });
   }
   return reads.map((r, i) => {
-    const slot = out[i]!;
-    const columns = [...slot.cells.values()].sort((a, b) => Buffer.compare(a.raw, b.raw)).map((c) => ({
+    const columns = [...out[i]!.values()].sort((a, b) => Buffer.compare(a.raw, b.raw)).map((c) => ({
       raw: c.raw,
       cells: c.cells.sort((a, b) => a.nts - b.nts).map(({ timestamp, value }) => ({ timestamp, value })),
     }));
     if (r.columns) return { looked: r.columns, exhausted: true, columns };
-    const looked = [...slot.looked.values()].sort(Buffer.compare);
+    // Head records: every live one listed is a column with its newest cell.
+    const looked = columns.map((c) => c.raw);
     return { looked, exhausted: looked.length < r.candidates, columns };
   });
 }
