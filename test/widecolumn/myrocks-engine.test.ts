@@ -3,7 +3,11 @@
  * for the file). Engine-specific checks: placement, SQL layout, round trips, cells read on deep
  * rows, compaction, a dead host. The engine-neutral semantics are the conformance suite's.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import assert from 'node:assert/strict';
 import { ShardKitError } from '../../src/errors.js';
 import { modShard } from '../../src/ids/mod-shard.js';
@@ -207,6 +211,41 @@ describe('MyRocks wide-column engine', { skip: HAVE_MYROCKS ? false : 'mariadb-p
     const long = 'k'.repeat(4096);
     await engine.putRow('d', long, [{ column: 'c'.repeat(1024), value: 'v', timestamp: 3 }]);
     assert.equal((await engine.getRow('d', long)).columns[0]!.column.length, 1024);
+  });
+
+  test('backup (each host from one snapshot) restores into an empty fleet; export writes the live cells of every shard into one Parquet file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shardkit-myr-bk-'));
+    try {
+      await engine.putDataset('seq', { maxVersions: 2, ttlSeconds: 60 });
+      await engine.putDataset('plain');
+      const rows = Array.from({ length: 12 }, (_, i) => `user${i}`);
+      await engine.batchPutRows('seq', rows.map((row, i) => ({ row, items: [{ column: 'view', value: `${row}-1`, timestamp: clock.t - 3 }, { column: 'view', value: `${row}-2`, timestamp: clock.t - 2 }, { column: 'view', value: `${row}-3`, timestamp: clock.t - 1 }, { column: 'old', value: 'gone', timestamp: clock.t - 61_000 - i }] })));
+      await engine.putRow('plain', 'k', [{ column: 'c', value: Buffer.from([0, 255]), timestamp: 7 }]);
+      const before = await engine.batchGetRows('seq', rows.map((row) => ({ row, versions: 5 })));
+      const report = await engine.backup(join(dir, 'bk'));
+      assert.ok(report.records > 0);
+      assert.equal(await codeOf(engine.backup(join(dir, 'bk'))), 'ALREADY_EXISTS');
+
+      const file = join(dir, 'seq.parquet');
+      const exported = await engine.exportParquet('seq', file);
+      assert.deepEqual([exported.rows, exported.cells], [12, 24]);
+      const records = await parquetReadObjects({ file: await asyncBufferFromFile(file), utf8: false }) as Array<{ row_key: Uint8Array | string; column: Uint8Array | string; value: Uint8Array }>;
+      assert.equal(records.length, 24);
+      assert.deepEqual(new Set(records.map((r) => Buffer.from(r.row_key).toString())), new Set(rows));
+      assert.equal(await codeOf(engine.exportParquet('seq', file)), 'ALREADY_EXISTS');
+
+      await engine.close();
+      await fx.reset();
+      engine = await fx.engine({ clock: clock.now });
+      const restored = await engine.restore(join(dir, 'bk'));
+      assert.equal(restored.records, report.records);
+      assert.deepEqual((await engine.listDatasets()).map((d) => [d.name, d.maxVersions, d.ttlSeconds]), [['plain', 1, 0], ['seq', 2, 60]]);
+      assert.deepEqual((await engine.batchGetRows('seq', rows.map((row) => ({ row, versions: 5 })))).map(plain), before.map(plain));
+      assert.deepEqual(plain(await engine.getRow('plain', 'k')), [['c', [[7, Buffer.from([0, 255]).toString()]]]]);
+      assert.equal(await codeOf(engine.restore(join(dir, 'bk'))), 'ALREADY_EXISTS');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a dead host fails its shards fast with SHARD_UNAVAILABLE; the other host keeps working', async () => {

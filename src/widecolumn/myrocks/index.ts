@@ -1,2 +1,2 @@
-export { MyrocksEngine, type MyrocksEngineOptions, type MyrocksCompactionReport } from './myrocks-engine.js';
+export { MyrocksEngine, myrocksDriver, type MyrocksEngineOptions, type MyrocksCompactionReport } from './myrocks-engine.js';
 export { wcDatabaseName, parseWcDatabaseName, WC_DATABASE_PREFIX } from './myrocks-ddl.js';

@@ -106,4 +106,23 @@ export class MyrocksCatalog {
     this.cache.set(name, d);
     return { dataset: { ...d }, created: true };
   }
+
+  /** Restore: puts back a dataset exactly as it was backed up, not ready until `ready` is called. */
+  async restoreDataset(d: DatasetConfig): Promise<void> {
+    await this.query(
+      `INSERT INTO ${catalogTable()} (name, id, max_versions, ttl_seconds, latest_index, created_at, updated_at, ready) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
+      [checkDatasetName(d.name), d.id, d.maxVersions, d.ttlSeconds, d.latestIndex ? 1 : 0, d.createdAt, d.updatedAt],
+    );
+  }
+
+  async markReady(name: string): Promise<void> {
+    await this.query(`UPDATE ${catalogTable()} SET ready = 1 WHERE name = ?`, [name]);
+    this.loadedAt = -Infinity;
+  }
+
+  /** Every catalogue row, ready or not (restore refuses a fleet that has any). */
+  async count(): Promise<number> {
+    const [r] = await this.query<Array<{ n: string | number }>>(`SELECT COUNT(*) AS n FROM ${catalogTable()}`);
+    return Number(r?.n ?? 0);
+  }
 }

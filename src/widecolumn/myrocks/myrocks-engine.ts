@@ -12,6 +12,9 @@ import type { DeleteRowRequest, GetRowOptions, GetRowRequest, Logger, ProgressFn
 import { MyrocksCatalog } from './myrocks-catalog.js';
 import { CATALOG_SHARD, catalogDdl, datasetTable, datasetTableDdl, HEAD_NTS, NEVER_EXPIRES, shardDatabaseDdl, wcDatabaseName } from './myrocks-ddl.js';
 import { buildPageStatement, collectDirectory, collectPage, directoryStatement, needsDirectory, toColumnCells, type PageRow, type RowFound, type RowRead } from './myrocks-reads.js';
+import type { EngineBackupReport, EngineRestoreReport, WideColumnEngine, WideColumnEngineDriver } from '../engine.js';
+import { checkBackupTarget, MYROCKS_BACKUP_FORMAT, readMyrocksManifest, readRecords, shardFile, writeManifest, writeRecords, type StoredRecord } from './myrocks-backup.js';
+import { exportShardsToParquet, type ShardCell } from './myrocks-export.js';
 import { checkBatch, validateDeletes, validatePuts, validateRead, type ValidPut, type ValidRead } from './myrocks-requests.js';
 
 export interface MyrocksEngineOptions {
@@ -61,13 +64,14 @@ const headKey = (raw: Buffer): Buffer => createHash('sha256').update('shardkit-w
  * - A Get Row page is one statement (one MyRocks snapshot). A batch get sends one statement per
  *   host; rows on different hosts are read from different snapshots.
  */
-export class MyrocksEngine {
+export class MyrocksEngine implements WideColumnEngine {
   readonly kind = 'myrocks';
   readonly limits: WideColumnLimits;
   readonly clock: () => number;
   private readonly pools: HostPools<MysqlHostPool, MysqlHostAddress>;
   private readonly catalog: MyrocksCatalog;
   private readonly shardMap: () => ShardMap;
+  private readonly hostsDeclared: Record<string, MysqlHostAddress>;
   private readonly logger: Logger | undefined;
   private active = 0;
   private onIdle: (() => void) | null = null;
@@ -95,6 +99,7 @@ export class MyrocksEngine {
       });
     });
     this.shardMap = options.shardMap;
+    this.hostsDeclared = options.hosts;
     this.clock = options.clock ?? Date.now;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.logger = options.logger;
@@ -502,4 +507,136 @@ export class MyrocksEngine {
       return report;
     });
   }
+
+  // ---- export, backup, restore ----------------------------------------------------------------
+
+  /** Shards grouped by the host to read them from: the slave when the map names one that `hosts` declares (backups), else the master. */
+  private shardsByHost(fromSlave: boolean): Map<string, number[]> {
+    const map = this.shardMap();
+    const out = new Map<string, number[]>();
+    for (let s = 0; s < map.modShardCount; s++) {
+      const loc = map.locateModShard(s);
+      const host = fromSlave && loc.slave !== undefined && Object.hasOwn(this.hostsDeclared, loc.slave) ? loc.slave : loc.master;
+      let list = out.get(host);
+      if (!list) out.set(host, (list = []));
+      list.push(s);
+    }
+    return out;
+  }
+
+  /** Runs `fn` on each host inside one read transaction (one MyRocks snapshot per host), hosts one after another. */
+  private async perHostSnapshot(fromSlave: boolean, fn: (host: string, shards: number[], q: <R>(sql: string, values?: SqlValue[]) => Promise<R>) => Promise<void>): Promise<void> {
+    for (const [host, shards] of this.shardsByHost(fromSlave)) {
+      await this.mapped(host, undefined, () => this.pools.get(host).transaction((q) => fn(host, shards, q)));
+    }
+  }
+
+  /** The dataset's live cells from every shard into one Parquet file (each host read from one snapshot). */
+  exportParquet(dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn } = {}): Promise<import('../engine.js').EngineExportReport> {
+    return this.track(async () => {
+      const ds = await this.catalog.get(dataset);
+      const report = await exportShardsToParquet(ds, file, this.clock(), async (onShard) => {
+        await this.perHostSnapshot(false, async (_host, shards, q) => {
+          for (const shard of shards) {
+            await onShard(shard, await q<ShardCell[]>(`SELECT row_key, col, nts, v FROM ${datasetTable(shard, ds.name)} WHERE nts <= 0 ORDER BY rh, col, nts`));
+          }
+        });
+        return { shards: this.shards };
+      }, options);
+      this.logger?.info({ ...report }, 'wide-column export written');
+      return report;
+    });
+  }
+
+  /**
+   * A logical backup of every dataset (myrocks-backup.ts): each host read from one snapshot, from
+   * the slave when the shard map names one (the master then serves traffic undisturbed), so the
+   * backup is consistent per host, and as fresh as the slave.
+   */
+  backup(dir: string, options: { onProgress?: ProgressFn } = {}): Promise<EngineBackupReport> {
+    return this.track(async () => {
+      checkBackupTarget(dir);
+      const datasets = await this.catalog.list();
+      const hosts: Record<string, { snapshotAt: number; shards: number[] }> = {};
+      let records = 0;
+      let bytes = 0;
+      let files = 0;
+      let done = 0;
+      const snapshotAt = this.clock();
+      await this.perHostSnapshot(true, async (host, shards, q) => {
+        hosts[host] = { snapshotAt: this.clock(), shards };
+        for (const shard of shards) {
+          for (const d of datasets) {
+            const rows = await q<StoredRecord[]>(`SELECT rh, col, nts, row_key, v, exp, hts FROM ${datasetTable(shard, d.name)} ORDER BY rh, col, nts`);
+            if (rows.length === 0) continue;
+            bytes += await writeRecords(shardFile(dir, wcDatabaseName(shard), d.name), rows);
+            records += rows.length;
+            files++;
+          }
+          options.onProgress?.({ phase: 'backup', done: ++done, total: this.shards });
+        }
+      });
+      writeManifest(dir, { format: MYROCKS_BACKUP_FORMAT, shards: this.shards, datasets, hosts, records });
+      return { dir, records, bytes, files: files + 1, snapshotAt };
+    });
+  }
+
+  /** Restores a backup into a fleet whose catalogue is empty (restore is offline). */
+  restore(dir: string, options: { onProgress?: ProgressFn } = {}): Promise<EngineRestoreReport> {
+    return this.track(async () => {
+      const began = Date.now();
+      const m = readMyrocksManifest(dir);
+      if (m.shards !== this.shards) throw new ShardKitError('INVALID_ARGUMENT', `the backup in ${dir} has ${m.shards} wide-column shards; this fleet has ${this.shards}`);
+      await this.onShard(CATALOG_SHARD, shardDatabaseDdl(CATALOG_SHARD));
+      await this.onShard(CATALOG_SHARD, catalogDdl());
+      if ((await this.catalog.count()) > 0) throw new ShardKitError('ALREADY_EXISTS', 'the wide-column fleet already has datasets; restore needs an empty one');
+      let records = 0;
+      let bytes = 0;
+      let files = 0;
+      let done = 0;
+      for (const d of m.datasets) {
+        await this.catalog.restoreDataset(d);
+        await this.eachShardByHost(async (shard) => {
+          await this.onShard(shard, shardDatabaseDdl(shard));
+          await this.onShard(shard, datasetTableDdl(shard, d.name));
+          const file = shardFile(dir, wcDatabaseName(shard), d.name);
+          let chunk: Array<Buffer | string>[] = [];
+          const flush = async () => {
+            if (chunk.length === 0) return;
+            await this.onShard(shard, `INSERT INTO ${datasetTable(shard, d.name)} (rh, col, nts, row_key, v, exp, hts) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`, chunk.flat());
+            records += chunk.length;
+            chunk = [];
+          };
+          let any = false;
+          for await (const rec of readRecords(file)) {
+            any = true;
+            bytes += rec.reduce((n: number, x) => n + (typeof x === 'string' ? x.length : x.length), 0);
+            chunk.push(rec);
+            if (chunk.length >= 500) await flush();
+          }
+          await flush();
+          if (any) files++;
+        });
+        await this.catalog.markReady(d.name);
+        options.onProgress?.({ phase: 'restore', done: ++done, total: m.datasets.length });
+      }
+      return { records, bytes, files, durationMs: Date.now() - began };
+    });
+  }
+}
+
+/** Opens MyRocks engines over a fleet, and restores backups into it (the fleet's catalogue must be empty). */
+export function myrocksDriver(options: MyrocksEngineOptions): WideColumnEngineDriver {
+  return {
+    kind: 'myrocks',
+    open: async () => new MyrocksEngine(options),
+    restore: async (dir, restoreOptions) => {
+      const engine = new MyrocksEngine(options);
+      try {
+        return await engine.restore(dir, restoreOptions);
+      } finally {
+        await engine.close();
+      }
+    },
+  };
 }

@@ -10,6 +10,8 @@ import type { DeleteRowRequest, GetRowRequest, PutRowRequest } from '../types.js
  */
 
 const DEFAULT_PAGE = 100;
+/** A lone UTF-16 surrogate would be stored as U+FFFD: silently changed (limits.ts refuses it in names). */
+const LONE_SURROGATE = /\p{Cs}/u;
 const MAX_PAGE = 10_000;
 
 export interface ValidRead {
@@ -103,6 +105,7 @@ export function validatePuts(rows: PutRowRequest[], limits: WideColumnLimits, ma
       let value: Buffer;
       if (typeof it.value === 'string') {
         if (it.value.length > limits.maxValueBytes) throw tooLarge('value', Buffer.byteLength(it.value, 'utf8'), limits.maxValueBytes);
+        if (LONE_SURROGATE.test(it.value)) throw new ShardKitError('INVALID_ARGUMENT', 'value is not well-formed unicode (lone surrogate); send bytes to store arbitrary data');
         value = Buffer.from(it.value, 'utf8');
       } else if (it.value instanceof Uint8Array) {
         value = Buffer.isBuffer(it.value) ? it.value : Buffer.from(it.value.buffer, it.value.byteOffset, it.value.byteLength);
