@@ -47,6 +47,8 @@ interface CellRow {
   values: SqlValue[];
 }
 
+const EMPTY = Buffer.alloc(0);
+
 /** Key of a row's cells: SHA-256 of the row key. */
 const cellKey = (raw: Buffer): Buffer => createHash('sha256').update(raw).digest();
 /** Key of a row's head records: SHA-256 of a prefix no row key hash can equal, then the row key. */
@@ -280,7 +282,8 @@ export class MyrocksEngine implements WideColumnEngine {
     const states: State[] = reads.map((v) => ({
       v,
       shard: this.shardOf(v.row),
-      rh: cellKey(v.rowRaw),
+      // Newest-only reads of all columns need only the head key.
+      rh: v.columns === null && v.versions === 1 && v.start === 0 && v.end === Infinity ? EMPTY : cellKey(v.rowRaw),
       hh: headKey(v.rowRaw),
       named: v.columns ? (v.marker ? v.columns.filter((c) => Buffer.compare(c, v.marker!) > 0) : v.columns) : null,
       after: v.columns ? null : v.marker,
