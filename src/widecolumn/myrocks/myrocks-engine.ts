@@ -487,28 +487,54 @@ export class MyrocksEngine implements WideColumnEngine {
   compact(options: { onProgress?: ProgressFn } = {}): Promise<MyrocksCompactionReport> {
     return this.track(async () => {
       const began = Date.now();
-      const report: MyrocksCompactionReport = { scannedCells: 0, removedExpiredCells: 0, removedExcessVersions: 0, durationMs: 0 };
+      const report: MyrocksCompactionReport = { scannedCells: 0, removedExpiredCells: 0, removedExcessVersions: 0, skippedColumns: 0, durationMs: 0 };
       const datasets = await this.catalog.list();
       let done = 0;
       const total = datasets.length * this.shards;
       for (const ds of datasets) {
         await this.eachShardByHost(async (shard) => {
-          const t = datasetTable(shard, ds.name);
-          const [count] = await this.onShard<Array<{ n: string | number }>>(shard, `SELECT COUNT(*) AS n FROM ${t} WHERE nts <= 0`);
-          report.scannedCells += Number(count?.n ?? 0);
-          if (ds.ttlSeconds > 0) {
-            const r = await this.onShard<{ affectedRows: number }>(shard, `DELETE FROM ${t} WHERE nts > ? AND nts <= 0`, [-(this.clock() - ds.ttlSeconds * 1000)]);
-            report.removedExpiredCells += r.affectedRows;
-          }
-          const r = await this.onShard<{ affectedRows: number }>(shard,
-            `DELETE FROM ${t} WHERE (rh, col, nts) IN (SELECT rh, col, nts FROM (SELECT rh, col, nts, ROW_NUMBER() OVER (PARTITION BY rh, col ORDER BY nts) AS rn FROM ${t} WHERE nts <= 0) ranked WHERE rn > ?)`, [ds.maxVersions]);
-          report.removedExcessVersions += r.affectedRows;
+          await this.compactShard(ds, shard, report);
           options.onProgress?.({ phase: `compact ${ds.name}`, done: ++done, total });
         });
       }
       report.durationMs = Date.now() - began;
       return report;
     });
+  }
+
+  /**
+   * One shard table: one scan finds the (row, column) pairs with something to remove, then each is
+   * cleaned by its own small DELETEs, each deciding from the cells as they are when it runs. Small
+   * statements matter: a DELETE meeting a cell changed since it began fails with a snapshot
+   * conflict (that is what keeps a column deleted and backfilled meanwhile safe) and is run again;
+   * a pair still conflicting after the retries is left for the next run (skippedColumns).
+   */
+  private async compactShard(ds: DatasetConfig, shard: number, report: MyrocksCompactionReport): Promise<void> {
+    const t = datasetTable(shard, ds.name);
+    const expiredAbove = ds.ttlSeconds > 0 ? -(this.clock() - ds.ttlSeconds * 1000) : null;
+    const groups = await this.onShard<Array<{ rh: Buffer; col: Buffer; n: string | number; expired: string | number }>>(shard,
+      `SELECT rh, col, COUNT(*) AS n, SUM(nts > ?) AS expired FROM ${t} WHERE nts <= 0 GROUP BY rh, col`, [expiredAbove ?? 1]);
+    for (const g of groups) {
+      report.scannedCells += Number(g.n);
+      const excess = Number(g.n) > ds.maxVersions;
+      if (!excess && !(Number(g.expired) > 0)) continue;
+      try {
+        if (expiredAbove !== null && Number(g.expired) > 0) {
+          const r = await this.onShard<{ affectedRows: number }>(shard, `DELETE FROM ${t} WHERE rh = ? AND col = ? AND nts > ? AND nts <= 0`, [g.rh, g.col, expiredAbove]);
+          report.removedExpiredCells += r.affectedRows;
+        }
+        if (excess) {
+          // Older than the maxVersions-th newest cell, all decided inside this one statement.
+          const r = await this.onShard<{ affectedRows: number }>(shard,
+            `DELETE FROM ${t} WHERE rh = ? AND col = ? AND nts <= 0 AND nts > (SELECT k.nts FROM (SELECT nts FROM ${t} WHERE rh = ? AND col = ? AND nts <= 0 ORDER BY nts LIMIT 1 OFFSET ${ds.maxVersions - 1}) k)`,
+            [g.rh, g.col, g.rh, g.col]);
+          report.removedExcessVersions += r.affectedRows;
+        }
+      } catch (err) {
+        if (!isShardKitError(err, 'SHARD_UNAVAILABLE') || err.details?.driverCode !== 'ER_LOCK_DEADLOCK') throw err;
+        report.skippedColumns++;
+      }
+    }
   }
 
   // ---- export, backup, restore ----------------------------------------------------------------
