@@ -6,9 +6,14 @@ import type { EngineCompactionReport, WideColumnEngine, WideColumnEngineDriver }
 import { DEFAULT_EXPORT_DIR, defaultExportDir } from './export-dir.js';
 import type { Logger } from './types.js';
 import { WideColumnStore, type WideColumnStoreOptions } from './wide-column-store.js';
+import { myrocksConfigSchema, openMyrocksEngine, type MyrocksFleet } from './myrocks/myrocks-config.js';
 
 /** The `widecolumn` section of the config file. */
 export const wideColumnConfigSchema = z.object({
+  /** "rocksdb": the embedded store in the data directory (default); "myrocks": MariaDB's RocksDB
+   *  engine on the object fleet's pairs (docs/widecolumn.md, "One node or a fleet"). */
+  engine: z.enum(['rocksdb', 'myrocks']).default('rocksdb'),
+  myrocks: myrocksConfigSchema.optional(),
   /** Seconds between compaction runs of the service; 0 turns the schedule off. Daily by default; at most
    *  ~23 days (a Node timer cannot wait longer). */
   compactionIntervalSeconds: z.number().int().min(0).max(2_000_000).default(24 * 3600),
@@ -123,10 +128,12 @@ export interface WideColumnService {
 }
 
 /** What `shardkit serve` needs: the store in `<data>/widecolumn`, its compaction schedule and export directory. */
-export async function openWideColumnService(options: { dataDir: string; config?: unknown; logger?: Logger }): Promise<WideColumnService> {
+export async function openWideColumnService(options: { dataDir: string; config?: unknown; logger?: Logger; fleet?: MyrocksFleet }): Promise<WideColumnService> {
   const config = parseWideColumnConfig(options.config);
   const exportDir = wideColumnExportDir(options.dataDir, config);
-  const engine = await rocksDbDriver(wideColumnDir(options.dataDir), storeOptions(config, options.logger ? { logger: options.logger } : {})).open();
+  const engine: WideColumnEngine = config.engine === 'myrocks'
+    ? openMyrocksEngine(options.fleet, config.myrocks, { limits: storeOptions(config).limits ?? {}, ...(options.logger ? { logger: options.logger } : {}) })
+    : await rocksDbDriver(wideColumnDir(options.dataDir), storeOptions(config, options.logger ? { logger: options.logger } : {})).open();
   exportDirs.set(engine, exportDir);
   const stop = startCompactionSchedule(engine, config.compactionIntervalSeconds * 1000, options.logger);
   return {

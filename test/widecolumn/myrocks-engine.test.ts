@@ -3,7 +3,8 @@
  * for the file). Engine-specific checks: placement, SQL layout, round trips, cells read on deep
  * rows, compaction, a dead host. The engine-neutral semantics are the conformance suite's.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
@@ -14,6 +15,9 @@ import { modShard } from '../../src/ids/mod-shard.js';
 import type { MyrocksEngine } from '../../src/widecolumn/myrocks/index.js';
 import { wcDatabaseName } from '../../src/widecolumn/myrocks/index.js';
 import { HAVE_MYROCKS, startMyrocksServers } from './myrocks-servers.js';
+import { defaultConfig } from '../../src/config/config.js';
+import { runShardInit } from '../../src/cli/actions/shard-init.js';
+import { openWideColumnService } from '../../src/widecolumn/service.js';
 import { TestClock } from './helpers.js';
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
@@ -245,6 +249,48 @@ describe('MyRocks wide-column engine', { skip: HAVE_MYROCKS ? false : 'mariadb-p
       assert.equal(await codeOf(engine.restore(join(dir, 'bk'))), 'ALREADY_EXISTS');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('config: widecolumn.engine "myrocks" makes `shardkit init` create the wide-column shards and the service open MyRocks; refused without MariaDB', async () => {
+    await engine.close();
+    await fx.reset();
+    const dir = mkdtempSync(join(tmpdir(), 'shardkit-myr-cfg-'));
+    try {
+      const base = defaultConfig();
+      const config = {
+        ...base,
+        storage: { backend: 'mysql', user: userInfo().username },
+        hosts: { A: { socket: fx.servers.A.socket }, B: { socket: fx.servers.B.socket } },
+        shardMap: fx.shardMap.toJSON(),
+        widecolumn: { engine: 'myrocks', myrocks: { catalogRefreshMs: 0 } },
+      };
+      const file = join(dir, 'shardkit.json');
+      writeFileSync(file, JSON.stringify(config));
+      await runShardInit('init', { config: file, concurrency: 2, json: true });
+      for (const [server, shards] of [['A', [0, 1, 2, 3]], ['B', [4, 5, 6, 7]]] as const) {
+        const dbs = await fx.servers[server].admin<Array<{ n: string }>>("SELECT SCHEMA_NAME AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'wc%' ORDER BY 1");
+        assert.deepEqual(dbs.map((d) => d.n), shards.map(wcDatabaseName));
+      }
+      const wc = await openWideColumnService({ dataDir: dir, config: config.widecolumn, fleet: { storage: config.storage, hosts: config.hosts, shardMap: () => fx.shardMap } });
+      try {
+        assert.equal(wc.engine.kind, 'myrocks');
+        await wc.engine.putDataset('events');
+        await wc.engine.putRow('events', 'u', [{ column: 'c', value: 'v', timestamp: 3 }]);
+        assert.deepEqual(plain(await wc.engine.getRow('events', 'u')), [['c', [[3, 'v']]]]);
+      } finally {
+        await wc.close();
+      }
+      // A second init also creates the tables of the datasets that exist by then.
+      await fx.servers.B.admin('DROP DATABASE wc00006');
+      await runShardInit('init', { config: file, concurrency: 2, json: true });
+      const [t] = await fx.servers.B.admin<Array<{ n: string }>>("SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'wc00006' AND TABLE_NAME = 'events'");
+      assert.equal(Number(t!.n), 1);
+      await assert.rejects(openWideColumnService({ dataDir: dir, config: { engine: 'myrocks' }, fleet: { storage: { backend: 'sqlite' }, hosts: {}, shardMap: () => fx.shardMap } }), (err: unknown) => err instanceof ShardKitError && err.code === 'INVALID_CONFIG');
+      await assert.rejects(openWideColumnService({ dataDir: dir, config: { engine: 'cassandra' } }), (err: unknown) => err instanceof ShardKitError && err.code === 'INVALID_CONFIG');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      engine = await fx.engine({ clock: clock.now });
     }
   });
 

@@ -108,11 +108,17 @@ interface Extension {
 }
 
 /** Route plugins of the other modules, opened from the same config and data dir. */
-async function openExtensions(config: ShardKitConfig, dataDir: string, options: ServeOptions, log: Logger): Promise<Extension[]> {
+async function openExtensions(config: ShardKitConfig, dataDir: string, options: ServeOptions, log: Logger, kit: ShardKit): Promise<Extension[]> {
   const out: Extension[] = [];
   try {
     if (options.widecolumn) {
-      const wc = await openWideColumnService({ dataDir, config: config.widecolumn, logger: log.child({ module: 'widecolumn' }) });
+      // The MyRocks engine follows the kit's shard map (the topology pushes it).
+      let map = await kit.shardMap();
+      kit.events.on('topology', (m: typeof map) => {
+        map = m;
+      });
+      const fleet = { storage: config.storage, hosts: config.hosts, shardMap: () => map };
+      const wc = await openWideColumnService({ dataDir, config: config.widecolumn, logger: log.child({ module: 'widecolumn' }), fleet });
       out.push({ plugin: widecolumnRoutes(wc.engine), close: () => wc.close() });
     } else {
       // The routes exist anyway and say that this service runs without the store.
@@ -142,7 +148,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const kit = await ShardKit.open({ config, dataDir });
   let extensions: Extension[] = [];
   try {
-    extensions = await openExtensions(config, dataDir, options, log);
+    extensions = await openExtensions(config, dataDir, options, log, kit);
   } catch (err) {
     await kit.close();
     throw err;

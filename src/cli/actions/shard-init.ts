@@ -1,6 +1,32 @@
 import { createProgress } from '../../ops/progress.js';
 import { initShards, type ShardInitResult } from '../../ops/shard-init.js';
 import { openShardTarget } from '../../ops/shard-target.js';
+import type { ShardKitConfig } from '../../config/config.js';
+import type { ShardMap } from '../../topology/shard-map.js';
+import { parseWideColumnConfig } from '../../widecolumn/service.js';
+import { openMyrocksEngine } from '../../widecolumn/myrocks/myrocks-config.js';
+
+/**
+ * With `widecolumn.engine` "myrocks", the wide-column shards (wc00000... on the mod shards'
+ * masters) with the catalogue and every dataset's tables. CREATE ... IF NOT EXISTS only.
+ */
+async function initWideColumnShards(config: ShardKitConfig, map: ShardMap): Promise<void> {
+  const wc = parseWideColumnConfig(config.widecolumn);
+  if (wc.engine !== 'myrocks') return;
+  const engine = openMyrocksEngine({ storage: config.storage, hosts: config.hosts, shardMap: () => map }, wc.myrocks);
+  try {
+    let progress: ReturnType<typeof createProgress> | undefined;
+    await engine.createShards({
+      onProgress: (p) => {
+        progress ??= createProgress('wide-column shards', p.total);
+        progress.update(p.done);
+      },
+    });
+    progress?.finish();
+  } finally {
+    await engine.close();
+  }
+}
 
 export interface ShardInitCommandOptions {
   config: string;
@@ -21,6 +47,7 @@ export async function runShardInit(label: string, opts: ShardInitCommandOptions)
       },
     });
     progress?.finish({ created: result.created });
+    await initWideColumnShards(target.config, target.map);
     return result;
   } finally {
     await target.close();
