@@ -65,6 +65,8 @@ export interface DevClusterExtension {
   afterStart?(cluster: DevCluster): Promise<void>;
   /** Adds its section to the config before `D/shardkit.json` is written (first `dev up` only). */
   configure?(config: ConfigInput, cluster: DevCluster): void;
+  /** Extra settings for the pairs' servers, when they are created (e.g. a storage engine plugin). */
+  pairSettings?(): MysqldSettings;
 }
 
 export interface DevUpOptions {
@@ -403,7 +405,8 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
       const port = await pickFreePort(usedPorts);
       usedPorts.add(port);
       const extra = extraSettings.get(s.name) ?? {};
-      const settings = s.role === 'master' || s.role === 'slave' ? { ...replicationSettings(s.role), ...extra } : extra;
+      const pairExtra = Object.assign({}, ...extensions.map((e) => e.pairSettings?.() ?? {})) as MysqldSettings;
+      const settings = s.role === 'master' || s.role === 'slave' ? { ...replicationSettings(s.role), ...pairExtra, ...extra } : extra;
       inst = new MariadbInstance({ name: s.name, dir: join(dir, s.dir), port, serverId: nextServerId++, settings });
       // Recorded before cluster.json names it, so every listed server can be loaded later.
       inst.writeFiles();

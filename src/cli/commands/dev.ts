@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { ShardKitError } from '../../errors.js';
 import type { UpOptions } from '../actions/dev.js';
 import type { DevClusterExtension } from '../../ops/dev-cluster.js';
 import { action, intOption } from '../run-action.js';
@@ -29,6 +30,18 @@ export interface DevUpExtensionOption {
 }
 
 export const devUpExtensionOptions: DevUpExtensionOption[] = [];
+
+// `shardkit dev up --widecolumn myrocks`: the pairs load MyRocks and hold the wide-column shards.
+devUpExtensionOptions.push({
+  flags: '--widecolumn <engine>',
+  description: 'wide-column engine of the cluster\'s config: "myrocks" loads MariaDB\'s RocksDB engine on the pairs (Debian package mariadb-plugin-rocksdb, not installed by this command) and creates the wide-column shards; "rocksdb" (the embedded default) changes nothing (first run only)',
+  parse: (value: string) => {
+    if (value !== 'myrocks' && value !== 'rocksdb') throw new ShardKitError('INVALID_ARGUMENT', `--widecolumn must be "myrocks" or "rocksdb", got ${JSON.stringify(value.slice(0, 40))}`);
+    return value;
+  },
+  key: 'widecolumn',
+  extension: async (value) => (value === 'myrocks' ? (await import('../../widecolumn/myrocks/myrocks-dev.js')).myrocksDevExtension() : undefined),
+});
 
 export function register(program: Command): void {
   const dev = program
