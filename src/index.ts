@@ -20,3 +20,4 @@ export type { CacheErrorEvent, CacheStats } from './kit/types.js';
 export type { KitCacheOptions } from './kit/kit-cache.js';
 /** @deprecated renamed KitCacheOptions (src/store became src/kit in 0.1). */
 export type { KitCacheOptions as StoreCacheOptions } from './kit/kit-cache.js';
+export { MyrocksEngine, myrocksDriver, type MyrocksEngineOptions, type MyrocksCompactionReport } from './widecolumn/myrocks/index.js';
