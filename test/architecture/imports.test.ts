@@ -16,7 +16,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   cache: ['errors'],
   storage: ['errors', 'ids', 'topology'],
   tickets: ['errors', 'ids'],
-  widecolumn: ['errors', 'ids'],
+  // The MyRocks engine (widecolumn/myrocks) runs on the MariaDB host pools and the shard map.
+  widecolumn: ['errors', 'ids', 'topology', 'storage'],
   // config composes the schemas the modules below it own.
   config: ['errors', 'ids', 'topology', 'cache', 'storage', 'tickets', 'widecolumn'],
   kit: ['errors', 'ids', 'topology', 'cache', 'storage', 'config'],

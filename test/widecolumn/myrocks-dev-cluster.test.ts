@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardMap } from '../../src/topology/shard-map.js';
 import { openMyrocksEngine } from '../../src/widecolumn/myrocks/myrocks-config.js';
-import { myrocksDevExtension } from '../../src/widecolumn/myrocks/myrocks-dev.js';
+import { myrocksDevExtension } from '../../src/cli/actions/widecolumn-myrocks-dev.js';
 import { ShardKitError } from '../../src/errors.js';
 import { parseWideColumnConfig } from '../../src/widecolumn/service.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';

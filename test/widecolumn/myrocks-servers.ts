@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isShardKitError } from '../../src/errors.js';
-import { pickFreePort } from '../../src/ops/mariadb/free-port.js';
+import { pickFreePort } from '../../src/ops/free-port.js';
 import { MariadbInstance } from '../../src/ops/mariadb/mariadb-instance.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
 import { MyrocksEngine, type MyrocksEngineOptions } from '../../src/widecolumn/myrocks/index.js';

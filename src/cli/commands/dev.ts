@@ -40,7 +40,7 @@ devUpExtensionOptions.push({
     return value;
   },
   key: 'widecolumn',
-  extension: async (value) => (value === 'myrocks' ? (await import('../../widecolumn/myrocks/myrocks-dev.js')).myrocksDevExtension() : undefined),
+  extension: async (value) => (value === 'myrocks' ? (await import('../actions/widecolumn-myrocks-dev.js')).myrocksDevExtension() : undefined),
 });
 
 export function register(program: Command): void {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ShardKitError, isShardKitError } from '../../errors.js';
 import { modShard } from '../../ids/mod-shard.js';
 import type { ShardMap } from '../../topology/shard-map.js';
-import { HostPools } from '../../storage/server-hosts.js';
+import { HostPools } from '../../storage/sql/host-pools.js';
 import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/mysql-backend.js';
 import { mapMysqlError } from '../../storage/mysql/mysql-errors.js';
 import { MysqlHostPool, type SqlValue } from '../../storage/mysql/mysql-host-pool.js';
@@ -331,7 +331,7 @@ export class MyrocksEngine implements WideColumnEngine {
           // Columns first, then their cells: two statements, so one transaction (one snapshot).
           found = await this.mapped(host, shard, () => this.pools.get(host).transaction(async (q) => {
             const dir = directoryStatement(listing);
-            const lists = collectDirectory(listing, await q(dir.sql, dir.values));
+            const lists = collectDirectory(listing, (await q<{ i: number | string; col: Buffer }>(dir.sql, dir.values)).rows);
             const exhausted = new Map<RowRead, boolean>();
             listing.forEach((r, i) => {
               r.columns = lists[i]!;
@@ -339,7 +339,7 @@ export class MyrocksEngine implements WideColumnEngine {
             });
             const withColumns = rr.filter((r) => r.columns === null || r.columns.length > 0);
             const page = buildPageStatement(withColumns);
-            const rows = withColumns.length > 0 ? collectPage(withColumns, await q(page.sql, page.values)) : [];
+            const rows = withColumns.length > 0 ? collectPage(withColumns, (await q<PageRow>(page.sql, page.values)).rows) : [];
             return rr.map((r) => {
               const f = rows[withColumns.indexOf(r)] ?? { looked: r.columns ?? [], exhausted: true, columns: [] };
               return exhausted.has(r) ? { ...f, looked: r.columns!, exhausted: exhausted.get(r)! } : f;
@@ -556,7 +556,7 @@ export class MyrocksEngine implements WideColumnEngine {
   /** Runs `fn` on each host inside one read transaction (one MyRocks snapshot per host), hosts one after another. */
   private async perHostSnapshot(fromSlave: boolean, fn: (host: string, shards: number[], q: <R>(sql: string, values?: SqlValue[]) => Promise<R>) => Promise<void>): Promise<void> {
     for (const [host, shards] of this.shardsByHost(fromSlave)) {
-      await this.mapped(host, undefined, () => this.pools.get(host).transaction((q) => fn(host, shards, q)));
+      await this.mapped(host, undefined, () => this.pools.get(host).transaction((run) => fn(host, shards, async <R>(sql: string, values?: SqlValue[]) => (await run<R>(sql, values)).rows as unknown as R)));
     }
   }
 

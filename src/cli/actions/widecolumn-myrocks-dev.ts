@@ -4,12 +4,13 @@ import type { DevClusterExtension } from '../../ops/dev-cluster.js';
 import { ROCKSDB_SETTINGS } from '../../ops/mariadb/mariadb-instance.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import { parseConfig } from '../../config/config.js';
-import { openMyrocksEngine } from './myrocks-config.js';
+import { openMyrocksEngine } from '../../widecolumn/myrocks/myrocks-config.js';
 
 /** Where Debian's mariadb-plugin-rocksdb installs MyRocks. */
 export const MYROCKS_PLUGIN_FILE = '/usr/lib/mysql/plugin/ha_rocksdb.so';
 
 /**
+ * (In cli/: it joins ops (the dev cluster) and widecolumn, which do not import each other.)
  * `shardkit dev up --widecolumn myrocks`: the pairs' servers load MyRocks (when they are
  * created), the config says `widecolumn.engine: "myrocks"`, and every `dev up` creates the
  * wide-column shards. Installs nothing: without Debian's package it refuses with a clear error.
