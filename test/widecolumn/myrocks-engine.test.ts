@@ -310,5 +310,21 @@ describe('MyRocks wide-column engine', { skip: HAVE_MYROCKS ? false : 'mariadb-p
     } finally {
       await fx.servers.B.start();
     }
+    // The catalogue lives on shard 0's host (A): with A down, known datasets keep working on B.
+    // An engine that reloads the catalogue on every call, so each call below tries A first.
+    const eager = await fx.engine({ clock: clock.now, catalogRefreshMs: 0 });
+    try {
+      assert.deepEqual(plain(await eager.getRow('d', onB)), [['c', [[1, 'B']]]]);
+      await fx.servers.A.kill();
+      try {
+        assert.deepEqual(plain(await eager.getRow('d', onB)), [['c', [[1, 'B']]]]);
+        assert.equal(await codeOf(eager.getRow('d', onA)), 'SHARD_UNAVAILABLE');
+        assert.equal(await codeOf(eager.listDatasets()), 'SHARD_UNAVAILABLE');
+      } finally {
+        await fx.servers.A.start();
+      }
+    } finally {
+      await eager.close();
+    }
   });
 });

@@ -64,7 +64,13 @@ export class MyrocksCatalog {
     if (typeof name !== 'string') throw new ShardKitError('INVALID_ARGUMENT', 'dataset name must be a string');
     if (Date.now() - this.loadedAt > this.refreshMs || !this.cache.has(name)) {
       checkDatasetName(name);
-      await this.reload();
+      try {
+        await this.reload();
+      } catch (err) {
+        // The catalogue's host (shard 0's master) is down: datasets already known keep working
+        // on the other hosts with the settings last read.
+        if (!this.cache.has(name)) throw err;
+      }
     }
     const d = this.cache.get(name);
     if (!d) throw new ShardKitError('UNKNOWN_DATASET', `no wide-column dataset named ${name}`);
