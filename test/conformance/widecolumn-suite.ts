@@ -24,6 +24,12 @@ export interface WideColumnSuiteOptions {
   /** Shown in test names. */
   name: string;
   factory(options: { clock: () => number }): Promise<WideColumnFixture>;
+  /**
+   * What the engine promises beyond the interface's minimum. `crossRowBatches` (default true): a
+   * batch over several rows is seen whole or not at all. MyRocks promises it per shard only (one
+   * transaction per shard), so its reads are checked row by row.
+   */
+  supports?: { crossRowBatches?: boolean };
 }
 
 export class SuiteClock {

@@ -12,9 +12,8 @@ import { myrocksDevExtension } from '../../src/cli/actions/widecolumn-myrocks-de
 import { ShardKitError } from '../../src/errors.js';
 import { parseWideColumnConfig } from '../../src/widecolumn/service.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { HAVE_MYROCKS } from './myrocks-servers.js';
 
-describe('dev up --widecolumn myrocks', { skip: HAVE_MYROCKS ? false : 'mariadb-plugin-rocksdb is not installed (scripts/install-test-deps.sh)' }, () => {
+describe('dev up --widecolumn myrocks', () => {
   let fx: Awaited<ReturnType<typeof startTestCluster>>;
   before(async () => {
     fx = await startTestCluster({ pairs: 1, shards: 4, modShards: 4, extensions: [myrocksDevExtension()], prefix: 'shardkit-myr-dev-' });

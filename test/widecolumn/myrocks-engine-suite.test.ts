@@ -2,29 +2,26 @@
 // (one set for the file); each test gets an empty fleet (every wc database dropped and re-created).
 import { after, before } from 'node:test';
 import { runWideColumnSuite } from '../conformance/widecolumn-suite.js';
-import { HAVE_MYROCKS, startMyrocksServers } from './myrocks-servers.js';
+import { startMyrocksServers } from './myrocks-servers.js';
 
-if (HAVE_MYROCKS) {
-  let fx: Awaited<ReturnType<typeof startMyrocksServers>>;
-  before(async () => {
-    fx = await startMyrocksServers();
-  });
-  after(async () => {
-    await fx?.stop();
-  });
-  runWideColumnSuite({
-    name: 'myrocks',
-    factory: async ({ clock }) => {
-      await fx.reset();
-      const engine = await fx.engine({ clock });
-      return {
-        engine,
-        async cleanup() {
-          await engine.close();
-        },
-      };
-    },
-  });
-} else {
-  console.log('# skipped: mariadb-plugin-rocksdb is not installed (scripts/install-test-deps.sh)');
-}
+let fx: Awaited<ReturnType<typeof startMyrocksServers>>;
+before(async () => {
+  fx = await startMyrocksServers();
+});
+after(async () => {
+  await fx?.stop();
+});
+runWideColumnSuite({
+  name: 'myrocks',
+  supports: { crossRowBatches: false },
+  factory: async ({ clock }) => {
+    await fx.reset();
+    const engine = await fx.engine({ clock });
+    return {
+      engine,
+      async cleanup() {
+        await engine.close();
+      },
+    };
+  },
+});

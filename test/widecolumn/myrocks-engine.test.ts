@@ -14,7 +14,7 @@ import { ShardKitError } from '../../src/errors.js';
 import { modShard } from '../../src/ids/mod-shard.js';
 import type { MyrocksEngine } from '../../src/widecolumn/myrocks/index.js';
 import { wcDatabaseName } from '../../src/widecolumn/myrocks/index.js';
-import { HAVE_MYROCKS, startMyrocksServers } from './myrocks-servers.js';
+import { startMyrocksServers } from './myrocks-servers.js';
 import { defaultConfig } from '../../src/config/config.js';
 import { runShardInit } from '../../src/cli/actions/shard-init.js';
 import { openWideColumnService } from '../../src/widecolumn/service.js';
@@ -34,7 +34,7 @@ type Plain = Array<[string, Array<[number, string]>]>;
 const plain = (r: { columns: Array<{ column: string; cells: Array<{ timestamp: number; value: Buffer }> }> }): Plain =>
   r.columns.map((c) => [c.column, c.cells.map((x) => [x.timestamp, x.value.toString('utf8')] as [number, string])]);
 
-describe('MyRocks wide-column engine', { skip: HAVE_MYROCKS ? false : 'mariadb-plugin-rocksdb is not installed (scripts/install-test-deps.sh)' }, () => {
+describe('MyRocks wide-column engine', () => {
   let fx: Awaited<ReturnType<typeof startMyrocksServers>>;
   let engine: MyrocksEngine;
   let clock: TestClock;

@@ -8,7 +8,7 @@ import { ShardMap } from '../../src/topology/shard-map.js';
 import { MyrocksEngine, type MyrocksEngineOptions } from '../../src/widecolumn/myrocks/index.js';
 
 /** Where Debian's mariadb-plugin-rocksdb puts MyRocks; the tests need it (scripts/install-test-deps.sh). */
-export const HAVE_MYROCKS = existsSync('/usr/lib/mysql/plugin/ha_rocksdb.so');
+const MYROCKS_PLUGIN = '/usr/lib/mysql/plugin/ha_rocksdb.so';
 
 /**
  * Two MariaDB servers with MyRocks loaded (hosts A and B), for one test file: wide-column shards
@@ -23,6 +23,8 @@ export async function startMyrocksServers(): Promise<{
   reset(): Promise<void>;
   stop(): Promise<void>;
 }> {
+  // No silent skip: without the plugin these tests fail and say what to install.
+  if (!existsSync(MYROCKS_PLUGIN)) throw new Error(`MyRocks is not installed (${MYROCKS_PLUGIN}): run scripts/install-test-deps.sh (mariadb-plugin-rocksdb)`);
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-myr-'));
   const servers = {} as Record<'A' | 'B', MariadbInstance>;
   const stop = async () => {
