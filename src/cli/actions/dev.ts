@@ -1,4 +1,4 @@
-import { DevCluster, devUp, type DevClusterExtension, type DevServerDetail, type DevServerStatus } from '../../ops/dev-cluster.js';
+import { DevCluster, devAddPair, devUp, type DevClusterExtension, type DevServerDetail, type DevServerStatus } from '../../ops/dev-cluster.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { textTable } from '../text-table.js';
 
@@ -25,6 +25,7 @@ export interface UpOptions {
   shards?: number;
   modShards?: number;
   init: boolean;
+  semiSync?: boolean;
   json?: boolean;
 }
 
@@ -35,6 +36,7 @@ export async function devUpCommand(opts: UpOptions, extensions: DevClusterExtens
     ...(opts.pairs !== undefined ? { pairs: opts.pairs } : {}),
     ...(opts.shards !== undefined ? { shards: opts.shards } : {}),
     ...(opts.modShards !== undefined ? { modShards: opts.modShards } : {}),
+    ...(opts.semiSync ? { semiSync: true } : {}),
     skipInit: !opts.init,
     extensions,
     log: (m) => process.stderr.write(`shardkit: ${m}\n`),
@@ -60,4 +62,10 @@ export async function devStatusCommand(opts: { dir: string; json?: boolean }): P
 export async function devDownCommand(opts: { dir: string }): Promise<void> {
   const stopped = await DevCluster.require(opts.dir).down();
   process.stdout.write(stopped.length > 0 ? `stopped ${stopped.join(', ')}\n` : 'nothing was running\n');
+}
+
+export async function devAddPairCommand(opts: { dir: string; json?: boolean }): Promise<void> {
+  const added = await devAddPair(opts.dir, { log: (m) => process.stderr.write(`shardkit: ${m}\n`) });
+  if (opts.json) process.stdout.write(`${JSON.stringify(added)}\n`);
+  else process.stdout.write(`added pair ${added.pair}: master ${added.master}, slave ${added.slave} (in the config's hosts, in no range yet)\n`);
 }

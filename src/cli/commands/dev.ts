@@ -55,6 +55,7 @@ export function register(program: Command): void {
     .option('--pairs <n>', `master/slave pairs (first run only; default ${HELP_DEFAULT_DEV_PAIRS})`, intOption('--pairs', 1, 64))
     .option('--shards <n>', `object shards, spread evenly over the pairs (first run only; default ${HELP_DEFAULT_DEV_SHARDS})`, intOption('--shards', 1, 65536))
     .option('--mod-shards <n>', 'mod shards (lookup fleet) on the same pairs (first run only; default: --shards)', intOption('--mod-shards', 1, 65536))
+    .option('--semi-sync', 'semi-synchronous replication (AFTER_SYNC, 2 s timeout) on every pair, so an emergency failover loses no acknowledged write while the slave is connected (first run only)')
     .option('--no-init', 'start the servers but do not create the shards')
     .option('--json', 'print `dev status --json` when done');
   for (const o of devUpExtensionOptions) {
@@ -77,6 +78,13 @@ export function register(program: Command): void {
     .requiredOption('--dir <dir>', 'directory given to `dev up`')
     .option('--json', 'print an array of {name, role, host, port, socket, pid, master, replicationLagSeconds}')
     .action(action(async (opts: { dir: string; json?: boolean }) => (await import('../actions/dev.js')).devStatusCommand(opts)));
+
+  dev
+    .command('add-pair')
+    .description('Start one more empty master/slave pair in the dev cluster (the target of a shard move), add it to DIR/shardkit.json hosts (not to the map) and print its names; its master stays read-only until the map names it master')
+    .requiredOption('--dir <dir>', 'directory given to `dev up`')
+    .option('--json', 'print {pair, master, slave}')
+    .action(action(async (opts: { dir: string; json?: boolean }) => (await import('../actions/dev.js')).devAddPairCommand(opts)));
 
   dev
     .command('down')

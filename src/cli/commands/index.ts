@@ -12,6 +12,7 @@ import * as modshard from './modshard.js';
 import * as topology from './topology.js';
 import * as shards from './shards.js';
 import * as wc from './wc.js';
+import * as failover from './failover.js';
 
 interface CommandModule {
   register(program: Command): void;
@@ -21,7 +22,7 @@ interface CommandModule {
  * Each command file exports `register(program)`, which only defines the commands: their
  * actions import the implementation (src/cli/actions/) when they run. Add new ones here.
  */
-const modules: CommandModule[] = [id, modshard, topology, shards, tickets, dev, init, schema, mappings, wc, serve, auth, demo];
+const modules: CommandModule[] = [id, modshard, topology, shards, tickets, dev, init, schema, mappings, wc, failover, serve, auth, demo];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

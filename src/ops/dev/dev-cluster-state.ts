@@ -12,6 +12,13 @@ export interface DevServer {
   master?: string;
   /** Relative to the cluster directory. */
   dir: string;
+  /**
+   * A failed master after an emergency failover: it may hold writes its slave never got, so
+   * `dev up` starts it read-only without replication until `shardkit pair rebuild-slave` rebuilds it.
+   */
+  rebuild?: boolean;
+  /** The pair a master/slave belongs to (its gtid_domain_id); absent on older clusters (see pairOf). */
+  pair?: number;
 }
 
 /** `D/cluster.json`: what `dev up` created, so later commands (any process) can manage it. */
@@ -43,8 +50,8 @@ export function pairNames(i: number): { master: string; slave: string } {
 export function pairServers(i: number): DevServer[] {
   const { master, slave } = pairNames(i);
   return [
-    { name: master, role: 'master', dir: join('servers', master) },
-    { name: slave, role: 'slave', master, dir: join('servers', slave) },
+    { name: master, role: 'master', dir: join('servers', master), pair: i },
+    { name: slave, role: 'slave', master, dir: join('servers', slave), pair: i },
   ];
 }
 
@@ -74,3 +81,13 @@ export function readState(file: string): DevClusterState | undefined {
     throw new ShardKitError('INVALID_CONFIG', `${file} is not valid JSON: ${(err as Error).message}`);
   }
 }
+
+/** The pair number of a master/slave server (recorded, or read from its name MySQLnnnA/B). */
+export function pairOf(server: DevServer): number | undefined {
+  if (server.pair !== undefined) return server.pair;
+  const m = /^MySQL(\d+)[AB]$/.exec(server.name);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** True for the servers of master/slave pairs (not ticket servers or other extensions). */
+export const isPairMember = (s: DevServer): boolean => s.role === 'master' || s.role === 'slave';

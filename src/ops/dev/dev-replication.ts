@@ -2,8 +2,17 @@ import type { MysqldSettings } from '../mariadb/mariadb-instance.js';
 import type { DevCluster } from './dev-cluster.js';
 import type { DevServer } from './dev-cluster-state.js';
 
-/** Binlog + GTID settings every pair member gets; slaves are also read-only. */
-export function replicationSettings(role: string): MysqldSettings {
+/** How long a semi-sync master waits for its slave's ack before it falls back to async (ms). */
+export const SEMI_SYNC_TIMEOUT_MS = 2000;
+
+/**
+ * Binlog + GTID settings every pair member gets. Every member starts read-only, masters too:
+ * `dev up` makes writable only the servers the live shard map names master (dev-writable.ts), so
+ * a failed master that comes back cannot take writes. Each pair has its own gtid_domain_id (its
+ * number), so GTIDs of different pairs never collide when one pair replicates from another.
+ * Semi-sync (AFTER_SYNC) is enabled on both sides of every member, since roles swap on failover.
+ */
+export function replicationSettings(role: string, options: { pair?: number; semiSync?: boolean } = {}): MysqldSettings {
   return {
     log_bin: 'mysql-bin',
     binlog_format: 'ROW',
@@ -14,7 +23,14 @@ export function replicationSettings(role: string): MysqldSettings {
     expire_logs_days: 2,
     // Reconnect quickly after the master restarts (default 60 s).
     slave_net_timeout: 10,
-    ...(role === 'slave' ? { read_only: true } : {}),
+    read_only: true,
+    ...(options.pair !== undefined ? { gtid_domain_id: options.pair } : {}),
+    ...(options.semiSync ? {
+      rpl_semi_sync_master_enabled: true,
+      rpl_semi_sync_slave_enabled: true,
+      rpl_semi_sync_master_wait_point: 'AFTER_SYNC',
+      rpl_semi_sync_master_timeout: SEMI_SYNC_TIMEOUT_MS,
+    } : {}),
   };
 }
 

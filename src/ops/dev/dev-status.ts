@@ -36,7 +36,8 @@ export async function devStatus(cluster: DevCluster): Promise<DevServerDetail[]>
       running: pid !== null,
       replication: s.role === 'slave' ? 'down' : '-',
     };
-    if (pid !== null && s.role === 'slave') {
+    if (s.rebuild) row.replication = 'needs rebuild (shardkit pair rebuild-slave)';
+    else if (pid !== null && s.role === 'slave') {
       try {
         const rows = await inst.admin<Array<Record<string, unknown>>>('SHOW SLAVE STATUS');
         const r = rows[0];

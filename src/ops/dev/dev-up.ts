@@ -10,7 +10,8 @@ import { pickFreePort } from '../free-port.js';
 import { initShards, type ShardInitOptions, type ShardInitResult } from '../shard-init.js';
 import { setupAccounts } from './dev-accounts.js';
 import { DevCluster, type DevClusterExtension } from './dev-cluster.js';
-import { newState, writeJsonAtomic } from './dev-cluster-state.js';
+import { isPairMember, newState, pairOf, writeJsonAtomic } from './dev-cluster-state.js';
+import { applyMasterFence } from './dev-writable.js';
 import { replicationSettings, setupReplication } from './dev-replication.js';
 
 export interface DevUpOptions {
@@ -20,6 +21,8 @@ export interface DevUpOptions {
   /** Mod shards (lookup fleet); default: same as shards. */
   modShards?: number;
   extensions?: DevClusterExtension[];
+  /** Semi-synchronous replication (AFTER_SYNC) on every pair (first run only). */
+  semiSync?: boolean;
   /** Skip creating the shards (tests that only need servers). */
   skipInit?: boolean;
   onInitProgress?: ShardInitOptions['onProgress'];
@@ -58,6 +61,9 @@ function openOrCreate(options: DevUpOptions, dir: string): { cluster: DevCluster
     clash('pairs', options.pairs, st.pairs);
     clash('shards', options.shards, st.shards);
     clash('mod shards', options.modShards, st.modShards);
+    if (options.semiSync !== undefined && options.semiSync !== (st.semiSync === true)) {
+      throw new ShardKitError('INVALID_ARGUMENT', `the cluster in ${dir} was made ${st.semiSync ? 'with' : 'without'} --semi-sync: use a new directory to change it`);
+    }
     return { cluster, created: false };
   }
   const pairs = options.pairs ?? DEFAULT_DEV_PAIRS;
@@ -70,7 +76,7 @@ function openOrCreate(options: DevUpOptions, dir: string): { cluster: DevCluster
     }
   }
   mkdirSync(dir, { recursive: true });
-  return { cluster: new DevCluster(dir, newState(pairs, shards, modShards)), created: true };
+  return { cluster: new DevCluster(dir, newState(pairs, shards, modShards, { semiSync: options.semiSync === true })), created: true };
 }
 
 /**
@@ -93,8 +99,9 @@ export async function ensureInstances(c: DevCluster, extraSettings: Map<string, 
       const port = await pickFreePort(usedPorts);
       usedPorts.add(port);
       const extra = extraSettings.get(s.name) ?? {};
+      const pair = pairOf(s);
       const pairExtra = Object.assign({}, ...extensions.map((e) => e.pairSettings?.() ?? {})) as MysqldSettings;
-      const settings = s.role === 'master' || s.role === 'slave' ? { ...replicationSettings(s.role), ...pairExtra, ...extra } : extra;
+      const settings = isPairMember(s) ? { ...replicationSettings(s.role, { ...(pair !== undefined ? { pair } : {}), semiSync: c.state.semiSync === true }), ...pairExtra, ...extra } : extra;
       inst = new MariadbInstance({ name: s.name, dir: join(c.dir, s.dir), port, serverId: nextServerId++, settings });
       // Recorded before cluster.json names it, so every listed server can be loaded later.
       inst.writeFiles();
@@ -160,7 +167,7 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
   const started = await startServers(c, fresh, usedPorts, configWritten, log);
 
   await limit(c.state.servers, 4, (s) => setupAccounts(c, c.instance(s.name)));
-  for (const s of c.serversWithRole('slave')) await setupReplication(c, s);
+  for (const s of c.serversWithRole('slave')) if (!s.rebuild) await setupReplication(c, s);
   for (const ext of extensions) await ext.afterStart?.(c);
 
   if (!configWritten) {
@@ -169,6 +176,8 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
     writeJsonAtomic(c.configPath, config);
     log(`wrote ${c.configPath}`);
   }
+  // Before the shards are created: the app user cannot write to a read-only master.
+  await applyMasterFence(c);
 
   let init: ShardInitResult | undefined;
   if (!options.skipInit) {

@@ -1,0 +1,51 @@
+import { ShardKitError } from '../../errors.js';
+import { openFleet, slaveOf, type FleetContext } from '../../ops/failover/failover-context.js';
+import { emergencyFailover } from '../../ops/failover/emergency-failover.js';
+import { plannedFailover } from '../../ops/failover/planned-failover.js';
+import { rebuildSlave } from '../../ops/failover/rebuild-slave.js';
+import { gtidVariable, gtidWait } from '../../ops/failover/replica.js';
+import { compareHosts } from '../../ops/failover/table-checksums.js';
+import type { FleetCliOptions } from '../commands/failover.js';
+
+const log = (m: string) => process.stderr.write(`shardkit: ${m}\n`);
+
+async function withFleet<T>(opts: FleetCliOptions, fn: (fleet: FleetContext) => Promise<T>): Promise<T> {
+  const fleet = openFleet({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
+  try {
+    return await fn(fleet);
+  } finally {
+    await fleet.close();
+  }
+}
+
+export async function failoverCommand(master: string, opts: FleetCliOptions & { emergency?: boolean }): Promise<void> {
+  const options = { log, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) };
+  const r = await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, options)));
+  if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+  else {
+    process.stdout.write(`${r.kind} failover: ${r.newMaster} is master of the ranges of ${r.oldMaster} (map version ${r.mapVersion}, GTID ${r.position || '-'})\n`);
+    if (r.kind === 'planned') process.stdout.write(`writes were refused for ${r.writePauseMs} ms; ${r.oldMaster} now replicates from ${r.newMaster}\n`);
+    else process.stdout.write(`${r.oldMaster} ${r.oldMasterFenced ? 'answered and is read-only' : 'is down'}; rebuild it: shardkit pair rebuild-slave ${r.newMaster}${opts.dir ? ` --dir ${opts.dir}` : ''}\n`);
+  }
+}
+
+export async function rebuildSlaveCommand(master: string, opts: FleetCliOptions & { slave?: string }): Promise<void> {
+  const r = await withFleet(opts, (f) => rebuildSlave(f, master, { log, ...(opts.slave !== undefined ? { slave: opts.slave } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) }));
+  if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+  else {
+    process.stdout.write(`${r.slave} rebuilt from ${r.master}: ${r.databases} databases copied at ${r.position || '-'}, replicating (map version ${r.mapVersion})\n`);
+    if (r.divergedTransactions > 0) process.stdout.write(`${r.slave} held ${r.divergedTransactions} transactions ${r.master} never received: the writes the failover lost\n`);
+  }
+}
+
+export async function verifyPairCommand(master: string, opts: FleetCliOptions): Promise<void> {
+  const r = await withFleet(opts, async (f) => {
+    const slave = slaveOf(await f.map(), master);
+    const pos = await gtidVariable(f.admin, master, 'gtid_binlog_pos');
+    if (!(await gtidWait(f.admin, slave, pos, opts.timeoutMs ?? 30_000))) throw new ShardKitError('PRECONDITION_FAILED', `slave ${slave} did not reach ${master}'s position ${pos}`);
+    return { master, slave, ...(await compareHosts(f.admin, master, slave)) };
+  });
+  if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
+  else process.stdout.write(r.differing.length === 0 ? `${r.master} and ${r.slave}: ${r.tables} tables identical\n` : `${r.master} and ${r.slave} differ in ${r.differing.length} of ${r.tables} tables: ${r.differing.join(', ')}\n`);
+  if (r.differing.length > 0) process.exitCode = 3;
+}

@@ -1,0 +1,38 @@
+import type { Command } from 'commander';
+import { action, intOption } from '../run-action.js';
+
+export interface FleetCliOptions {
+  config?: string;
+  dir?: string;
+  data?: string;
+  timeoutMs?: number;
+  json?: boolean;
+}
+
+const fleetOptions = (cmd: Command): Command =>
+  cmd
+    .option('--config <file>', 'the shardkit config of a MariaDB fleet (admin and replication accounts from SHARDKIT_ADMIN_USER/_PASSWORD and SHARDKIT_REPL_USER/_PASSWORD)')
+    .option('--dir <dir>', 'a dev cluster (`shardkit dev up --dir`): its config, root over the server sockets')
+    .option('--data <dir>', 'where the config\'s file topology store resolves (default: the config file\'s directory)')
+    .option('--timeout-ms <ms>', 'how long to wait for the slave to catch up (default 30000)', intOption('--timeout-ms', 1, 3_600_000))
+    .option('--json', 'print the result as one JSON object');
+
+export function register(program: Command): void {
+  fleetOptions(program.command('failover <master>'))
+    .description('Promote the slave of <master> on MariaDB: planned (read-only the master, wait for the slave, promote, compare-and-set the map, the old master becomes its slave) or --emergency (the master is gone). docs/failover.md')
+    .option('--emergency', 'the master is gone: stop the slave\'s IO thread, apply its relay log, promote; the old master must be rebuilt (`shardkit pair rebuild-slave`)')
+    .addHelpText('after', `
+Examples:
+  $ shardkit failover MySQL001A --dir ./cluster
+  $ shardkit failover MySQL001A --emergency --config prod.json --json`)
+    .action(action(async (master: string, opts: FleetCliOptions & { emergency?: boolean }) => (await import('../actions/failover.js')).failoverCommand(master, opts)));
+
+  const pair = program.command('pair').description('Master/slave pairs: rebuild a slave, compare master and slave (docs/failover.md)');
+  fleetOptions(pair.command('rebuild-slave <master>'))
+    .description('(Re)build the slave of <master> from a consistent copy (mariadb-dump --gtid) while writes continue, start GTID replication and record it in the map; drops the slave\'s own data (a diverged old master is rebuilt this way); in a dev cluster it starts the server')
+    .option('--slave <host>', 'the host to build (default: the slave the map names for <master>)')
+    .action(action(async (master: string, opts: FleetCliOptions & { slave?: string }) => (await import('../actions/failover.js')).rebuildSlaveCommand(master, opts)));
+  fleetOptions(pair.command('verify <master>'))
+    .description('Wait for the slave of <master> to reach the master\'s position, then compare every table by CHECKSUM TABLE; exit 3 when any differs (quiesce writes to the master first for an exact answer)')
+    .action(action(async (master: string, opts: FleetCliOptions) => (await import('../actions/failover.js')).verifyPairCommand(master, opts)));
+}

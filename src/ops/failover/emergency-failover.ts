@@ -1,0 +1,76 @@
+import { changeShardMap } from '../../topology/change-shard-map.js';
+import { promoteSlave } from '../../topology/map-edits.js';
+import { ShardMap } from '../../topology/shard-map.js';
+import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
+import { adminQuery } from './host-admin.js';
+import { gtidVariable, requireReplicating, waitRelayApplied } from './replica.js';
+
+export interface FailoverResult {
+  kind: 'planned' | 'emergency';
+  oldMaster: string;
+  newMaster: string;
+  /** The new master's GTID position when it was promoted (everything it got from the old one). */
+  position: string;
+  /** The map version that names the new master. */
+  mapVersion: number;
+  /** Emergency: whether the old master answered and was made read-only (else it is down). */
+  oldMasterFenced: boolean;
+  /** Planned: the old master now replicates from the new one. */
+  oldMasterIsSlave: boolean;
+  /** Milliseconds: planned, from read_only on the old master to the new one writable; emergency, the whole command. */
+  writePauseMs: number;
+}
+
+export interface FailoverOptions {
+  /** How long to wait for the slave to apply its relay log / reach the master's position (default 30 s). */
+  timeoutMs?: number;
+  log?: (message: string) => void;
+}
+
+/** The map edit shared by both failovers: promote, validated against the config's hosts, compare-and-set. */
+export async function casPromote(fleet: FleetContext, master: string): Promise<number> {
+  const change = await changeShardMap(fleet.store, (m) => promoteSlave(m, master), {
+    seed: ShardMap.fromJSON(fleet.config.shardMap),
+    hosts: Object.keys(fleet.config.hosts),
+  });
+  return change.after.version;
+}
+
+/**
+ * `shardkit failover <master> --emergency`, the master is gone (Vitess EmergencyReparentShard):
+ * stop the slave's IO thread, let it apply what it received, promote it, compare-and-set the map,
+ * and make it writable. The old master, if it still answers, is made read-only; `dev up` keeps it
+ * read-only (the map names it slave), and it needs `pair rebuild-slave` since it may hold writes
+ * the slave never got (asynchronous replication; semi-sync AFTER_SYNC bounds that to none).
+ */
+export async function emergencyFailover(fleet: FleetContext, master: string, options: FailoverOptions = {}): Promise<FailoverResult> {
+  const started = Date.now();
+  const log = options.log ?? (() => undefined);
+  const { admin } = fleet;
+  const slave = slaveOf(await fleet.map(), master);
+  await requireReplicating(admin, slave, master, { requireIo: false });
+
+  let oldMasterFenced = false;
+  try {
+    const conn = await admin.connect(master, { connectTimeoutMs: 1000 });
+    try {
+      await conn.query('SET GLOBAL read_only = 1');
+      oldMasterFenced = true;
+    } finally {
+      conn.destroy();
+    }
+  } catch {
+    log(`${master} does not answer: it stays out (it starts read-only and the map no longer names it master)`);
+  }
+
+  log(`stopping the IO thread of ${slave} and applying its relay log`);
+  await adminQuery(admin, slave, 'STOP SLAVE IO_THREAD');
+  await waitRelayApplied(admin, slave, options.timeoutMs ?? 30_000);
+  const position = await gtidVariable(admin, slave, 'gtid_current_pos');
+  await adminQuery(admin, slave, 'STOP SLAVE', 'RESET SLAVE ALL');
+  const mapVersion = await casPromote(fleet, master);
+  await adminQuery(admin, slave, 'SET GLOBAL read_only = 0');
+  log(`${slave} is master (map version ${mapVersion}) at ${position}`);
+  recordDevRoles(admin, slave, master, { rebuild: true });
+  return { kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started };
+}

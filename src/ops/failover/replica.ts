@@ -1,0 +1,99 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ShardKitError } from '../../errors.js';
+import { adminQuery, type HostAdmin } from './host-admin.js';
+
+/** The fields of SHOW SLAVE STATUS the fleet tools read. */
+export interface SlaveStatus {
+  masterHost: string;
+  masterPort: number;
+  ioRunning: string;
+  sqlRunning: string;
+  masterLogFile: string;
+  readPos: number;
+  relayMasterLogFile: string;
+  execPos: number;
+  lastError: string;
+}
+
+export async function slaveStatus(admin: HostAdmin, host: string): Promise<SlaveStatus | undefined> {
+  const rows = await adminQuery<Array<Record<string, unknown>>>(admin, host, 'SHOW SLAVE STATUS');
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    masterHost: String(r.Master_Host),
+    masterPort: Number(r.Master_Port),
+    ioRunning: String(r.Slave_IO_Running),
+    sqlRunning: String(r.Slave_SQL_Running),
+    masterLogFile: String(r.Master_Log_File),
+    readPos: Number(r.Read_Master_Log_Pos),
+    relayMasterLogFile: String(r.Relay_Master_Log_File),
+    execPos: Number(r.Exec_Master_Log_Pos),
+    lastError: String(r.Last_IO_Error || r.Last_SQL_Error || ''),
+  };
+}
+
+/**
+ * The slave must be configured to replicate from `master` (its address), with the SQL thread
+ * running; with `requireIo` its IO thread must be connected too (a planned failover). Otherwise
+ * PRECONDITION_FAILED, before anything is changed.
+ */
+export async function requireReplicating(admin: HostAdmin, slave: string, master: string, options: { requireIo: boolean }): Promise<SlaveStatus> {
+  const st = await slaveStatus(admin, slave);
+  const want = admin.address(master);
+  if (!st) throw new ShardKitError('PRECONDITION_FAILED', `slave ${slave} is not replicating (no replication configured): nothing changed`);
+  if (st.masterPort !== want.port || (st.masterHost !== want.host && !(isLoopback(st.masterHost) && isLoopback(want.host)))) {
+    throw new ShardKitError('PRECONDITION_FAILED', `slave ${slave} replicates from ${st.masterHost}:${st.masterPort}, not from ${master} (${want.host}:${want.port}): nothing changed`);
+  }
+  if (st.sqlRunning !== 'Yes' || (options.requireIo && st.ioRunning !== 'Yes')) {
+    throw new ShardKitError('PRECONDITION_FAILED', `slave ${slave} is not replicating from ${master} (io ${st.ioRunning}, sql ${st.sqlRunning}${st.lastError ? `: ${st.lastError}` : ''}): nothing changed`);
+  }
+  return st;
+}
+
+const isLoopback = (h: string) => h === '127.0.0.1' || h === 'localhost' || h === '::1';
+
+/** Waits until the SQL thread has applied everything the IO thread wrote to the relay log. */
+export async function waitRelayApplied(admin: HostAdmin, slave: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const st = await slaveStatus(admin, slave);
+    if (!st) throw new ShardKitError('INTERNAL', `slave ${slave} lost its replication configuration`);
+    if (st.masterLogFile === st.relayMasterLogFile && st.readPos === st.execPos) return;
+    if (st.sqlRunning !== 'Yes') throw new ShardKitError('INTERNAL', `slave ${slave} stopped applying its relay log: ${st.lastError}`);
+    if (Date.now() > deadline) throw new ShardKitError('INTERNAL', `slave ${slave} did not apply its relay log within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+/** MASTER_GTID_WAIT on `slave` for `pos`; false on timeout. */
+export async function gtidWait(admin: HostAdmin, slave: string, pos: string, timeoutMs: number): Promise<boolean> {
+  if (pos === '') return true;
+  const [r] = await adminQuery<Array<{ r: number | string | null }>>(admin, slave, { sql: 'SELECT MASTER_GTID_WAIT(?, ?) AS r', values: [pos, timeoutMs / 1000] });
+  return Number(r?.r) === 0;
+}
+
+export async function gtidVariable(admin: HostAdmin, host: string, name: 'gtid_binlog_pos' | 'gtid_slave_pos' | 'gtid_current_pos'): Promise<string> {
+  const [r] = await adminQuery<Array<{ v: string }>>(admin, host, `SELECT @@GLOBAL.${name} AS v`);
+  return r?.v ?? '';
+}
+
+/** `d-s-n,d-s-n` -> domain -> {server, seq}. */
+export function parseGtidList(text: string): Map<number, { server: number; seq: bigint }> {
+  const out = new Map<number, { server: number; seq: bigint }>();
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [d, s, n] = part.split('-');
+    out.set(Number(d), { server: Number(s), seq: BigInt(n!) });
+  }
+  return out;
+}
+
+/** Makes `slave` replicate from `master` with GTID (`pos`: slave_pos or current_pos) and starts it. */
+export async function pointAt(admin: HostAdmin, slave: string, master: string, pos: 'slave_pos' | 'current_pos'): Promise<void> {
+  const a = admin.address(master);
+  const r = admin.replication;
+  await adminQuery(admin, slave,
+    'STOP SLAVE',
+    'RESET SLAVE ALL',
+    { sql: `CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = ${pos}, MASTER_CONNECT_RETRY = 1`, values: [a.host, a.port, r.user, r.password ?? ''] },
+    'START SLAVE');
+}

@@ -1,0 +1,171 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import mysql from 'mysql2/promise';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { shardkit } from '../mysql/helpers.js';
+import { missingOn, writeLoad, type Ledger } from './ledger.js';
+
+type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
+
+async function openKits(fx: Fixture, n = 2): Promise<ShardKit[]> {
+  return Promise.all(Array.from({ length: n }, () => ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir })));
+}
+
+async function waitUntil(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Load on shards 0 and 1 (both on MySQL001A), kill -9 the master, failover --emergency, load until the new master took writes. */
+async function killAndFailOver(fx: Fixture, kits: ShardKit[]): Promise<{ ledger: Ledger; result: Record<string, unknown>; tookWritesMs: number }> {
+  let release!: () => void;
+  const running = writeLoad(kits, [0, 1], new Promise<void>((r) => (release = r)));
+  // Let writes flow, then crash the master mid-load.
+  await sleep(600);
+  await fx.cluster.instance('MySQL001A').kill();
+  const started = Date.now();
+  const res = await shardkit(['failover', 'MySQL001A', '--emergency', '--dir', fx.dir, '--json']);
+  assert.equal(res.code, 0, res.stderr);
+  const result = JSON.parse(res.stdout) as Record<string, unknown>;
+  // Writes resume on the new master once the services see the new map.
+  await sleep(800);
+  release();
+  const ledger = await running;
+  const after = ledger.acked.filter((a) => a.at > started);
+  assert.ok(after.length > 0, 'writes resumed after the failover');
+  return { ledger, result, tookWritesMs: Math.min(...after.map((a) => a.at)) - started };
+}
+
+async function appWrite(cluster: DevCluster, server: string): Promise<void> {
+  const conn = await mysql.createConnection({ host: '127.0.0.1', port: cluster.instance(server).port, user: cluster.state.appUser, password: cluster.state.appPassword });
+  try {
+    await conn.query("INSERT INTO db00000.pins (data) VALUES ('{}')");
+  } finally {
+    await conn.end();
+  }
+}
+
+describe('failover --emergency with semi-sync: kill -9 under load loses nothing; the old master is fenced and rebuilt (real mariadbd)', () => {
+  let fx: Fixture;
+  let kits: ShardKit[] = [];
+  before(async () => {
+    fx = await startTestCluster({ pairs: 1, shards: 2, modShards: 2, semiSync: true, prefix: 'shardkit-ers-' });
+    kits = await openKits(fx);
+  });
+  after(async () => {
+    await Promise.all(kits.map((k) => k.close()));
+    await fx?.stop();
+  });
+
+  test('kill -9 of the master, failover --emergency: 0 acknowledged writes lost, later writes go to the new master', async (t) => {
+    const { ledger, result, tookWritesMs } = await killAndFailOver(fx, kits);
+    assert.equal(result.newMaster, 'MySQL001B');
+    assert.equal(result.oldMasterFenced, false);
+    const missing = await missingOn(fx.cluster, 'MySQL001B', ledger.acked);
+    t.diagnostic(`${ledger.acked.length} acknowledged, ${missing.length} lost; first write on the new master ${tookWritesMs} ms after the command started; errors ${JSON.stringify([...ledger.errors])}`);
+    assert.deepEqual(missing, []);
+    const map = await kits[0]!.shardMap();
+    assert.equal(map.objectRanges()[0]!.master, 'MySQL001B');
+    assert.equal(map.objectRanges()[0]!.slave, 'MySQL001A');
+  });
+
+  test('the restarted old master refuses writes through the service user, and dev status says it needs a rebuild', async () => {
+    const up = await devUp({ dir: fx.dir, skipInit: true });
+    assert.deepEqual(up.started, ['MySQL001A']);
+    await assert.rejects(appWrite(fx.cluster, 'MySQL001A'), (err: { code?: string }) => err.code === 'ER_OPTION_PREVENTS_STATEMENT');
+    const st = await DevCluster.require(fx.dir).status();
+    assert.match(st.find((r) => r.name === 'MySQL001A')!.replication, /needs rebuild/);
+  });
+
+  test('pair rebuild-slave while writes continue: the old master becomes a replicating slave identical to the new master', async () => {
+    let release!: () => void;
+    const running = writeLoad(kits, [0, 1], new Promise<void>((r) => (release = r)), 1);
+    const res = await shardkit(['pair', 'rebuild-slave', 'MySQL001B', '--dir', fx.dir, '--json']);
+    await sleep(300);
+    release();
+    const ledger = await running;
+    assert.equal(res.code, 0, res.stderr);
+    const r = JSON.parse(res.stdout) as { slave: string; divergedTransactions: number };
+    assert.equal(r.slave, 'MySQL001A');
+    assert.equal(r.divergedTransactions, 0);
+    assert.ok(ledger.acked.length > 0);
+    const verify = await shardkit(['pair', 'verify', 'MySQL001B', '--dir', fx.dir, '--json']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+    const v = JSON.parse(verify.stdout) as { tables: number; differing: string[] };
+    assert.deepEqual(v.differing, []);
+    assert.ok(v.tables > 0);
+    assert.deepEqual(await missingOn(fx.cluster, 'MySQL001A', ledger.acked), []);
+    const st = await DevCluster.require(fx.dir).status();
+    const a = st.find((x) => x.name === 'MySQL001A')!;
+    assert.equal(a.role, 'slave');
+    assert.equal(a.replication, 'running');
+    // Still fenced: a slave never takes the services' writes.
+    await assert.rejects(appWrite(fx.cluster, 'MySQL001A'), (err: { code?: string }) => err.code === 'ER_OPTION_PREVENTS_STATEMENT');
+  });
+});
+
+describe('failover with async replication: bad input changes nothing; kill -9 loss is counted and reported (real mariadbd)', () => {
+  let fx: Fixture;
+  let kits: ShardKit[] = [];
+  before(async () => {
+    fx = await startTestCluster({ pairs: 1, shards: 2, modShards: 2, prefix: 'shardkit-ers-async-' });
+    kits = await openKits(fx);
+  });
+  after(async () => {
+    await Promise.all(kits.map((k) => k.close()));
+    await fx?.stop();
+  });
+
+  const mapVersion = async () => (await kits[0]!.shardMap()).version;
+
+  test('failing over a host that is not a master, or a slave that is not replicating: one clear line, exit 2, nothing changed', async () => {
+    const v = await mapVersion();
+    const notMaster = await shardkit(['failover', 'MySQL001B', '--dir', fx.dir]);
+    assert.equal(notMaster.code, 2);
+    assert.match(notMaster.stderr, /^shardkit: INVALID_ARGUMENT: host MySQL001B is not a master .*it is a slave/);
+    assert.equal(notMaster.stderr.trim().split('\n').length, 1);
+    const unknown = await shardkit(['failover', 'NoSuchHost', '--emergency', '--dir', fx.dir]);
+    assert.equal(unknown.code, 2);
+
+    await fx.cluster.instance('MySQL001B').admin('STOP SLAVE');
+    try {
+      for (const args of [[], ['--emergency']]) {
+        const res = await shardkit(['failover', 'MySQL001A', '--dir', fx.dir, ...args]);
+        assert.equal(res.code, 2, res.stderr);
+        assert.match(res.stderr, /^shardkit: PRECONDITION_FAILED: slave MySQL001B is not replicating from MySQL001A .*nothing changed/);
+      }
+      await fx.cluster.instance('MySQL001B').admin('RESET SLAVE ALL');
+      const res = await shardkit(['failover', 'MySQL001A', '--dir', fx.dir]);
+      assert.match(res.stderr, /PRECONDITION_FAILED: slave MySQL001B is not replicating \(no replication configured\)/);
+    } finally {
+      const { setupReplication } = await import('../../src/ops/dev/dev-replication.js');
+      await setupReplication(fx.cluster, fx.cluster.server('MySQL001B'));
+    }
+    assert.equal(await mapVersion(), v);
+    await appWrite(fx.cluster, 'MySQL001A');
+    const [ro] = await fx.cluster.instance('MySQL001B').admin<Array<{ v: number }>>('SELECT @@GLOBAL.read_only AS v');
+    assert.equal(Number(ro!.v), 1);
+  });
+
+  test('kill -9 under load, failover --emergency: lost acknowledged writes are counted, and rebuild-slave reports what the old master held', async (t) => {
+    const { ledger, result } = await killAndFailOver(fx, kits);
+    assert.equal(result.newMaster, 'MySQL001B');
+    const missing = await missingOn(fx.cluster, 'MySQL001B', ledger.acked);
+    await devUp({ dir: fx.dir, skipInit: true });
+    await assert.rejects(appWrite(fx.cluster, 'MySQL001A'), (err: { code?: string }) => err.code === 'ER_OPTION_PREVENTS_STATEMENT');
+    const res = await shardkit(['pair', 'rebuild-slave', 'MySQL001B', '--dir', fx.dir, '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const r = JSON.parse(res.stdout) as { divergedTransactions: number };
+    t.diagnostic(`async: ${ledger.acked.length} acknowledged, ${missing.length} lost on the new master; the old master held ${r.divergedTransactions} transactions the new one never got`);
+    // Every lost acknowledged write is one of the old master's unreplicated transactions.
+    assert.ok(r.divergedTransactions >= missing.length, `${r.divergedTransactions} >= ${missing.length}`);
+    const verify = await shardkit(['pair', 'verify', 'MySQL001B', '--dir', fx.dir, '--json']);
+    assert.equal(verify.code, 0, verify.stdout + verify.stderr);
+  });
+});
