@@ -1,3 +1,4 @@
+import { ShardKitError } from '../../errors.js';
 import { DevCluster, devAddPair, devUp, type DevClusterExtension, type DevServerDetail, type DevServerStatus } from '../../ops/dev-cluster.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { textTable } from '../text-table.js';
@@ -26,7 +27,13 @@ export interface UpOptions {
   modShards?: number;
   init: boolean;
   semiSync?: boolean;
+  engine?: string;
   json?: boolean;
+}
+
+function engineOption(value: string): 'mariadb' | 'postgres' {
+  if (value !== 'mariadb' && value !== 'postgres') throw new ShardKitError('INVALID_ARGUMENT', `--engine is mariadb or postgres, got ${JSON.stringify(value.slice(0, 40))}`);
+  return value;
 }
 
 export async function devUpCommand(opts: UpOptions, extensions: DevClusterExtension[]): Promise<void> {
@@ -37,6 +44,7 @@ export async function devUpCommand(opts: UpOptions, extensions: DevClusterExtens
     ...(opts.shards !== undefined ? { shards: opts.shards } : {}),
     ...(opts.modShards !== undefined ? { modShards: opts.modShards } : {}),
     ...(opts.semiSync ? { semiSync: true } : {}),
+    ...(opts.engine !== undefined ? { engine: engineOption(opts.engine) } : {}),
     skipInit: !opts.init,
     extensions,
     log: (m) => process.stderr.write(`shardkit: ${m}\n`),

@@ -1,4 +1,5 @@
 import { ShardKitError } from '../../errors.js';
+import { DevCluster } from '../../ops/dev/dev-cluster.js';
 import { openFleet, slaveOf, type FleetContext } from '../../ops/failover/failover-context.js';
 import { emergencyFailover } from '../../ops/failover/emergency-failover.js';
 import { plannedFailover } from '../../ops/failover/planned-failover.js';
@@ -8,6 +9,13 @@ import { compareHosts } from '../../ops/failover/table-checksums.js';
 import type { FleetCliOptions } from '../commands/failover.js';
 
 const log = (m: string) => process.stderr.write(`shardkit: ${m}\n`);
+
+/** The dev cluster of --dir when it is a PostgreSQL one (failover there uses pg_promote / pg_basebackup). */
+async function postgresCluster(opts: FleetCliOptions): Promise<DevCluster | undefined> {
+  if (opts.dir === undefined) return undefined;
+  const c = DevCluster.require(opts.dir);
+  return c.state.engine === 'postgres' ? c : undefined;
+}
 
 async function withFleet<T>(opts: FleetCliOptions, fn: (fleet: FleetContext) => Promise<T>): Promise<T> {
   const fleet = openFleet({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
@@ -20,7 +28,10 @@ async function withFleet<T>(opts: FleetCliOptions, fn: (fleet: FleetContext) => 
 
 export async function failoverCommand(master: string, opts: FleetCliOptions & { emergency?: boolean }): Promise<void> {
   const options = { log, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) };
-  const r = await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, options)));
+  const pgc = await postgresCluster(opts);
+  const r = pgc
+    ? await (opts.emergency ? (await import('../../ops/failover/pg-failover.js')).pgEmergencyFailover(pgc, master) : (await import('../../ops/failover/pg-failover.js')).pgPlannedFailover(pgc, master, options))
+    : await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, options)));
   if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
   else {
     process.stdout.write(`${r.kind} failover: ${r.newMaster} is master of the ranges of ${r.oldMaster} (map version ${r.mapVersion}, GTID ${r.position || '-'})\n`);
@@ -30,6 +41,13 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
 }
 
 export async function rebuildSlaveCommand(master: string, opts: FleetCliOptions & { slave?: string }): Promise<void> {
+  const pgc = await postgresCluster(opts);
+  if (pgc) {
+    const { pgRebuildSlave } = await import('../../ops/failover/pg-failover.js');
+    const p = await pgRebuildSlave(pgc, master, { ...(opts.slave !== undefined ? { slave: opts.slave } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
+    process.stdout.write(opts.json ? `${JSON.stringify(p)}\n` : `${p.slave} rebuilt from ${p.master} (pg_basebackup), streaming (map version ${p.mapVersion})\n`);
+    return;
+  }
   const r = await withFleet(opts, (f) => rebuildSlave(f, master, { log, ...(opts.slave !== undefined ? { slave: opts.slave } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) }));
   if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
   else {

@@ -55,6 +55,7 @@ export function register(program: Command): void {
     .option('--pairs <n>', `master/slave pairs (first run only; default ${HELP_DEFAULT_DEV_PAIRS})`, intOption('--pairs', 1, 64))
     .option('--shards <n>', `object shards, spread evenly over the pairs (first run only; default ${HELP_DEFAULT_DEV_SHARDS})`, intOption('--shards', 1, 65536))
     .option('--mod-shards <n>', 'mod shards (lookup fleet) on the same pairs (first run only; default: --shards)', intOption('--mod-shards', 1, 65536))
+    .option('--engine <engine>', 'mariadb (default) or postgres: PostgreSQL 15 master/standby pairs (streaming replication from pg_basebackup; first run only; default 1 pair, 16 shards)')
     .option('--semi-sync', 'semi-synchronous replication (AFTER_SYNC, 2 s timeout) on every pair, so an emergency failover loses no acknowledged write while the slave is connected (first run only)')
     .option('--no-init', 'start the servers but do not create the shards')
     .option('--json', 'print `dev status --json` when done');

@@ -24,6 +24,8 @@ export interface DevServer {
 /** `D/cluster.json`: what `dev up` created, so later commands (any process) can manage it. */
 export interface DevClusterState {
   version: 1;
+  /** The servers' engine; absent: mariadb. */
+  engine?: 'mariadb' | 'postgres';
   pairs: number;
   shards: number;
   modShards: number;

@@ -100,11 +100,13 @@ export class DevCluster {
 
   /** Every server's status; replication state is read from the running slaves. */
   async status(): Promise<DevServerDetail[]> {
+    if (this.state.engine === 'postgres') return (await import('./dev-postgres.js')).devPgStatus(this);
     return devStatus(this);
   }
 
   /** Stops every server (clean shutdown, concurrently); resolves when none is running. */
   async down(): Promise<string[]> {
+    if (this.state.engine === 'postgres') return (await import('./dev-postgres.js')).devPgDown(this);
     const stopped: string[] = [];
     await Promise.all(this.state.servers.map(async (s) => {
       const inst = this.instance(s.name);

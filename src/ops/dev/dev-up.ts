@@ -21,6 +21,8 @@ export interface DevUpOptions {
   /** Mod shards (lookup fleet); default: same as shards. */
   modShards?: number;
   extensions?: DevClusterExtension[];
+  /** mariadb (default) or postgres (first run only; later runs use the cluster's). */
+  engine?: 'mariadb' | 'postgres';
   /** Semi-synchronous replication (AFTER_SYNC) on every pair (first run only). */
   semiSync?: boolean;
   /** Skip creating the shards (tests that only need servers). */
@@ -147,6 +149,14 @@ export async function startServers(c: DevCluster, fresh: Set<string>, usedPorts:
  * A second call starts whatever is not running, keeping the data.
  */
 export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
+  const existing = DevCluster.open(options.dir);
+  if (existing && options.engine !== undefined && options.engine !== (existing.state.engine ?? 'mariadb')) {
+    throw new ShardKitError('INVALID_ARGUMENT', `the cluster in ${resolve(options.dir)} is a ${existing.state.engine ?? 'mariadb'} cluster: use another directory for --engine ${options.engine}`);
+  }
+  if ((existing?.state.engine ?? options.engine) === 'postgres') {
+    if (options.semiSync || (options.extensions ?? []).length > 0) throw new ShardKitError('INVALID_ARGUMENT', '--semi-sync and extensions (ticket servers) are MariaDB dev cluster options');
+    return (await import('./dev-postgres.js')).devUpPostgres(options);
+  }
   findMariadbBinaries();
   const log = options.log ?? (() => undefined);
   const dir = resolve(options.dir);

@@ -81,7 +81,18 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
     const refusal = this.down.refusal(PG_HOST_DOWN);
     if (refusal !== undefined) throw refusal;
     try {
-      return await this.pool.connect();
+      const client = await this.pool.connect();
+      // pg-pool listens for 'error' only on idle clients: a checked-out client whose server ends
+      // the session between two queries (a fast shutdown or failover: 57P01) would emit an
+      // unhandled 'error' and crash the process. The query in flight still fails on its own.
+      const onError = (e: unknown) => this.down.mark(codeDriverError(e));
+      client.on('error', onError);
+      const release = client.release.bind(client);
+      client.release = (destroy?: boolean | Error) => {
+        client.removeListener('error', onError);
+        return release(destroy);
+      };
+      return client;
     } catch (err) {
       codeDriverError(err);
       this.down.mark(err);

@@ -1,0 +1,179 @@
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { defaultConfig, parseConfig, type ConfigInput } from '../../config/config.js';
+import { ShardKitError } from '../../errors.js';
+import { postgresBackendFromConfig } from '../../kit/backends-from-config.js';
+import { evenRanges, type ShardMapJson } from '../../topology/shard-map.js';
+import { pickFreePort } from '../free-port.js';
+import { PostgresServer } from '../postgres/postgres-server.js';
+import { initShards, type ShardInitResult } from '../shard-init.js';
+import { DevCluster } from './dev-cluster.js';
+import { pad3, writeJsonAtomic, type DevClusterState, type DevServer } from './dev-cluster-state.js';
+import type { DevServerDetail } from './dev-status.js';
+import type { DevUpOptions, DevUpResult } from './dev-up.js';
+import { liveShardMap, mastersOf } from './dev-writable.js';
+
+export const PG_DATABASE = 'shardkit';
+
+const pgName = (i: number, role: 'master' | 'slave') => `PG${pad3(i)}${role === 'master' ? 'A' : 'B'}`;
+
+/** The PostgreSQL server of a dev cluster made with `--engine postgres`. */
+export function pgServer(cluster: DevCluster, name: string): PostgresServer {
+  const s = cluster.server(name);
+  const server = PostgresServer.load(join(cluster.dir, s.dir));
+  if (!server) throw new ShardKitError('NOT_FOUND', `server ${name} has no instance.json in ${join(cluster.dir, s.dir)}`);
+  return server;
+}
+
+export const isPostgresCluster = (c: DevCluster): boolean => c.state.engine === 'postgres';
+
+function newPgState(pairs: number, shards: number, modShards: number): DevClusterState {
+  const servers: DevServer[] = [];
+  for (let i = 1; i <= pairs; i++) {
+    servers.push({ name: pgName(i, 'master'), role: 'master', dir: join('servers', pgName(i, 'master')), pair: i });
+    servers.push({ name: pgName(i, 'slave'), role: 'slave', master: pgName(i, 'master'), dir: join('servers', pgName(i, 'slave')), pair: i });
+  }
+  // Trust authentication on loopback: the dev servers have no passwords.
+  return { version: 1, engine: 'postgres', pairs, shards, modShards, appUser: 'postgres', appPassword: '', replUser: 'postgres', replPassword: '', servers };
+}
+
+function pgShardMap(state: DevClusterState): ShardMapJson {
+  return {
+    version: 1,
+    ranges: evenRanges(state.shards, state.pairs, pgName, true),
+    modShards: { count: state.modShards, ranges: evenRanges(state.modShards, state.pairs, pgName) },
+  };
+}
+
+/**
+ * `shardkit dev up --engine postgres`: master/standby pairs of PostgreSQL 15 (the standby a
+ * streaming replica made by pg_basebackup), on loopback ports with their own data directories,
+ * a config in D/shardkit.json and every shard created. Later runs restart what is down; a server
+ * the live map does not name master starts as a standby (standby.signal): a failed master that
+ * comes back is read-only.
+ */
+export async function devUpPostgres(options: DevUpOptions): Promise<DevUpResult> {
+  const log = options.log ?? (() => undefined);
+  const dir = resolve(options.dir);
+  let cluster = DevCluster.open(dir);
+  const created = cluster === undefined;
+  if (cluster && !isPostgresCluster(cluster)) throw new ShardKitError('INVALID_ARGUMENT', `the cluster in ${dir} is a MariaDB cluster: use another directory for --engine postgres`);
+  if (!cluster) {
+    const pairs = options.pairs ?? 1;
+    const shards = options.shards ?? 16;
+    const modShards = options.modShards ?? shards;
+    if (!Number.isInteger(pairs) || pairs < 1 || pairs > 16) throw new ShardKitError('INVALID_ARGUMENT', `--pairs must be in 1..16 for postgres, got ${pairs}`);
+    for (const [what, n] of [['--shards', shards], ['--mod-shards', modShards]] as const) {
+      if (!Number.isInteger(n) || n < pairs || n % pairs !== 0 || n > 65536) throw new ShardKitError('INVALID_ARGUMENT', `${what} must be a multiple of --pairs (${pairs}) in ${pairs}..65536, got ${n}`);
+    }
+    mkdirSync(join(dir, 'servers'), { recursive: true });
+    cluster = new DevCluster(dir, newPgState(pairs, shards, modShards));
+    cluster.save();
+  }
+  const c = cluster;
+  // As root the servers run as the postgres user, which must be able to reach their directories.
+  chmodSync(dir, 0o755);
+  mkdirSync(join(dir, 'servers'), { recursive: true });
+  chmodSync(join(dir, 'servers'), 0o755);
+
+  const used = new Set<number>();
+  for (const s of c.state.servers) {
+    const existing = PostgresServer.load(join(dir, s.dir));
+    if (existing) used.add(existing.port);
+  }
+  for (const s of c.state.servers) {
+    if (PostgresServer.load(join(dir, s.dir))) continue;
+    const port = await pickFreePort(used);
+    used.add(port);
+    new PostgresServer({ name: s.name, dir: join(dir, s.dir), port }).writeFiles();
+  }
+
+  const configWritten = existsSync(c.configPath);
+  const masters = configWritten ? mastersOf(await liveShardMap(c)) : new Set(c.serversWithRole('master').map((s) => s.name));
+  const started: string[] = [];
+  const start = async (s: DevServer) => {
+    const server = pgServer(c, s.name);
+    if (server.isRunning()) return;
+    log(`starting ${s.name} on 127.0.0.1:${server.port}`);
+    await server.start();
+    started.push(s.name);
+  };
+  for (const s of c.state.servers.filter((x) => masters.has(x.name))) {
+    const server = pgServer(c, s.name);
+    if (!server.isInitialized()) {
+      log(`creating ${s.name} in ${server.dir}`);
+      await server.initMaster();
+    }
+    await start(s);
+    const have = await server.sql('SELECT 1 FROM pg_database WHERE datname = $1', [PG_DATABASE]);
+    if (have.length === 0) await server.sql(`CREATE DATABASE ${PG_DATABASE}`);
+  }
+  for (const s of c.state.servers.filter((x) => !masters.has(x.name))) {
+    const server = pgServer(c, s.name);
+    if (!server.isInitialized()) {
+      log(`creating ${s.name} as a standby of ${s.master} (pg_basebackup)`);
+      await server.initStandbyOf(pgServer(c, s.master!));
+    }
+    server.markStandby();
+    await start(s);
+  }
+
+  if (!configWritten) {
+    const hosts: Record<string, { host: string; port: number }> = {};
+    for (const s of c.state.servers) hosts[s.name] = { host: '127.0.0.1', port: pgServer(c, s.name).port };
+    const config: ConfigInput = {
+      storage: { backend: 'postgres', user: 'postgres', database: PG_DATABASE, poolSize: 10, connectTimeoutMs: 2000, queryTimeoutMs: 5000 },
+      hosts,
+      shardMap: pgShardMap(c.state),
+      topologyStore: { kind: 'file', path: join(dir, 'topology.json') },
+      schema: defaultConfig().schema,
+    };
+    parseConfig(config);
+    writeJsonAtomic(c.configPath, config);
+    log(`wrote ${c.configPath}`);
+  }
+
+  let init: ShardInitResult | undefined;
+  if (!options.skipInit) {
+    const config = c.config();
+    const backend = postgresBackendFromConfig(config);
+    try {
+      init = await initShards(backend, await liveShardMap(c), { concurrencyPerHost: 4 });
+    } finally {
+      await backend.close();
+    }
+  }
+  return { cluster: c, created, started, ...(init ? { init } : {}) };
+}
+
+/** `dev status` rows of a postgres cluster: a standby's replication is its WAL receiver's state. */
+export async function devPgStatus(c: DevCluster): Promise<DevServerDetail[]> {
+  return Promise.all(c.state.servers.map(async (s) => {
+    const server = pgServer(c, s.name);
+    const pid = server.pid ?? null;
+    const row: DevServerDetail = { name: s.name, role: s.role, host: server.host, port: server.port, socket: server.socket, pid, master: s.master ?? null, replicationLagSeconds: null, running: pid !== null, replication: s.role === 'slave' ? 'down' : '-' };
+    if (s.rebuild) row.replication = 'needs rebuild (shardkit pair rebuild-slave)';
+    else if (pid !== null && s.role === 'slave') {
+      try {
+        const [r] = await server.sql<{ status: string | null; lag: string | null }>("SELECT (SELECT status FROM pg_stat_wal_receiver) AS status, EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::text AS lag");
+        row.replication = r?.status === 'streaming' ? 'running' : `not streaming (${r?.status ?? 'no WAL receiver'})`;
+        row.replicationLagSeconds = r?.lag == null ? null : Math.max(0, Math.round(Number(r.lag)));
+      } catch (err) {
+        row.replication = `unknown: ${(err as Error).message}`;
+      }
+    }
+    return row;
+  }));
+}
+
+export async function devPgDown(c: DevCluster): Promise<string[]> {
+  const stopped: string[] = [];
+  for (const s of c.state.servers) {
+    const server = pgServer(c, s.name);
+    if (!server.isRunning()) continue;
+    await server.stop();
+    stopped.push(s.name);
+  }
+  return stopped;
+}
+

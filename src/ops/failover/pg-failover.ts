@@ -1,0 +1,155 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ShardKitError } from '../../errors.js';
+import { changeShardMap } from '../../topology/change-shard-map.js';
+import { createTopologyStore } from '../../topology/index.js';
+import { promoteSlave } from '../../topology/map-edits.js';
+import { ShardMap } from '../../topology/shard-map.js';
+import type { TopologyStore } from '../../topology/topology-store.js';
+import type { DevCluster } from '../dev/dev-cluster.js';
+import { pgServer } from '../dev/dev-postgres.js';
+import { liveShardMap } from '../dev/dev-writable.js';
+import type { PostgresServer } from '../postgres/postgres-server.js';
+import type { FailoverResult } from './emergency-failover.js';
+import { slaveOf } from './failover-context.js';
+import { setSlave } from './set-slave.js';
+
+/**
+ * Failover and rebuild-slave for a PostgreSQL dev cluster (`dev up --engine postgres`): promote
+ * with pg_promote(), rebuild with pg_basebackup. These need the servers' data directories, so they
+ * work on a dev cluster only (--dir); a remote fleet is not covered (docs/failover.md).
+ */
+
+async function withStore<T>(c: DevCluster, fn: (store: TopologyStore) => Promise<T>): Promise<T> {
+  const store = createTopologyStore(c.config().topologyStore, { dataDir: c.dir });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function cas(c: DevCluster, edit: (m: ShardMap) => ReturnType<typeof promoteSlave>): Promise<number> {
+  const config = c.config();
+  return withStore(c, async (store) => (await changeShardMap(store, edit, { seed: ShardMap.fromJSON(config.shardMap), hosts: Object.keys(config.hosts) })).after.version);
+}
+
+/** The standby must be in recovery and configured to stream from `master` (streaming too, when `requireStreaming`). */
+async function requireStandbyOf(standby: PostgresServer, master: PostgresServer, requireStreaming: boolean): Promise<void> {
+  let row: { rec: boolean; status: string | null; conninfo: string } | undefined;
+  try {
+    [row] = await standby.sql<{ rec: boolean; status: string | null; conninfo: string }>("SELECT pg_is_in_recovery() AS rec, (SELECT status FROM pg_stat_wal_receiver) AS status, current_setting('primary_conninfo') AS conninfo");
+  } catch (err) {
+    throw new ShardKitError('PRECONDITION_FAILED', `standby ${standby.name} does not answer (${(err as Error).message}): nothing changed`);
+  }
+  if (!row?.rec) throw new ShardKitError('PRECONDITION_FAILED', `slave ${standby.name} is not replicating (it is not in recovery): nothing changed`);
+  if (!new RegExp(`\\bport=${master.port}\\b`).test(row.conninfo)) throw new ShardKitError('PRECONDITION_FAILED', `slave ${standby.name} does not stream from ${master.name} (primary_conninfo: ${row.conninfo || 'none'}): nothing changed`);
+  if (requireStreaming && row.status !== 'streaming') throw new ShardKitError('PRECONDITION_FAILED', `slave ${standby.name} is not replicating from ${master.name} (WAL receiver: ${row.status ?? 'none'}): nothing changed`);
+}
+
+async function promote(server: PostgresServer): Promise<string> {
+  const [r] = await server.sql<{ ok: boolean }>('SELECT pg_promote(true, 60) AS ok');
+  if (!r?.ok) throw new ShardKitError('INTERNAL', `pg_promote() on ${server.name} did not finish within 60 s`);
+  const [lsn] = await server.sql<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+  return lsn?.lsn ?? '';
+}
+
+function recordRoles(c: DevCluster, master: string, slave: string, rebuild: boolean): void {
+  const m = c.server(master);
+  m.role = 'master';
+  delete m.master;
+  delete m.rebuild;
+  const s = c.server(slave);
+  s.role = 'slave';
+  s.master = master;
+  if (rebuild) s.rebuild = true;
+  else delete s.rebuild;
+  c.save();
+}
+
+/**
+ * Planned: stop the old master cleanly (the fence: its clients get connection errors, retryable;
+ * a clean shutdown sends all its WAL to the standby), wait until the standby replayed the old
+ * master's shutdown checkpoint, pg_promote(), compare-and-set the map, restart the old master as a
+ * standby of the new one (it follows the new timeline).
+ */
+export async function pgPlannedFailover(c: DevCluster, master: string, options: { timeoutMs?: number } = {}): Promise<FailoverResult> {
+  const slave = slaveOf(await liveShardMap(c), master);
+  const old = pgServer(c, master);
+  const next = pgServer(c, slave);
+  await requireStandbyOf(next, old, true);
+  const fencedAt = Date.now();
+  await old.stop();
+  const lsn = await old.checkpointLsn();
+  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+  for (;;) {
+    const [r] = await next.sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]);
+    if (r?.ok) break;
+    if (Date.now() > deadline) {
+      await old.start();
+      throw new ShardKitError('PRECONDITION_FAILED', `standby ${slave} did not replay ${lsn} in time: ${master} was restarted as master and nothing changed`);
+    }
+    await sleep(20);
+  }
+  const position = await promote(next);
+  const mapVersion = await cas(c, (m) => promoteSlave(m, master));
+  const writePauseMs = Date.now() - fencedAt;
+  old.markStandby();
+  old.setPrimary(next);
+  await old.start();
+  recordRoles(c, slave, master, false);
+  return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs };
+}
+
+/** Emergency: the master is gone; promote the standby, compare-and-set the map; the old master needs a rebuild. */
+export async function pgEmergencyFailover(c: DevCluster, master: string): Promise<FailoverResult> {
+  const started = Date.now();
+  const slave = slaveOf(await liveShardMap(c), master);
+  const old = pgServer(c, master);
+  const next = pgServer(c, slave);
+  await requireStandbyOf(next, old, false);
+  // Never a writer again: if it still runs, stop it; any later start is as a standby.
+  let oldMasterFenced = false;
+  if (old.isRunning()) {
+    await old.stop().catch(() => old.kill());
+    oldMasterFenced = true;
+  }
+  old.markStandby();
+  const position = await promote(next);
+  const mapVersion = await cas(c, (m) => promoteSlave(m, master));
+  recordRoles(c, slave, master, true);
+  return { kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started };
+}
+
+export interface PgRebuildResult {
+  master: string;
+  slave: string;
+  mapVersion: number;
+}
+
+/** rebuild-slave: the slave's datadir is replaced by pg_basebackup -R of the master, then it streams. */
+export async function pgRebuildSlave(c: DevCluster, master: string, options: { slave?: string; timeoutMs?: number } = {}): Promise<PgRebuildResult> {
+  const map = await liveShardMap(c);
+  const json = map.toJSON();
+  const all = [...json.ranges, ...json.modShards.ranges];
+  const mastered = all.filter((r) => r.master === master);
+  if (mastered.length === 0) throw new ShardKitError('INVALID_ARGUMENT', `host ${master} is not a master in the shard map (version ${map.version}): nothing changed`);
+  const named = new Set(mastered.map((r) => r.slave).filter((s): s is string => s !== undefined));
+  const slave = options.slave ?? (named.size === 1 ? [...named][0]! : undefined);
+  if (slave === undefined) throw new ShardKitError('INVALID_ARGUMENT', `the map names no single slave for ${master}: give --slave HOST`);
+  if (all.some((r) => r.master === slave)) throw new ShardKitError('INVALID_ARGUMENT', `host ${slave} is a master in the map: it cannot be rebuilt as a slave`);
+  const target = pgServer(c, slave);
+  const source = pgServer(c, master);
+  await target.stop().catch(() => target.kill());
+  await target.initStandbyOf(source);
+  await target.start();
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  for (;;) {
+    const [r] = await target.sql<{ status: string | null }>('SELECT (SELECT status FROM pg_stat_wal_receiver) AS status');
+    if (r?.status === 'streaming') break;
+    if (Date.now() > deadline) throw new ShardKitError('INTERNAL', `${slave} was rebuilt but does not stream from ${master}`);
+    await sleep(50);
+  }
+  const mapVersion = await cas(c, (m) => setSlave(m, master, slave));
+  recordRoles(c, master, slave, false);
+  return { master, slave, mapVersion };
+}

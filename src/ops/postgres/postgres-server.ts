@@ -1,0 +1,215 @@
+import { execFile } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { ShardKitError } from '../../errors.js';
+import { DEFAULT_POSTGRES_BIN } from './postgres-instance.js';
+
+/** What identifies one persistent local PostgreSQL server; saved as `<dir>/instance.json`. */
+export interface PostgresServerSpec {
+  name: string;
+  dir: string;
+  port: number;
+}
+
+/**
+ * Small-memory settings for dev servers. Unlike PostgresInstance (a throwaway test server), these
+ * keep fsync on: they hold a developer's data across restarts. Streaming replication needs
+ * wal_level=replica (the default) and wal senders; hot_standby lets `dev status` read a standby.
+ */
+const SETTINGS: Record<string, string | number> = {
+  listen_addresses: '127.0.0.1',
+  shared_buffers: '16MB',
+  max_connections: 100,
+  max_wal_senders: 5,
+  wal_keep_size: '64MB',
+  hot_standby: 'on',
+  logging_collector: 'off',
+  log_min_messages: 'warning',
+};
+
+function osUser(name: string): { uid: number; gid: number } | undefined {
+  for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+    const f = line.split(':');
+    if (f[0] === name && f.length >= 4) return { uid: Number(f[2]), gid: Number(f[3]) };
+  }
+  return undefined;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One local PostgreSQL 15 server that outlives the process that started it (`pg_ctl start`), like
+ * MariadbInstance: its datadir, socket and log under `dir`, 127.0.0.1 only, trust authentication
+ * on loopback (superuser `postgres`). As root, everything runs as the `postgres` system user.
+ */
+export class PostgresServer {
+  readonly name: string;
+  readonly dir: string;
+  readonly port: number;
+  private readonly binDir = process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN;
+  private readonly runAs = process.getuid?.() === 0 ? osUser('postgres') : undefined;
+
+  constructor(spec: PostgresServerSpec) {
+    this.name = spec.name;
+    this.dir = resolve(spec.dir);
+    this.port = spec.port;
+    if (process.getuid?.() === 0 && !this.runAs) throw new ShardKitError('MISSING_DEPENDENCY', 'running as root and there is no "postgres" system user to run PostgreSQL as (apt-get install postgresql)');
+  }
+
+  static load(dir: string): PostgresServer | undefined {
+    const file = join(resolve(dir), 'instance.json');
+    if (!existsSync(file)) return undefined;
+    return new PostgresServer({ ...(JSON.parse(readFileSync(file, 'utf8')) as PostgresServerSpec), dir });
+  }
+
+  get host(): '127.0.0.1' {
+    return '127.0.0.1';
+  }
+  get dataDir(): string {
+    return join(this.dir, 'data');
+  }
+  get socket(): string {
+    return join(this.dir, `.s.PGSQL.${this.port}`);
+  }
+  get logFile(): string {
+    return join(this.dir, 'postgres.log');
+  }
+
+  writeFiles(): void {
+    mkdirSync(this.dir, { recursive: true });
+    writeFileSync(join(this.dir, 'instance.json.tmp'), `${JSON.stringify({ name: this.name, dir: this.dir, port: this.port }, null, 2)}\n`);
+    renameSync(join(this.dir, 'instance.json.tmp'), join(this.dir, 'instance.json'));
+    this.own(this.dir);
+  }
+
+  /** As root, hands `path` (recursively) to the postgres user, which runs the server. */
+  private own(path: string): void {
+    if (!this.runAs) return;
+    chownSync(path, this.runAs.uid, this.runAs.gid);
+    if (statSync(path).isDirectory()) for (const f of readdirSync(path)) this.own(join(path, f));
+  }
+
+  private run(bin: string, args: string[], timeoutMs = 120_000): Promise<string> {
+    return new Promise((done, fail) => {
+      execFile(join(this.binDir, bin), args, {
+        ...(this.runAs ? { uid: this.runAs.uid, gid: this.runAs.gid } : {}),
+        cwd: this.dir, timeout: timeoutMs, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' },
+      }, (err, stdout, stderr) => {
+        if (err) fail(new ShardKitError('INTERNAL', `${bin} for ${this.name} failed: ${(stderr || err.message).trim().split('\n').slice(-2).join(' | ')}`));
+        else done(stdout);
+      });
+    });
+  }
+
+  /** The LSN of the last checkpoint in the control file: after a clean stop, the end of its WAL. */
+  async checkpointLsn(): Promise<string> {
+    const out = await this.run('pg_controldata', ['-D', this.dataDir]);
+    const m = /Latest checkpoint location:\s*([0-9A-F]+\/[0-9A-F]+)/.exec(out);
+    if (!m) throw new ShardKitError('INTERNAL', `pg_controldata of ${this.name} shows no checkpoint location`);
+    return m[1]!;
+  }
+
+  isInitialized(): boolean {
+    return existsSync(join(this.dataDir, 'PG_VERSION'));
+  }
+
+  /** A new, empty master datadir (initdb), unless one exists. */
+  async initMaster(): Promise<void> {
+    this.writeFiles();
+    if (this.isInitialized()) return;
+    await this.run('initdb', ['-D', this.dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C']);
+  }
+
+  /**
+   * Replaces the datadir with a streaming standby of `master` (pg_basebackup -R: a consistent
+   * copy plus standby.signal and primary_conninfo). The server must be stopped.
+   */
+  async initStandbyOf(master: PostgresServer): Promise<void> {
+    if (this.pid !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `${this.name} is running: stop it before rebuilding it`);
+    this.writeFiles();
+    rmSync(this.dataDir, { recursive: true, force: true });
+    await this.run('pg_basebackup', ['-h', master.host, '-p', String(master.port), '-U', 'postgres', '-D', this.dataDir, '-R', '-X', 'stream', '-c', 'fast']);
+  }
+
+  /** Makes the server start as a standby (read-only) even if it was a primary: the fence for a failed master. */
+  markStandby(): void {
+    if (!this.isInitialized()) return;
+    const file = join(this.dataDir, 'standby.signal');
+    if (!existsSync(file)) {
+      writeFileSync(file, '');
+      this.own(file);
+    }
+  }
+
+  get pid(): number | undefined {
+    try {
+      const pid = Number(readFileSync(join(this.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      return Number.isSafeInteger(pid) && pid > 0 && alive(pid) ? pid : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  isRunning(): boolean {
+    return this.pid !== undefined;
+  }
+
+  async start(): Promise<void> {
+    if (this.isRunning()) return;
+    const opts = [`-p ${this.port}`, `-k ${this.dir}`, ...Object.entries(SETTINGS).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
+    // Right after a kill -9 the old backends may still hold the shared memory for a moment.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.run('pg_ctl', ['-D', this.dataDir, '-l', this.logFile, '-o', opts, '-w', '-t', '60', 'start']);
+        return;
+      } catch (err) {
+        if (attempt >= 5 || this.isRunning()) throw err;
+        await sleep(500);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (!this.isRunning()) return;
+    await this.run('pg_ctl', ['-D', this.dataDir, '-m', 'fast', '-w', '-t', '60', 'stop']);
+  }
+
+  /** kill -9 of the postmaster (a crash); resolves once it is gone (its backends follow it). */
+  async kill(): Promise<void> {
+    const pid = this.pid;
+    if (pid === undefined) return;
+    process.kill(pid, 'SIGKILL');
+    while (alive(pid)) await sleep(20);
+  }
+
+  /** Rewrites the standby's primary_conninfo (it is in postgresql.auto.conf, written by pg_basebackup -R). */
+  setPrimary(master: PostgresServer): void {
+    const file = join(this.dataDir, 'postgresql.auto.conf');
+    const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => !l.startsWith('primary_conninfo')) : [];
+    lines.push(`primary_conninfo = 'host=${master.host} port=${master.port} user=postgres application_name=${this.name}'`);
+    writeFileSync(file, `${lines.filter((l) => l !== '').join('\n')}\n`);
+    this.own(file);
+  }
+
+  async sql<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], database = 'postgres'): Promise<T[]> {
+    const client = new pg.Client({ host: this.host, port: this.port, user: 'postgres', database, connectionTimeoutMillis: 3000 });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      return (await client.query<T>(text, values)).rows;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+}
