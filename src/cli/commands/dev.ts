@@ -46,7 +46,7 @@ devUpExtensionOptions.push({
 export function register(program: Command): void {
   const dev = program
     .command('dev')
-    .description('A local cluster of real MariaDB master/slave pairs for development and tests (docs/dev-cluster.md)');
+    .description('A local cluster of real MariaDB (or, with --engine postgres, PostgreSQL) master/slave pairs for development and tests (docs/dev-cluster.md)');
 
   const up = dev
     .command('up')

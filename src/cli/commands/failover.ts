@@ -19,7 +19,7 @@ const fleetOptions = (cmd: Command): Command =>
 
 export function register(program: Command): void {
   fleetOptions(program.command('failover <master>'))
-    .description('Promote the slave of <master> on MariaDB: planned (read-only the master, wait for the slave, promote, compare-and-set the map, the old master becomes its slave) or --emergency (the master is gone). docs/failover.md')
+    .description('Promote the slave of <master> (MariaDB fleet or dev cluster; PostgreSQL dev cluster with pg_promote()): planned (read-only the master, wait for the slave, promote, compare-and-set the map, the old master becomes its slave) or --emergency (the master is gone). docs/failover.md')
     .option('--emergency', 'the master is gone: stop the slave\'s IO thread, apply its relay log, promote; the old master must be rebuilt (`shardkit pair rebuild-slave`)')
     .addHelpText('after', `
 Examples:
@@ -29,7 +29,7 @@ Examples:
 
   const pair = program.command('pair').description('Master/slave pairs: rebuild a slave, compare master and slave (docs/failover.md)');
   fleetOptions(pair.command('rebuild-slave <master>'))
-    .description('(Re)build the slave of <master> from a consistent copy (mariadb-dump --gtid) while writes continue, start GTID replication and record it in the map; drops the slave\'s own data (a diverged old master is rebuilt this way); in a dev cluster it starts the server')
+    .description('(Re)build the slave of <master> from a consistent copy (mariadb-dump --gtid; pg_basebackup on a PostgreSQL dev cluster) while writes continue, start GTID replication and record it in the map; drops the slave\'s own data (a diverged old master is rebuilt this way); in a dev cluster it starts the server')
     .option('--slave <host>', 'the host to build (default: the slave the map names for <master>)')
     .action(action(async (master: string, opts: FleetCliOptions & { slave?: string }) => (await import('../actions/failover.js')).rebuildSlaveCommand(master, opts)));
   fleetOptions(pair.command('verify <master>'))
