@@ -7,3 +7,4 @@ export type { DevServer, DevClusterState } from './dev/dev-cluster-state.js';
 export type { DevServerStatus, DevServerDetail } from './dev/dev-status.js';
 export { devUp, DEFAULT_DEV_PAIRS, DEFAULT_DEV_SHARDS, type DevUpOptions, type DevUpResult } from './dev/dev-up.js';
 export { devAddPair, type AddedPair } from './dev/dev-add-pair.js';
+export { devClusterStatus, devClusterDown } from './dev/dev-engine.js';

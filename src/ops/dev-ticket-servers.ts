@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { ConfigInput } from '../config/config.js';
 import { ShardKitError } from '../errors.js';
-import type { DevCluster, DevClusterExtension } from './dev-cluster.js';
+import type { DevClusterExtension, DevClusterView as DevCluster } from './dev/dev-cluster-view.js';
 import { ticketServerSettings } from '../tickets/ticket-server-settings.js';
 import type { TicketsConfigInput } from '../tickets/tickets-config.js';
 import { initTicketServers } from '../tickets/tickets-init.js';

@@ -40,7 +40,10 @@ const SHARED_FOLDERS: Record<string, readonly string[]> = {
   cache: [],
   moves: [],
   tickets: [],
-  ops: [],
+  // ops/mariadb and ops/postgres manage local servers; ops/dev (the dev cluster) builds on both,
+  // and ops/failover works on dev clusters as well as fleets: they are libraries the ops
+  // features share, not alternative implementations.
+  ops: ['mariadb', 'postgres', 'dev'],
 };
 
 /**

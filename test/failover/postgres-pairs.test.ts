@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { devClusterDown, devClusterStatus, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { shardkit } from '../mysql/helpers.js';
 import { writeLoad } from './ledger.js';
@@ -35,14 +35,15 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
   after(async () => {
     await kit?.close();
     try {
-      await DevCluster.open(dir)?.down();
+      const c = DevCluster.open(dir);
+      if (c) await devClusterDown(c);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
   test('dev up: a master and a streaming standby, a postgres config, every shard created', async () => {
-    const st = await DevCluster.require(dir).status();
+    const st = await devClusterStatus(DevCluster.require(dir));
     assert.deepEqual(st.map((r) => [r.name, r.role, r.replication]), [['PG001A', 'master', '-'], ['PG001B', 'slave', 'running']]);
     const pin = await kit.objects.create('pin', { hello: 'pg' }, { shard: 1 });
     assert.deepEqual((await kit.objects.get(pin.id)).data, { hello: 'pg' });
@@ -60,7 +61,7 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     assert.equal((JSON.parse(res.stdout) as { newMaster: string }).newMaster, 'PG001B');
     const c = DevCluster.require(dir);
     assert.deepEqual(await missingOnPg(c, 'PG001B', ledger.acked), []);
-    const st = await c.status();
+    const st = await devClusterStatus(c);
     assert.deepEqual(st.map((r) => [r.name, r.role, r.replication]), [['PG001A', 'slave', 'running'], ['PG001B', 'master', '-']]);
   });
 
@@ -82,7 +83,7 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     await assert.rejects(pgServer(c, 'PG001B').sql("INSERT INTO db00000.pins (data) VALUES ('{}')", [], 'shardkit'), /read-only transaction/);
     const rebuilt = await shardkit(['pair', 'rebuild-slave', 'PG001A', '--dir', dir, '--json']);
     assert.equal(rebuilt.code, 0, rebuilt.stderr);
-    const st = await DevCluster.require(dir).status();
+    const st = await devClusterStatus(DevCluster.require(dir));
     assert.deepEqual(st.map((r) => [r.name, r.role, r.replication]), [['PG001A', 'master', '-'], ['PG001B', 'slave', 'running']]);
     // The rebuilt standby holds what the new master acknowledged (it streams; give it a moment).
     const acked = ledger.acked.filter((a) => a.at > started);

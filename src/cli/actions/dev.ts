@@ -1,5 +1,5 @@
 import { ShardKitError } from '../../errors.js';
-import { DevCluster, devAddPair, devUp, type DevClusterExtension, type DevServerDetail, type DevServerStatus } from '../../ops/dev-cluster.js';
+import { DevCluster, devAddPair, devClusterDown, devClusterStatus, devUp, type DevClusterExtension, type DevServerDetail, type DevServerStatus } from '../../ops/dev-cluster.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { textTable } from '../text-table.js';
 
@@ -54,7 +54,7 @@ export async function devUpCommand(opts: UpOptions, extensions: DevClusterExtens
     },
   });
   progress?.finish(result.init ? { created: result.init.created } : undefined);
-  const rows = await result.cluster.status();
+  const rows = await devClusterStatus(result.cluster);
   printStatus(rows, opts.json);
   if (opts.json) return;
   const what = result.created ? 'created' : result.started.length > 0 ? `restarted ${result.started.join(', ')}` : 'already running';
@@ -64,11 +64,11 @@ export async function devUpCommand(opts: UpOptions, extensions: DevClusterExtens
 }
 
 export async function devStatusCommand(opts: { dir: string; json?: boolean }): Promise<void> {
-  printStatus(await DevCluster.require(opts.dir).status(), opts.json);
+  printStatus(await devClusterStatus(DevCluster.require(opts.dir)), opts.json);
 }
 
 export async function devDownCommand(opts: { dir: string }): Promise<void> {
-  const stopped = await DevCluster.require(opts.dir).down();
+  const stopped = await devClusterDown(DevCluster.require(opts.dir));
   process.stdout.write(stopped.length > 0 ? `stopped ${stopped.join(', ')}\n` : 'nothing was running\n');
 }
 

@@ -6,7 +6,14 @@ import { plannedFailover } from '../../ops/failover/planned-failover.js';
 import { rebuildSlave } from '../../ops/failover/rebuild-slave.js';
 import { gtidVariable, gtidWait } from '../../ops/failover/replica.js';
 import { compareHosts } from '../../ops/failover/table-checksums.js';
-import type { FleetCliOptions } from '../commands/failover.js';
+
+export interface FleetCliOptions {
+  config?: string;
+  dir?: string;
+  data?: string;
+  timeoutMs?: number;
+  json?: boolean;
+}
 
 const log = (m: string) => process.stderr.write(`shardkit: ${m}\n`);
 

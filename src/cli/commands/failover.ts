@@ -1,13 +1,6 @@
 import type { Command } from 'commander';
+import type { FleetCliOptions } from '../actions/failover.js';
 import { action, intOption } from '../run-action.js';
-
-export interface FleetCliOptions {
-  config?: string;
-  dir?: string;
-  data?: string;
-  timeoutMs?: number;
-  json?: boolean;
-}
 
 const fleetOptions = (cmd: Command): Command =>
   cmd

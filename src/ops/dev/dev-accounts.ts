@@ -1,5 +1,5 @@
 import type { MariadbInstance } from '../mariadb/mariadb-instance.js';
-import type { DevCluster } from './dev-cluster.js';
+import type { DevClusterView as DevCluster } from './dev-cluster-view.js';
 
 /**
  * What the application user may do: data and DDL on the shard databases, nothing more. Without

@@ -1,31 +1,18 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseConfig, type ConfigInput, type ShardKitConfig } from '../../config/config.js';
+
+export type { DevClusterExtension } from './dev-cluster-view.js';
 import { ShardKitError } from '../../errors.js';
 import type { ShardMapJson } from '../../topology/shard-map.js';
-import { MariadbInstance, type MysqldSettings } from '../mariadb/mariadb-instance.js';
+import { MariadbInstance } from '../mariadb/mariadb-instance.js';
+import type { DevClusterExtension, DevClusterView } from './dev-cluster-view.js';
 import { CONFIG_FILE, readState, STATE_FILE, writeJsonAtomic, type DevClusterState, type DevServer } from './dev-cluster-state.js';
 import { buildDevConfig, devShardMapJson } from './dev-config.js';
 import { devStatus, type DevServerDetail } from './dev-status.js';
 
-/**
- * A hook for other kinds of dev servers (ticket servers, ...): `dev up` creates, starts and
- * restarts them with the pairs, and they appear in `dev status` with their own role.
- */
-export interface DevClusterExtension {
-  name: string;
-  /** Servers to add; those already in cluster.json (same name) are kept as they are. */
-  servers(cluster: DevCluster): Array<{ name: string; role: string; settings?: MysqldSettings }>;
-  /** After every server runs, on every `dev up`: create databases, tables, users (idempotently). */
-  afterStart?(cluster: DevCluster): Promise<void>;
-  /** Adds its section to the config before `D/shardkit.json` is written (first `dev up` only). */
-  configure?(config: ConfigInput, cluster: DevCluster): void;
-  /** Extra settings for the pairs' servers, when they are created (e.g. a storage engine plugin). */
-  pairSettings?(): MysqldSettings;
-}
-
 /** A dev cluster recorded in a directory: its state file, its servers and its config. */
-export class DevCluster {
+export class DevCluster implements DevClusterView {
   readonly dir: string;
   readonly state: DevClusterState;
   private readonly cache = new Map<string, MariadbInstance>();
@@ -98,15 +85,20 @@ export class DevCluster {
     return buildDevConfig(this, extensions);
   }
 
+  /** MariaDB-only methods refuse a PostgreSQL cluster (devClusterStatus / devClusterDown handle both). */
+  private requireMariadb(): void {
+    if (this.state.engine === 'postgres') throw new ShardKitError('INVALID_ARGUMENT', `the cluster in ${this.dir} is a PostgreSQL cluster: use devClusterStatus / devClusterDown (src/ops/dev/dev-engine.ts)`);
+  }
+
   /** Every server's status; replication state is read from the running slaves. */
   async status(): Promise<DevServerDetail[]> {
-    if (this.state.engine === 'postgres') return (await import('./dev-postgres.js')).devPgStatus(this);
+    this.requireMariadb();
     return devStatus(this);
   }
 
   /** Stops every server (clean shutdown, concurrently); resolves when none is running. */
   async down(): Promise<string[]> {
-    if (this.state.engine === 'postgres') return (await import('./dev-postgres.js')).devPgDown(this);
+    this.requireMariadb();
     const stopped: string[] = [];
     await Promise.all(this.state.servers.map(async (s) => {
       const inst = this.instance(s.name);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { defaultConfig, type ConfigInput } from '../../config/config.js';
 import { evenRanges, type ShardMapJson } from '../../topology/shard-map.js';
-import type { DevCluster, DevClusterExtension } from './dev-cluster.js';
+import type { DevClusterExtension, DevClusterView as DevCluster } from './dev-cluster-view.js';
 import { pad3 } from './dev-cluster-state.js';
 
 /** The shard map a cluster is created with: object and mod shards evenly over the pairs. */

@@ -10,7 +10,7 @@ import { initShards, type ShardInitResult } from '../shard-init.js';
 import { DevCluster } from './dev-cluster.js';
 import { pad3, writeJsonAtomic, type DevClusterState, type DevServer } from './dev-cluster-state.js';
 import type { DevServerDetail } from './dev-status.js';
-import type { DevUpOptions, DevUpResult } from './dev-up.js';
+import type { DevUpOptions, DevUpResult } from './dev-up-options.js';
 import { liveShardMap, mastersOf } from './dev-writable.js';
 
 export const PG_DATABASE = 'shardkit';

@@ -1,5 +1,5 @@
 import type { MysqldSettings } from '../mariadb/mariadb-instance.js';
-import type { DevCluster } from './dev-cluster.js';
+import type { DevClusterView as DevCluster } from './dev-cluster-view.js';
 import type { DevServer } from './dev-cluster-state.js';
 
 /** How long a semi-sync master waits for its slave's ack before it falls back to async (ms). */

@@ -1,4 +1,4 @@
-import type { DevCluster } from './dev-cluster.js';
+import type { DevClusterView as DevCluster } from './dev-cluster-view.js';
 
 /** One row of `dev status --json` (exactly these keys). */
 export interface DevServerStatus {

@@ -7,38 +7,16 @@ import { ShardMap } from '../../topology/shard-map.js';
 import { findMariadbBinaries } from '../mariadb/mariadb-binaries.js';
 import { MariadbInstance, type MysqldSettings } from '../mariadb/mariadb-instance.js';
 import { pickFreePort } from '../free-port.js';
-import { initShards, type ShardInitOptions, type ShardInitResult } from '../shard-init.js';
+import { initShards, type ShardInitResult } from '../shard-init.js';
+import type { DevUpOptions, DevUpResult } from './dev-up-options.js';
 import { setupAccounts } from './dev-accounts.js';
-import { DevCluster, type DevClusterExtension } from './dev-cluster.js';
+import { DevCluster } from './dev-cluster.js';
+import type { DevClusterExtension } from './dev-cluster-view.js';
 import { isPairMember, newState, pairOf, writeJsonAtomic } from './dev-cluster-state.js';
 import { applyMasterFence } from './dev-writable.js';
 import { replicationSettings, setupReplication } from './dev-replication.js';
 
-export interface DevUpOptions {
-  dir: string;
-  pairs?: number;
-  shards?: number;
-  /** Mod shards (lookup fleet); default: same as shards. */
-  modShards?: number;
-  extensions?: DevClusterExtension[];
-  /** mariadb (default) or postgres (first run only; later runs use the cluster's). */
-  engine?: 'mariadb' | 'postgres';
-  /** Semi-synchronous replication (AFTER_SYNC) on every pair (first run only). */
-  semiSync?: boolean;
-  /** Skip creating the shards (tests that only need servers). */
-  skipInit?: boolean;
-  onInitProgress?: ShardInitOptions['onProgress'];
-  /** Called with a short message at each step. */
-  log?: (message: string) => void;
-}
-
-export interface DevUpResult {
-  cluster: DevCluster;
-  created: boolean;
-  /** Servers that were started (not already running). */
-  started: string[];
-  init?: ShardInitResult;
-}
+export type { DevUpOptions, DevUpResult } from './dev-up-options.js';
 
 export const DEFAULT_DEV_PAIRS = 2;
 export const DEFAULT_DEV_SHARDS = 256;

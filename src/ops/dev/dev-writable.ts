@@ -1,6 +1,6 @@
 import { createTopologyStore } from '../../topology/index.js';
 import { ShardMap } from '../../topology/shard-map.js';
-import type { DevCluster } from './dev-cluster.js';
+import type { DevClusterView as DevCluster } from './dev-cluster-view.js';
 import { isPairMember } from './dev-cluster-state.js';
 
 /** The live shard map: the topology store's, else the config's (a store that was never written). */

@@ -1,0 +1,29 @@
+import type { ShardInitOptions, ShardInitResult } from '../shard-init.js';
+import type { DevCluster } from './dev-cluster.js';
+import type { DevClusterExtension } from './dev-cluster-view.js';
+
+export interface DevUpOptions {
+  dir: string;
+  pairs?: number;
+  shards?: number;
+  /** Mod shards (lookup fleet); default: same as shards. */
+  modShards?: number;
+  extensions?: DevClusterExtension[];
+  /** mariadb (default) or postgres (first run only; later runs use the cluster's). */
+  engine?: 'mariadb' | 'postgres';
+  /** Semi-synchronous replication (AFTER_SYNC) on every pair (first run only). */
+  semiSync?: boolean;
+  /** Skip creating the shards (tests that only need servers). */
+  skipInit?: boolean;
+  onInitProgress?: ShardInitOptions['onProgress'];
+  /** Called with a short message at each step. */
+  log?: (message: string) => void;
+}
+
+export interface DevUpResult {
+  cluster: DevCluster;
+  created: boolean;
+  /** Servers that were started (not already running). */
+  started: string[];
+  init?: ShardInitResult;
+}
