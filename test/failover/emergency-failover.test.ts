@@ -6,7 +6,7 @@ import { ShardKit } from '../../src/kit/shard-kit.js';
 import { devUp, DevCluster } from '../../src/ops/dev-cluster.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { shardkit } from '../mysql/helpers.js';
-import { missingOn, writeLoad, type Ledger } from './ledger.js';
+import { ackedAfter, missingOn, newLedger, writeLoad, type Ledger } from './ledger.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
 
@@ -25,17 +25,22 @@ async function waitUntil(what: string, check: () => boolean, timeoutMs = 60_000)
 /** Load on shards 0 and 1 (both on MySQL001A), kill -9 the master, failover --emergency, load until the new master took writes. */
 async function killAndFailOver(fx: Fixture, kits: ShardKit[]): Promise<{ ledger: Ledger; result: Record<string, unknown>; tookWritesMs: number }> {
   let release!: () => void;
-  const running = writeLoad(kits, [0, 1], new Promise<void>((r) => (release = r)));
+  const live = newLedger();
+  const running = writeLoad(kits, [0, 1], new Promise<void>((r) => (release = r)), 2, live);
   // Let writes flow, then crash the master mid-load.
   await sleep(600);
   await fx.cluster.instance('MySQL001A').kill();
   const started = Date.now();
   const res = await shardkit(['failover', 'MySQL001A', '--emergency', '--dir', fx.dir, '--json']);
-  assert.equal(res.code, 0, res.stderr);
+  try {
+    assert.equal(res.code, 0, res.stderr);
+    // Writes resume on the new master once the services see the new map.
+    await ackedAfter(live, started);
+    await sleep(200);
+  } finally {
+    release();
+  }
   const result = JSON.parse(res.stdout) as Record<string, unknown>;
-  // Writes resume on the new master once the services see the new map.
-  await sleep(800);
-  release();
   const ledger = await running;
   const after = ledger.acked.filter((a) => a.at > started);
   assert.ok(after.length > 0, 'writes resumed after the failover');

@@ -12,12 +12,24 @@ export interface Ledger {
   pauses: number[];
 }
 
+export function newLedger(): Ledger {
+  return { acked: [], errors: new Map(), pauses: [] };
+}
+
+/** Resolves once the ledger holds an acknowledged write made after `since` (no fixed sleep: the machine may be slow). */
+export async function ackedAfter(ledger: Ledger, since: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ledger.acked.some((a) => a.at > since)) {
+    if (Date.now() > deadline) throw new Error(`no write was acknowledged within ${timeoutMs} ms after the failover`);
+    await sleep(50);
+  }
+}
+
 /**
  * `writers` loops per kit, each creating pins on `shards` until `until` resolves; a failed write
  * is counted and retried after a short sleep (what a service's client does).
  */
-export async function writeLoad(kits: ShardKit[], shards: number[], until: Promise<void>, writers = 2): Promise<Ledger> {
-  const ledger: Ledger = { acked: [], errors: new Map(), pauses: [] };
+export async function writeLoad(kits: ShardKit[], shards: number[], until: Promise<void>, writers = 2, ledger: Ledger = newLedger()): Promise<Ledger> {
   let stop = false;
   void until.then(() => (stop = true));
   let n = 0;

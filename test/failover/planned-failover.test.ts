@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DevCluster } from '../../src/ops/dev-cluster.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { shardkit } from '../mysql/helpers.js';
-import { missingOn, percentile } from './ledger.js';
+import { ackedAfter, missingOn, newLedger, percentile } from './ledger.js';
 import { httpWriteLoad, startService, type Service } from './serve-fixture.js';
 
 describe('planned failover under load through two shardkit serve processes (real mariadbd)', () => {
@@ -21,12 +21,17 @@ describe('planned failover under load through two shardkit serve processes (real
 
   test('0 acknowledged writes lost, later writes go to the new master, the old master is its slave', async (t) => {
     let release!: () => void;
-    const running = httpWriteLoad(services, [0, 1], new Promise<void>((r) => (release = r)));
+    const live = newLedger();
+    const running = httpWriteLoad(services, [0, 1], new Promise<void>((r) => (release = r)), 2, live);
     await sleep(800);
     const res = await shardkit(['failover', 'MySQL001A', '--dir', fx.dir, '--json']);
     const switchedAt = Date.now();
-    await sleep(1000);
-    release();
+    try {
+      if (res.code === 0) await ackedAfter(live, switchedAt);
+      await sleep(200);
+    } finally {
+      release();
+    }
     const ledger = await running;
     assert.equal(res.code, 0, res.stderr);
     const r = JSON.parse(res.stdout) as { newMaster: string; oldMasterIsSlave: boolean; writePauseMs: number; mapVersion: number };

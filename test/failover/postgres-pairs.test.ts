@@ -9,7 +9,7 @@ import { ShardKit } from '../../src/kit/shard-kit.js';
 import { devClusterDown, devClusterStatus, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { shardkit } from '../mysql/helpers.js';
-import { writeLoad } from './ledger.js';
+import { ackedAfter, newLedger, writeLoad } from './ledger.js';
 
 /** Acknowledged pins that the PostgreSQL server `host` does not hold. */
 async function missingOnPg(c: DevCluster, host: string, acked: Array<{ id: bigint }>): Promise<bigint[]> {
@@ -51,11 +51,17 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
 
   test('planned failover under load: 0 acknowledged writes lost, the old master streams from the new one', async () => {
     let release!: () => void;
-    const running = writeLoad([kit], [0, 1], new Promise<void>((r) => (release = r)));
+    const live = newLedger();
+    const running = writeLoad([kit], [0, 1], new Promise<void>((r) => (release = r)), 2, live);
     await sleep(500);
     const res = await shardkit(['failover', 'PG001A', '--dir', dir, '--json']);
-    await sleep(800);
-    release();
+    const switchedAt = Date.now();
+    try {
+      if (res.code === 0) await ackedAfter(live, switchedAt);
+      await sleep(200);
+    } finally {
+      release();
+    }
     const ledger = await running;
     assert.equal(res.code, 0, res.stderr);
     assert.equal((JSON.parse(res.stdout) as { newMaster: string }).newMaster, 'PG001B');
@@ -68,14 +74,19 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
   test('kill -9 of the master, failover --emergency: writes go to the promoted standby; the restarted old master is read-only until rebuilt', async () => {
     const c = DevCluster.require(dir);
     let release!: () => void;
-    const running = writeLoad([kit], [0, 1], new Promise<void>((r) => (release = r)));
+    const live = newLedger();
+    const running = writeLoad([kit], [0, 1], new Promise<void>((r) => (release = r)), 2, live);
     await sleep(500);
     await pgServer(c, 'PG001B').kill();
     const started = Date.now();
     const res = await shardkit(['failover', 'PG001B', '--emergency', '--dir', dir, '--json']);
-    assert.equal(res.code, 0, res.stderr);
-    await sleep(800);
-    release();
+    try {
+      assert.equal(res.code, 0, res.stderr);
+      await ackedAfter(live, started);
+      await sleep(200);
+    } finally {
+      release();
+    }
     const ledger = await running;
     assert.ok(ledger.acked.some((a) => a.at > started), 'writes resumed on the new master');
 

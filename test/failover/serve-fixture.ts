@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CLI, ensureBuilt } from '../cli/cli-harness.js';
-import type { Ledger } from './ledger.js';
+import { newLedger, type Ledger } from './ledger.js';
 
 ensureBuilt();
 
@@ -42,8 +42,7 @@ export async function startService(configPath: string, dataDir: string): Promise
 }
 
 /** HTTP writers (per service) creating pins on `shards` until `until`; 503s are retried. */
-export async function httpWriteLoad(services: Service[], shards: number[], until: Promise<void>, writers = 2): Promise<Ledger> {
-  const ledger: Ledger = { acked: [], errors: new Map(), pauses: [] };
+export async function httpWriteLoad(services: Service[], shards: number[], until: Promise<void>, writers = 2, ledger: Ledger = newLedger()): Promise<Ledger> {
   let stop = false;
   void until.then(() => (stop = true));
   let n = 0;
