@@ -185,12 +185,29 @@ export class PostgresServer {
     await this.run('pg_ctl', ['-D', this.dataDir, '-m', 'fast', '-w', '-t', '60', 'stop']);
   }
 
-  /** kill -9 of the postmaster (a crash); resolves once it is gone (its backends follow it). */
+  /**
+   * kill -9 of the postmaster and its backends at once (a crash of the machine): killing the
+   * postmaster alone leaves backends that may still commit (and acknowledge) a transaction.
+   */
   async kill(): Promise<void> {
     const pid = this.pid;
     if (pid === undefined) return;
-    process.kill(pid, 'SIGKILL');
-    while (alive(pid)) await sleep(20);
+    const children = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((p) => {
+      try {
+        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    });
+    for (const p of [pid, ...children]) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    for (const p of [pid, ...children]) while (alive(p)) await sleep(20);
   }
 
   /** Rewrites the standby's primary_conninfo (it is in postgresql.auto.conf, written by pg_basebackup -R). */
