@@ -18,7 +18,10 @@ export async function mariadbTarget(): Promise<KitTarget> {
     const hosts = { [HOST_A]: address(a!), [HOST_B]: address(b!) };
     const s = config.storage;
     if (s.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
-    const storage = { user: s.user, ...(s.password !== undefined ? { password: s.password } : {}), poolSize: 4 };
+    // Waiting for one of the 4 pooled connections is bounded by connectTimeoutMs: generous here, so
+    // 50 concurrent updates on one row (serialized by its lock) never depend on how fast a loaded
+    // machine runs them. A hang guard, not a speed check.
+    const storage = { user: s.user, ...(s.password !== undefined ? { password: s.password } : {}), poolSize: 4, connectTimeoutMs: 60_000 };
     const admin = new MysqlBackend({ hosts, storage, schema: kitSchema });
     await createShards(admin);
     await admin.close();
@@ -56,7 +59,7 @@ export async function postgresTarget(): Promise<KitTarget> {
   try {
     const [a, b] = ['PG001A', 'PG002A'].map((n) => env.hosts[n]!);
     const hosts = { [HOST_A]: a!, [HOST_B]: b! };
-    const storage = { user: 'postgres', database: DATABASE, poolSize: 4 };
+    const storage = { user: 'postgres', database: DATABASE, poolSize: 4, connectTimeoutMs: 60_000 };
     const admin = new PostgresBackend({ hosts, storage, schema: kitSchema });
     await createShards(admin);
     await admin.close();

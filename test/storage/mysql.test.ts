@@ -50,7 +50,8 @@ runStorageSuite({
   factory: async () => {
     await dropAllShards();
     return {
-      backend: new MysqlBackend({ hosts, storage: { ...storage, poolSize: 4 }, schema }),
+      // connectTimeoutMs also bounds the wait for a pooled connection (see postgres.test.ts).
+      backend: new MysqlBackend({ hosts, storage: { ...storage, poolSize: 4, connectTimeoutMs: 60_000 }, schema }),
       schema,
       hosts: HOSTS,
       cleanup: dropAllShards,

@@ -23,7 +23,9 @@ runStorageSuite({
   factory: async () => {
     await env.dropAllShards();
     return {
-      backend: new PostgresBackend({ hosts: env.hosts, storage: { user: 'postgres', database: DATABASE, poolSize: 4 }, schema: env.schema }),
+      // connectTimeoutMs also bounds the wait for a pooled connection: 100 concurrent updates of one
+      // row on 4 connections must not depend on the machine's speed (PG_ACQUIRE_TIMEOUT at load 20).
+      backend: new PostgresBackend({ hosts: env.hosts, storage: { user: 'postgres', database: DATABASE, poolSize: 4, connectTimeoutMs: 60_000 }, schema: env.schema }),
       schema: env.schema,
       hosts: PG_HOSTS,
       cleanup: () => env.dropAllShards(),
