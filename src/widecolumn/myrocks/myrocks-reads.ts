@@ -148,3 +148,48 @@ export function collectPage(reads: RowRead[], rows: PageRow[]): RowFound[] {
 export function toColumnCells(columns: Array<{ raw: Buffer; cells: Cell[] }>): ColumnCells[] {
   return columns.map((c) => ({ column: c.raw.toString('utf8'), cells: c.cells }));
 }
+
+/**
+ * Get Row of the newest cell of every column (the common read): one statement on the row's head
+ * records, one record per column, already in column order. Its own statement and decoder, so
+ * this path does only what a hand-written mysql2 loop would (no page rounds, no per-column maps).
+ */
+export function latestStatement(table: string, hh: Buffer, after: Buffer | null, liveFrom: number, candidates: number): { sql: string; values: SqlValue[] } {
+  return {
+    sql: `SELECT col, hts, v FROM ${table} WHERE rh = ? AND col > ? AND hts >= ? ORDER BY col LIMIT ${candidates}`,
+    values: [hh, after ?? EMPTY, liveFrom],
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+export interface LatestRow {
+  col: Buffer;
+  hts: string | number;
+  v: Buffer;
+}
+
+/**
+ * The page from latestStatement's rows (`limit` + 1 asked for: one more says more follow). The
+ * statement orders by col; rows are checked and sorted only if a server ever answered otherwise.
+ */
+export function collectLatest(row: string, rows: LatestRow[], limit: number): { row: string; columns: ColumnCells[]; marker: string | null } {
+  for (let i = 1; i < rows.length; i++) {
+    if (Buffer.compare(rows[i - 1]!.col, rows[i]!.col) >= 0) {
+      rows = [...rows].sort((a, b) => Buffer.compare(a.col, b.col));
+      break;
+    }
+  }
+  const n = Math.min(rows.length, limit);
+  const columns: ColumnCells[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!;
+    columns[i] = { column: r.col.toString('utf8'), cells: [{ timestamp: Number(r.hts), value: r.v }] };
+  }
+  return { row, columns, marker: rows.length > limit ? rows[limit - 1]!.col.toString('base64url') : null };
+}
+
+/** Lowest timestamp still live for a dataset's TTL at `now` (0 without TTL). */
+export function liveFromTtl(ttlSeconds: number, now: number): number {
+  return ttlSeconds > 0 ? now - ttlSeconds * 1000 : 0;
+}
