@@ -27,19 +27,33 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
+/** CPU time of this process per call, per side (microseconds): less sensitive to other load than ops/s. */
+const cpuPerCall = new Map<unknown, { us: number; n: number }>();
+
 async function throughput(op: (i: number) => Promise<unknown>, concurrency = CONCURRENCY): Promise<number> {
   let n = 0;
   const end = Date.now() + ROUND_MS;
   const t0 = process.hrtime.bigint();
+  const c0 = process.cpuUsage();
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (Date.now() < end) await op(n++);
   }));
+  const c = process.cpuUsage(c0);
+  const acc = cpuPerCall.get(op) ?? { us: 0, n: 0 };
+  cpuPerCall.set(op, { us: acc.us + c.user + c.system, n: acc.n + n });
   return n / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
+function cpuUs(op: unknown): string {
+  const c = cpuPerCall.get(op);
+  return c ? (c.us / c.n).toFixed(0) : '?';
 }
 
 async function compare(name: string, a: (i: number) => Promise<unknown>, b: (i: number) => Promise<unknown>, labels: [string, string], concurrency = CONCURRENCY): Promise<void> {
   await throughput(a, concurrency);
   await throughput(b, concurrency);
+  cpuPerCall.delete(a);
+  cpuPerCall.delete(b);
   const xs: number[] = [];
   const ys: number[] = [];
   const ratios: number[] = [];
@@ -57,7 +71,7 @@ async function compare(name: string, a: (i: number) => Promise<unknown>, b: (i: 
     ys.push(y);
     ratios.push(x / y);
   }
-  console.log(`${name.padEnd(34)} ${labels[0]} ${median(xs).toFixed(0).padStart(6)} ops/s   ${labels[1]} ${median(ys).toFixed(0).padStart(6)} ops/s   ratio ${median(ratios).toFixed(2)}x (median of ${PAIRS} paired rounds, concurrency ${concurrency})`);
+  console.log(`${name.padEnd(34)} ${labels[0]} ${median(xs).toFixed(0).padStart(6)} ops/s   ${labels[1]} ${median(ys).toFixed(0).padStart(6)} ops/s   ratio ${median(ratios).toFixed(2)}x (median of ${PAIRS} paired rounds, concurrency ${concurrency}); node CPU per call ${cpuUs(a)} vs ${cpuUs(b)} us`);
 }
 
 if (!existsSync('/usr/lib/mysql/plugin/ha_rocksdb.so')) {
