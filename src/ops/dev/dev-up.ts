@@ -156,8 +156,6 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
 
   await limit(c.state.servers, 4, (s) => setupAccounts(c, c.instance(s.name)));
   for (const s of c.serversWithRole('slave')) if (!s.rebuild) await setupReplication(c, s);
-  for (const ext of extensions) await ext.afterStart?.(c);
-
   if (!configWritten) {
     const config = c.buildConfig(extensions);
     parseConfig(config);
@@ -166,6 +164,9 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
   }
   // Before the shards are created: the app user cannot write to a read-only master.
   await applyMasterFence(c);
+  // Extensions create their own databases (MyRocks: the wide-column shards) as the app user, so
+  // they run after the fence too: servers start read-only (dev-replication.ts).
+  for (const ext of extensions) await ext.afterStart?.(c);
 
   let init: ShardInitResult | undefined;
   if (!options.skipInit) {
