@@ -46,13 +46,6 @@ const SHARED_FOLDERS: Record<string, readonly string[]> = {
   ops: ['mariadb', 'postgres', 'dev'],
 };
 
-/**
- * Circles tolerated for now: only ones lying wholly inside src/widecolumn (the store <-> snapshot
- * / backup / compaction / export circle), which the wide-column split (issue 14's wide-column
- * part) removes. Empty this list when it lands.
- */
-const CYCLE_EXCEPTION_FOLDERS: readonly string[] = ['widecolumn/'];
-
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
 /** Upward or sideways imports: `from -> to` for each import the layering forbids. */
@@ -86,11 +79,8 @@ test('src/ imports point one way: no module imports a layer above it or beside i
   assert.deepEqual(layerViolations(graph.edges), []);
 });
 
-test('src/ has no import circle (wide-column exceptions aside)', () => {
-  const cycles = importCycles(readImportGraph(SRC)).filter(
-    (c) => !CYCLE_EXCEPTION_FOLDERS.some((folder) => c.every((f) => f.startsWith(folder))),
-  );
-  assert.deepEqual(cycles, []);
+test('src/ has no import circle', () => {
+  assert.deepEqual(importCycles(readImportGraph(SRC)), []);
 });
 
 test('the checks catch what they are for: an upward import and a circle in a made-up graph', () => {
