@@ -30,6 +30,8 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
   readonly supports: BackendCapabilities = { lazyShardCreation: false };
   protected readonly pools: HostPools<P, A>;
   private readonly seqColumn: string;
+  /** listSql's statements: mapping table -> [shard * 4 + order * 2 + after]. */
+  private readonly listStatements = new Map<string, string[]>();
 
   constructor(hosts: Record<string, A>, schema: SchemaDef, protected readonly dialect: SqlDialect) {
     super(schema, dialect.label);
@@ -213,26 +215,38 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
   }
 
   protected async _listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): Promise<MappingItem[]> {
-    const d = this.dialect;
-    const seq = this.seqColumn;
     const desc = page.order === 'desc';
-    const dir = desc ? 'DESC' : 'ASC';
     const values: SqlValue[] = [fromId];
-    let where = `from_id = ${d.param(1)}`;
-    if (page.after) {
-      const after = d.keysetAfter(seq, 'to_id', 2, desc, [page.after.sequence, page.after.toId]);
-      where += ` AND ${after.sql}`;
-      values.push(...after.values);
-    }
+    // The keyset condition's text depends only on the order (its values are bound): built once.
+    const after = page.after ? this.dialect.keysetAfter(this.seqColumn, 'to_id', 2, desc, [page.after.sequence, page.after.toId]) : undefined;
+    if (after) values.push(...after.values);
     values.push(page.limit);
-    const { rows } = await this.query<{ to_id: string; sequence: string }>(
-      ref,
-      `SELECT to_id, ${seq} FROM ${d.table(ref.shard, table)} WHERE ${where} ORDER BY ${seq} ${dir}, to_id ${dir} LIMIT ${d.param(values.length)}`,
-      values,
-    );
+    const { rows } = await this.query<{ to_id: string; sequence: string }>(ref, this.listSql(ref.shard, table, desc, after?.sql, values.length), values);
     const out = new Array<MappingItem>(rows.length);
     for (let i = 0; i < rows.length; i++) out[i] = { toId: BigInt(rows[i]!.to_id), sequence: Number(rows[i]!.sequence) };
     return out;
+  }
+
+  /**
+   * The list statement of one shard's mapping table, in one order, first page or after a cursor.
+   * Built once and kept: a list is the hottest read, and a string built anew on every call costs
+   * the client its concatenation, and then a flatten and a hash for the pool's prepared-statement
+   * lookup (tens of microseconds per call under load). Bounded by mapping tables x shards x 4.
+   */
+  private listSql(shard: number, table: string, desc: boolean, after: string | undefined, limitParam: number): string {
+    let perShard = this.listStatements.get(table);
+    if (perShard === undefined) this.listStatements.set(table, (perShard = []));
+    const slot = shard * 4 + (desc ? 2 : 0) + (after !== undefined ? 1 : 0);
+    let sql = perShard[slot];
+    if (sql === undefined) {
+      const d = this.dialect;
+      const seq = this.seqColumn;
+      const dir = desc ? 'DESC' : 'ASC';
+      const where = after === undefined ? `from_id = ${d.param(1)}` : `from_id = ${d.param(1)} AND ${after}`;
+      sql = `SELECT to_id, ${seq} FROM ${d.table(shard, table)} WHERE ${where} ORDER BY ${seq} ${dir}, to_id ${dir} LIMIT ${d.param(limitParam)}`;
+      perShard[slot] = sql;
+    }
+    return sql;
   }
 
   protected async _removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): Promise<boolean> {
