@@ -19,14 +19,16 @@ export interface FoldHost {
 /**
  * When a row's write log is folded into its heads in the background (docs/widecolumn.md, "Head
  * records and the write log"): every `foldAfter` puts to the row, and after a read of a deep row
- * that met log records. Also what reads remember between calls (ReadHints): rows found deep.
- * Both memories are approximate and dropped whole when they fill.
+ * that met log records. Also what reads remember between calls (ReadHints): rows found deep, and
+ * the columns their first page listed. These memories are approximate and dropped whole when they fill.
  */
 export class FoldScheduler {
   /** Puts per row since its log was last folded. */
   private readonly logCounts = new Map<string, number>();
   private readonly folding = new Map<string, Promise<void>>();
   private readonly deepRows = new Set<string>();
+  /** Escaped column names of a deep row's first page (rows with at most 64 columns on it). */
+  private readonly deepColumns = new Map<string, Buffer[]>();
   readonly hints: ReadHints;
 
   constructor(private readonly host: FoldHost, readonly foldAfter: number, skipBudget: number) {
@@ -36,6 +38,15 @@ export class FoldScheduler {
       markDeep: (ctx) => {
         if (this.deepRows.size >= 100_000) this.deepRows.clear();
         this.deepRows.add(ctx.id);
+      },
+      columnsOf: (ctx) => this.deepColumns.get(ctx.id),
+      rememberColumns: (ctx, names) => {
+        if (names.length > 64) {
+          this.deepColumns.delete(ctx.id);
+          return;
+        }
+        if (this.deepColumns.size >= 100_000) this.deepColumns.clear();
+        this.deepColumns.set(ctx.id, names);
       },
       // A deep row read with a log pays a multi-get for the logged cells: fold it for the next read.
       logRecords: (ctx, records) => {

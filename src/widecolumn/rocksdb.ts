@@ -37,6 +37,10 @@ export interface Entry {
 
 export interface RocksDBIterator extends AsyncIterable<Entry> {
   destroy(err?: Error): void;
+  /** A streamx Readable: 'data' per entry, 'end' after the last, 'close' once closed, 'error'. */
+  on(event: 'data', fn: (entry: Entry) => void): this;
+  once(event: 'end' | 'close', fn: () => void): this;
+  once(event: 'error', fn: (err: Error) => void): this;
 }
 
 export interface ReadBatch {

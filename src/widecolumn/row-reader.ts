@@ -33,6 +33,9 @@ export interface ReadHints {
   isDeep(ctx: RowContext): boolean;
   markDeep(ctx: RowContext): void;
   logRecords(ctx: RowContext, records: number): void;
+  /** The escaped column names a deep row's first page listed last time, if remembered. */
+  columnsOf(ctx: RowContext): Buffer[] | undefined;
+  rememberColumns(ctx: RowContext, names: Buffer[]): void;
 }
 
 const TS_BYTES = 8;
@@ -105,7 +108,7 @@ async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: numbe
   const latest = q.versions === 1 && q.start === 0 && q.end === Infinity;
   if (ctx.ds.latestIndex && hints?.isDeep(ctx)) {
     const after = q.marker ? escapeComponent(q.marker) : null;
-    yield* latest ? latestFromHeads(db, ctx, after, q, now, hints) : fromDirectory(db, ctx, after, q, now);
+    yield* latest ? latestFromHeads(db, ctx, after, q, now, hints) : fromDirectory(db, ctx, after, q, now, hints);
     return;
   }
   const plen = ctx.cellPrefix.length;
@@ -143,7 +146,7 @@ async function* scanCells(db: RocksDB, ctx: RowContext, q: ReadQuery, now: numbe
       if (filter!.cells.length > 0) yield { raw: decodeEscaped(cur!), cells: filter!.cells };
       if (ctx.ds.latestIndex) {
         hints?.markDeep(ctx);
-        yield* latest ? latestFromHeads(db, ctx, cur!, q, now, hints) : fromDirectory(db, ctx, cur!, q, now);
+        yield* latest ? latestFromHeads(db, ctx, cur!, q, now, hints) : fromDirectory(db, ctx, cur!, q, now, hints);
         return;
       }
       // No head records: a new iterator right after the column (no seek on an open one).
@@ -283,10 +286,10 @@ async function* withValues(db: RocksDB, ctx: RowContext, page: Newest[], now: nu
 }
 
 /** The columns after `after` (escaped; null = all), listed from the write log and the heads, read in parallel. */
-async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
+async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null, q: ReadQuery, now: number, hints?: ReadHints): AsyncGenerator<RawColumn> {
   const PARALLEL = 16;
   if (after === null) {
-    yield* fromWholeDirectory(db, ctx, q, now);
+    yield* fromWholeDirectory(db, ctx, q, now, hints);
     return;
   }
   const logged = (await readLog(db, ctx)).cells.map((c) => c.colEsc).filter((c) => Buffer.compare(c, after) > 0);
@@ -317,7 +320,15 @@ async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null
  * bounded iterator each, so a versions=N read of a deep row costs two rounds of native reads
  * whatever the depth (issue 15, the flagship read).
  */
-async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
+async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number, hints?: ReadHints): AsyncGenerator<RawColumn> {
+  // The columns this page listed last time are read at once, beside the directory scan, instead
+  // of after it: the read then takes one round of native reads instead of two. The directory
+  // (read from the same snapshot) decides: if it lists other columns, these reads are dropped.
+  const chunk = Math.min(q.limit + 1, 64);
+  const guess = hints?.columnsOf(ctx);
+  const early = guess && guess.length <= chunk ? Promise.all(guess.map((esc) => readColumn(db, ctx, esc, q, now))) : null;
+  // Dropped reads must not become unhandled rejections; a used one is awaited below.
+  early?.catch(() => {});
   const hplen = ctx.headPrefix.length;
   const best = new Map<string, LoggedCell>();
   const heads: Buffer[] = [];
@@ -346,8 +357,13 @@ async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, n
     names.push(h);
   }
   while (i < logged.length) names.push(logged[i++]!);
+  if (early && !truncated && names.length === guess!.length && names.every((n, k) => n.equals(guess![k]!))) {
+    const results = await early;
+    for (let k = 0; k < results.length; k++) if (results[k]!.length > 0) yield { raw: decodeEscaped(names[k]!), cells: results[k]! };
+    return;
+  }
+  if (!truncated) hints?.rememberColumns(ctx, names);
   // A page's worth (and one more, to know whether more follow) at a time.
-  const chunk = Math.min(q.limit + 1, 64);
   for (let k = 0; k < names.length; k += chunk) yield* readColumns(db, ctx, names.slice(k, k + chunk), q, now);
   if (truncated) yield* fromDirectory(db, ctx, heads[heads.length - 1]!, q, now);
 }
@@ -367,10 +383,27 @@ async function readColumn(db: RocksDB, ctx: RowContext, colEsc: Buffer, q: ReadQ
   // ranks count from the newest cell, so up to maxVersions are looked at. Capacity above the
   // limit lets the first native read also report the end.
   const limit = q.start === 0 && q.end === Infinity ? q.versions : ctx.ds.maxVersions;
-  for await (const { key, value } of db.iterator({ gte: prefix, lt: prefixEnd(prefix) }, { limit, capacity: Math.min(limit + 1, 64) })) {
+  for (const { key, value } of await collect(db, { gte: prefix, lt: prefixEnd(prefix) }, limit)) {
     if (!filter.offer(readInvertedTimestamp(key, key.length - TS_BYTES), value)) break;
   }
   return filter.cells;
+}
+
+/**
+ * Up to `limit` entries of a range, resolved when the iterator reports its end, before its
+ * close has come back from RocksDB's thread pool (a for-await loop waits for the close too: the
+ * third round trip of every bounded read). The close still runs; the snapshot the iterator reads
+ * from is released only after it (rocksdb-native counts the snapshot's users).
+ */
+function collect(db: RocksDB, range: { gte: Buffer; lt: Buffer }, limit: number): Promise<Entry[]> {
+  const it = db.iterator(range, { limit, capacity: Math.min(limit + 1, 64) });
+  return new Promise((resolve, reject) => {
+    const out: Entry[] = [];
+    it.on('data', (e: Entry) => out.push(e));
+    it.once('end', () => resolve(out));
+    it.once('error', reject);
+    it.once('close', () => resolve(out));
+  });
 }
 
 async function* cellsOf(db: RocksDB, ctx: RowContext, cols: Buffer[], q: ReadQuery, now: number): AsyncGenerator<RawColumn> {

@@ -142,6 +142,45 @@ test('a deep row (200 versions per column) is read from heads and log, not by sc
   assert.equal(counts.heads, 10);
 }));
 
+test('a deep row read with the columns it listed last time (read beside the directory scan) still follows added, deleted and rewritten columns', () => withStore(1000, async (store, clock) => {
+  await store.putDataset('d', { maxVersions: 1000 });
+  const t = clock.t - 10_000;
+  const cols = ['a', 'b', 'c'];
+  await store.batchPutRows('d', [{ row: 'r', items: Array.from({ length: 3 * 40 }, (_, k) => ({ column: cols[k % 3]!, value: `${cols[k % 3]}${Math.floor(k / 3)}`, timestamp: t + Math.floor(k / 3) })) }]);
+  const newest2 = (col: string) => [[t + 39, `${col}39`], [t + 38, `${col}38`]];
+  const v2 = async () => plain((await store.getRow('d', 'r', { versions: 2 })).columns);
+  const expected: Array<[string, Array<[number, string]>]> = cols.map((c) => [c, newest2(c)] as [string, Array<[number, string]>]);
+  // The first read finds the row deep and lists its columns; the second reads them at once.
+  assert.deepEqual(await v2(), expected, 'first read');
+  assert.deepEqual(await v2(), expected, 'second read (same columns)');
+  // A newer cell in a listed column: same column set, the early reads see it (same snapshot).
+  await store.putRow('d', 'r', [{ column: 'b', value: 'b-new', timestamp: t + 100 }]);
+  expected[1] = ['b', [[t + 100, 'b-new'], [t + 39, 'b39']]];
+  assert.deepEqual(await v2(), expected, 'after a newer cell in b');
+  // A new column (only in the write log): the directory lists four, the guess had three.
+  await store.putRow('d', 'r', [{ column: 'bb', value: 'bb1', timestamp: t + 5 }]);
+  expected.splice(2, 0, ['bb', [[t + 5, 'bb1']]]);
+  assert.deepEqual(await v2(), expected, 'after adding bb');
+  assert.deepEqual(await v2(), expected, 'after adding bb, again');
+  // A deleted column: the directory lists three again, not the ones guessed.
+  await store.deleteRow('d', 'r', ['a']);
+  expected.shift();
+  assert.deepEqual(await v2(), expected, 'after deleting a');
+  // Same number of columns, another name: a replaced by aa.
+  await store.putRow('d', 'r', [{ column: 'aa', value: 'aa1', timestamp: t + 6 }]);
+  await store.deleteRow('d', 'r', ['bb']);
+  expected.splice(1, 1);
+  expected.unshift(['aa', [[t + 6, 'aa1']]]);
+  assert.deepEqual(await v2(), expected, 'after replacing bb by aa');
+  await store.foldsSettled();
+  assert.deepEqual(await v2(), expected, 'after the fold');
+  // Pages: limit 1 reads a shorter chunk than the columns remembered.
+  const page1 = await store.getRow('d', 'r', { versions: 2, limit: 1 });
+  assert.deepEqual(plain(page1.columns), expected.slice(0, 1), 'page 1');
+  const page2 = await store.getRow('d', 'r', { versions: 2, limit: 5, marker: page1.marker! });
+  assert.deepEqual(plain(page2.columns), expected.slice(1), 'page 2');
+}));
+
 test('a logged cell that is gone (compacted away meanwhile): reads and folds take the column\'s newest remaining cell, agreeing with the cell path', () => withStore(1000, async (store, clock) => {
   await store.putDataset('d', { maxVersions: 5 });
   const t = clock.t;
