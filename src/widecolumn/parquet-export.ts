@@ -32,7 +32,7 @@ export function exportSchema(): Promise<object> {
  * still free, so of two exports racing for one name exactly one wins and the other is refused
  * (existsSync at the start only spares a doomed export its work).
  */
-async function publish(tmp: string, target: string, overwrite: boolean): Promise<void> {
+export async function publish(tmp: string, target: string, overwrite: boolean): Promise<void> {
   if (overwrite) return rename(tmp, target);
   try {
     await link(tmp, target);

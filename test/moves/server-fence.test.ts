@@ -61,15 +61,13 @@ async function mariadb(): Promise<Engine> {
       return b;
     },
     fence: async (host, shard) => {
-      const c = await conn(host);
-      try {
-        // Not replicated: the slave keeps its copy until drop-moved (what the mover will do).
-        await c.query('SET sql_log_bin = 0');
-        await c.query(`CREATE DATABASE IF NOT EXISTS \`${db(shard)}_moved\``);
-        await c.query(`RENAME TABLE ${tables.map((t) => `\`${db(shard)}\`.\`${t}\` TO \`${db(shard)}_moved\`.\`${t}\``).join(', ')}`);
-      } finally {
-        await c.end();
-      }
+      // As the server's admin: sql_log_bin needs a privilege the application user no longer has.
+      // Not replicated: the slave keeps its copy until drop-moved (what the mover will do).
+      await started.cluster.instance(host).admin(
+        'SET sql_log_bin = 0',
+        `CREATE DATABASE IF NOT EXISTS \`${db(shard)}_moved\``,
+        `RENAME TABLE ${tables.map((t) => `\`${db(shard)}\`.\`${t}\` TO \`${db(shard)}_moved\`.\`${t}\``).join(', ')}`,
+      );
     },
     copyRow: async (table, shard, localId) => {
       const admin = new MysqlBackend({ hosts, storage, schema });

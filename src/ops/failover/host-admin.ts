@@ -2,6 +2,7 @@ import mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
 import type { ShardKitConfig } from '../../config/config.js';
 import type { DevCluster } from '../dev/dev-cluster.js';
+import { runStatements } from '../mariadb/mariadb-instance.js';
 
 /** A user and password (the admin account, or the replication account a slave logs in with). */
 export interface Credentials {
@@ -25,17 +26,7 @@ export interface HostAdmin {
 
 /** Runs statements on one admin connection; returns the rows of the last. */
 export async function adminQuery<T = Array<Record<string, unknown>>>(admin: HostAdmin, host: string, ...statements: Array<string | { sql: string; values?: unknown[] }>): Promise<T> {
-  const conn = await admin.connect(host);
-  try {
-    let last: unknown;
-    for (const s of statements) {
-      const [rows] = typeof s === 'string' ? await conn.query(s) : await conn.query(s.sql, s.values);
-      last = rows;
-    }
-    return last as T;
-  } finally {
-    await conn.end().catch(() => conn.destroy());
-  }
+  return runStatements<T>(await admin.connect(host), statements);
 }
 
 /** The dev cluster's servers: root over each unix socket, its replication user. */

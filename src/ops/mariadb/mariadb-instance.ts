@@ -359,17 +359,7 @@ export class MariadbInstance {
 
   /** Runs statements as admin on a short-lived connection; returns the rows of the last one. */
   async admin<T = mysql.RowDataPacket[]>(...statements: Array<string | { sql: string; values?: unknown[] }>): Promise<T> {
-    const conn = await this.connect();
-    try {
-      let last: unknown;
-      for (const s of statements) {
-        const [rows] = typeof s === 'string' ? await conn.query(s) : await conn.query(s.sql, s.values);
-        last = rows;
-      }
-      return last as T;
-    } finally {
-      await conn.end().catch(() => conn.destroy());
-    }
+    return runStatements<T>(await this.connect(), statements);
   }
 }
 
@@ -390,4 +380,18 @@ function socketAnswers(path: string): Promise<boolean> {
     sock.once('error', () => done(false));
     sock.once('close', () => done(false));
   });
+}
+
+/** Runs statements in order on a short-lived admin connection, then closes it; the rows of the last. */
+export async function runStatements<T>(conn: mysql.Connection, statements: Array<string | { sql: string; values?: unknown[] }>): Promise<T> {
+  try {
+    let last: unknown;
+    for (const s of statements) {
+      const [rows] = typeof s === 'string' ? await conn.query(s) : await conn.query(s.sql, s.values);
+      last = rows;
+    }
+    return last as T;
+  } finally {
+    await conn.end().catch(() => conn.destroy());
+  }
 }

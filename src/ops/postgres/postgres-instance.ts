@@ -172,13 +172,18 @@ export class PostgresInstance {
 
   /** One statement as the superuser, over TCP (admin work in tests: CREATE DATABASE, inspection). */
   async sql<T extends pg.QueryResultRow = pg.QueryResultRow>(database: string, text: string, values?: unknown[]): Promise<T[]> {
-    const client = new pg.Client({ host: this.host, port: this.port, user: 'postgres', database, connectionTimeoutMillis: 2000 });
-    client.on('error', () => undefined);
-    await client.connect();
-    try {
-      return (await client.query<T>(text, values)).rows;
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+    return superuserQuery<T>({ host: this.host, port: this.port, database, connectTimeoutMs: 2000 }, text, values);
+  }
+}
+
+/** One statement as the superuser `postgres` on a short-lived connection (admin work: CREATE DATABASE, inspection). */
+export async function superuserQuery<T extends pg.QueryResultRow = pg.QueryResultRow>(at: { host: string; port: number; database: string; connectTimeoutMs: number }, text: string, values?: unknown[]): Promise<T[]> {
+  const client = new pg.Client({ host: at.host, port: at.port, user: 'postgres', database: at.database, connectionTimeoutMillis: at.connectTimeoutMs });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }

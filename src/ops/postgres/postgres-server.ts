@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
-import { DEFAULT_POSTGRES_BIN } from './postgres-instance.js';
+import { DEFAULT_POSTGRES_BIN, superuserQuery } from './postgres-instance.js';
 
 /** What identifies one persistent local PostgreSQL server; saved as `<dir>/instance.json`. */
 export interface PostgresServerSpec {
@@ -220,13 +220,6 @@ export class PostgresServer {
   }
 
   async sql<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], database = 'postgres'): Promise<T[]> {
-    const client = new pg.Client({ host: this.host, port: this.port, user: 'postgres', database, connectionTimeoutMillis: 3000 });
-    client.on('error', () => undefined);
-    await client.connect();
-    try {
-      return (await client.query<T>(text, values)).rows;
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+    return superuserQuery<T>({ host: this.host, port: this.port, database, connectTimeoutMs: 3000 }, text, values);
   }
 }

@@ -1,12 +1,12 @@
 import { existsSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { link, rename, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ParquetWriter } from '@dsnp/parquetjs';
 import { ShardKitError } from '../../errors.js';
 import type { DatasetConfig } from '../dataset-config.js';
 import type { EngineExportReport } from '../engine.js';
 import type { ProgressFn } from '../types.js';
+import { publish } from '../parquet-export.js';
 
 /** One cell as an export or backup reads it from a shard table. */
 export interface ShardCell {
@@ -18,17 +18,6 @@ export interface ShardCell {
 
 /** What an export needs from the engine: the shards' cells in key order, host by host, each host from one snapshot. */
 export type ShardCellSource = (onShard: (shard: number, cells: ShardCell[]) => Promise<void>) => Promise<{ shards: number }>;
-
-async function publish(tmp: string, target: string, overwrite: boolean): Promise<void> {
-  if (overwrite) return rename(tmp, target);
-  try {
-    await link(tmp, target);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
-    throw err;
-  }
-  await unlink(tmp);
-}
 
 /**
  * The Parquet export of the embedded engine (parquet-export.ts), same columns (`row_key`,
