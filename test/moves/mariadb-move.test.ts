@@ -1,0 +1,207 @@
+/**
+ * The MariaDB move engine on a real dev cluster (2 pairs, shards 0..3 on MySQL001A, 4..7 on MySQL002A):
+ * - a move of shards 0..1 while writers keep a ledger of acknowledged creates on shards 0..3:
+ *   every acknowledged write on a moved shard is on the target, nothing lands on the source after
+ *   the fence, the source's other shards never appear on the target, ids continue past the source's;
+ * - a transaction held open on a moving shard across the freeze commits before the fence and is copied;
+ * - a failure before the switch (here: thrown after the fence) returns the range to the source;
+ * - bad input (target is the source, unknown host) is refused with nothing changed.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import mysql from 'mysql2/promise';
+import { isShardKitError } from '../../src/errors.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { MysqlBackend } from '../../src/storage/mysql/index.js';
+import { resolveSchema } from '../../src/config/config.js';
+import { fleetTables } from '../../src/storage/shard-names.js';
+import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
+import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
+import { runMove } from '../../src/moves/move-runner.js';
+import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
+
+const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
+const SOURCE = 'MySQL001A';
+const TARGET = { master: 'MySQL002A', slave: 'MySQL002B' };
+
+describe('moves on MariaDB: the mover', () => {
+  let stop: () => Promise<void>;
+  let hosts: Record<string, { host: string; port: number }>;
+  let storage: { user: string; password?: string };
+  let engine: MariadbMoveEngine;
+  let backing: MemoryTopologyBacking;
+  let kit: ShardKit;
+  let backend: MysqlBackend;
+  let objectTables: string[];
+  const stores: MemoryTopologyStore[] = [];
+  const hostNames = () => Object.keys(hosts);
+  const store = () => {
+    const s = new MemoryTopologyStore({ backing });
+    stores.push(s);
+    return s;
+  };
+  const query = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
+    const c = await mysql.createConnection({ host: hosts[host]!.host, port: hosts[host]!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), supportBigNumbers: true, bigNumberStrings: true });
+    try {
+      return (await c.query(sql, params))[0] as T[];
+    } finally {
+      await c.end();
+    }
+  };
+  const tablesIn = async (host: string, database: string): Promise<string[]> =>
+    (await query<{ t: string }>(host, 'SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME', [database])).map((r) => r.t);
+  const ids = async (host: string, database: string, table: string): Promise<string[]> =>
+    (await query<{ id: string }>(host, `SELECT local_id AS id FROM \`${database}\`.\`${table}\` ORDER BY local_id`)).map((r) => String(r.id));
+
+  before(async () => {
+    const started = await startTestCluster({ pairs: 2, shards: 8, prefix: 'shardkit-mariamove-' });
+    stop = started.stop;
+    const config = started.cluster.config();
+    if (config.storage.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
+    storage = { user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}) };
+    hosts = Object.fromEntries(Object.entries(config.hosts).map(([name, h]) => [name, { host: h.host!, port: h.port! }]));
+    const schema = resolveSchema(config);
+    objectTables = fleetTables(schema, 'objects');
+    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables });
+    backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
+    backend = new MysqlBackend({ hosts, storage, schema });
+    kit = new ShardKit({ backend, schema, topology: store() });
+    await kit.ready();
+  });
+  after(async () => {
+    await kit?.close();
+    for (const s of stores) await s.close();
+    await stop?.();
+  });
+
+  test('a move under concurrent writers: every acknowledged write is on the target, none on the source after the fence, other shards stay', async () => {
+    // Rows before the move, so the copy has something to carry.
+    for (let s = 0; s <= 3; s++) for (let i = 0; i < 20; i++) await kit.objects.create('pin', { s, i }, { shard: s });
+    const ledger = new Map<string, { shard: number; data: unknown }>();
+    const refused: string[] = [];
+    let writing = true;
+    let n = 0;
+    const writer = async (w: number) => {
+      while (writing) {
+        const shard = (w + n++) % 4;
+        const data = { w, n };
+        try {
+          const o = await kit.objects.create('pin', data, { shard });
+          ledger.set(String(o.id), { shard, data });
+        } catch (err) {
+          if (!isShardKitError(err)) throw err;
+          refused.push(err.code); // not acknowledged: the client would retry
+        }
+      }
+    };
+    const writers = [0, 1, 2, 3].map(writer);
+    // Let the writers get going on every shard before the move starts.
+    while (ledger.size < 40) await new Promise((r) => setTimeout(r, 20));
+    const result = await runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: TARGET, holdMs: 30_000 } });
+    const afterSwitch = ledger.size;
+    while (ledger.size < afterSwitch + 40) await new Promise((r) => setTimeout(r, 20));
+    writing = false;
+    await Promise.all(writers);
+
+    assert.equal(result.outcome, 'switched');
+    assert.deepEqual(result.verify?.mismatches, []);
+    assert.ok(result.verify!.rows >= 40, `verified ${result.verify!.rows} rows`);
+    const map = await kit.shardMap();
+    assert.equal(map.locate(0).master, TARGET.master);
+    assert.equal(map.locate(1).master, TARGET.master);
+    assert.equal(map.locate(2).master, SOURCE);
+
+    for (let s = 0; s <= 3; s++) {
+      const moved = s <= 1;
+      const acked = [...ledger].filter(([, v]) => v.shard === s).map(([id]) => String(pinterestId.decode(id).localId));
+      const onTarget = moved ? await ids(TARGET.master, db(s), 'pins') : [];
+      const onSource = moved ? await ids(SOURCE, `${db(s)}_moved`, 'pins') : await ids(SOURCE, db(s), 'pins');
+      if (moved) {
+        for (const id of acked) assert.ok(onTarget.includes(id), `acknowledged pin ${id} of shard ${s} is on the target`);
+        // The source copy is frozen at the fence: everything it holds is on the target, the target only adds.
+        for (const id of onSource) assert.ok(onTarget.includes(id), `source row ${id} of shard ${s} was copied`);
+        assert.ok(onTarget.length > onSource.length, `shard ${s} took writes on the target after the switch (${onTarget.length} > ${onSource.length})`);
+        assert.deepEqual((await tablesIn(SOURCE, db(s))).filter((x) => objectTables.includes(x)), [], `shard ${s} has no live object table on the source`);
+        // Ids made on the target continue past the source's.
+        const maxSource = onSource.reduce((m, x) => (BigInt(x) > m ? BigInt(x) : m), 0n);
+        const newer = onTarget.filter((x) => !onSource.includes(x));
+        for (const x of newer) assert.ok(BigInt(x) > maxSource, `new id ${x} on shard ${s} is past the source's ${maxSource}`);
+      } else {
+        for (const id of acked) assert.ok(onSource.includes(id), `acknowledged pin ${id} of shard ${s} is on the source`);
+        assert.deepEqual(await tablesIn(TARGET.master, db(s)).then((t) => t.filter((x) => x === 'pins')), [], `shard ${s} never appears on the target`);
+      }
+    }
+    // Reads through the kit find every acknowledged write.
+    for (const [id, v] of ledger) assert.deepEqual((await kit.objects.get(id)).data, v.data);
+    // The target's slave got the copy by replication.
+    const slaveHas = async () => (await ids(TARGET.slave, db(0), 'pins')).length;
+    const want = (await ids(TARGET.master, db(0), 'pins')).length;
+    for (let i = 0; i < 200 && (await slaveHas()) < want; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await slaveHas(), want);
+    console.log(`moved 2 shards: ${ledger.size} acknowledged writes, ${refused.length} refused (${[...new Set(refused)].join(',') || '-'}), verified ${result.verify!.rows} rows, writes held ${result.freezeToSwitchMs} ms`);
+
+    // drop-moved removes the fenced copies on the source only.
+    const rec = result.move;
+    assert.equal(await engine.dropMoved(rec), 2);
+    assert.deepEqual(await tablesIn(SOURCE, `${db(0)}_moved`), []);
+    assert.ok((await ids(TARGET.master, db(0), 'pins')).length > 0);
+  });
+
+  test('a transaction held open on a moving shard across the freeze commits before the fence and reaches the target', async () => {
+    const c = await mysql.createConnection({ host: hosts[SOURCE]!.host, port: hosts[SOURCE]!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) });
+    let committed = false;
+    try {
+      await c.query('BEGIN');
+      const [res] = await c.query(`INSERT INTO \`${db(2)}\`.\`pins\` (data) VALUES ('{"open":true}')`);
+      const localId = String((res as { insertId: number }).insertId);
+      let commit: Promise<unknown> | undefined;
+      const result = await runMove({
+        store: store(), engine, hosts: hostNames(), start: { span: { first: 2, last: 2 }, target: TARGET, holdMs: 30_000 },
+        afterPhase: (phase) => {
+          // The fence (RENAME) waits for this transaction's metadata lock: commit it while the fence waits or before.
+          if (phase === 'frozen') commit = new Promise((r) => setTimeout(r, 300)).then(() => c.query('COMMIT')).then(() => { committed = true; });
+        },
+      });
+      await commit;
+      assert.equal(committed, true);
+      assert.equal(result.outcome, 'switched');
+      assert.ok((await ids(TARGET.master, db(2), 'pins')).includes(localId), 'the committed row was copied');
+    } finally {
+      await c.end();
+    }
+  });
+
+  test('a failure before the switch returns the range to the source: tables back, rows intact, no copy left on the target', async () => {
+    const before = await ids(SOURCE, db(3), 'pins');
+    assert.ok(before.length > 0);
+    await assert.rejects(
+      runMove({
+        store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 },
+        afterPhase: (phase) => {
+          if (phase === 'fenced') throw new Error('injected failure after the fence');
+        },
+      }),
+      /injected failure/,
+    );
+    const map = await kit.shardMap();
+    assert.equal(map.locate(3).master, SOURCE);
+    assert.equal(map.moves().filter((m) => m.range[0] === 3).length, 0);
+    assert.deepEqual(await ids(SOURCE, db(3), 'pins'), before);
+    assert.deepEqual(await tablesIn(SOURCE, `${db(3)}_moved`), []);
+    assert.deepEqual((await tablesIn(TARGET.master, db(3))).filter((t) => t === 'pins'), []);
+    // The service writes there again.
+    const o = await kit.objects.create('pin', { back: true }, { shard: 3 });
+    assert.ok((await ids(SOURCE, db(3), 'pins')).includes(String(pinterestId.decode(o.id).localId)));
+  });
+
+  test('bad input: a target that is the source, an unknown host; nothing changes', async () => {
+    const version = (await store().read())!.version;
+    const moves = (await store().read())!.moves().length;
+    await assert.rejects(runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: { master: SOURCE } } }), (err) => isShardKitError(err, 'INVALID_ARGUMENT'));
+    await assert.rejects(runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: { master: 'MySQL009A' } } }), (err) => isShardKitError(err, 'INVALID_ARGUMENT') && /unknown host/.test(err.message));
+    assert.equal((await store().read())!.version, version);
+    assert.equal((await store().read())!.moves().length, moves);
+  });
+});
