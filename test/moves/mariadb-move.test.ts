@@ -21,6 +21,7 @@ import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const SOURCE = 'MySQL001A';
@@ -35,6 +36,8 @@ describe('moves on MariaDB: the mover', () => {
   let kit: ShardKit;
   let backend: MysqlBackend;
   let objectTables: string[];
+  let clusterDir: string;
+  let configPath: string;
   const stores: MemoryTopologyStore[] = [];
   const hostNames = () => Object.keys(hosts);
   const store = () => {
@@ -58,6 +61,9 @@ describe('moves on MariaDB: the mover', () => {
   before(async () => {
     const started = await startTestCluster({ pairs: 2, shards: 8, prefix: 'shardkit-mariamove-' });
     stop = started.stop;
+    clusterDir = started.dir;
+    configPath = started.cluster.configPath;
+    ensureBuilt();
     const config = started.cluster.config();
     if (config.storage.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
     storage = { user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}) };
@@ -203,5 +209,31 @@ describe('moves on MariaDB: the mover', () => {
     await assert.rejects(runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: { master: 'MySQL009A' } } }), (err) => isShardKitError(err, 'INVALID_ARGUMENT') && /unknown host/.test(err.message));
     assert.equal((await store().read())!.version, version);
     assert.equal((await store().read())!.moves().length, moves);
+  });
+
+  test('the CLI moves shards 4..5 on the dev cluster config: move, verify (exit 0), drop-moved; bad input is one line, exit 2', async () => {
+    const args = ['--config', configPath, '--data', clusterDir];
+    await kit.objects.create('pin', { cli: true }, { shard: 4 });
+    const bad = await cli(['shards', 'move', '4..5', '--to', 'MySQL009A', ...args]);
+    assertBadInput(bad, 'unknown target host', /INVALID_ARGUMENT.*unknown host MySQL009A/);
+    const same = await cli(['shards', 'move', '4..5', '--to', 'MySQL002A', ...args]);
+    assertBadInput(same, 'target is the source', /INVALID_ARGUMENT/);
+
+    const moved = await cli(['shards', 'move', '4..5', '--to', 'MySQL001A', '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args]);
+    assert.equal(moved.code, 0, moved.stderr);
+    const lines = moved.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; outcome?: string; verifiedRows?: number });
+    assert.equal(lines.at(-1)!.outcome, 'switched');
+    assert.ok(lines.at(-1)!.verifiedRows! >= 1);
+    assert.ok((await ids('MySQL001A', db(4), 'pins')).length >= 1);
+
+    const verified = await cli(['shards', 'verify', '4..5', '--json', ...args]);
+    assert.equal(verified.code, 0, verified.stderr);
+    assert.deepEqual((JSON.parse(verified.stdout) as { mismatches: unknown[] }).mismatches, []);
+
+    const dropped = await cli(['shards', 'drop-moved', '--json', ...args]);
+    assert.equal(dropped.code, 0, dropped.stderr);
+    assert.equal((JSON.parse(dropped.stdout) as { dropped: Array<{ files: number }> }).dropped[0]!.files, 2);
+    assert.deepEqual(await tablesIn('MySQL002A', `${db(4)}_moved`), []);
+    assert.ok((await ids('MySQL001A', db(4), 'pins')).length >= 1);
   });
 });

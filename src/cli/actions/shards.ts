@@ -3,7 +3,9 @@ import { join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { createBackend } from '../../kit/backend-factory.js';
-import type { VerifyReport } from '../../moves/move-engine.js';
+import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
+import { MariadbMoveEngine } from '../../moves/mariadb/mariadb-move-engine.js';
+import { fleetTables } from '../../storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
 import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-engine.js';
@@ -36,10 +38,14 @@ export const EXIT_MISMATCH = 3;
 
 interface MoveContext {
   store: TopologyStore;
-  backend: SqliteBackend;
-  engine: SqliteMoveEngine;
+  engine: MoveEngine;
   hosts: string[];
   map: ShardMap;
+  /**
+   * Compares shard `s` between two hosts (a move's source and target, or a master and its
+   * slave); undefined when there is no second copy to compare.
+   */
+  compare(s: number, pair: [string, string], move: MoveRecord | undefined): Promise<VerifyReport | undefined>;
   close(): Promise<void>;
 }
 
@@ -48,28 +54,56 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
   const configPath = opts.config ?? join(dataDir, 'shardkit.json');
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --data or --config)`);
   const config = loadConfigFile(configPath);
-  if (config.storage.backend !== 'sqlite') {
-    throw new ShardKitError('INVALID_CONFIG', `shards move/verify/drop-moved support the embedded SQLite backend in this version, not ${config.storage.backend} (docs/moves.md)`);
+  if (config.storage.backend !== 'sqlite' && config.storage.backend !== 'mysql') {
+    throw new ShardKitError('INVALID_CONFIG', `shards move/verify/drop-moved support the embedded SQLite and the MariaDB (mysql) backends in this version, not ${config.storage.backend} (docs/moves.md)`);
   }
-  const schema = resolveSchema(config);
-  const backend = (await createBackend({ config, dataDir, schema })) as SqliteBackend;
   const store = createTopologyStore(config.topologyStore, { dataDir });
   const hosts = Object.keys(config.hosts);
-  let map = await store.read();
-  if (map === undefined) {
+  let map: ShardMap | undefined;
+  try {
+    map = await store.read();
     // As a service would on first start: the config's map seeds the store.
-    try {
-      map = await store.write(ShardMap.fromJSON(config.shardMap, { hosts }), 0);
-    } catch (err) {
-      await store.close();
-      await backend.close();
-      throw err;
-    }
+    if (map === undefined) map = await store.write(ShardMap.fromJSON(config.shardMap, { hosts }), 0);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const schema = resolveSchema(config);
+  if (config.storage.backend === 'mysql') {
+    const storage = config.storage;
+    const engine = new MariadbMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects') });
+    return {
+      store, engine, hosts, map,
+      // MariaDB: a move's source and target only (a master and its slave are compared by replication's own checks).
+      compare: async (s, _pair, move) => (move === undefined ? undefined : engine.verify({ ...move, range: [s, s] })),
+      close: async () => {
+        await engine.close();
+        await store.close();
+      },
+    };
+  }
+  let backend: SqliteBackend;
+  try {
+    backend = (await createBackend({ config, dataDir, schema })) as SqliteBackend;
+  } catch (err) {
+    await store.close();
+    throw err;
   }
   const busyTimeoutMs = config.storage.busyTimeoutMs;
   const engine = new SqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }), ...(busyTimeoutMs !== undefined ? { busyTimeoutMs } : {}) });
   return {
-    store, backend, engine, hosts, map,
+    store, engine, hosts, map,
+    compare: async (s, pair, move) => {
+      const a = backend.shardPath({ host: pair[0], shard: s, fleet: 'objects' });
+      const b = backend.shardPath({ host: pair[1], shard: s, fleet: 'objects' });
+      // Embedded hosts have no replication: a slave directory without the file is no copy to compare.
+      // A move's copy that is missing is a mismatch, found by compareFiles.
+      if ((move === undefined && !existsSync(b)) || (!existsSync(a) && !existsSync(b))) return undefined;
+      let r = compareFiles(s, a, b);
+      // Recheck: a copy still being written can differ for a moment.
+      if (r.mismatches.length > 0) r = compareFiles(s, a, b);
+      return r;
+    },
     close: async () => {
       await engine.close();
       await store.close();
@@ -161,19 +195,13 @@ export async function verifyCommand(spanText: string, opts: VerifyCommandOptions
       // master against its slave's directory when it holds a copy.
       const m = ctx.map.moves().find((x) => x.range[0] <= s && s <= x.range[1] && x.phase !== 'started' && x.phase !== 'aborting');
       const loc = ctx.map.locate(s);
-      const pair = m !== undefined ? [m.source.master, m.target.master] : loc.slave !== undefined ? [loc.master, loc.slave] : undefined;
-      const a = pair === undefined ? undefined : ctx.backend.shardPath({ host: pair[0]!, shard: s, fleet: 'objects' });
-      const b = pair === undefined ? undefined : ctx.backend.shardPath({ host: pair[1]!, shard: s, fleet: 'objects' });
-      // Embedded hosts have no replication: a slave directory without the file is no copy to compare.
-      // A move's copy that is missing is a mismatch, found by compareFiles.
-      if (pair === undefined || a === undefined || b === undefined || (m === undefined && !existsSync(b)) || (!existsSync(a) && !existsSync(b))) {
+      const pair: [string, string] | undefined = m !== undefined ? [m.source.master, m.target.master] : loc.slave !== undefined ? [loc.master, loc.slave] : undefined;
+      const r = pair === undefined ? undefined : await ctx.compare(s, pair, m);
+      if (pair === undefined || r === undefined) {
         report.skipped.push(s);
         progress.update(s - span.first + 1);
         continue;
       }
-      let r = compareFiles(s, a, b);
-      // Recheck: a copy still being written can differ for a moment.
-      if (r.mismatches.length > 0) r = compareFiles(s, a, b);
       report.shards++;
       report.tables += r.tables;
       report.rows += r.rows;
@@ -199,6 +227,7 @@ export async function verifyCommand(spanText: string, opts: VerifyCommandOptions
 export async function dropMovedCommand(opts: DropMovedOptions): Promise<void> {
   const ctx = await open(opts);
   const done: Array<{ moveId: string; range: [number, number]; host: string; files: number }> = [];
+  const ctxKind = ctx.engine.kind;
   try {
     for (const m of ctx.map.moves().filter((x) => x.phase === 'switched')) {
       const files = await ctx.engine.dropMoved(m);
@@ -210,5 +239,5 @@ export async function dropMovedCommand(opts: DropMovedOptions): Promise<void> {
   }
   if (opts.json) process.stdout.write(`${JSON.stringify({ dropped: done })}\n`);
   else if (done.length === 0) process.stdout.write('no switched moves to clean up\n');
-  else for (const d of done) process.stdout.write(`dropped ${d.files} file(s) of shards ${d.range[0]}..${d.range[1]} from ${d.host} (move ${d.moveId})\n`);
+  else for (const d of done) process.stdout.write(`dropped ${d.files} ${ctxKind === 'mariadb' ? 'fenced database(s)' : 'file(s)'} of shards ${d.range[0]}..${d.range[1]} from ${d.host} (move ${d.moveId})\n`);
 }

@@ -23,7 +23,10 @@ reads go on) -> fenced (the source refuses everything) -> switched (one compare-
 target). A mover killed in any phase leaves the move recorded: run the same command with --resume
 or --abort. Any failure before the switch rolls the move back by itself.
 Embedded default (SQLite): the copy runs under the freeze with SQLite's online backup API.
-MariaDB and PostgreSQL are not supported by this command yet.
+MariaDB (storage backend mysql): the fence renames the shards' object tables into dbNNNNN_moved
+on the source master (waiting for transactions in flight), then they are copied in primary-key
+chunks into the target master (its slave gets them by replication) and verified, all under the
+freeze: choose --hold-ms to cover the copy. PostgreSQL is not supported by this command yet.
 
 Example:
   shardkit shards move 0..3 --to MySQL002A --to-slave MySQL002B --data ./data
@@ -38,6 +41,6 @@ each side. Exit code 0 when clean, 3 when not.`)
     .action(action(async (span: string, opts: VerifyCommandOptions) => (await import('../actions/shards.js')).verifyCommand(span, opts)));
 
   common(shards.command('drop-moved'))
-    .description('Remove what the old hosts still hold of switched moves (fenced shard files), then forget those moves')
+    .description('Remove what the old hosts still hold of switched moves (fenced shard files; MariaDB: the dbNNNNN_moved databases), then forget those moves')
     .action(action(async (opts: DropMovedOptions) => (await import('../actions/shards.js')).dropMovedCommand(opts)));
 }

@@ -12,8 +12,8 @@ const CHUNK_ROWS = 1000;
 export const movedDatabaseName = (shard: number): string => `${shardDatabaseName(shard)}_moved`;
 
 export interface MariadbMoveEngineOptions {
-  /** Address of every host the config declares. */
-  hosts: Record<string, { host: string; port: number }>;
+  /** Address of every host the config declares (a host's own user/password win over the storage section's). */
+  hosts: Record<string, { host?: string; port?: number; socket?: string; user?: string; password?: string }>;
   user: string;
   password?: string;
   /** The object fleet's tables (fleetTables(schema, 'objects')): only these move; a database may also hold mod-shard tables. */
@@ -56,8 +56,10 @@ export class MariadbMoveEngine implements MoveEngine {
   private async connect(host: string): Promise<Conn> {
     const h = this.options.hosts[host];
     if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
+    const password = h.password ?? this.options.password;
     const conn = await mysql.createConnection({
-      host: h.host, port: h.port, user: this.options.user, ...(this.options.password !== undefined ? { password: this.options.password } : {}),
+      ...(h.socket !== undefined ? { socketPath: h.socket } : { host: h.host ?? '127.0.0.1', port: h.port ?? 3306 }),
+      user: h.user ?? this.options.user, ...(password !== undefined ? { password } : {}),
       supportBigNumbers: true, bigNumberStrings: true, dateStrings: true, timezone: 'Z',
     });
     // Timestamps travel as text: the same zone on both sides keeps them exact.
