@@ -85,6 +85,9 @@ describe('moves on MariaDB: the mover', () => {
   test('a move under concurrent writers: every acknowledged write is on the target, none on the source after the fence, other shards stay', async () => {
     // Rows before the move, so the copy has something to carry.
     for (let s = 0; s <= 3; s++) for (let i = 0; i < 20; i++) await kit.objects.create('pin', { s, i }, { shard: s });
+    // Mod-shard (lookup) tables share the database of object shard 0 on the source: they must stay.
+    const lookupTables = (await tablesIn(SOURCE, db(0))).filter((t) => !objectTables.includes(t));
+    assert.ok(lookupTables.length > 0, 'the dev cluster keeps mod-shard tables beside object shard 0');
     const ledger = new Map<string, { shard: number; data: unknown }>();
     const refused: string[] = [];
     let writing = true;
@@ -139,6 +142,7 @@ describe('moves on MariaDB: the mover', () => {
         assert.deepEqual(await tablesIn(TARGET.master, db(s)).then((t) => t.filter((x) => x === 'pins')), [], `shard ${s} never appears on the target`);
       }
     }
+    assert.deepEqual((await tablesIn(SOURCE, db(0))).filter((t) => !objectTables.includes(t)), lookupTables, 'mod-shard tables did not move');
     // Reads through the kit find every acknowledged write.
     for (const [id, v] of ledger) assert.deepEqual((await kit.objects.get(id)).data, v.data);
     // The target's slave got the copy by replication.
