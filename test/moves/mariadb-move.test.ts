@@ -21,7 +21,8 @@ import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { spawn } from 'node:child_process';
+import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const SOURCE = 'MySQL001A';
@@ -105,14 +106,22 @@ describe('moves on MariaDB: the mover', () => {
         }
       }
     };
-    const writers = [0, 1, 2, 3].map(writer);
+    let writerError: unknown;
+    const writers = [0, 1, 2, 3].map((w) => writer(w).catch((err) => { writerError ??= err; }));
+    const acked = (shard: number) => [...ledger.values()].filter((v) => v.shard === shard).length;
+    // Waits until every one of `shards` has `n` more acknowledged writes (or a writer failed).
+    const progress = async (n: number) => {
+      const base = [0, 1, 2, 3].map(acked);
+      while (writerError === undefined && [0, 1, 2, 3].some((s) => acked(s) < base[s]! + n)) await new Promise((r) => setTimeout(r, 20));
+    };
     // Let the writers get going on every shard before the move starts.
-    while (ledger.size < 40) await new Promise((r) => setTimeout(r, 20));
+    await progress(10);
     const result = await runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: TARGET, holdMs: 30_000 } });
-    const afterSwitch = ledger.size;
-    while (ledger.size < afterSwitch + 40) await new Promise((r) => setTimeout(r, 20));
+    // And carry on after the switch, on the moved shards too.
+    await progress(10);
     writing = false;
     await Promise.all(writers);
+    assert.equal(writerError, undefined);
 
     assert.equal(result.outcome, 'switched');
     assert.deepEqual(result.verify?.mismatches, []);
@@ -239,5 +248,44 @@ describe('moves on MariaDB: the mover', () => {
     assert.equal((JSON.parse(dropped.stdout) as { dropped: Array<{ files: number }> }).dropped[0]!.files, 2);
     assert.deepEqual(await tablesIn('MySQL002A', `${db(4)}_moved`), []);
     assert.ok((await ids('MySQL001A', db(4), 'pins')).length >= 1);
+  });
+
+  test('kill -9 of the CLI mover after the fence: --abort puts shards 6..7 back on the source, then a second kill and --resume switches them', async () => {
+    const args = ['--config', configPath, '--data', clusterDir];
+    for (const s of [6, 7]) for (let i = 0; i < 5; i++) await kit.objects.create('pin', { s, i }, { shard: s });
+    const before6 = await ids('MySQL002A', db(6), 'pins');
+    const killAfterFence = async () => {
+      const child = spawn(process.execPath, [CLI, 'shards', 'move', '6..7', '--to', 'MySQL001A', '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args], {
+        cwd: ROOT, env: { ...process.env, SHARDKIT_TEST_MOVE_STOP_AFTER: 'fenced' }, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stderr.on('data', (b: Buffer) => {
+          stderr += b.toString();
+          if (stderr.includes('stopped after fenced')) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before the fence: ${stderr}`)));
+      });
+      child.removeAllListeners('exit');
+      const exited = new Promise((r) => child.on('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      // Fenced: the live tables are gone from the source.
+      assert.deepEqual((await tablesIn('MySQL002A', db(6))).filter((t) => t === 'pins'), []);
+    };
+
+    await killAfterFence();
+    const aborted = await cli(['shards', 'move', '6..7', '--abort', '--json', ...args]);
+    assert.equal(aborted.code, 0, aborted.stderr);
+    assert.equal((JSON.parse(aborted.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'aborted');
+    assert.deepEqual(await ids('MySQL002A', db(6), 'pins'), before6);
+    assert.deepEqual(await tablesIn('MySQL002A', `${db(6)}_moved`), []);
+    assert.deepEqual((await tablesIn('MySQL001A', db(6))).filter((t) => t === 'pins'), []);
+
+    await killAfterFence();
+    const resumed = await cli(['shards', 'move', '6..7', '--resume', '--json', ...args]);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.equal((JSON.parse(resumed.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'switched');
+    assert.deepEqual(await ids('MySQL001A', db(6), 'pins'), before6);
   });
 });
