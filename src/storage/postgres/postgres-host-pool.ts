@@ -134,11 +134,16 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
           reject(err);
           return;
         }
+        // As in acquire(): a checked-out client whose session the server ends (57P01, a reset
+        // during a failover) emits 'error', which pg-pool only listens for on idle clients.
+        const onError = (e: unknown) => this.down.mark(codeDriverError(e));
+        client.on('error', onError);
         this.sent();
         const name = values !== undefined && values.length > 0 ? this.statementName(sql) : undefined;
         const query = name === undefined ? { text: sql, values: values as unknown[] } : { text: sql, values: values as unknown[], name };
         client.query<R & pg.QueryResultRow>(query, (qerr, res) => {
           this.answered();
+          client.removeListener('error', onError);
           if (qerr) {
             codeDriverError(qerr);
             this.discardOnFailure(client, qerr);
