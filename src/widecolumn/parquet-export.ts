@@ -63,61 +63,84 @@ export function exportParquet(store: StoreInternals, dataset: string, file: stri
   return store.track(() => runExport(store, dataset, file, options));
 }
 
-async function runExport(store: StoreInternals, dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn }): Promise<ExportReport> {
-  const started = Date.now();
-  const ds = store.dataset(dataset);
+/** One record of an export file. */
+export interface ExportCell {
+  row_key: string;
+  column: string;
+  timestamp: number;
+  value: Buffer;
+}
+
+/**
+ * Writes an export file for any engine: `fill` appends the cells to a temp file of its own (two
+ * exports to one name must not share, and delete, one), which takes the name only when complete.
+ * Returns the absolute path.
+ */
+export async function writeExportFile(dataset: string, file: string, snapshotAt: number, overwrite: boolean, fill: (append: (cell: ExportCell) => Promise<void>) => Promise<void>): Promise<string> {
   const target = resolve(file);
-  if (!options.overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
-  // Each export writes its own temp file: two exports to one name must not share (and delete) one.
+  if (!overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
   const tmp = `${target}.${process.pid}-${randomBytes(4).toString('hex')}.partial`;
-  const snap = store.snapshot();
-  const now = snap.takenAt;
-  let cells = 0;
-  let rows = 0;
   let writer: ParquetWriter | null = null;
   try {
     const parquet = (await import('@dsnp/parquetjs')).default;
     writer = await parquet.ParquetWriter.openFile(await parquetSchema(), tmp);
-    writer.setMetadata('shardkit.dataset', ds.name);
-    writer.setMetadata('shardkit.snapshotAt', String(now));
-    for (let shard = 0; shard < store.shards; shard++) {
-      let lastRow: Buffer | null = null;
-      let lastCol: Buffer | null = null;
-      let rank = 0;
-      let rowCounted = false;
-      let rowKey = '';
-      let column = '';
-      for await (const { key, value } of snap.session.iterator(datasetShardRange(CELL_TAG, shard, ds.id), { capacity: 512 })) {
-        const k = parseCellKey(key);
-        if (!lastRow || !k.rowEsc.equals(lastRow)) {
-          lastRow = Buffer.from(k.rowEsc);
-          rowKey = decodeEscaped(lastRow).toString('utf8');
-          lastCol = null;
-          rowCounted = false;
-        }
-        if (!lastCol || !k.colEsc.equals(lastCol)) {
-          lastCol = Buffer.from(k.colEsc);
-          column = decodeEscaped(lastCol).toString('utf8');
-          rank = 0;
-        }
-        rank++;
-        if (rank > ds.maxVersions || !isLive(ds, k.ts, now)) continue;
-        await writer.appendRow({ row_key: rowKey, column, timestamp: k.ts, value });
-        cells++;
-        if (!rowCounted) {
-          rowCounted = true;
-          rows++;
-        }
-      }
-      if (shard % 64 === 63 || shard === store.shards - 1) options.onProgress?.({ phase: 'export', done: shard + 1, total: store.shards });
-    }
+    writer.setMetadata('shardkit.dataset', dataset);
+    writer.setMetadata('shardkit.snapshotAt', String(snapshotAt));
+    const w = writer;
+    await fill((cell) => w.appendRow(cell as unknown as Record<string, unknown>));
     await writer.close();
     writer = null;
-    await publish(tmp, target, options.overwrite === true);
+    await publish(tmp, target, overwrite);
   } catch (err) {
     if (writer) await writer.close().catch(() => undefined);
     rmSync(tmp, { force: true });
     throw err;
+  }
+  return target;
+}
+
+async function runExport(store: StoreInternals, dataset: string, file: string, options: { overwrite?: boolean; onProgress?: ProgressFn }): Promise<ExportReport> {
+  const started = Date.now();
+  const ds = store.dataset(dataset);
+  const snap = store.snapshot();
+  const now = snap.takenAt;
+  let cells = 0;
+  let rows = 0;
+  let target: string;
+  try {
+    target = await writeExportFile(ds.name, file, now, options.overwrite === true, async (append) => {
+      for (let shard = 0; shard < store.shards; shard++) {
+        let lastRow: Buffer | null = null;
+        let lastCol: Buffer | null = null;
+        let rank = 0;
+        let rowCounted = false;
+        let rowKey = '';
+        let column = '';
+        for await (const { key, value } of snap.session.iterator(datasetShardRange(CELL_TAG, shard, ds.id), { capacity: 512 })) {
+          const k = parseCellKey(key);
+          if (!lastRow || !k.rowEsc.equals(lastRow)) {
+            lastRow = Buffer.from(k.rowEsc);
+            rowKey = decodeEscaped(lastRow).toString('utf8');
+            lastCol = null;
+            rowCounted = false;
+          }
+          if (!lastCol || !k.colEsc.equals(lastCol)) {
+            lastCol = Buffer.from(k.colEsc);
+            column = decodeEscaped(lastCol).toString('utf8');
+            rank = 0;
+          }
+          rank++;
+          if (rank > ds.maxVersions || !isLive(ds, k.ts, now)) continue;
+          await append({ row_key: rowKey, column, timestamp: k.ts, value });
+          cells++;
+          if (!rowCounted) {
+            rowCounted = true;
+            rows++;
+          }
+        }
+        if (shard % 64 === 63 || shard === store.shards - 1) options.onProgress?.({ phase: 'export', done: shard + 1, total: store.shards });
+      }
+    });
   } finally {
     await snap.close();
   }

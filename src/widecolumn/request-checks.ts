@@ -62,32 +62,7 @@ export class RequestChecks {
   read(ds: DatasetConfig, r: GetRowRequest): [RowContext, ReadQuery] {
     if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each request must be an object');
     const ctx = this.context(ds, r.row);
-    const versions = r.versions ?? 1;
-    if (!Number.isSafeInteger(versions) || versions < 1 || versions > MAX_VERSIONS_LIMIT) {
-      throw new ShardKitError('INVALID_ARGUMENT', `versions must be an integer in 1..${MAX_VERSIONS_LIMIT}`);
-    }
-    const limit = r.limit ?? DEFAULT_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ShardKitError('INVALID_ARGUMENT', `limit must be an integer in 1..${MAX_PAGE}`);
-    const start = r.start === undefined ? 0 : checkTimestamp('start', r.start);
-    const end = r.end === undefined ? Infinity : checkTimestamp('end', r.end);
-    if (start >= end) throw new ShardKitError('INVALID_ARGUMENT', `the time range [start, end) is empty: start ${start} >= end ${end}`);
-    let columns: Buffer[] | null = null;
-    if (r.columns !== undefined) {
-      if (!Array.isArray(r.columns)) throw new ShardKitError('INVALID_ARGUMENT', 'columns must be an array of column names');
-      checkCount('columns in one request', r.columns.length, this.limits.maxItemsPerRow);
-      columns = uniqueSorted(r.columns.map((c) => checkName('column name', c, this.limits.maxColumnBytes)));
-    }
-    return [ctx, { columns, versions: Math.min(versions, ds.maxVersions), start, end, limit, marker: this.marker(r.marker) }];
-  }
-
-  private marker(marker: string | null | undefined): Buffer | null {
-    if (marker === undefined || marker === null || marker === '') return null;
-    if (typeof marker !== 'string' || !/^[A-Za-z0-9_-]+$/.test(marker)) throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
-    const raw = Buffer.from(marker, 'base64url');
-    if (raw.toString('base64url') !== marker || raw.length === 0 || raw.length > this.limits.maxColumnBytes) {
-      throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
-    }
-    return raw;
+    return [ctx, readQuery(ds, r, this.limits)];
   }
 
   /** Put Row requests, validated; refused whole (nothing written) on any bad item. */
@@ -172,3 +147,37 @@ export function uniqueSorted(list: Buffer[]): Buffer[] {
   return sorted.filter((b, i) => i === 0 || !b.equals(sorted[i - 1]!));
 }
 
+/**
+ * The options of a Get Row request (everything but its row key), validated and normalised:
+ * versions capped at the dataset's maxVersions, columns unique and sorted bytewise. Every engine
+ * uses it, so the refusals and their messages are the same whatever the engine.
+ */
+export function readQuery(ds: DatasetConfig, r: GetRowRequest, limits: WideColumnLimits): ReadQuery {
+  const versions = r.versions ?? 1;
+  if (!Number.isSafeInteger(versions) || versions < 1 || versions > MAX_VERSIONS_LIMIT) {
+    throw new ShardKitError('INVALID_ARGUMENT', `versions must be an integer in 1..${MAX_VERSIONS_LIMIT}`);
+  }
+  const limit = r.limit ?? DEFAULT_PAGE;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ShardKitError('INVALID_ARGUMENT', `limit must be an integer in 1..${MAX_PAGE}`);
+  const start = r.start === undefined ? 0 : checkTimestamp('start', r.start);
+  const end = r.end === undefined ? Infinity : checkTimestamp('end', r.end);
+  if (start >= end) throw new ShardKitError('INVALID_ARGUMENT', `the time range [start, end) is empty: start ${start} >= end ${end}`);
+  let columns: Buffer[] | null = null;
+  if (r.columns !== undefined) {
+    if (!Array.isArray(r.columns)) throw new ShardKitError('INVALID_ARGUMENT', 'columns must be an array of column names');
+    checkCount('columns in one request', r.columns.length, limits.maxItemsPerRow);
+    columns = uniqueSorted(r.columns.map((c) => checkName('column name', c, limits.maxColumnBytes)));
+  }
+  return { columns, versions: Math.min(versions, ds.maxVersions), start, end, limit, marker: parseMarker(r.marker, limits) };
+}
+
+/** A paging marker: base64url of a column's raw bytes, exactly as this store returned it. */
+function parseMarker(marker: string | null | undefined, limits: WideColumnLimits): Buffer | null {
+  if (marker === undefined || marker === null || marker === '') return null;
+  if (typeof marker !== 'string' || !/^[A-Za-z0-9_-]+$/.test(marker)) throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
+  const raw = Buffer.from(marker, 'base64url');
+  if (raw.toString('base64url') !== marker || raw.length === 0 || raw.length > limits.maxColumnBytes) {
+    throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
+  }
+  return raw;
+}

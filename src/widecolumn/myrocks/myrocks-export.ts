@@ -1,12 +1,7 @@
-import { existsSync, rmSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
-import type { ParquetWriter } from '@dsnp/parquetjs';
-import { ShardKitError } from '../../errors.js';
 import type { DatasetConfig } from '../dataset-config.js';
 import type { EngineExportReport } from '../engine.js';
 import type { ProgressFn } from '../types.js';
-import { publish } from '../parquet-export.js';
+import { writeExportFile } from '../parquet-export.js';
 
 /** One cell as an export or backup reads it from a shard table. */
 export interface ShardCell {
@@ -26,26 +21,11 @@ export type ShardCellSource = (onShard: (shard: number, cells: ShardCell[]) => P
  */
 export async function exportShardsToParquet(ds: DatasetConfig, file: string, now: number, source: ShardCellSource, options: { overwrite?: boolean; onProgress?: ProgressFn } = {}): Promise<EngineExportReport> {
   const started = Date.now();
-  const target = resolve(file);
-  if (!options.overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
-  const tmp = `${target}.${process.pid}-${randomBytes(4).toString('hex')}.partial`;
-  let writer: ParquetWriter | null = null;
   let cells = 0;
   let rows = 0;
   let done = 0;
-  try {
-    const parquet = (await import('@dsnp/parquetjs')).default;
-    const schema = new parquet.ParquetSchema({
-      row_key: { type: 'UTF8', compression: 'SNAPPY' },
-      column: { type: 'UTF8', compression: 'SNAPPY' },
-      timestamp: { type: 'TIMESTAMP_MILLIS', compression: 'SNAPPY' },
-      value: { type: 'BYTE_ARRAY', compression: 'SNAPPY' },
-    });
-    writer = await parquet.ParquetWriter.openFile(schema, tmp);
-    writer.setMetadata('shardkit.dataset', ds.name);
-    writer.setMetadata('shardkit.snapshotAt', String(now));
-    const w = writer;
-    const { shards } = await source(async (_shard, list) => {
+  const target = await writeExportFile(ds.name, file, now, options.overwrite === true, async (append) => {
+    await source(async (_shard, list) => {
       let lastRow: Buffer | null = null;
       let lastCol: Buffer | null = null;
       let rank = 0;
@@ -60,7 +40,7 @@ export async function exportShardsToParquet(ds: DatasetConfig, file: string, now
         if (live) {
           if (!rowCounted) rows++;
           rowCounted = true;
-          await w.appendRow({ row_key: c.row_key.toString('utf8'), column: c.col.toString('utf8'), timestamp: ts, value: c.v });
+          await append({ row_key: c.row_key.toString('utf8'), column: c.col.toString('utf8'), timestamp: ts, value: c.v });
           cells++;
         }
         if (newRow) lastRow = c.row_key;
@@ -68,14 +48,6 @@ export async function exportShardsToParquet(ds: DatasetConfig, file: string, now
       }
       options.onProgress?.({ phase: 'export', done: ++done, total: 0 });
     });
-    void shards;
-    await writer.close();
-    writer = null;
-    await publish(tmp, target, options.overwrite === true);
-  } catch (err) {
-    if (writer) await writer.close().catch(() => undefined);
-    rmSync(tmp, { force: true });
-    throw err;
-  }
+  });
   return { dataset: ds.name, file: target, rows, cells, durationMs: Date.now() - started };
 }

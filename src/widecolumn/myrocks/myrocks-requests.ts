@@ -1,6 +1,8 @@
 import { ShardKitError } from '../../errors.js';
-import { MAX_VERSIONS_LIMIT, type DatasetConfig } from '../dataset-config.js';
+import type { DatasetConfig } from '../dataset-config.js';
 import { checkCount, checkName, checkTimestamp, tooLarge, type WideColumnLimits } from '../limits.js';
+import { readQuery, uniqueSorted } from '../request-checks.js';
+import type { ReadQuery } from '../row-reader.js';
 import type { DeleteRowRequest, GetRowRequest, PutRowRequest } from '../types.js';
 
 /**
@@ -9,20 +11,12 @@ import type { DeleteRowRequest, GetRowRequest, PutRowRequest } from '../types.js
  * Nothing reaches SQL before these checks pass.
  */
 
-const DEFAULT_PAGE = 100;
 /** A lone UTF-16 surrogate would be stored as U+FFFD: silently changed (limits.ts refuses it in names). */
 const LONE_SURROGATE = /\p{Cs}/u;
-const MAX_PAGE = 10_000;
 
-export interface ValidRead {
+export interface ValidRead extends ReadQuery {
   row: string;
   rowRaw: Buffer;
-  columns: Buffer[] | null;
-  versions: number;
-  start: number;
-  end: number;
-  limit: number;
-  marker: Buffer | null;
 }
 
 export interface ValidItem {
@@ -44,45 +38,15 @@ export interface ValidDelete {
   columns: Buffer[] | null;
 }
 
-export function uniqueSorted(list: Buffer[]): Buffer[] {
-  const sorted = [...list].sort(Buffer.compare);
-  return sorted.filter((b, i) => i === 0 || !b.equals(sorted[i - 1]!));
-}
-
 export function checkBatch(rows: unknown, limits: WideColumnLimits): void {
   if (!Array.isArray(rows) || rows.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
   checkCount('rows in one batch', rows.length, limits.maxBatchRows);
 }
 
-function parseMarker(marker: string | null | undefined, limits: WideColumnLimits): Buffer | null {
-  if (marker === undefined || marker === null || marker === '') return null;
-  if (typeof marker !== 'string' || !/^[A-Za-z0-9_-]+$/.test(marker)) throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
-  const raw = Buffer.from(marker, 'base64url');
-  if (raw.toString('base64url') !== marker || raw.length === 0 || raw.length > limits.maxColumnBytes) {
-    throw new ShardKitError('INVALID_ARGUMENT', 'marker is not one this store returned');
-  }
-  return raw;
-}
-
 export function validateRead(ds: DatasetConfig, r: GetRowRequest, limits: WideColumnLimits): ValidRead {
   if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each request must be an object');
   const rowRaw = checkName('row key', r.row, limits.maxRowKeyBytes);
-  const versions = r.versions ?? 1;
-  if (!Number.isSafeInteger(versions) || versions < 1 || versions > MAX_VERSIONS_LIMIT) {
-    throw new ShardKitError('INVALID_ARGUMENT', `versions must be an integer in 1..${MAX_VERSIONS_LIMIT}`);
-  }
-  const limit = r.limit ?? DEFAULT_PAGE;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new ShardKitError('INVALID_ARGUMENT', `limit must be an integer in 1..${MAX_PAGE}`);
-  const start = r.start === undefined ? 0 : checkTimestamp('start', r.start);
-  const end = r.end === undefined ? Infinity : checkTimestamp('end', r.end);
-  if (start >= end) throw new ShardKitError('INVALID_ARGUMENT', `the time range [start, end) is empty: start ${start} >= end ${end}`);
-  let columns: Buffer[] | null = null;
-  if (r.columns !== undefined) {
-    if (!Array.isArray(r.columns)) throw new ShardKitError('INVALID_ARGUMENT', 'columns must be an array of column names');
-    checkCount('columns in one request', r.columns.length, limits.maxItemsPerRow);
-    columns = uniqueSorted(r.columns.map((c) => checkName('column name', c, limits.maxColumnBytes)));
-  }
-  return { row: r.row, rowRaw, columns, versions: Math.min(versions, ds.maxVersions), start, end, limit, marker: parseMarker(r.marker, limits) };
+  return { row: r.row, rowRaw, ...readQuery(ds, r, limits) };
 }
 
 /** Puts of a batch; `maxTs` is the latest explicit timestamp allowed (clock + allowed skew). */
