@@ -39,6 +39,7 @@ describe('moves on MariaDB: the mover', () => {
   let objectTables: string[];
   let clusterDir: string;
   let configPath: string;
+  let cluster: Awaited<ReturnType<typeof startTestCluster>>['cluster'];
   const stores: MemoryTopologyStore[] = [];
   const hostNames = () => Object.keys(hosts);
   const store = () => {
@@ -64,6 +65,7 @@ describe('moves on MariaDB: the mover', () => {
     stop = started.stop;
     clusterDir = started.dir;
     configPath = started.cluster.configPath;
+    cluster = started.cluster;
     ensureBuilt();
     const config = started.cluster.config();
     if (config.storage.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
@@ -287,5 +289,42 @@ describe('moves on MariaDB: the mover', () => {
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.equal((JSON.parse(resumed.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'switched');
     assert.deepEqual(await ids('MySQL001A', db(6), 'pins'), before6);
+  });
+
+  test('shards verify compares a master with its slave chunk by chunk: clean, then a row changed by hand on the slave (sql_log_bin=0) is named, exit 3', async () => {
+    const args = ['--config', configPath, '--data', clusterDir];
+    const made: bigint[] = [];
+    for (let i = 0; i < 30; i++) made.push((await kit.objects.create('pin', { verify: i }, { shard: 3 })).id);
+    const clean = await cli(['shards', 'verify', '3..3', '--json', ...args]);
+    assert.equal(clean.code, 0, clean.stderr);
+    const report = JSON.parse(clean.stdout) as { mismatches: unknown[]; shards: number; rows: number; skipped: number[] };
+    assert.deepEqual(report.mismatches, []);
+    assert.equal(report.shards, 1, 'shard 3 (on MySQL001A in both maps: its move failed before the switch) has a slave: it is compared, not skipped');
+    assert.ok(report.rows >= 30, `compared ${report.rows} rows: ${clean.stdout}`);
+
+    const victim = BigInt(pinterestId.decode(made[17]!).localId);
+    const slave = cluster.instance('MySQL001B');
+    // As the server's admin: the application user cannot write on a read-only slave or skip the binlog.
+    const [orig] = await slave.admin<Array<{ data: string }>>({ sql: `SELECT data FROM ${db(3)}.pins WHERE local_id = ?`, values: [String(victim)] });
+    const drift = async (data: string) => {
+      await slave.admin('SET sql_log_bin = 0', { sql: `UPDATE ${db(3)}.pins SET data = ? WHERE local_id = ?`, values: [data, String(victim)] });
+    };
+    await drift('{"changed":"by hand"}');
+    try {
+      const dirty = await cli(['shards', 'verify', '3..3', ...args]);
+      assert.equal(dirty.code, 3, `exit code ${dirty.code}: ${dirty.stdout}${dirty.stderr}`);
+      assert.match(dirty.stdout, /MISMATCH shard 3 pins keys/);
+      const json = await cli(['shards', 'verify', '3..3', '--json', ...args]);
+      assert.equal(json.code, 3);
+      const m = (JSON.parse(json.stdout) as { mismatches: Array<{ shard: number; table: string; fromKey: string; toKey: string }> }).mismatches;
+      assert.equal(m.length, 1);
+      assert.equal(m[0]!.table, 'pins');
+      const lo = m[0]!.fromKey === '-inf' ? -1n : BigInt(m[0]!.fromKey);
+      assert.ok(lo <= victim && victim <= BigInt(m[0]!.toKey), `the named chunk ${m[0]!.fromKey}..${m[0]!.toKey} holds local id ${victim}`);
+    } finally {
+      await drift(orig!.data);
+    }
+    const again = await cli(['shards', 'verify', '3..3', '--json', ...args]);
+    assert.equal(again.code, 0, again.stdout);
   });
 });

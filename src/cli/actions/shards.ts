@@ -74,8 +74,8 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     const engine = new MariadbMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects') });
     return {
       store, engine, hosts, map,
-      // MariaDB: a move's source and target only (a master and its slave are compared by replication's own checks).
-      compare: async (s, _pair, move) => (move === undefined ? undefined : engine.verify({ ...move, range: [s, s] })),
+      // A move's source and target; otherwise the master and its slave, chunk by chunk at the master's GTID position.
+      compare: async (s, pair, move) => (move === undefined ? engine.verifyReplica(s, pair[0], pair[1]) : engine.verify({ ...move, range: [s, s] })),
       close: async () => {
         await engine.close();
         await store.close();
