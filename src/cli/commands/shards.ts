@@ -34,10 +34,12 @@ Example:
     .action(action(async (span: string, opts: MoveCommandOptions) => (await import('../actions/shards.js')).moveCommand(span, opts)));
 
   common(shards.command('verify <first..last>'))
-    .description('Compare the copies of object shards first..last chunk by chunk (primary-key chunks, hashed): a move\'s source against its target')
+    .description('Compare the copies of object shards first..last chunk by chunk (primary-key chunks, hashed): a move\'s source against its target, otherwise (MariaDB) a master against its slave')
     .addHelpText('after', `
-Mismatching chunks are checked again, then reported with table, key range and the row counts of
-each side. Exit code 0 when clean, 3 when not.`)
+A master and its slave are compared at a consistent point per chunk: the slave's rows are read
+once it has applied the master's GTID position read after the master's chunk. Mismatching chunks
+are checked again, then reported with table, key range and the row counts of each side. Exit code
+0 when clean, 3 when not.`)
     .action(action(async (span: string, opts: VerifyCommandOptions) => (await import('../actions/shards.js')).verifyCommand(span, opts)));
 
   common(shards.command('drop-moved'))
