@@ -203,3 +203,96 @@ export function summarizeMap(map) {
   }
   return { shards, open, hosts: hosts.size };
 }
+
+/**
+ * @typedef {{ shard: number, reads: number, writes: number, rate: number | undefined, objects: number | null }} HeatCell
+ * @typedef {{ range: [number, number], frozenBy: string | undefined, cells: HeatCell[], calls: number, rate: number | undefined, objects: number | null }} HeatRange
+ * @typedef {{ host: string, ranges: HeatRange[], calls: number, rate: number | undefined, objects: number | null }} HeatHost
+ */
+
+/**
+ * The heat map's layout from GET /v1/admin/shards/stats: shards grouped by master host, then by
+ * the map's ranges, with sums per range and host. Cells are coloured by calls per second when the
+ * service has a rate and some shard had calls in it (`byRate`), else (first look, or an idle
+ * service) by calls since it started; `max` is the top of that scale.
+ * @param {{ ranges: Array<{ range: [number, number], master: string, frozenBy?: string, reads: number[], writes: number[], rates: number[] | null, objects: Array<number | null> }> }} stats
+ * @returns {{ hosts: HeatHost[], byRate: boolean, max: number }}
+ */
+export function heatGroups(stats) {
+  /** @type {Map<string, HeatHost>} */
+  const hosts = new Map();
+  const hasRate = stats.ranges.some((r) => r.rates !== null);
+  let maxRate = 0;
+  let maxCalls = 0;
+  /** @param {number | null} a @param {number | null} b */
+  const addObjects = (a, b) => (a === null ? b : b === null ? a : a + b);
+  for (const r of stats.ranges) {
+    /** @type {HeatCell[]} */
+    const cells = r.reads.map((reads, i) => ({
+      shard: r.range[0] + i,
+      reads,
+      writes: r.writes[i] ?? 0,
+      rate: r.rates === null ? undefined : r.rates[i],
+      objects: r.objects[i] ?? null,
+    }));
+    /** @type {HeatRange} */
+    const range = { range: r.range, frozenBy: r.frozenBy, cells, calls: 0, rate: hasRate ? 0 : undefined, objects: null };
+    for (const c of cells) {
+      range.calls += c.reads + c.writes;
+      if (range.rate !== undefined) range.rate += c.rate ?? 0;
+      range.objects = addObjects(range.objects, c.objects);
+      maxRate = Math.max(maxRate, c.rate ?? 0);
+      maxCalls = Math.max(maxCalls, c.reads + c.writes);
+    }
+    let host = hosts.get(r.master);
+    if (host === undefined) hosts.set(r.master, (host = { host: r.master, ranges: [], calls: 0, rate: hasRate ? 0 : undefined, objects: null }));
+    host.ranges.push(range);
+    host.calls += range.calls;
+    if (host.rate !== undefined) host.rate += range.rate ?? 0;
+    host.objects = addObjects(host.objects, range.objects);
+  }
+  const byRate = maxRate > 0;
+  return { hosts: [...hosts.values()], byRate, max: byRate ? maxRate : maxCalls };
+}
+
+/**
+ * A cell's colour step, 0 (no calls) to 5 (the hottest shard shown). The square root spreads
+ * the low end, where most shards of a skewed load are.
+ * @param {number} value
+ * @param {number} max
+ */
+export function heatLevel(value, max) {
+  if (!(max > 0) || !(value > 0)) return 0;
+  return Math.min(5, Math.max(1, Math.ceil(5 * Math.sqrt(value / max))));
+}
+
+/**
+ * The `n` busiest shards of the heat map: by rate when there is one, then by calls since start.
+ * @param {{ hosts: HeatHost[] }} groups
+ * @param {number} n
+ * @returns {Array<HeatCell & { host: string }>}
+ */
+export function hottestShards(groups, n) {
+  const all = groups.hosts.flatMap((h) => h.ranges.flatMap((r) => r.cells.map((c) => ({ ...c, host: h.host }))));
+  return all
+    .filter((c) => c.reads + c.writes > 0)
+    .sort((a, b) => (b.rate ?? 0) - (a.rate ?? 0) || b.reads + b.writes - (a.reads + a.writes) || a.shard - b.shard)
+    .slice(0, n);
+}
+
+/**
+ * What the moves table shows of a move's progress (written by the mover, docs/moves.md): the
+ * numbers of the phase the move is in now, or dashes when the mover has reported none for it.
+ * @param {{ phase: string, progress?: { phase: string, shardsDone?: number, shardsTotal?: number, rowsCopied?: number, rowsTotal?: number, lag?: number, at: number } }} move
+ * @param {number} now wall-clock ms
+ * @returns {{ progress: string, lag: string, updated: string }}
+ */
+export function moveProgress(move, now) {
+  const p = move.progress;
+  if (p === undefined || p.phase !== move.phase) return { progress: '–', lag: '–', updated: '–' };
+  const parts = [];
+  if (p.shardsDone !== undefined) parts.push(`${p.shardsDone}${p.shardsTotal !== undefined ? `/${p.shardsTotal}` : ''} shards`);
+  if (p.rowsCopied !== undefined) parts.push(`${p.rowsCopied.toLocaleString('en-US')}${p.rowsTotal !== undefined ? `/${p.rowsTotal.toLocaleString('en-US')}` : ''} rows`);
+  const age = Math.max(0, Math.round((now - p.at) / 1000));
+  return { progress: parts.length > 0 ? parts.join(', ') : '–', lag: p.lag === undefined ? '–' : String(p.lag), updated: `${age} s ago` };
+}

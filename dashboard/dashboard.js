@@ -6,7 +6,7 @@
  * (#object=…, #mapping=…&from=…, #lookup=…&key=…), so links and the back button work.
  */
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
 } from './dashboard-lib.js';
 
 const REFRESH_MS = 5000;
@@ -147,11 +147,15 @@ async function refresh() {
   refreshing = true;
   const status = $('status');
   try {
-    const [health, map, metrics] = await Promise.all([api('/healthz'), api('/v1/topology'), api('/metrics', 'text').catch(() => undefined)]);
+    // The heat map is an admin route: without the admin token it says so, the rest still shows.
+    const [health, map, metrics, stats] = await Promise.all([
+      api('/healthz'), api('/v1/topology'), api('/metrics', 'text').catch(() => undefined), api('/v1/admin/shards/stats').catch((/** @type {unknown} */ err) => ({ failed: err })),
+    ]);
     status.dataset.state = 'ok';
     status.textContent = 'up';
     $('service').textContent = `${health.backend} backend · shard map version ${health.topologyVersion}`;
     renderTopology(map);
+    renderHeatmap(stats);
     if (typeof metrics === 'string') renderTraffic(metrics);
     $('error').hidden = true;
   } catch (err) {
@@ -183,16 +187,79 @@ function renderTopology(map) {
   $('moves').querySelector('tbody')?.replaceChildren(...moves.map((m) => {
     const frozen = map.ranges.find((r) => r.frozen?.id === m.id)?.frozen;
     const held = frozen === undefined ? '–' : now < frozen.frozenAt + frozen.holdMs ? `held (budget ${frozen.holdMs} ms)` : 'freeze expired: not held';
-    return el('tr', {},
+    // What the mover last wrote into the record (at most once a second): shards done, lag.
+    const p = moveProgress(m, now);
+    return el('tr', { 'data-move': m.id },
       el('td', { class: 'mono' }, m.id),
       el('td', { class: 'mono' }, `${m.range[0]}–${m.range[1]}`),
       el('td', {}, m.source.master),
       el('td', {}, m.target.master),
       el('td', {}, m.phase),
+      el('td', { class: 'num' }, p.progress),
+      el('td', { class: 'num' }, p.lag),
+      el('td', { class: 'num' }, p.updated),
       el('td', {}, held));
   }));
   const hosts = new Set(map.modShards.ranges.map((r) => r.master));
   $('modshard-summary').textContent = `Lookups: ${map.modShards.count.toLocaleString('en-US')} mod shards on ${hosts.size} host${hosts.size === 1 ? '' : 's'} (shard = md5(key) mod ${map.modShards.count}).`;
+}
+
+/** @param {number | null | undefined} n */
+function count(n) {
+  return n === null || n === undefined ? '–' : n.toLocaleString('en-US');
+}
+
+/**
+ * The heat map (docs/dashboard.md): one cell per shard, grouped by master host and by range,
+ * coloured by calls per second (or calls since start until the service has a rate); each cell
+ * shows its shard, its calls and its objects, its title the reads, writes and rate.
+ * @param {any} stats GET /v1/admin/shards/stats, or { failed } when that call failed
+ */
+function renderHeatmap(stats) {
+  const box = $('heatmap');
+  if (stats.failed !== undefined) {
+    const err = stats.failed;
+    const admin = err instanceof ApiError && (err.status === 401 || err.status === 403);
+    $('heatmap-summary').textContent = admin ? 'The shard heat map is an admin route: it needs the admin token (or a loopback service without one).' : `No shard numbers: ${errorText(err)}`;
+    box.replaceChildren();
+    $('heatmap-legend').hidden = true;
+    $('hottest').hidden = true;
+    return;
+  }
+  const groups = heatGroups(stats);
+  const shards = stats.ranges.reduce((/** @type {number} */ n, /** @type {{ reads: number[] }} */ r) => n + r.reads.length, 0);
+  // Large maps get bare squares (the numbers are in each title and in the busiest-shards table).
+  const compact = shards > 256;
+  const objectsAge = stats.objectsAt === null ? 'not counted yet' : `counted ${Math.max(0, Math.round((stats.now - stats.objectsAt) / 1000))} s ago`;
+  $('heatmap-summary').textContent = `${count(stats.totals.reads + stats.totals.writes)} requests (${count(stats.totals.reads)} reads, ${count(stats.totals.writes)} writes) since ${new Date(stats.since).toISOString().slice(0, 19).replace('T', ' ')} UTC; ${count(stats.totals.objects)} objects (${objectsAge}). Colour: ${groups.byRate ? `requests/s over the last ${Math.round(stats.rateSeconds)} s` : `requests since start${stats.rateSeconds === null ? '' : ` (none in the last ${Math.round(stats.rateSeconds)} s)`}`}.`;
+  $('heatmap-legend').hidden = false;
+  $('heatmap-scale').textContent = groups.byRate ? formatRate(groups.max) : `${count(groups.max)} requests`;
+  box.replaceChildren(...groups.hosts.map((h) => el('div', { class: 'heat-host', 'data-host': h.host },
+    el('h3', {}, h.host, el('span', { class: 'muted small' }, ` · ${count(h.calls)} requests${h.rate !== undefined ? ` · ${formatRate(h.rate)}` : ''} · ${count(h.objects)} objects`)),
+    ...h.ranges.map((r) => el('div', { class: 'heat-range', 'data-range': `${r.range[0]}-${r.range[1]}` },
+      el('div', { class: 'heat-range-label' },
+        el('span', { class: 'mono' }, `${r.range[0]}–${r.range[1]}`),
+        ` ${count(r.calls)} req${r.rate !== undefined ? ` · ${formatRate(r.rate)}` : ''} · ${count(r.objects)} obj`,
+        r.frozenBy !== undefined ? el('span', { class: 'frozen' }, ` · frozen by ${r.frozenBy}`) : ''),
+      el('div', { class: `heat-cells${compact ? ' compact' : ''}` }, ...r.cells.map((c) => {
+        const calls = c.reads + c.writes;
+        const level = heatLevel(groups.byRate ? c.rate ?? 0 : calls, groups.max);
+        const title = `shard ${c.shard} on ${h.host}: ${count(c.reads)} reads, ${count(c.writes)} writes${c.rate !== undefined ? `, ${formatRate(c.rate)}` : ''}, ${count(c.objects)} objects`;
+        const cell = el('div', {
+          class: `heat-cell heat-${level}`, title, 'data-shard': String(c.shard), 'data-reads': String(c.reads), 'data-writes': String(c.writes), 'data-objects': c.objects === null ? '' : String(c.objects),
+        });
+        if (!compact) cell.append(el('span', { class: 'heat-shard' }, String(c.shard)), el('span', { class: 'heat-calls' }, `${count(calls)} req`), el('span', { class: 'heat-objects' }, `${count(c.objects)} obj`));
+        return cell;
+      })))))));
+  const hot = hottestShards(groups, 10);
+  $('hottest').hidden = hot.length === 0;
+  $('hottest').querySelector('tbody')?.replaceChildren(...hot.map((c) => el('tr', { 'data-shard': String(c.shard) },
+    el('td', { class: 'mono' }, String(c.shard)),
+    el('td', {}, c.host),
+    el('td', { class: 'num' }, count(c.reads)),
+    el('td', { class: 'num' }, count(c.writes)),
+    el('td', { class: 'num' }, formatRate(c.rate)),
+    el('td', { class: 'num' }, count(c.objects)))));
 }
 
 /** @param {string} text */

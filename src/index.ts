@@ -1,6 +1,6 @@
 export { ShardKitError, ERROR_CODES, isShardKitError, type ErrorCode } from './errors.js';
 export * from './ids/index.js';
-export { ShardMap, defaultShardMapJson, type ShardMapJson, type ShardRange, type ShardLocation, type RangeFreeze, type MoveRecord, type MovePhase, MOVE_PHASES } from './topology/shard-map.js';
+export { ShardMap, defaultShardMapJson, type ShardMapJson, type ShardRange, type ShardLocation, type RangeFreeze, type MoveRecord, type MovePhase, type MoveProgress, MOVE_PHASES } from './topology/shard-map.js';
 export { shardDatabaseName } from './storage/shard-names.js';
 export { activeFreeze, addMove, advanceMove, freezeMove, switchMove, beginAbort, abortMove, forgetMove, casMoveState, requireMove, newMoveId, DEFAULT_HOLD_MS, type AddMoveOptions, type CasOptions } from './moves/move-state.js';
 export type { TopologyStore } from './topology/topology-store.js';

@@ -15,6 +15,7 @@ import { dashboardRoutes } from './routes/dashboard-routes.js';
 import { lookupRoutes } from './routes/lookup-routes.js';
 import { mappingRoutes } from './routes/mapping-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
+import { shardStatsRoutes } from './routes/shard-stats-routes.js';
 import { systemRoutes } from './routes/system-routes.js';
 
 const ajvCompiler = AjvCompiler();
@@ -135,6 +136,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         { name: 'mappings', description: 'Ordered one-directional lists from an object to objects' },
         { name: 'lookups', description: 'Arbitrary keys to object IDs on the mod-shard fleet' },
         { name: 'system', description: 'Topology, health and metrics' },
+        { name: 'admin', description: 'Operator views of the shard fleet: requests and objects per shard (the dashboard\'s heat map). Admin routes take `Authorization: Bearer <token>` when the service has an admin token (docs/operations.md).' },
         { name: 'tickets', description: 'Unique 64-bit IDs from named sequences on Flickr-style ticket servers (served when the config has a tickets section; docs/tickets.md)' },
         { name: 'widecolumn', description: 'Datasets, rows and timestamped cells of the RocksDB wide-column store (docs/widecolumn.md)' },
         { name: 'widecolumn-admin', description: 'Compaction, backups and Parquet exports of the wide-column store (docs/widecolumn.md). Admin routes take `Authorization: Bearer <token>` when the service has an admin token (docs/operations.md).' },
@@ -182,6 +184,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await api.register(mappingRoutes(kit));
     await api.register(lookupRoutes(kit));
     await api.register(systemRoutes(kit, metrics?.registry));
+    await api.register(shardStatsRoutes(kit));
   });
   if (options.dashboard !== false) await app.register(dashboardRoutes());
   for (const plugin of options.plugins ?? []) {

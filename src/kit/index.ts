@@ -4,3 +4,4 @@ export { mergePatch } from './merge-patch.js';
 export { encodeCursor, decodeCursor, type CursorList } from './cursor-codec.js';
 export { createBackend, type BackendFactoryOptions } from './backend-factory.js';
 export type * from './types.js';
+export { type ShardStats, type ShardStatsOptions, type ShardStatsRange } from './shard-stats.js';

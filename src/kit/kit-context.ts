@@ -8,6 +8,7 @@ import { activeFreeze } from '../topology/range-freeze.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import { KitCache, type KitCacheOptions } from './kit-cache.js';
+import { ShardTraffic } from './shard-traffic.js';
 import type { ShardErrorEvent } from './types.js';
 
 /** Storage calls that change a shard: held while the shard's range is frozen by a move. */
@@ -45,6 +46,8 @@ export class KitContext {
   readonly events = new EventEmitter();
   readonly random: () => number;
   readonly cache: KitCache | undefined;
+  /** Storage calls per object shard (the dashboard's heat map): counted once per call, here. */
+  readonly traffic: ShardTraffic;
   private readonly topology: TopologyStore | undefined;
   private readonly typesByName = new Map<string, ObjectTypeDef>();
   private readonly typesById = new Map<number, ObjectTypeDef>();
@@ -81,6 +84,7 @@ export class KitContext {
     // Shard errors are reported to whoever listens; no listener must not mean a crash.
     this.events.on('error', () => {});
     this.cache = options.cache === undefined ? undefined : new KitCache(options.cache, this.events);
+    this.traffic = new ShardTraffic(options.shardMap?.shardCount);
   }
 
   /** The shard map in force; loads it from the topology store on first use. */
@@ -268,8 +272,14 @@ export class KitContext {
    * Storage failures (not bad input) are announced as 'shard-error'.
    */
   call<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
+    // Counted once, as asked: a held write or a retry after the fence is still one call.
+    if (ref.fleet === 'objects') this.traffic.count(ref.shard, WRITE_OPS.has(op));
+    return this.route(ref, op, work, isCallerError);
+  }
+
+  private route<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
     if (ref.fleet === 'objects' && WRITE_OPS.has(op) && this.current !== undefined && activeFreeze(this.current, ref.shard) !== undefined) {
-      return this.holdWhileFrozen(ref.shard, true).then((map) => this.call(this.objectRef(map, ref.shard), op, work, isCallerError));
+      return this.holdWhileFrozen(ref.shard, true).then((map) => this.route(this.objectRef(map, ref.shard), op, work, isCallerError));
     }
     // A rejection handler rather than an async frame: this wraps every storage call.
     return work(ref).then(undefined, (err: unknown) => {

@@ -50,6 +50,7 @@ export class Objects {
     const loc = this.ctx.locate(map, id);
     // ctx.call() spelled out, one promise and one microtask less on the busiest read path; the
     // backend is called outside the try as there, so only a rejection counts as a shard error.
+    this.ctx.traffic.count(loc.shard, false);
     const pending = this.ctx.backend.getObjects(loc.ref, [{ table: loc.type.table, localId: loc.localId }]);
     let row: ObjectRecord | undefined;
     try {

@@ -12,6 +12,7 @@ import { Lookups } from './lookups.js';
 import { Mappings } from './mappings.js';
 import { Objects } from './objects.js';
 import { KitContext } from './kit-context.js';
+import { ShardStatsSource, type ShardStats, type ShardStatsOptions } from './shard-stats.js';
 import type { KitObject } from './kit-object.js';
 import type { CacheStats, ListOptions } from './types.js';
 import type { KitCacheOptions } from './kit-cache.js';
@@ -60,6 +61,7 @@ export class ShardKit {
   readonly backend: ShardBackend;
   readonly schema: SchemaDef;
   private readonly ctx: KitContext;
+  private readonly statsSource: ShardStatsSource;
   private readonly topology: TopologyStore | undefined;
   private readonly ownsResources: boolean;
   private closing: Promise<void> | undefined;
@@ -74,6 +76,7 @@ export class ShardKit {
     this.objects = new Objects(this.ctx);
     this.mappings = new Mappings(this.ctx);
     this.lookups = new Lookups(this.ctx);
+    this.statsSource = new ShardStatsSource(this.ctx);
   }
 
   static async open(options: OpenOptions): Promise<ShardKit> {
@@ -123,6 +126,16 @@ export class ShardKit {
   }
 
   /**
+   * Requests (storage calls routed to each object shard, reads and writes, since this kit was
+   * made, and their recent rate) and objects (rows of the object tables, counted by the backend
+   * and cached) per shard, grouped by the map's ranges: the dashboard's heat map. INVALID_ARGUMENT
+   * or UNKNOWN_SHARD for a bad first/last.
+   */
+  shardStats(options: ShardStatsOptions = {}): Promise<ShardStats> {
+    return this.statsSource.stats(options);
+  }
+
+  /**
    * 'shard-error' (ShardErrorEvent) on storage failures, 'cache-error' (CacheErrorEvent) on cache
    * failures (the read or write itself went on), 'topology' (ShardMap) on map changes.
    */
@@ -142,6 +155,7 @@ export class ShardKit {
 
   async close(): Promise<void> {
     this.closing ??= (async () => {
+      this.statsSource.close();
       await this.ctx.close();
       if (this.ownsResources) {
         await this.backend.close();

@@ -3,6 +3,7 @@ import type { ShardSpan } from '../topology/map-edits.js';
 import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import type { MoveEngine, VerifyReport } from './move-engine.js';
+import { MoveProgressWriter } from './move-progress.js';
 import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
 
 /** What the runner reports as it goes (the CLI prints these as JSON lines or a bar). */
@@ -58,20 +59,41 @@ export interface MoveResult {
  * --resume or --abort. A resumed move in frozen or fenced re-freezes first, with a fresh budget.
  */
 export async function runMove(options: MoveRunOptions): Promise<MoveResult> {
+  // Progress (shards done, lag) goes into the move's record too, for the dashboard (move-progress.ts).
+  const progress = new MoveProgressWriter(options.store, options.hosts);
+  try {
+    return await runPhases(options, progress);
+  } finally {
+    await progress.close();
+  }
+}
+
+async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter): Promise<MoveResult> {
   const { store, engine } = options;
   const started = Date.now();
-  const emit = (moveId: string, phase: MoveEvent['phase'], detail?: Record<string, unknown>) =>
+  const emit = (moveId: string, phase: MoveEvent['phase'], detail?: Record<string, unknown>) => {
+    if (typeof detail?.lag === 'number') progress.note({ lag: detail.lag });
     options.onEvent?.({ moveId, phase, elapsedMs: Date.now() - started, ...(detail ? { detail } : {}) });
-  const cas = (t: (m: ShardMap) => ReturnType<typeof addMove>) => casMoveState(store, t, options.hosts === undefined ? {} : { hosts: options.hosts });
+  };
+  const onProgress = (done: number, total: number) => {
+    progress.note({ shardsDone: done, shardsTotal: total });
+    options.onProgress?.(done, total);
+  };
+  const cas = (t: (m: ShardMap) => ReturnType<typeof addMove>) => progress.around(async () => {
+    const next = await casMoveState(store, t, options.hosts === undefined ? {} : { hosts: options.hosts });
+    if (id !== undefined) progress.track(id, next.move(id)?.phase);
+    return next;
+  });
 
   let map: ShardMap;
-  let id: string;
+  let id: string | undefined;
   if (options.start !== undefined) {
     if (options.moveId !== undefined || options.abort) throw new ShardKitError('INVALID_ARGUMENT', 'give either a new move or the id of one to resume or abort');
     const start = options.start;
     const now = Date.now();
     map = await cas((m) => addMove(m, { span: start.span, target: start.target, now, ...(options.hosts !== undefined ? { hosts: options.hosts } : {}), ...(start.holdMs !== undefined ? { holdMs: start.holdMs } : {}), ...(start.id !== undefined ? { id: start.id } : {}) }));
     id = map.moves().find((m) => m.startedAt === now && m.range[0] === start.span.first && m.range[1] === start.span.last && (start.id === undefined || m.id === start.id))!.id;
+    progress.track(id, 'started');
     emit(id, 'started', { range: [start.span.first, start.span.last], target: start.target });
   } else {
     if (options.moveId === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'no move given');
@@ -79,7 +101,7 @@ export async function runMove(options: MoveRunOptions): Promise<MoveResult> {
     const current = await store.read();
     if (current === undefined) throw new ShardKitError('UNKNOWN_MOVE', `no move ${id}: the topology store holds no shard map`);
     map = current;
-    requireMove(map, id);
+    progress.track(id, requireMove(map, id).phase);
   }
 
   if (options.abort || requireMove(map, id).phase === 'aborting') return abortRun(id);
@@ -92,7 +114,7 @@ export async function runMove(options: MoveRunOptions): Promise<MoveResult> {
       const m = requireMove(map, id);
       switch (m.phase) {
         case 'started': {
-          const detail = await engine.prepare(m, options.onProgress);
+          const detail = await engine.prepare(m, onProgress);
           map = await cas((x) => advanceMove(x, id, ['started'], 'copied', detail));
           emit(id, 'copied', detail);
           await options.afterPhase?.('copied');
@@ -126,7 +148,7 @@ export async function runMove(options: MoveRunOptions): Promise<MoveResult> {
           }
           // The fence is idempotent: a resumed mover re-applies it before trusting the source to be still.
           await engine.fence(m);
-          await engine.catchUp(m, options.onProgress);
+          await engine.catchUp(m, onProgress);
           verify = await engine.verify(m);
           if (verify.mismatches.length > 0) {
             const first = verify.mismatches[0]!;

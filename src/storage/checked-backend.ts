@@ -182,6 +182,17 @@ export abstract class CheckedBackend implements ShardBackend {
     }
   }
 
+  countObjects(ref: ShardRef): Promise<number> {
+    try {
+      this.tables.ref(ref);
+      if (ref.fleet !== 'objects') throw new ShardKitError('INVALID_ARGUMENT', `objects live on the objects fleet, not on ${JSON.stringify(String(ref.fleet).slice(0, 20))}`);
+      this.open();
+      return Promise.resolve(this._countObjects(ref));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
   scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]> {
     try {
       this.tables.check('mappings', ref, table);
@@ -261,6 +272,8 @@ export abstract class CheckedBackend implements ShardBackend {
   protected abstract _listMappings(ref: ShardRef, table: string, fromId: bigint, page: MappingPage): MappingItem[] | Promise<MappingItem[]>;
   protected abstract _removeMapping(ref: ShardRef, table: string, fromId: bigint, toId: bigint): boolean | Promise<boolean>;
   protected abstract _countMappings(ref: ShardRef, table: string, fromId: bigint): number | Promise<number>;
+  /** `ref` is on the objects fleet. */
+  protected abstract _countObjects(ref: ShardRef): number | Promise<number>;
   protected abstract _scanMappings(ref: ShardRef, table: string, page: MappingScan): MappingRow[] | Promise<MappingRow[]>;
   /** `pairs` is never empty. */
   protected abstract _getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<Pair>): (number | undefined)[] | Promise<(number | undefined)[]>;

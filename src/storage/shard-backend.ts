@@ -118,6 +118,13 @@ export interface ShardBackend {
    * without the table yet reads as empty on backends that create shards lazily.
    */
   scanMappings(ref: ShardRef, table: string, page: MappingScan): Promise<MappingRow[]>;
+  /**
+   * Rows of every object table on one object shard (soft-deleted objects included: they are
+   * rows), in one query: the dashboard's objects per shard (docs/dashboard.md). An exact count,
+   * so it reads the tables: callers cache it and bound how often they ask. A shard without its
+   * tables yet reads as 0 on backends that create shards lazily.
+   */
+  countObjects(ref: ShardRef): Promise<number>;
   /** The sequence of each (fromId, toId) pair, or undefined where it is absent, in request order; one query. */
   getMappings(ref: ShardRef, table: string, pairs: ReadonlyArray<{ fromId: bigint; toId: bigint }>): Promise<(number | undefined)[]>;
 

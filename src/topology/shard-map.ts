@@ -59,6 +59,28 @@ export interface MoveRecord {
   updatedAt: number;
   /** Engine-specific resume data (positions, counts); small scalars only. */
   detail?: Record<string, string | number | boolean>;
+  /**
+   * How far the running phase is, written by the mover at most once a second
+   * (src/moves/move-progress.ts) for the dashboard and `topology show`. Never part of a
+   * compare-and-set precondition: a progress write touches nothing else.
+   */
+  progress?: MoveProgress;
+}
+
+/** A mover's progress through one phase of a move. */
+export interface MoveProgress {
+  /** The phase these numbers are about (older progress stays behind when the phase changes). */
+  phase: MovePhase;
+  /** Shards of the move copied (or caught up) so far, of shardsTotal. */
+  shardsDone?: number;
+  shardsTotal?: number;
+  /** Rows copied so far, of rowsTotal, for engines that report rows. */
+  rowsCopied?: number;
+  rowsTotal?: number;
+  /** How far the target is behind the source, in the engine's unit (MoveEngine.lag). */
+  lag?: number;
+  /** Wall-clock ms of the last update. */
+  at: number;
 }
 
 /** The JSON form of the shard map; `topology show --json` and `GET /v1/topology` print exactly this. */
@@ -97,6 +119,15 @@ const moveSchema = z.object({
   startedAt: epochMs,
   updatedAt: epochMs,
   detail: z.record(z.string(), z.union([z.string().max(4096), z.number(), z.boolean()])).optional(),
+  progress: z.object({
+    phase: z.enum(MOVE_PHASES),
+    shardsDone: z.number().int().min(0).optional(),
+    shardsTotal: z.number().int().min(0).optional(),
+    rowsCopied: z.number().int().min(0).optional(),
+    rowsTotal: z.number().int().min(0).optional(),
+    lag: z.number().min(0).optional(),
+    at: epochMs,
+  }).strict().optional(),
 }).strict();
 
 export const shardMapSchema = z.object({
@@ -327,6 +358,7 @@ function copyMove(m: MoveRecord): MoveRecord {
     phase: m.phase, holdMs: m.holdMs, startedAt: m.startedAt, updatedAt: m.updatedAt,
   };
   if (m.detail !== undefined) out.detail = { ...m.detail };
+  if (m.progress !== undefined) out.progress = { ...m.progress };
   return out;
 }
 

@@ -122,6 +122,12 @@ export class MemoryBackend extends CheckedBackend {
     return this.shard(ref, 'mappings', table).mappings.get(table)!.get(fromId)?.size ?? 0;
   }
 
+  protected async _countObjects(ref: ShardRef): Promise<number> {
+    let n = 0;
+    for (const t of this.shard(ref, 'types', '').objects.values()) n += t.rows.size;
+    return n;
+  }
+
   protected async _putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {
     this.shard(ref, 'keyspaces', table).lookups.get(table)!.set(key, value);
   }

@@ -270,6 +270,25 @@ export function runStorageSuite({ name, factory }: StorageSuiteOptions): void {
       assert.deepEqual((await backend.listMappings(ref, mapTable, 1n, { limit: 10, order: 'asc' })).map((x) => x.toId), [100n, 101n, 103n, 104n]);
     });
 
+    it('countObjects counts the rows of every object table of one shard, deleted-by-flag rows included', async ({ backend, objRef, lookupRef, prepare, typeTable, mapTable }) => {
+      const ref = objRef(13);
+      const other = objRef(14);
+      await prepare(ref);
+      await prepare(other);
+      assert.equal(await backend.countObjects(ref), 0);
+      const a = await backend.insertObject(ref, typeTable(0), '{"n":1}');
+      await backend.insertObject(ref, typeTable(0), '{"n":2,"active":false}');
+      await backend.insertObject(ref, typeTable(1), '{}');
+      await backend.insertObject(other, typeTable(0), '{}');
+      // Mappings are not objects.
+      await backend.addMapping(ref, mapTable, 1n, 2n, 1);
+      assert.equal(await backend.countObjects(ref), 3);
+      assert.equal(await backend.countObjects(other), 1);
+      assert.equal(await backend.deleteObject(ref, typeTable(0), a.localId), true);
+      assert.equal(await backend.countObjects(ref), 2);
+      await assert.rejects(backend.countObjects(lookupRef(13)), (err: Error & { code?: string }) => err.code === 'INVALID_ARGUMENT');
+    });
+
     it('lookups: put overwrites, get, delete, keyspaces are separate tables', async ({ backend, lookupRef, prepare, keyTable }) => {
       const ref = lookupRef(11);
       await prepare(ref);

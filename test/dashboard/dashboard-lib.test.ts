@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, histogramQuantile, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
 } from '../../dashboard/dashboard-lib.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { defaultShardMapJson } from '../../src/topology/shard-map.js';
@@ -111,4 +111,48 @@ test('pathSegment() makes text one path segment the browser keeps as is, and ref
     // Why: even percent-encoded, the URL standard treats them as dot segments.
     assert.equal(new URL(`http://x/v1/lookups/email/${key.replace(/\./g, '%2E')}`).pathname, key === '.' ? '/v1/lookups/email/' : '/v1/lookups/');
   }
+});
+
+test('heatGroups groups shards by host and range with sums; colours by rate when there is traffic in it, else by calls', () => {
+  const ranges = [
+    { range: [0, 1] as [number, number], master: 'a', reads: [5, 0], writes: [1, 0], rates: [2, 0] as number[] | null, objects: [3, null] },
+    { range: [2, 3] as [number, number], master: 'b', frozenBy: 'move-x', reads: [0, 1], writes: [0, 0], rates: [0, 0.5] as number[] | null, objects: [1, 2] },
+    { range: [4, 4] as [number, number], master: 'a', reads: [7], writes: [0], rates: [0] as number[] | null, objects: [0] },
+  ];
+  const g = heatGroups({ ranges });
+  assert.equal(g.byRate, true);
+  assert.equal(g.max, 2);
+  assert.deepEqual(g.hosts.map((h) => [h.host, h.ranges.map((r) => r.range), h.calls, h.rate, h.objects]), [['a', [[0, 1], [4, 4]], 13, 2, 3], ['b', [[2, 3]], 1, 0.5, 3]]);
+  assert.equal(g.hosts[1]!.ranges[0]!.frozenBy, 'move-x');
+  assert.deepEqual(g.hosts[0]!.ranges[0]!.cells[1], { shard: 1, reads: 0, writes: 0, rate: 0, objects: null });
+  // Busiest first: by rate, then by calls; idle shards left out.
+  assert.deepEqual(hottestShards(g, 10).map((c) => [c.shard, c.host]), [[0, 'a'], [3, 'b'], [4, 'a']]);
+  // No rate yet, or none above 0: calls since start are the scale.
+  const idle = heatGroups({ ranges: ranges.map((r) => ({ ...r, rates: r.rates === null ? null : r.rates.map(() => 0) })) });
+  assert.deepEqual([idle.byRate, idle.max], [false, 7]);
+  const first = heatGroups({ ranges: ranges.map((r) => ({ ...r, rates: null })) });
+  assert.deepEqual([first.byRate, first.max, first.hosts[0]!.rate], [false, 7, undefined]);
+  assert.deepEqual(heatGroups({ ranges: [] }), { hosts: [], byRate: false, max: 0 });
+});
+
+test('heatLevel: 0 for nothing, 5 for the top, never outside 0..5', () => {
+  assert.equal(heatLevel(0, 10), 0);
+  assert.equal(heatLevel(5, 0), 0);
+  assert.equal(heatLevel(10, 10), 5);
+  assert.equal(heatLevel(0.001, 10), 1);
+  assert.equal(heatLevel(20, 10), 5);
+  fc.assert(fc.property(fc.double({ min: 0, max: 1e9, noNaN: true }), fc.double({ min: 0, max: 1e9, noNaN: true }), (v, max) => {
+    const l = heatLevel(v, max);
+    assert.ok(Number.isInteger(l) && l >= 0 && l <= 5);
+    if (v > 0 && max > 0) assert.ok(l >= 1);
+  }));
+});
+
+test('moveProgress shows the numbers of the phase the move is in, dashes otherwise', () => {
+  const now = 100_000;
+  assert.deepEqual(moveProgress({ phase: 'fenced' }, now), { progress: '–', lag: '–', updated: '–' });
+  assert.deepEqual(moveProgress({ phase: 'fenced', progress: { phase: 'started', shardsDone: 1, at: now } }, now), { progress: '–', lag: '–', updated: '–' });
+  assert.deepEqual(moveProgress({ phase: 'fenced', progress: { phase: 'fenced', shardsDone: 2, shardsTotal: 4, at: now - 3_400 } }, now), { progress: '2/4 shards', lag: '–', updated: '3 s ago' });
+  assert.deepEqual(moveProgress({ phase: 'copied', progress: { phase: 'copied', rowsCopied: 12345, rowsTotal: 99999, lag: 0, at: now + 5_000 } }, now), { progress: '12,345/99,999 rows', lag: '0', updated: '0 s ago' });
+  assert.deepEqual(moveProgress({ phase: 'copied', progress: { phase: 'copied', lag: 7, at: now } }, now).lag, '7');
 });

@@ -92,6 +92,7 @@ test('/openapi.json documents every route with its schemas; /docs serves the UI'
       'DELETE /v1/objects/{id}',
       'GET /healthz',
       'GET /metrics',
+      'GET /v1/admin/shards/stats',
       'GET /v1/lookups/{keyspace}',
       'GET /v1/lookups/{keyspace}/{key}',
       'GET /v1/mappings/{name}/{from}',
@@ -183,6 +184,7 @@ test('docs/openapi.json is the document the service serves (regenerate: shardkit
     ['/v1/datasets', 'get'], ['/v1/datasets/{ds}', 'put'], ['/v1/datasets/{ds}/rows/{*}', 'get'], ['/v1/datasets/{ds}/rows/{*}', 'put'], ['/v1/datasets/{ds}/rows/{*}', 'delete'],
     ['/v1/datasets/{ds}/rows:batchGet', 'post'], ['/v1/datasets/{ds}/rows:batchPut', 'post'], ['/v1/datasets/{ds}/rows:batchDelete', 'post'],
     ['/v1/admin/widecolumn/compact', 'post'], ['/v1/admin/widecolumn/backup', 'post'], ['/v1/admin/widecolumn/export', 'post'],
+    ['/v1/admin/shards/stats', 'get'],
   ];
   const missing = expected.filter(([path, method]) => committed.paths[path]?.[method] === undefined).map(([path, method]) => `${method.toUpperCase()} ${path}`);
   assert.deepEqual(missing, [], 'routes missing from docs/openapi.json');

@@ -4,6 +4,10 @@ import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { listeningApp } from '../http/http-fixture.js';
 import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/move-state.js';
+import { recordProgress } from '../../src/moves/move-progress.js';
+import { runMove } from '../../src/moves/move-runner.js';
+import type { MoveEngine } from '../../src/moves/move-engine.js';
+import { SqliteMoveEngine } from '../../src/moves/sqlite/sqlite-move-engine.js';
 
 const CHROMIUM = process.env.SHARDKIT_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -31,9 +35,65 @@ test('the dashboard shows a frozen range and the move holding it (phase, whether
     const first = await page.locator('#topology tbody tr').first().innerText();
     assert.match(first, /0–3[\s\S]*MySQL001A[\s\S]*open · frozen by move-dash/);
     const row = await page.locator('#moves tbody tr').first().innerText();
-    assert.match(row, /move-dash\s+0–3\s+MySQL001A\s+MySQL002A\s+frozen\s+held \(budget 60000 ms\)/);
+    // No progress reported yet for this phase: dashes.
+    assert.match(row, /move-dash\s+0–3\s+MySQL001A\s+MySQL002A\s+frozen\s+–\s+–\s+–\s+held \(budget 60000 ms\)/);
     assert.deepEqual(problems, []);
   } finally {
+    await browser.close();
+    await f.cleanup();
+  }
+});
+
+test('a move in progress shows its phase, progress and lag beside its frozen range, as the mover writes them', { timeout: 180_000 }, async () => {
+  const f = await listeningApp();
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  try {
+    for (let s = 0; s <= 3; s++) await f.kit.objects.create('pin', { s }, { shard: s });
+    // A real SQLite move, held after its copy (phase fenced) until the test lets it go on.
+    const sqlite = new SqliteMoveEngine({ shardPath: (host, shard) => f.backend.shardPath({ host, shard, fleet: 'objects' }) });
+    const engine: MoveEngine = Object.assign(Object.create(sqlite) as MoveEngine, {
+      catchUp: async (m: Parameters<MoveEngine['catchUp']>[0], onProgress?: (done: number, total: number) => void) => {
+        await sqlite.catchUp(m, onProgress);
+        await gate;
+      },
+    });
+    const running = runMove({ store: f.topology, engine, start: { span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, id: 'move-live', holdMs: 60_000 } });
+    // Another move, its record written as an engine with replication reports it: rows and lag.
+    await casMoveState(f.topology, (m) => addMove(m, { id: 'move-rows', span: { first: 8, last: 11 }, target: { master: 'MySQL001A', slave: 'MySQL001B' } }));
+    await casMoveState(f.topology, (m) => recordProgress(m, 'move-rows', 'started', { rowsCopied: 1500, rowsTotal: 6000, lag: 3 }));
+
+    // The mover's progress reaches the map (throttled to once a second): wait for its last numbers.
+    for (;;) {
+      const map = (await (await fetch(`${f.base}/v1/topology`)).json()) as { moves?: Array<{ id: string; phase: string; progress?: { phase: string; shardsDone?: number } }> };
+      const live = map.moves?.find((m) => m.id === 'move-live');
+      if (live?.phase === 'fenced' && live.progress?.phase === 'fenced' && live.progress.shardsDone === 4) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (err) => problems.push(err.message));
+    await page.goto(`${f.base}/dashboard/`);
+    await page.waitForSelector('#moves tbody tr[data-move="move-live"]');
+    const live = await page.locator('#moves tbody tr[data-move="move-live"]').innerText();
+    assert.match(live, /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+fenced\s+4\/4 shards\s+–\s+\d+ s ago\s+held \(budget 60000 ms\)$/);
+    const rows = await page.locator('#moves tbody tr[data-move="move-rows"]').innerText();
+    assert.match(rows, /^move-rows\s+8–11\s+MySQL002A\s+MySQL001A\s+started\s+1,500\/6,000 rows\s+3\s+\d+ s ago\s+–$/);
+    // Beside the frozen range: the topology row and the heat map's range say which move holds it.
+    assert.match(await page.locator('#topology tbody tr').first().innerText(), /0–3[\s\S]*frozen by move-live/);
+    await page.waitForSelector('#heatmap .heat-range[data-range="0-3"]');
+    assert.match(await page.locator('#heatmap .heat-range[data-range="0-3"] .heat-range-label').innerText(), /frozen by move-live/);
+
+    release();
+    const result = await running;
+    assert.equal(result.outcome, 'switched');
+    await page.reload();
+    await page.waitForSelector('#moves tbody tr[data-move="move-live"]');
+    assert.match(await page.locator('#moves tbody tr[data-move="move-live"]').innerText(), /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+switched\s+–\s+–\s+–\s+–$/);
+    assert.deepEqual(problems, []);
+  } finally {
+    release();
     await browser.close();
     await f.cleanup();
   }

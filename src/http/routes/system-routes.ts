@@ -34,6 +34,20 @@ const move = {
     startedAt: { type: 'integer' },
     updatedAt: { type: 'integer' },
     detail: { type: 'object', additionalProperties: true },
+    // Written by the mover at most once a second (docs/moves.md "How to watch it").
+    progress: {
+      type: 'object',
+      properties: {
+        phase: { type: 'string' },
+        shardsDone: { type: 'integer' },
+        shardsTotal: { type: 'integer' },
+        rowsCopied: { type: 'integer' },
+        rowsTotal: { type: 'integer' },
+        lag: { type: 'number' },
+        at: { type: 'integer' },
+      },
+      required: ['phase', 'at'],
+    },
   },
   required: ['id', 'kind', 'range', 'source', 'target', 'phase', 'holdMs', 'startedAt', 'updatedAt'],
 } as const;

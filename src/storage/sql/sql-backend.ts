@@ -286,6 +286,15 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
     return Number(rows[0]?.n ?? 0);
   }
 
+  protected async _countObjects(ref: ShardRef): Promise<number> {
+    const tables = this.schema.types.map((t) => t.table);
+    if (tables.length === 0) return 0;
+    // One statement (one round trip) per shard: a scalar subquery per object table, summed.
+    const sum = tables.map((t) => `(SELECT COUNT(*) FROM ${this.dialect.table(ref.shard, t)})`).join(' + ');
+    const { rows } = await this.query<{ n: string | number }>(ref, `SELECT ${sum} AS n`);
+    return Number(rows[0]?.n ?? 0);
+  }
+
   // Lookup keys travel as bytes: both servers store them in binary columns compared byte for byte.
 
   protected async _putLookup(ref: ShardRef, table: string, key: string, value: bigint): Promise<void> {

@@ -216,6 +216,14 @@ export class SqliteBackend extends CheckedBackend {
     return this.inExisting(ref, 0, (file) => Number(file.stmt(this.sql.get(table)!.count!).pluck().get(fromId) as bigint));
   }
 
+  protected _countObjects(ref: ShardRef): number {
+    return this.inExisting(ref, 0, (file) => {
+      let n = 0;
+      for (const t of this.schema.types) n += Number(file.stmt(this.sql.get(t.table)!.count!).pluck().get() as number | bigint);
+      return n;
+    });
+  }
+
   protected _putLookup(ref: ShardRef, table: string, key: string, value: bigint): void {
     this.run(ref, () => {
       this.files.writable(ref).stmt(this.sql.get(table)!.put!).run(key, value);

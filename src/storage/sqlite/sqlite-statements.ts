@@ -12,6 +12,7 @@ export function objectSql(t: string): TableSql {
     selectMany: `SELECT local_id, data, ts FROM "${t}" WHERE local_id IN (SELECT value FROM json_each(?))`,
     update: `UPDATE "${t}" SET data = ? WHERE local_id = ?`,
     delete: `DELETE FROM "${t}" WHERE local_id = ?`,
+    count: `SELECT count(*) FROM "${t}"`,
   };
 }
 
