@@ -309,11 +309,13 @@ export class KitContext {
 /**
  * The fence of a shard move: SHARD_MOVED (SQLite's fenced file), or a table missing on a server
  * backend (MariaDB ER_NO_SUCH_TABLE, PostgreSQL 42P01/3F000: the tables were renamed away), which
- * afterFence() tells apart from a shard that was never initialised by looking at the map.
+ * afterFence() tells apart from a shard that was never initialised by looking at the map. A
+ * read-only MariaDB master (readOnly) is the fence of a planned failover: the same look at the
+ * map tells it apart from a misconfigured host (no freeze, no switch: reported as it came).
  */
 export function isFenceError(err: unknown): boolean {
   if (!isShardKitError(err)) return false;
-  return err.code === 'SHARD_MOVED' || (err.code === 'SHARD_UNAVAILABLE' && err.details?.missingTable === true);
+  return err.code === 'SHARD_MOVED' || (err.code === 'SHARD_UNAVAILABLE' && (err.details?.missingTable === true || err.details?.readOnly === true));
 }
 
 function movingError(shard: number, moveId: string | undefined, heldMs: number, cause?: unknown): ShardKitError {

@@ -74,7 +74,11 @@ export function addMove(map: ShardMap, options: AddMoveOptions): ShardMapJson {
   if (target.slave !== undefined && target.slave === target.master) bad(`the target's master and slave are both ${target.master}`);
   const source: HostPair = home.slave === undefined ? { master: home.master } : { master: home.master, slave: home.slave };
   const sourceHosts = [source.master, source.slave].filter((h) => h !== undefined);
-  for (const h of [target.master, target.slave]) {
+  // A failover's target is the source pair turned round (its slave becomes master): the only
+  // case where the target may name the source's hosts.
+  const swapped = options.kind === 'failover' && target.master === source.slave && (target.slave === undefined || target.slave === source.master);
+  if (options.kind === 'failover' && !swapped) bad(`a failover's target must be the source pair turned round (${source.slave ?? '-'}/${source.master}), got ${target.master}/${target.slave ?? '-'}`);
+  if (!swapped) for (const h of [target.master, target.slave]) {
     if (h !== undefined && sourceHosts.includes(h)) bad(`the target ${h} is a host of the source pair ${source.master}/${source.slave ?? '-'}: move to another pair`);
   }
   if (options.hosts !== undefined) {

@@ -10,10 +10,15 @@ export interface Ledger {
   errors: Map<string, number>;
   /** Longest run of failed writes, per writer, in ms (a client-seen pause). */
   pauses: number[];
+  /**
+   * Per writer, the longest time between two acknowledgments (ms): the pause a client sees whether
+   * its writes were refused and retried or held by the service (a failover's range freeze).
+   */
+  gaps: number[];
 }
 
 export function newLedger(): Ledger {
-  return { acked: [], errors: new Map(), pauses: [] };
+  return { acked: [], errors: new Map(), pauses: [], gaps: [] };
 }
 
 /** Resolves once the ledger holds an acknowledged write made after `since` (no fixed sleep: the machine may be slow). */
@@ -35,11 +40,16 @@ export async function writeLoad(kits: ShardKit[], shards: number[], until: Promi
   let n = 0;
   await Promise.all(kits.flatMap((kit) => Array.from({ length: writers }, async () => {
     let failingSince: number | undefined;
+    let lastAck: number | undefined;
+    let gap = 0;
     while (!stop) {
       const shard = shards[n++ % shards.length]!;
       try {
         const o = await kit.objects.create('pin', { n, at: Date.now() }, { shard });
-        ledger.acked.push({ id: o.id, at: Date.now() });
+        const at = Date.now();
+        ledger.acked.push({ id: o.id, at });
+        if (lastAck !== undefined) gap = Math.max(gap, at - lastAck);
+        lastAck = at;
         if (failingSince !== undefined) ledger.pauses.push(Date.now() - failingSince);
         failingSince = undefined;
       } catch (err) {
@@ -49,6 +59,7 @@ export async function writeLoad(kits: ShardKit[], shards: number[], until: Promi
         await sleep(20);
       }
     }
+    ledger.gaps.push(gap);
   })));
   return ledger;
 }

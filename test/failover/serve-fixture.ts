@@ -48,6 +48,8 @@ export async function httpWriteLoad(services: Service[], shards: number[], until
   let n = 0;
   await Promise.all(services.flatMap((s) => Array.from({ length: writers }, async () => {
     let failingSince: number | undefined;
+    let lastAck: number | undefined;
+    let gap = 0;
     while (!stop) {
       const k = n++;
       let code: string;
@@ -55,7 +57,10 @@ export async function httpWriteLoad(services: Service[], shards: number[], until
         const res = await fetch(`${s.url}/v1/objects/pin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: { k }, shard: shards[k % shards.length] }) });
         const body = await res.text();
         if (res.status === 201) {
-          ledger.acked.push({ id: BigInt((JSON.parse(body) as { id: string }).id), at: Date.now() });
+          const at = Date.now();
+          ledger.acked.push({ id: BigInt((JSON.parse(body) as { id: string }).id), at });
+          if (lastAck !== undefined) gap = Math.max(gap, at - lastAck);
+          lastAck = at;
           if (failingSince !== undefined) ledger.pauses.push(Date.now() - failingSince);
           failingSince = undefined;
           continue;
@@ -68,6 +73,7 @@ export async function httpWriteLoad(services: Service[], shards: number[], until
       failingSince ??= Date.now();
       await sleep(10);
     }
+    ledger.gaps.push(gap);
   })));
   return ledger;
 }

@@ -2,6 +2,7 @@ import { changeShardMap } from '../../topology/change-shard-map.js';
 import { promoteSlave } from '../../topology/map-edits.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
+import { failoverIds, releaseFailover } from './failover-freeze.js';
 import { adminQuery } from './host-admin.js';
 import { gtidVariable, requireReplicating, waitRelayApplied } from './replica.js';
 
@@ -17,19 +18,29 @@ export interface FailoverResult {
   oldMasterFenced: boolean;
   /** Planned: the old master now replicates from the new one. */
   oldMasterIsSlave: boolean;
-  /** Milliseconds: planned, from read_only on the old master to the new one writable; emergency, the whole command. */
+  /** Milliseconds: planned, from the freeze of the old master's ranges to the map naming the new master; emergency, the whole command. */
   writePauseMs: number;
+  /** Planned: how many object ranges were frozen (services held their writes) during the switch. */
+  frozenRanges?: number;
 }
 
 export interface FailoverOptions {
   /** How long to wait for the slave to apply its relay log / reach the master's position (default 30 s). */
   timeoutMs?: number;
+  /** Planned: the hold budget of the freeze, ms (default DEFAULT_FAILOVER_HOLD_MS). */
+  holdMs?: number;
+  /**
+   * Planned: false fences with read_only alone (writes are refused, not held, during the switch);
+   * bench/failover.bench.ts measures both in one run. Default true.
+   */
+  freeze?: boolean;
   log?: (message: string) => void;
 }
 
 /** The map edit shared by both failovers: promote, validated against the config's hosts, compare-and-set. */
 export async function casPromote(fleet: FleetContext, master: string): Promise<number> {
-  const change = await changeShardMap(fleet.store, (m) => promoteSlave(m, master), {
+  // A planned failover of this master that crashed may have left its freeze: lifted in the same edit.
+  const change = await changeShardMap(fleet.store, (m) => promoteSlave(ShardMap.fromJSON(releaseFailover(m, failoverIds(m, master))), master), {
     seed: ShardMap.fromJSON(fleet.config.shardMap),
     hosts: Object.keys(fleet.config.hosts),
   });

@@ -1,38 +1,101 @@
 import { ShardKitError } from '../../errors.js';
+import { casMoveState } from '../../moves/move-state.js';
+import { changeShardMap } from '../../topology/change-shard-map.js';
+import { ShardMap } from '../../topology/shard-map.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
-import { casPromote, type FailoverOptions, type FailoverResult } from './emergency-failover.js';
+import type { FailoverOptions, FailoverResult } from './emergency-failover.js';
+import { DEFAULT_FAILOVER_HOLD_MS, failoverIds, freezeForFailover, releaseFailover, switchFailover } from './failover-freeze.js';
 import { adminQuery } from './host-admin.js';
 import { gtidVariable, gtidWait, pointAt, requireReplicating } from './replica.js';
 
 /**
- * `shardkit failover <master>`, the master is alive (Vitess PlannedReparentShard): make it
- * read-only (the fence: the services' user has no SUPER, so its writes now fail with a retryable
- * SHARD_UNAVAILABLE), wait for the slave to reach its GTID position, promote the slave, compare-
- * and-set the map, make the new master writable, and point the old master at it as its slave.
- * If the slave does not catch up in time, the old master is made writable again and nothing else
- * has changed. No range freeze yet (services do not hold writes): see docs/failover.md.
+ * `shardkit failover <master>`, the master is alive (Vitess PlannedReparentShard):
+ *
+ *   1. freeze its object ranges in the map (a failover id and a hold budget): services hold writes
+ *      to them instead of failing them;
+ *   2. make it read-only (the fence: the services' user has no SUPER; a write that was already on
+ *      its way meets it, and the service re-reads the map, holds it and sends it to the new master);
+ *   3. wait for the slave to reach its GTID position;
+ *   4. stop the slave's replication, make it writable (nothing routes to it yet), and promote it
+ *      with one compare-and-set that switches the frozen ranges, forgets the freeze and promotes
+ *      the mod-shard ranges: the held writes go to the new master;
+ *   5. point the old master at the new one as its slave.
+ *
+ * Any failure before the compare-and-set undoes what was done (slave replicating and read-only
+ * again, master writable, freeze lifted) and nothing changed. A crashed run leaves a freeze that
+ * services ignore after its budget and that the next `failover` of the same master lifts first.
  */
 export async function plannedFailover(fleet: FleetContext, master: string, options: FailoverOptions = {}): Promise<FailoverResult> {
   const log = options.log ?? (() => undefined);
-  const { admin } = fleet;
-  const slave = slaveOf(await fleet.map(), master);
+  const { admin, store } = fleet;
+  const hosts = Object.keys(fleet.config.hosts);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const holdMs = options.holdMs ?? DEFAULT_FAILOVER_HOLD_MS;
+  const map = await seededMap(fleet);
+  const slave = slaveOf(map, master);
   await requireReplicating(admin, slave, master, { requireIo: true });
 
-  const fencedAt = Date.now();
-  await adminQuery(admin, master, 'SET GLOBAL read_only = 1');
-  const pos = await gtidVariable(admin, master, 'gtid_binlog_pos');
-  log(`${master} is read-only at ${pos}; waiting for ${slave}`);
-  if (!(await gtidWait(admin, slave, pos, options.timeoutMs ?? 30_000))) {
-    await adminQuery(admin, master, 'SET GLOBAL read_only = 0');
-    throw new ShardKitError('PRECONDITION_FAILED', `slave ${slave} did not reach ${pos} within ${options.timeoutMs ?? 30_000} ms: ${master} is writable again and nothing changed`);
+  const stale = failoverIds(map, master);
+  if (stale.length > 0) {
+    log(`lifting the freeze of an earlier failover of ${master} that did not finish (${stale.join(', ')})`);
+    await casMoveState(store, (m) => releaseFailover(m, stale), { hosts });
   }
-  await adminQuery(admin, slave, 'STOP SLAVE', 'RESET SLAVE ALL');
-  const mapVersion = await casPromote(fleet, master);
-  await adminQuery(admin, slave, 'SET GLOBAL read_only = 0');
+
+  const freeze = options.freeze ?? true;
+  const frozen = freeze ? await casMoveState(store, (m) => freezeForFailover(m, master, slave, { holdMs }), { hosts }) : map;
+  const ids = freeze ? failoverIds(frozen, master) : [];
+  const fencedAt = Date.now();
+  if (freeze) log(`froze the object ranges of ${master} (${ids.join(', ') || 'none'}; hold budget ${holdMs} ms)`);
+  let fenced = false;
+  let slaveStopped = false;
+  let slaveWritable = false;
+  let position: string;
+  let mapVersion: number;
+  try {
+    await adminQuery(admin, master, 'SET GLOBAL read_only = 1');
+    fenced = true;
+    position = await gtidVariable(admin, master, 'gtid_binlog_pos');
+    log(`${master} is read-only at ${position}; waiting for ${slave}`);
+    if (!(await gtidWait(admin, slave, position, timeoutMs))) {
+      throw new ShardKitError('PRECONDITION_FAILED', `slave ${slave} did not reach ${position} within ${timeoutMs} ms: ${master} is writable again and nothing changed`);
+    }
+    await adminQuery(admin, slave, 'STOP SLAVE', 'RESET SLAVE ALL');
+    slaveStopped = true;
+    // Writable before the map names it: the held writes are released by the compare-and-set and
+    // must not meet a read-only new master. Nothing routes to it until then.
+    await adminQuery(admin, slave, 'SET GLOBAL read_only = 0');
+    slaveWritable = true;
+    mapVersion = (await casMoveState(store, (m) => switchFailover(m, master, ids, { promoteUnfrozen: !freeze }), { hosts })).version;
+  } catch (err) {
+    await undo(fleet, master, slave, ids, { fenced, slaveStopped, slaveWritable }, log);
+    throw err;
+  }
   const writePauseMs = Date.now() - fencedAt;
   log(`${slave} is master (map version ${mapVersion}); ${master} becomes its slave`);
   // current_pos: the old master's own binlog holds exactly what the new master has.
   await pointAt(admin, master, slave, 'current_pos');
   recordDevRoles(admin, slave, master);
-  return { kind: 'planned', oldMaster: master, newMaster: slave, position: pos, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs };
+  return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs, frozenRanges: ids.length };
+}
+
+/** The store's map; a store that holds none yet is seeded from the config (what a service does on start). */
+async function seededMap(fleet: FleetContext): Promise<ShardMap> {
+  const change = await changeShardMap(fleet.store, (m) => m.toJSON(), { seed: ShardMap.fromJSON(fleet.config.shardMap), hosts: Object.keys(fleet.config.hosts) });
+  return change.after;
+}
+
+/** Best effort, in reverse order; each step is logged when it fails (the operator finishes it by hand). */
+async function undo(fleet: FleetContext, master: string, slave: string, ids: readonly string[], done: { fenced: boolean; slaveStopped: boolean; slaveWritable: boolean }, log: (m: string) => void): Promise<void> {
+  const { admin } = fleet;
+  const step = async (what: string, fn: () => Promise<unknown>) => {
+    try {
+      await fn();
+    } catch (err) {
+      log(`undo: could not ${what}: ${(err as Error).message}`);
+    }
+  };
+  if (done.slaveWritable) await step(`make ${slave} read-only again`, () => adminQuery(admin, slave, 'SET GLOBAL read_only = 1'));
+  if (done.slaveStopped) await step(`restart replication on ${slave}`, () => pointAt(admin, slave, master, 'slave_pos'));
+  if (done.fenced) await step(`make ${master} writable again`, () => adminQuery(admin, master, 'SET GLOBAL read_only = 0'));
+  await step('lift the freeze', () => casMoveState(fleet.store, (m) => releaseFailover(m, ids), { hosts: Object.keys(fleet.config.hosts) }));
 }

@@ -79,7 +79,9 @@ export function mapMysqlError(err: unknown, ctx: MysqlErrorContext): ShardKitErr
   const reason = `${code ? `${code}: ` : ''}${(e.sqlMessage ?? e.message ?? String(err)).split('\n')[0]}`;
   const details = errorDetails(ctx, code);
   if (CONNECTION_CODES.has(code) || UNAVAILABLE_SERVER_CODES.has(code) || (code === '' && typeof e.errno === 'number' && MARIADB_UNAVAILABLE_ERRNOS.has(e.errno))) {
-    return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details });
+    // readOnly: a planned failover's fence (docs/failover.md). ShardKit re-reads the map and, when
+    // the shard's range is frozen or switched, holds the write and sends it to the new master.
+    return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details: code === 'ER_OPTION_PREVENTS_STATEMENT' ? { ...details, readOnly: true } : details });
   }
   switch (code) {
     case 'ER_BAD_DB_ERROR':

@@ -1,0 +1,66 @@
+import { ShardKitError } from '../../errors.js';
+import { abortMove, addMove, advanceMove, forgetMove, freezeMove, switchMove } from '../../moves/move-state.js';
+import { mergeAdjacent } from '../../topology/map-edits.js';
+import { ShardMap, type ShardMapJson, type ShardRange } from '../../topology/shard-map.js';
+
+/**
+ * The range freeze of a planned failover (issue #18 step 1), written with the moves' machinery
+ * (src/moves/move-state.ts, kind 'failover'): services hold writes to a frozen object range up to
+ * the hold budget instead of failing them while the master is read-only, and release them on the
+ * map that names the new master. Mod-shard ranges (lookups, MyRocks wide-column shards) cannot be
+ * frozen: their writes meet the read-only fence and fail with a retryable SHARD_UNAVAILABLE.
+ *
+ * Every function here is a pure map transition for casMoveState().
+ */
+
+/** Hold budget of a failover freeze (ms): the write pause the services absorb before answering SHARD_MOVING. */
+export const DEFAULT_FAILOVER_HOLD_MS = 2000;
+
+/** The failover records `master` left in the map (a crashed earlier run), by id. */
+export function failoverIds(map: ShardMap, master: string): string[] {
+  return map.moves().filter((m) => m.kind === 'failover' && m.source.master === master).map((m) => m.id);
+}
+
+/** Records one failover move per object range `master` masters and freezes each (services hold writes from now on). */
+export function freezeForFailover(map: ShardMap, master: string, slave: string, options: { holdMs: number; now?: number }): ShardMapJson {
+  const now = options.now ?? Date.now();
+  const spans = map.objectRanges().filter((r) => r.master === master).map((r) => ({ first: r.range[0], last: r.range[1] }));
+  let json = map.toJSON();
+  for (const span of spans) {
+    const id = `failover-${span.first}-${span.last}-${now.toString(36)}`;
+    const added = ShardMap.fromJSON(addMove(ShardMap.fromJSON(json), { span, target: { master: slave, slave: master }, kind: 'failover', holdMs: options.holdMs, id, now }));
+    json = freezeMove(added, id, now, ['started']);
+  }
+  return json;
+}
+
+/**
+ * THE compare-and-set of a planned failover: each frozen object range switches to the slave (the
+ * old master becomes its slave) and its record is forgotten, and the mod-shard ranges of `master`
+ * are promoted the same way, all in one map version. Refused (VERSION_CONFLICT) when a range is
+ * no longer frozen by this failover on `master`.
+ */
+export function switchFailover(map: ShardMap, master: string, ids: readonly string[], options: { now?: number; promoteUnfrozen?: boolean } = {}): ShardMapJson {
+  const now = options.now ?? Date.now();
+  let current = map;
+  for (const id of ids) {
+    current = ShardMap.fromJSON(advanceMove(current, id, ['frozen'], 'fenced', undefined, now));
+    current = ShardMap.fromJSON(switchMove(current, id, now));
+    current = ShardMap.fromJSON(forgetMove(current, id));
+  }
+  const promote = (r: ShardRange): ShardRange => (r.master !== master || r.slave === undefined ? r : { range: r.range, master: r.slave, slave: master, ...(r.open !== undefined ? { open: r.open } : {}) });
+  const json = current.toJSON();
+  const leftOver = json.ranges.filter((r) => r.master === master);
+  if (leftOver.length > 0 && options.promoteUnfrozen) return { ...json, ranges: mergeAdjacent(json.ranges.map(promote)), modShards: { count: json.modShards.count, ranges: mergeAdjacent(json.modShards.ranges.map(promote)) } };
+  if (leftOver.length > 0) {
+    throw new ShardKitError('VERSION_CONFLICT', `object shards ${leftOver.map((r) => `${r.range[0]}..${r.range[1]}`).join(', ')} of ${master} were not frozen by this failover (the map changed under it): the switch is refused`);
+  }
+  return { ...json, modShards: { count: json.modShards.count, ranges: mergeAdjacent(json.modShards.ranges.map(promote)) } };
+}
+
+/** Lifts the freezes and forgets the records of `ids` (those still in the map): the master serves as before. */
+export function releaseFailover(map: ShardMap, ids: readonly string[]): ShardMapJson {
+  let current = map;
+  for (const id of ids) if (current.move(id) !== undefined) current = ShardMap.fromJSON(abortMove(current, id));
+  return current.toJSON();
+}
