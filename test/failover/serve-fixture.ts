@@ -12,8 +12,8 @@ export interface Service {
 }
 
 /** A real `shardkit serve` process on the config, on a free port. */
-export async function startService(configPath: string, dataDir: string): Promise<Service> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--data', dataDir, '--port', '0', '--no-widecolumn', '--no-dashboard'], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startService(configPath: string, dataDir: string, options: { widecolumn?: boolean } = {}): Promise<Service> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--config', configPath, '--data', dataDir, '--port', '0', ...(options.widecolumn ? [] : ['--no-widecolumn']), '--no-dashboard'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
