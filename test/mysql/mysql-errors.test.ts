@@ -14,7 +14,8 @@ test('connection failures and timeouts are 503 SHARD_UNAVAILABLE naming the shar
     assert.equal(mapped.code, 'SHARD_UNAVAILABLE', code);
     assert.equal(mapped.status, 503);
     assert.match(mapped.message, /^shard 3429 \(db03429 on MySQL001A\) is unavailable: /);
-    assert.deepEqual(mapped.details, { host: 'MySQL001A', shard: 3429, fleet: 'objects', driverCode: code });
+    // readOnly: the fence of a planned failover, which ShardKit handles like a move's fence (kit-context.ts).
+    assert.deepEqual(mapped.details, { host: 'MySQL001A', shard: 3429, fleet: 'objects', driverCode: code, ...(code === 'ER_OPTION_PREVENTS_STATEMENT' ? { readOnly: true } : {}) });
   }
   assert.match(mapMysqlError(err('ECONNREFUSED'), { host: 'msdb001a', shard: 7, fleet: 'lookups' }).message, /^mod shard 7 \(db00007 on msdb001a\)/);
 });
