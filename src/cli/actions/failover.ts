@@ -33,16 +33,17 @@ async function withFleet<T>(opts: FleetCliOptions, fn: (fleet: FleetContext) => 
   }
 }
 
-export async function failoverCommand(master: string, opts: FleetCliOptions & { emergency?: boolean }): Promise<void> {
+export async function failoverCommand(master: string, opts: FleetCliOptions & { emergency?: boolean; holdMs?: number }): Promise<void> {
   const options = { log, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) };
+  const planned = { ...options, ...(opts.holdMs !== undefined ? { holdMs: opts.holdMs } : {}) };
   const pgc = await postgresCluster(opts);
   const r = pgc
     ? await (opts.emergency ? (await import('../../ops/failover/pg-failover.js')).pgEmergencyFailover(pgc, master) : (await import('../../ops/failover/pg-failover.js')).pgPlannedFailover(pgc, master, options))
-    : await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, options)));
+    : await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, planned)));
   if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
   else {
     process.stdout.write(`${r.kind} failover: ${r.newMaster} is master of the ranges of ${r.oldMaster} (map version ${r.mapVersion}, GTID ${r.position || '-'})\n`);
-    if (r.kind === 'planned') process.stdout.write(`writes were refused for ${r.writePauseMs} ms; ${r.oldMaster} now replicates from ${r.newMaster}\n`);
+    if (r.kind === 'planned') process.stdout.write(`${r.frozenRanges ? `writes to ${r.frozenRanges} frozen object range(s) were held` : 'writes were refused'} for ${r.writePauseMs} ms; ${r.oldMaster} now replicates from ${r.newMaster}\n`);
     else process.stdout.write(`${r.oldMaster} ${r.oldMasterFenced ? 'answered and is read-only' : 'is down'}; rebuild it: shardkit pair rebuild-slave ${r.newMaster}${opts.dir ? ` --dir ${opts.dir}` : ''}\n`);
   }
 }
