@@ -4,7 +4,7 @@ import { ShardKitError } from '../../src/errors.js';
 import { addMove } from '../../src/moves/move-state.js';
 import { activeFreeze } from '../../src/topology/range-freeze.js';
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
-import { failoverIds, freezeForFailover, releaseFailover, switchFailover } from '../../src/ops/failover/failover-freeze.js';
+import { failoverIds, freezeForFailover, releaseFailover, staleFailoverIds, switchFailover } from '../../src/ops/failover/failover-freeze.js';
 
 /** Host A masters two object ranges (split by an earlier move) and the mod shards; B is its slave. */
 function mapJson(): ShardMapJson {
@@ -80,4 +80,12 @@ test('a failover record must target the source pair turned round', () => {
   assert.equal(code(() => addMove(map, { span: { first: 0, last: 3 }, target: { master: 'B', slave: 'A' }, kind: 'failover' })), 'none');
   // A move to the pair's own slave is still refused.
   assert.equal(code(() => addMove(map, { span: { first: 0, last: 3 }, target: { master: 'B', slave: 'A' } })), 'INVALID_ARGUMENT');
+});
+
+test('an earlier failover record is lifted only once its budget ran out; within it the new failover is refused (SHARD_FROZEN)', () => {
+  const now = 5_000_000;
+  const frozen = ShardMap.fromJSON(freezeForFailover(ShardMap.fromJSON(mapJson()), 'A', 'B', { holdMs: 2000, now }));
+  assert.equal(code(() => staleFailoverIds(frozen, 'A', now + 1999)), 'SHARD_FROZEN');
+  assert.deepEqual(staleFailoverIds(frozen, 'A', now + 2000).sort(), failoverIds(frozen, 'A').sort());
+  assert.deepEqual(staleFailoverIds(frozen, 'C', now), []);
 });

@@ -21,6 +21,20 @@ export function failoverIds(map: ShardMap, master: string): string[] {
   return map.moves().filter((m) => m.kind === 'failover' && m.source.master === master).map((m) => m.id);
 }
 
+/**
+ * The records of an earlier failover of `master` that can be lifted: those whose hold budget ran
+ * out (services already ignore them; the run that wrote them crashed or is stuck). A record still
+ * within its budget belongs to a failover in progress: SHARD_FROZEN, nothing changed.
+ */
+export function staleFailoverIds(map: ShardMap, master: string, now = Date.now()): string[] {
+  const mine = map.moves().filter((m) => m.kind === 'failover' && m.source.master === master);
+  const live = mine.find((m) => now < m.updatedAt + m.holdMs);
+  if (live !== undefined) {
+    throw new ShardKitError('SHARD_FROZEN', `a failover of ${master} is in progress (${live.id}, hold budget ${live.holdMs} ms): wait for it, or retry after its budget if it crashed`, { details: { moveId: live.id } });
+  }
+  return mine.map((m) => m.id);
+}
+
 /** Records one failover move per object range `master` masters and freezes each (services hold writes from now on). */
 export function freezeForFailover(map: ShardMap, master: string, slave: string, options: { holdMs: number; now?: number }): ShardMapJson {
   const now = options.now ?? Date.now();

@@ -4,7 +4,7 @@ import { changeShardMap } from '../../topology/change-shard-map.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
 import type { FailoverOptions, FailoverResult } from './emergency-failover.js';
-import { DEFAULT_FAILOVER_HOLD_MS, failoverIds, freezeForFailover, releaseFailover, switchFailover } from './failover-freeze.js';
+import { DEFAULT_FAILOVER_HOLD_MS, failoverIds, freezeForFailover, releaseFailover, staleFailoverIds, switchFailover } from './failover-freeze.js';
 import { adminQuery } from './host-admin.js';
 import { gtidVariable, gtidWait, pointAt, requireReplicating } from './replica.js';
 
@@ -35,10 +35,11 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   const slave = slaveOf(map, master);
   await requireReplicating(admin, slave, master, { requireIo: true });
 
-  const stale = failoverIds(map, master);
+  const stale = staleFailoverIds(map, master);
   if (stale.length > 0) {
     log(`lifting the freeze of an earlier failover of ${master} that did not finish (${stale.join(', ')})`);
-    await casMoveState(store, (m) => releaseFailover(m, stale), { hosts });
+    // Re-checked on the map the compare-and-set applies to: a failover that froze meanwhile is refused, not lifted.
+    await casMoveState(store, (m) => releaseFailover(m, staleFailoverIds(m, master)), { hosts });
   }
 
   const freeze = options.freeze ?? true;
