@@ -33,7 +33,7 @@ export interface ReadHints {
   isDeep(ctx: RowContext): boolean;
   markDeep(ctx: RowContext): void;
   logRecords(ctx: RowContext, records: number): void;
-  /** The escaped column names a deep row's first page listed last time, if remembered. */
+  /** The escaped names of the columns of a deep row's first page its heads could not answer last time, if remembered. */
   columnsOf(ctx: RowContext): Buffer[] | undefined;
   rememberColumns(ctx: RowContext, names: Buffer[]): void;
   /** The row's heads answered its last read: no early bounded iterators next time. */
@@ -294,7 +294,9 @@ async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null
     yield* fromWholeDirectory(db, ctx, q, now, hints);
     return;
   }
-  const logged = (await readLog(db, ctx)).cells.map((c) => c.colEsc).filter((c) => Buffer.compare(c, after) > 0);
+  const log = await readLog(db, ctx);
+  hints?.logRecords(ctx, log.records);
+  const logged = log.cells.map((c) => c.colEsc).filter((c) => Buffer.compare(c, after) > 0);
   let i = 0;
   let names: Buffer[] = [];
   const add = async function* (name: Buffer): AsyncGenerator<RawColumn> {
@@ -326,15 +328,22 @@ async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null
  * the flagship read), and no iterator per column when the heads can answer.
  */
 async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number, hints?: ReadHints): AsyncGenerator<RawColumn> {
-  // The columns this page listed last time, when their heads could not answer, are read at
-  // once, beside the directory scan, instead of after it: the read then takes one round of
-  // native reads instead of two. The directory (read from the same snapshot) decides: if it
-  // lists other columns, these reads are dropped.
+  // The columns whose heads could not answer this row's last read are read at once, beside the
+  // directory scan, instead of after it: the read then takes one round of native reads instead
+  // of two. The directory (read from the same snapshot) decides: a column it does not list, or
+  // whose head can answer now, drops its early read.
   const chunk = Math.min(q.limit + 1, 64);
   const guess = hints?.columnsOf(ctx);
-  const early = guess && guess.length <= chunk ? Promise.all(guess.map((esc) => readColumn(db, ctx, esc, q, now))) : null;
-  // Dropped reads must not become unhandled rejections; a used one is awaited below.
-  early?.catch(() => {});
+  let early: Map<string, Promise<Cell[]>> | null = null;
+  if (guess && guess.length <= chunk) {
+    early = new Map();
+    for (const esc of guess) {
+      const p = readColumn(db, ctx, esc, q, now);
+      // Dropped reads must not become unhandled rejections; a used one is awaited.
+      p.catch(() => {});
+      early.set(esc.toString('latin1'), p);
+    }
+  }
   const hplen = ctx.headPrefix.length;
   const best = new Map<string, LoggedCell>();
   const loggedTs = new Map<string, number[]>();
@@ -342,8 +351,10 @@ async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, n
   // Heads beyond a page are left to the paged path below (a wide row is not read whole).
   const wanted = Math.min(q.limit + 1, 256);
   let truncated = false;
+  let records = 0;
   for await (const { key, value } of db.iterator({ gte: ctx.headPrefix, lt: prefixEnd(ctx.headPrefix) }, { capacity: 64 })) {
     if (isLogKey(key, hplen)) {
+      records++;
       addNewest(best, value, loggedTs);
     } else if (heads.length === wanted) {
       truncated = true;
@@ -352,6 +363,8 @@ async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, n
       heads.push({ name: Buffer.from(key.subarray(hplen)), value });
     }
   }
+  // Logged puts make the heads' lists answer less: fold them for the next read.
+  hints?.logRecords(ctx, records);
   let logged = sortedCells(best).map((c) => c.colEsc);
   // Logged columns after the last head read are found again by the paged path.
   if (truncated) logged = logged.filter((c) => Buffer.compare(c, heads[heads.length - 1]!.name) <= 0);
@@ -369,17 +382,11 @@ async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, n
     add(h.name, decodeHead(h.value));
   }
   while (i < logged.length) add(logged[i++]!, null);
-  const answered = plans.every((p) => p !== null);
-  if (early && !truncated && names.length === guess!.length && names.every((n, k) => n.equals(guess![k]!))) {
-    if (answered) hints?.forgetColumns(ctx);
-    const results = await early;
-    for (let k = 0; k < results.length; k++) if (results[k]!.length > 0) yield { raw: decodeEscaped(names[k]!), cells: results[k]! };
-    return;
-  }
-  if (answered) hints?.forgetColumns(ctx);
-  else if (!truncated) hints?.rememberColumns(ctx, names);
+  const unplanned = names.filter((_, k) => plans[k] === null);
+  if (unplanned.length === 0) hints?.forgetColumns(ctx);
+  else if (!truncated) hints?.rememberColumns(ctx, unplanned);
   // A page's worth (and one more, to know whether more follow) at a time.
-  for (let k = 0; k < names.length; k += chunk) yield* readPlanned(db, ctx, names.slice(k, k + chunk), plans.slice(k, k + chunk), q, now);
+  for (let k = 0; k < names.length; k += chunk) yield* readPlanned(db, ctx, names.slice(k, k + chunk), plans.slice(k, k + chunk), q, now, early);
   if (truncated) yield* fromDirectory(db, ctx, heads[heads.length - 1]!.name, q, now);
 }
 
@@ -438,9 +445,10 @@ function planFromHead(head: Head | null, logged: number[] | undefined, ctx: RowC
 /**
  * Reads a page of columns: the planned ones with one multi-get of exact cell keys, the others
  * (and planned ones whose multi-get missed a cell: deleted or compacted since) with one bounded
- * iterator each, in parallel; yields those with cells, in order.
+ * iterator each, in parallel (or the one started early, from the same snapshot); yields those
+ * with cells, in order.
  */
-async function* readPlanned(db: RocksDB, ctx: RowContext, colEscs: Buffer[], plans: Array<Plan | null>, q: ReadQuery, now: number): AsyncGenerator<RawColumn> {
+async function* readPlanned(db: RocksDB, ctx: RowContext, colEscs: Buffer[], plans: Array<Plan | null>, q: ReadQuery, now: number, early: Map<string, Promise<Cell[]>> | null = null): AsyncGenerator<RawColumn> {
   let keys = 0;
   for (const p of plans) if (p) keys += p.fetch.length - (p.headValue ? 1 : 0);
   const read = keys > 0 ? db.read({ capacity: keys, autoDestroy: true }) : null;
@@ -450,7 +458,7 @@ async function* readPlanned(db: RocksDB, ctx: RowContext, colEscs: Buffer[], pla
   });
   read?.tryFlush();
   const results = await Promise.all(plans.map(async (p, k): Promise<Cell[]> => {
-    if (!p) return readColumn(db, ctx, colEscs[k]!, q, now);
+    if (!p) return early?.get(colEscs[k]!.toString('latin1')) ?? readColumn(db, ctx, colEscs[k]!, q, now);
     const got = await values[k]!;
     if (got.some((v) => v === null)) return readColumn(db, ctx, colEscs[k]!, q, now);
     const filter = new ColumnFilter(ctx, q, now);
