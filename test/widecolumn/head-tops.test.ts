@@ -10,6 +10,7 @@ import { cellKey, concat, decodeHead, encodeHead, escapeComponent, headValue } f
 import type { RocksDB } from '../../src/widecolumn/rocksdb.js';
 import { HEAD_TOPS, mergedTops } from '../../src/widecolumn/write-log.js';
 import type { GetRowOptions } from '../../src/widecolumn/types.js';
+import { WideColumnOracle } from '../conformance/widecolumn-oracle.js';
 import { openStore, plain, tempDir, TestClock } from './helpers.js';
 
 /** Counts the native iterators and multi-gets of the store's reads (each read takes one snapshot). */
@@ -41,42 +42,6 @@ function countReads(store: WideColumnStore): { iterators: number; multiGets: num
   return counts;
 }
 
-/** The cells of a test row, kept beside the store: what every read must return. */
-class Model {
-  readonly cols = new Map<string, Map<number, string>>();
-  constructor(private maxVersions: number, private ttlSeconds = 0) {}
-  put(column: string, ts: number, value: string): void {
-    if (!this.cols.has(column)) this.cols.set(column, new Map());
-    this.cols.get(column)!.set(ts, value);
-  }
-  remove(column: string, ts?: number): void {
-    if (ts === undefined) this.cols.delete(column);
-    else this.cols.get(column)?.delete(ts);
-  }
-  settings(maxVersions: number): void {
-    this.maxVersions = maxVersions;
-  }
-  /** Ranks count from the newest stored cell; the first expired or too-old cell ends the column. */
-  get(now: number, q: GetRowOptions): Array<[string, Array<[number, string]>]> {
-    const versions = Math.min(q.versions ?? 1, this.maxVersions);
-    const start = q.start ?? 0;
-    const end = q.end ?? Infinity;
-    const out: Array<[string, Array<[number, string]>]> = [];
-    for (const name of [...this.cols.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))) {
-      const cells: Array<[number, string]> = [];
-      let rank = 0;
-      for (const [ts, v] of [...this.cols.get(name)!.entries()].sort((a, b) => b[0] - a[0])) {
-        if (++rank > this.maxVersions || cells.length === versions) break;
-        if (ts >= end) continue;
-        if (ts < start || (this.ttlSeconds > 0 && ts + this.ttlSeconds * 1000 < now)) break;
-        cells.push([ts, v]);
-      }
-      if (cells.length > 0) out.push([name, cells]);
-    }
-    return out;
-  }
-}
-
 async function withStore(fn: (store: WideColumnStore, clock: TestClock) => Promise<void>): Promise<void> {
   const tmp = tempDir();
   const clock = new TestClock();
@@ -103,20 +68,20 @@ async function rawHead(store: WideColumnStore, dataset: string, row: string, col
 }
 
 /** 10 columns x `depth` versions, timestamps t0 + 10 v (gaps for backfills), in batches. */
-async function deepRow(store: WideColumnStore, model: Model, t0: number, depth: number, columns = 10): Promise<void> {
+async function deepRow(store: WideColumnStore, model: WideColumnOracle, t0: number, depth: number, columns = 10): Promise<void> {
   for (let v = 0; v < depth; v += 50) {
     const items = [];
     for (let k = v; k < Math.min(depth, v + 50); k++) {
       for (let c = 0; c < columns; c++) items.push({ column: `c${c}`, value: `v${k}-${c}`, timestamp: t0 + 10 * k });
     }
     await store.batchPutRows('d', [{ row: 'deep', items }]);
-    for (const it of items) model.put(it.column, it.timestamp, it.value);
+    for (const it of items) model.put('deep', it.column, it.timestamp, it.value);
   }
 }
 
 test('versions=N on a deep row returns exactly the newest N of each column: from the heads\' lists (one head scan + one multi-get) for N <= 16, with later puts, backfills and rewrites in the log', () => withStore(async (store, clock) => {
   await store.putDataset('d', { maxVersions: 1000 });
-  const model = new Model(1000);
+  const model = new WideColumnOracle(1000);
   const t0 = clock.t - 1_000_000;
   await deepRow(store, model, t0, 300);
   await fold(store, 'd', 'deep');
@@ -129,11 +94,11 @@ test('versions=N on a deep row returns exactly the newest N of each column: from
     // answer (a hint kept between reads); the second shows what this query costs.
     await store.getRow('d', 'deep', q);
     counts.reset();
-    assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get(clock.t, q), `${label} ${JSON.stringify(q)}`);
+    assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get('deep', clock.t, q), `${label} ${JSON.stringify(q)}`);
     if (listed) assert.deepEqual([counts.iterators, counts.multiGets], [1, 1], `${label} ${JSON.stringify(q)}: one head scan, one multi-get`);
     else assert.ok(counts.iterators > 1, `${label} ${JSON.stringify(q)}: bounded iterators (${counts.iterators})`);
     // The iterator path (named columns) agrees.
-    assert.deepEqual(plain((await store.getRow('d', 'deep', { ...q, columns: [...model.cols.keys()] })).columns), model.get(clock.t, q), `${label} named`);
+    assert.deepEqual(plain((await store.getRow('d', 'deep', { ...q, columns: [...model.rows.get('deep')!.keys()] })).columns), model.get('deep', clock.t, q), `${label} named`);
   };
   const ranged = (n: number, start: number, end: number): GetRowOptions => ({ versions: n, start, end });
   const queries = (label: string): Array<[string, GetRowOptions, boolean]> => [
@@ -159,18 +124,24 @@ test('versions=N on a deep row returns exactly the newest N of each column: from
   await store.putRow('d', 'deep', [{ column: 'c3', value: 'rewritten', timestamp: t0 + 10 * 299 }]);
   await store.putRow('d', 'deep', [{ column: 'c4', value: 'old backfill', timestamp: t0 + 10 * 100 + 5 }]);
   await store.putRow('d', 'deep', [{ column: 'c99', value: 'new column', timestamp: t0 }]);
-  model.put('c1', t0 + 10 * 300, 'newer');
-  model.put('c2', t0 + 10 * 297 + 5, 'backfill');
-  model.put('c3', t0 + 10 * 299, 'rewritten');
-  model.put('c4', t0 + 10 * 100 + 5, 'old backfill');
-  model.put('c99', t0, 'new column');
+  // One call with several cells of one column (c5): the log names every one of them, so the fold
+  // merges all three into the list (naming only the newest made the list skip the others).
+  const c5 = [t0 + 10 * 300 + 2, t0 + 10 * 300 + 1, t0 + 10 * 298 + 5];
+  await store.putRow('d', 'deep', c5.map((timestamp, k) => ({ column: 'c5', value: `c5 in one call ${k}`, timestamp })));
+  c5.forEach((ts, k) => model.put('deep', 'c5', ts, `c5 in one call ${k}`));
+  model.put('deep', 'c1', t0 + 10 * 300, 'newer');
+  model.put('deep', 'c2', t0 + 10 * 297 + 5, 'backfill');
+  model.put('deep', 'c3', t0 + 10 * 299, 'rewritten');
+  model.put('deep', 'c4', t0 + 10 * 100 + 5, 'old backfill');
+  model.put('deep', 'c99', t0, 'new column');
   // c99 has no head (only logged): it is read with a bounded iterator beside the multi-get.
   counts.reset();
   const q5 = { versions: 5 };
-  assert.deepEqual(plain((await store.getRow('d', 'deep', q5)).columns), model.get(clock.t, q5), 'with the log');
+  assert.deepEqual(plain((await store.getRow('d', 'deep', q5)).columns), model.get('deep', clock.t, q5), 'with the log');
   assert.deepEqual([counts.iterators, counts.multiGets], [2, 1], 'head scan + multi-get + one iterator for the column without a head');
   await store.foldsSettled();
   assert.deepEqual(decodeHead((await rawHead(store, 'd', 'deep', 'c2'))!).tops!.slice(0, 4), [t0 + 2990, t0 + 2980, t0 + 2975, t0 + 2970], 'the fold merged the backfill into the list');
+  assert.deepEqual(decodeHead((await rawHead(store, 'd', 'deep', 'c5'))!).tops!.slice(0, 5), [t0 + 3002, t0 + 3001, t0 + 2990, t0 + 2985, t0 + 2980], 'every cell of one call is in the list');
   assert.equal(decodeHead((await rawHead(store, 'd', 'deep', 'c99'))!).complete, true, 'a column of one cell: complete list');
   // The last read remembered c99 (its head could not answer) and reads it early next time; once
   // its head answers, it is forgotten.
@@ -180,7 +151,7 @@ test('versions=N on a deep row returns exactly the newest N of each column: from
 
 test('heads written before the lists (first format, no list) are read right, through the iterator per column; a later fold writes the list', () => withStore(async (store, clock) => {
   await store.putDataset('d', { maxVersions: 1000 });
-  const model = new Model(1000);
+  const model = new WideColumnOracle(1000);
   const t0 = clock.t - 1_000_000;
   await deepRow(store, model, t0, 100, 3);
   await fold(store, 'd', 'deep');
@@ -193,44 +164,44 @@ test('heads written before the lists (first format, no list) are read right, thr
   const counts = countReads(store);
   for (const q of [{}, { versions: 5 }, { versions: 16 }, { versions: 3, start: t0 + 500, end: t0 + 985 }]) {
     counts.reset();
-    assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get(clock.t, q), JSON.stringify(q));
+    assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get('deep', clock.t, q), JSON.stringify(q));
     if ((q as GetRowOptions).versions) assert.equal(counts.iterators, 4, `${JSON.stringify(q)}: head scan + one iterator per column`);
   }
   // A put to c1 and its fold: c1's head gets the list, the others stay as they were.
   await store.putRow('d', 'deep', [{ column: 'c1', value: 'new', timestamp: t0 + 1000 }]);
-  model.put('c1', t0 + 1000, 'new');
+  model.put('deep', 'c1', t0 + 1000, 'new');
   await fold(store, 'd', 'deep');
   const c1 = decodeHead((await rawHead(store, 'd', 'deep', 'c1'))!);
   assert.deepEqual(c1.tops, Array.from({ length: HEAD_TOPS }, (_, i) => t0 + 1000 - 10 * i));
   assert.equal((await rawHead(store, 'd', 'deep', 'c0'))![0], 0x00, 'c0 keeps the first format');
   await store.getRow('d', 'deep', { versions: 5 }); // the columns read early are now c0 and c2 only
   counts.reset();
-  assert.deepEqual(plain((await store.getRow('d', 'deep', { versions: 5 })).columns), model.get(clock.t, { versions: 5 }));
+  assert.deepEqual(plain((await store.getRow('d', 'deep', { versions: 5 })).columns), model.get('deep', clock.t, { versions: 5 }));
   assert.deepEqual([counts.iterators, counts.multiGets], [3, 1], 'c1 from the multi-get, c0 and c2 with iterators');
 }));
 
 test('a listed cell deleted or compacted away: reads fall back to the cells; compaction trims the lists it makes stale; deleting a column drops its list', () => withStore(async (store, clock) => {
   await store.putDataset('d', { maxVersions: 1000 });
-  const model = new Model(1000);
+  const model = new WideColumnOracle(1000);
   const t0 = clock.t - 1_000_000;
   await deepRow(store, model, t0, 100, 3);
   await fold(store, 'd', 'deep');
   const counts = countReads(store);
   const read = async (label: string, q: GetRowOptions): Promise<void> => {
     counts.reset();
-    assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get(clock.t, q), `${label} ${JSON.stringify(q)}`);
+    assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get('deep', clock.t, q), `${label} ${JSON.stringify(q)}`);
   };
   // A listed cell removed behind the list's back (white box: what a range delete does to it).
   const ctx = store.context(store.dataset('d'), 'deep');
   await store.db.delete(cellKey(ctx.cellPrefix, escapeComponent(Buffer.from('c0')), t0 + 970));
-  model.remove('c0', t0 + 970);
+  model.removeCell('deep', 'c0', t0 + 970);
   await read('a listed cell gone', { versions: 5 });
   assert.deepEqual([counts.iterators, counts.multiGets], [2, 1], 'the multi-get missed for c0 only: one iterator for it');
   await read('a listed cell gone, a read that does not need it', { versions: 2 });
   assert.deepEqual([counts.iterators, counts.multiGets], [1, 1]);
   // Compaction after lowering maxVersions removes listed cells; raised again, reads see what is left.
   await store.putDataset('d', { maxVersions: 3 });
-  model.settings(3);
+  model.maxVersions = 3;
   const report = await compact(store);
   assert.ok(report.rangeDeletes >= 3, `compaction removed versions (${report.rangeDeletes} range deletes)`);
   for (const c of ['c1', 'c2']) {
@@ -241,19 +212,20 @@ test('a listed cell deleted or compacted away: reads fall back to the cells; com
   // c0 still names the cell removed behind its back above (compaction kept ranks 1..3 of what is there).
   assert.deepEqual(decodeHead((await rawHead(store, 'd', 'deep', 'c0'))!).tops, [t0 + 990, t0 + 980, t0 + 970, t0 + 960]);
   for (const c of ['c0', 'c1', 'c2']) {
-    const kept = [...model.cols.get(c)!.keys()].sort((a, b) => b - a).slice(0, 3);
-    for (const ts of model.cols.get(c)!.keys()) if (!kept.includes(ts)) model.remove(c, ts);
+    const cells = model.rows.get('deep')!.get(c)!;
+    const kept = [...cells.keys()].sort((a, b) => b - a).slice(0, 3);
+    for (const ts of [...cells.keys()]) if (!kept.includes(ts)) model.removeCell('deep', c, ts);
   }
   await store.putDataset('d', { maxVersions: 1000 });
-  model.settings(1000);
+  model.maxVersions = 1000;
   await read('after compaction, maxVersions raised again', { versions: 10 });
   assert.deepEqual([counts.iterators, counts.multiGets], [2, 1], 'complete lists answer a read deeper than the column (c0: its missing cell sends it to the iterator)');
   // Deleting a column deletes its head (list included); new cells get a new list from the cells.
   await store.deleteRow('d', 'deep', ['c1']);
-  model.remove('c1');
+  model.delete('deep', ['c1']);
   assert.equal(await rawHead(store, 'd', 'deep', 'c1'), null);
   await store.putRow('d', 'deep', [{ column: 'c1', value: 'again', timestamp: t0 + 5 }]);
-  model.put('c1', t0 + 5, 'again');
+  model.put('deep', 'c1', t0 + 5, 'again');
   await read('a deleted column written again', { versions: 5 });
   await fold(store, 'd', 'deep');
   assert.deepEqual(decodeHead((await rawHead(store, 'd', 'deep', 'c1'))!).tops, [t0 + 5]);
@@ -264,7 +236,7 @@ test('a listed cell deleted or compacted away: reads fall back to the cells; com
 
 test('TTL on a deep row: the lists answer with expired cells cut off exactly as the cells do, before and after compaction', () => withStore(async (store, clock) => {
   await store.putDataset('d', { maxVersions: 1000, ttlSeconds: 100 });
-  const model = new Model(1000, 100);
+  const model = new WideColumnOracle(1000, 100);
   // Timestamps 10 ms apart, the newest 5 s old: reads as time passes expire a few at a time.
   const t0 = clock.t - 5000 - 10 * 99;
   await deepRow(store, model, t0, 100, 3);
@@ -274,11 +246,11 @@ test('TTL on a deep row: the lists answer with expired cells cut off exactly as 
     clock.advance(advance);
     for (const q of [{ versions: 5 }, { versions: 16 }, { versions: 4, end: t0 + 10 * 98 }]) {
       counts.reset();
-      assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get(clock.t, q), `+${advance} ms ${JSON.stringify(q)}`);
+      assert.deepEqual(plain((await store.getRow('d', 'deep', q)).columns), model.get('deep', clock.t, q), `+${advance} ms ${JSON.stringify(q)}`);
     }
     if (advance === 20) {
       await compact(store);
-      for (const c of ['c0', 'c1', 'c2']) for (const ts of [...model.cols.get(c)?.keys() ?? []]) if (ts + 100_000 < clock.t) model.remove(c, ts);
+      for (const c of ['c0', 'c1', 'c2']) for (const ts of [...model.rows.get('deep')?.get(c)?.keys() ?? []]) if (ts + 100_000 < clock.t) model.removeCell('deep', c, ts);
     }
   }
 }));
