@@ -151,7 +151,15 @@ try {
     const a = await store.getRow('bench', 'deep', { versions: n });
     const b = await store.getRow('bench', shallowRow, { versions: n });
     if (a.columns.length !== COLS || a.columns.some((c) => c.cells.length !== n) || b.columns.some((c) => c.cells.length !== n)) throw new Error(`versions=${n} reads the wrong cells`);
+    // The exact cells, not only their number: the deep row's newest n timestamps of each column.
+    const exact = async (): Promise<void> => {
+      const got = (await store.getRow('bench', 'deep', { versions: n })).columns.map((c) => c.cells.map((x) => x.timestamp - 1_600_000_000_000).join());
+      const want = Array.from({ length: n }, (_, i) => 999 - i).join();
+      if (got.some((g) => g !== want)) throw new Error(`versions=${n} on the deep row returns other cells than the newest ${n}`);
+    };
+    await exact();
     const r = await compare(n === 5 ? N : 200, ROUNDS, () => store.getRow('bench', 'deep', { versions: n }), () => store.getRow('bench', shallowRow, { versions: n }));
+    await exact();
     report(`Get Row v=${n}, 1000 versions/column vs ${n}`, r, ['deep  ', 'shallow'], '>= 0.5x');
   }
   const scanAll = await timeOps(20, async () => {

@@ -1,7 +1,9 @@
 import { RocksDB } from './rocksdb.js';
 import {
   CELL_TAG,
+  decodeHead,
   decodeHeadValue,
+  encodeHead,
   HEAD_TAG,
   isLogKey,
   META_FLOOR,
@@ -53,6 +55,41 @@ async function firstRemovable(db: RocksDB, colPrefix: Buffer, ds: DatasetConfig,
 }
 
 /**
+ * Keeps the heads' lists of newest timestamps (key-codec.ts encodeHead) exact when a column's
+ * cells from timestamp `ts` down are range-deleted, in the same batch and under the same row
+ * lock: the removed timestamps leave the list, and a list that reached into the removed range
+ * now holds every remaining cell the fold knew of (complete). Reads would still be right without
+ * this (they check every listed cell they rely on and fall back to the cells when one is gone),
+ * but the column would take the slower path until its list is rebuilt. A list whose every entry
+ * is removed is left as it is: the head is then older than cells named by the write log, and the
+ * next fold rebuilds it from the cells. Returns the heads rewritten.
+ */
+async function trimHeadLists(db: RocksDB, w: ReturnType<RocksDB['write']>, removed: Array<{ colPrefix: Buffer; ts: number }>): Promise<number> {
+  if (removed.length === 0) return 0;
+  const headKeys = removed.map(({ colPrefix }) => {
+    const k = Buffer.from(colPrefix);
+    k[2] = HEAD_TAG;
+    return k;
+  });
+  const read = db.read({ capacity: headKeys.length, autoDestroy: true });
+  const pending = headKeys.map((k) => read.get(k));
+  read.tryFlush();
+  const values = await Promise.all(pending);
+  let n = 0;
+  values.forEach((v, i) => {
+    if (!v) return;
+    const head = decodeHead(v);
+    if (!head.tops) return;
+    const r = removed[i]!.ts;
+    const kept = head.tops.filter((t) => t > r);
+    if (kept.length === head.tops.length || kept.length === 0) return;
+    w.tryPut(headKeys[i]!, encodeHead(kept, true, head.value));
+    n++;
+  });
+  return n;
+}
+
+/**
  * The compaction job: RocksDB here has no compaction filter, so expired cells and versions
  * beyond maxVersions are found by one scan over all shards, removed with one range delete per
  * column (from the first removable cell to the column's end: every older cell is removable too),
@@ -90,13 +127,17 @@ export async function compact(store: StoreInternals, options: { onProgress?: Pro
         const release = await store.lockRows([...new Set(batch.map((c) => c.rowId))]);
         try {
           for (let i = 0; i < batch.length; i += RECHECK_PARALLEL) {
-            const starts = await Promise.all(batch.slice(i, i + RECHECK_PARALLEL).map((c) => firstRemovable(db, c.colPrefix, c.ds, now)));
+            const slice = batch.slice(i, i + RECHECK_PARALLEL);
+            const starts = await Promise.all(slice.map((c) => firstRemovable(db, c.colPrefix, c.ds, now)));
+            const removed: Array<{ colPrefix: Buffer; ts: number }> = [];
             starts.forEach((key, j) => {
               if (!key) return;
-              w.tryDeleteRange(key, prefixEnd(batch[i + j]!.colPrefix));
+              w.tryDeleteRange(key, prefixEnd(slice[j]!.colPrefix));
+              removed.push({ colPrefix: slice[j]!.colPrefix, ts: readInvertedTimestamp(key, key.length - 8) });
               report.rangeDeletes++;
               pending++;
             });
+            pending += await trimHeadLists(db, w, removed);
           }
           if (pending > 0) await w.flush();
           pending = 0;

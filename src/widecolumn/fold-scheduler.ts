@@ -48,6 +48,9 @@ export class FoldScheduler {
         if (this.deepColumns.size >= 100_000) this.deepColumns.clear();
         this.deepColumns.set(ctx.id, names);
       },
+      forgetColumns: (ctx) => {
+        this.deepColumns.delete(ctx.id);
+      },
       // A deep row read with a log pays a multi-get for the logged cells: fold it for the next read.
       logRecords: (ctx, records) => {
         if (records > 0) this.schedule(ctx);

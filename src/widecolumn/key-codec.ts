@@ -2,7 +2,8 @@
  * The RocksDB key format of the wide-column store (documented in docs/widecolumn.md).
  *
  *   cell  = shard:u16 | 0x01 | dataset:u32 | esc(row) 00 01 | esc(column) 00 01 | ~timestamp:u64
- *   head  = shard:u16 | 0x02 | dataset:u32 | esc(row) 00 01 | esc(column) 00 01      -> timestamp:u64 | value
+ *   head  = shard:u16 | 0x02 | dataset:u32 | esc(row) 00 01 | esc(column) 00 01      -> 01 | timestamp:u64 | flags | n | n x timestamp:u64 | value
+ *                                                                                  (or, written before the lists: timestamp:u64 | value)
  *   log   = shard:u16 | 0x02 | dataset:u32 | esc(row) 00 01 | 00 00 | ~seq:u64       -> (column, timestamp) of each cell of one put
  *   meta  = ff ff | kind:u8 | ...
  *
@@ -158,6 +159,11 @@ export function concat(a: Buffer, b: Buffer): Buffer {
   return out;
 }
 
+/**
+ * A head value of the first format: timestamp:u64 | value (no list of older timestamps). The fold
+ * no longer writes it; heads written before the lists existed stay readable (decodeHeadValue).
+ * Its first byte is always 00: timestamps are below 2^53, so the top byte of the u64 is zero.
+ */
 export function headValue(ts: number, value: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(TS_BYTES + value.length);
   writeTimestamp(out, 0, ts);
@@ -165,8 +171,59 @@ export function headValue(ts: number, value: Uint8Array): Buffer {
   return out;
 }
 
+/** First byte of a head value with a list of the column's newest timestamps (format 1). */
+export const HEAD_FORMAT_TOPS = 0x01;
+/** Flag of a format-1 head: its list held every cell of the column when the fold wrote it. */
+const TOPS_COMPLETE = 0x01;
+
+/**
+ * A decoded head: the column's newest cell and, for format 1, `tops`: the newest timestamps of
+ * the column, newest first (tops[0] === ts), exact down to its last entry when the fold wrote it
+ * (every cell of the column at that moment with a timestamp >= the last entry is listed), and
+ * every cell when `complete`. Later puts are named by the write log, not here.
+ */
+export interface Head {
+  ts: number;
+  value: Buffer;
+  tops: number[] | null;
+  complete: boolean;
+}
+
+/** 01 | timestamp:u64 | flags:u8 | n:u8 | n x older timestamp:u64 (newest first) | value. */
+export function encodeHead(tops: readonly number[], complete: boolean, value: Uint8Array): Buffer {
+  if (tops.length === 0 || tops.length > 256) throw new Error('a head lists 1..256 timestamps');
+  const older = tops.length - 1;
+  const off = 1 + TS_BYTES + 2 + older * TS_BYTES;
+  const out = Buffer.allocUnsafe(off + value.length);
+  out[0] = HEAD_FORMAT_TOPS;
+  writeTimestamp(out, 1, tops[0]!);
+  out[1 + TS_BYTES] = complete ? TOPS_COMPLETE : 0;
+  out[2 + TS_BYTES] = older;
+  for (let i = 1; i < tops.length; i++) writeTimestamp(out, 3 + TS_BYTES + (i - 1) * TS_BYTES, tops[i]!);
+  out.set(value, off);
+  return out;
+}
+
+/** Reads a head value of either format (the first byte tells them apart, see headValue). */
+export function decodeHead(v: Buffer): Head {
+  if (v.length > 0 && v[0] === HEAD_FORMAT_TOPS) {
+    if (v.length < 3 + TS_BYTES) throw new Error('malformed wide-column head record');
+    const ts = readTimestamp(v, 1);
+    const complete = (v[1 + TS_BYTES]! & TOPS_COMPLETE) !== 0;
+    const older = v[2 + TS_BYTES]!;
+    const off = 3 + TS_BYTES + older * TS_BYTES;
+    if (v.length < off) throw new Error('malformed wide-column head record');
+    const tops: number[] = new Array(older + 1);
+    tops[0] = ts;
+    for (let i = 0; i < older; i++) tops[i + 1] = readTimestamp(v, 3 + TS_BYTES + i * TS_BYTES);
+    return { ts, value: v.subarray(off), tops, complete };
+  }
+  if (v.length < TS_BYTES) throw new Error('malformed wide-column head record');
+  return { ts: readTimestamp(v, 0), value: v.subarray(TS_BYTES), tops: null, complete: false };
+}
+
 export function decodeHeadValue(v: Buffer): { ts: number; value: Buffer } {
-  return { ts: readTimestamp(v, 0), value: v.subarray(TS_BYTES) };
+  return decodeHead(v);
 }
 
 /** Splits a cell key of a known row (prefix length) into the escaped column and timestamp. */

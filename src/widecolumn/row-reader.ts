@@ -1,8 +1,8 @@
 import type { Entry, RocksDB } from './rocksdb.js';
-import { cellKey, concat, decodeEscaped, decodeHeadValue, escapeComponent, isLogKey, logRange, prefixEnd, readInvertedTimestamp, type LoggedCell } from './key-codec.js';
+import { cellKey, concat, decodeEscaped, decodeHead, decodeHeadValue, escapeComponent, isLogKey, logRange, prefixEnd, readInvertedTimestamp, type Head, type LoggedCell } from './key-codec.js';
 import { isLive, type RowContext } from './row-context.js';
 import type { Cell, ColumnCells, RowResult } from './types.js';
-import { addNewest, newestCell, readLog, sortedCells } from './write-log.js';
+import { addNewest, newestCell, newestFirst, readLog, sortedCells } from './write-log.js';
 
 /** A validated Get Row query. */
 export interface ReadQuery {
@@ -33,9 +33,11 @@ export interface ReadHints {
   isDeep(ctx: RowContext): boolean;
   markDeep(ctx: RowContext): void;
   logRecords(ctx: RowContext, records: number): void;
-  /** The escaped column names a deep row's first page listed last time, if remembered. */
+  /** The escaped names of the columns of a deep row's first page its heads could not answer last time, if remembered. */
   columnsOf(ctx: RowContext): Buffer[] | undefined;
   rememberColumns(ctx: RowContext, names: Buffer[]): void;
+  /** The row's heads answered its last read: no early bounded iterators next time. */
+  forgetColumns(ctx: RowContext): void;
 }
 
 const TS_BYTES = 8;
@@ -292,7 +294,9 @@ async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null
     yield* fromWholeDirectory(db, ctx, q, now, hints);
     return;
   }
-  const logged = (await readLog(db, ctx)).cells.map((c) => c.colEsc).filter((c) => Buffer.compare(c, after) > 0);
+  const log = await readLog(db, ctx);
+  hints?.logRecords(ctx, log.records);
+  const logged = log.cells.map((c) => c.colEsc).filter((c) => Buffer.compare(c, after) > 0);
   let i = 0;
   let names: Buffer[] = [];
   const add = async function* (name: Buffer): AsyncGenerator<RawColumn> {
@@ -316,56 +320,154 @@ async function* fromDirectory(db: RocksDB, ctx: RowContext, after: Buffer | null
 
 /**
  * The first page of fromDirectory: the write log and the heads come from one iterator over the
- * head region (log records sort first), and the columns of a page are read in parallel with one
- * bounded iterator each, so a versions=N read of a deep row costs two rounds of native reads
- * whatever the depth (issue 15, the flagship read).
+ * head region (log records sort first). A column whose head lists its newest timestamps (format
+ * 1, written by the fold) and can answer the read from that list and the logged timestamps is
+ * read with one multi-get of exact cell keys, shared by the page (planFromHead); the others
+ * with one bounded iterator each, in parallel. Everything reads the same snapshot, so a
+ * versions=N read of a deep row costs two rounds of native reads whatever the depth (issue 15,
+ * the flagship read), and no iterator per column when the heads can answer.
  */
 async function* fromWholeDirectory(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number, hints?: ReadHints): AsyncGenerator<RawColumn> {
-  // The columns this page listed last time are read at once, beside the directory scan, instead
-  // of after it: the read then takes one round of native reads instead of two. The directory
-  // (read from the same snapshot) decides: if it lists other columns, these reads are dropped.
+  // The columns whose heads could not answer this row's last read are read at once, beside the
+  // directory scan, instead of after it: the read then takes one round of native reads instead
+  // of two. The directory (read from the same snapshot) decides: a column it does not list, or
+  // whose head can answer now, drops its early read.
   const chunk = Math.min(q.limit + 1, 64);
   const guess = hints?.columnsOf(ctx);
-  const early = guess && guess.length <= chunk ? Promise.all(guess.map((esc) => readColumn(db, ctx, esc, q, now))) : null;
-  // Dropped reads must not become unhandled rejections; a used one is awaited below.
-  early?.catch(() => {});
+  let early: Map<string, Promise<Cell[]>> | null = null;
+  if (guess && guess.length <= chunk) {
+    early = new Map();
+    for (const esc of guess) {
+      const p = readColumn(db, ctx, esc, q, now);
+      // Dropped reads must not become unhandled rejections; a used one is awaited.
+      p.catch(() => {});
+      early.set(esc.toString('latin1'), p);
+    }
+  }
   const hplen = ctx.headPrefix.length;
   const best = new Map<string, LoggedCell>();
-  const heads: Buffer[] = [];
+  const loggedTs = new Map<string, number[]>();
+  const heads: Array<{ name: Buffer; value: Buffer }> = [];
   // Heads beyond a page are left to the paged path below (a wide row is not read whole).
   const wanted = Math.min(q.limit + 1, 256);
   let truncated = false;
+  let records = 0;
   for await (const { key, value } of db.iterator({ gte: ctx.headPrefix, lt: prefixEnd(ctx.headPrefix) }, { capacity: 64 })) {
     if (isLogKey(key, hplen)) {
-      addNewest(best, value);
+      records++;
+      addNewest(best, value, loggedTs);
     } else if (heads.length === wanted) {
       truncated = true;
       break;
     } else {
-      heads.push(Buffer.from(key.subarray(hplen)));
+      heads.push({ name: Buffer.from(key.subarray(hplen)), value });
     }
   }
+  // Logged puts make the heads' lists answer less: fold them for the next read.
+  hints?.logRecords(ctx, records);
   let logged = sortedCells(best).map((c) => c.colEsc);
   // Logged columns after the last head read are found again by the paged path.
-  if (truncated) logged = logged.filter((c) => Buffer.compare(c, heads[heads.length - 1]!) <= 0);
+  if (truncated) logged = logged.filter((c) => Buffer.compare(c, heads[heads.length - 1]!.name) <= 0);
   // Heads and logged columns merged in key order, without repeats.
   const names: Buffer[] = [];
+  const plans: Array<Plan | null> = [];
+  const add = (name: Buffer, head: Head | null): void => {
+    names.push(name);
+    plans.push(planFromHead(head, loggedTs.get(name.toString('latin1')), ctx, q, now));
+  };
   let i = 0;
   for (const h of heads) {
-    while (i < logged.length && Buffer.compare(logged[i]!, h) < 0) names.push(logged[i++]!);
-    if (i < logged.length && logged[i]!.equals(h)) i++;
-    names.push(h);
+    while (i < logged.length && Buffer.compare(logged[i]!, h.name) < 0) add(logged[i++]!, null);
+    if (i < logged.length && logged[i]!.equals(h.name)) i++;
+    add(h.name, decodeHead(h.value));
   }
-  while (i < logged.length) names.push(logged[i++]!);
-  if (early && !truncated && names.length === guess!.length && names.every((n, k) => n.equals(guess![k]!))) {
-    const results = await early;
-    for (let k = 0; k < results.length; k++) if (results[k]!.length > 0) yield { raw: decodeEscaped(names[k]!), cells: results[k]! };
-    return;
-  }
-  if (!truncated) hints?.rememberColumns(ctx, names);
+  while (i < logged.length) add(logged[i++]!, null);
+  const unplanned = names.filter((_, k) => plans[k] === null);
+  if (unplanned.length === 0) hints?.forgetColumns(ctx);
+  else if (!truncated) hints?.rememberColumns(ctx, unplanned);
   // A page's worth (and one more, to know whether more follow) at a time.
-  for (let k = 0; k < names.length; k += chunk) yield* readColumns(db, ctx, names.slice(k, k + chunk), q, now);
-  if (truncated) yield* fromDirectory(db, ctx, heads[heads.length - 1]!, q, now);
+  for (let k = 0; k < names.length; k += chunk) yield* readPlanned(db, ctx, names.slice(k, k + chunk), plans.slice(k, k + chunk), q, now, early);
+  if (truncated) yield* fromDirectory(db, ctx, heads[heads.length - 1]!.name, q, now);
+}
+
+/**
+ * The cells a read needs from one column, known from its head's list and the write log: the
+ * timestamps to fetch (the wanted cells, and the newer ones the read steps over, so that every
+ * cell it counts is checked to exist) and, when the first of them is the head's own cell, its
+ * value.
+ */
+interface Plan {
+  fetch: number[];
+  headValue: Buffer | null;
+}
+
+const NO_VALUE = Buffer.alloc(0);
+
+/**
+ * Whether a column's head list, with the timestamps logged since the fold, decides this read
+ * exactly, and which cells it needs; null when it does not (a head of the first format or none,
+ * a read deeper than the list, a time range reaching past it): the column is read with a bounded
+ * iterator then. Every cell of the column with a timestamp >= the list's last entry is in the
+ * list or the log (all of them when the list is complete), so the ColumnFilter run over these
+ * candidates makes the decisions it makes over the cells: the ones it rejects at the end
+ * (ranked past maxVersions, expired, older than `start`) stay rejected for every older cell.
+ * Candidates may name cells removed since (compaction): readPlanned checks each fetched one.
+ */
+function planFromHead(head: Head | null, logged: number[] | undefined, ctx: RowContext, q: ReadQuery, now: number): Plan | null {
+  if (!head || !head.tops) return null;
+  let candidates = head.tops;
+  if (logged) {
+    candidates = newestFirst([...head.tops, ...logged]);
+    if (!head.complete) {
+      const last = head.tops[head.tops.length - 1]!;
+      candidates = candidates.filter((t) => t >= last);
+    }
+  }
+  const sim = new ColumnFilter(ctx, q, now);
+  const fetch: number[] = [];
+  let decided = false;
+  for (const ts of candidates) {
+    const before = sim.cells.length;
+    const more = sim.offer(ts, NO_VALUE);
+    // Kept (a wanted cell), or stepped over (newer than `end`): its existence counts.
+    if (more || sim.cells.length > before) fetch.push(ts);
+    if (!more) {
+      decided = true;
+      break;
+    }
+  }
+  if (!decided && !head.complete) return null;
+  // The head holds the newest cell's value unless a later put replaced that cell (same timestamp).
+  const own = fetch.length > 0 && fetch[0] === head.ts && candidates[0] === head.ts && !(logged && logged.includes(head.ts));
+  return { fetch, headValue: own ? head.value : null };
+}
+
+/**
+ * Reads a page of columns: the planned ones with one multi-get of exact cell keys, the others
+ * (and planned ones whose multi-get missed a cell: deleted or compacted since) with one bounded
+ * iterator each, in parallel (or the one started early, from the same snapshot); yields those
+ * with cells, in order.
+ */
+async function* readPlanned(db: RocksDB, ctx: RowContext, colEscs: Buffer[], plans: Array<Plan | null>, q: ReadQuery, now: number, early: Map<string, Promise<Cell[]>> | null = null): AsyncGenerator<RawColumn> {
+  let keys = 0;
+  for (const p of plans) if (p) keys += p.fetch.length - (p.headValue ? 1 : 0);
+  const read = keys > 0 ? db.read({ capacity: keys, autoDestroy: true }) : null;
+  const values: Array<Promise<Array<Buffer | null>> | null> = plans.map((p, k) => {
+    if (!p) return null;
+    return Promise.all(p.fetch.map((ts, j) => (j === 0 && p.headValue ? Promise.resolve(p.headValue) : read!.get(cellKey(ctx.cellPrefix, colEscs[k]!, ts)))));
+  });
+  read?.tryFlush();
+  const results = await Promise.all(plans.map(async (p, k): Promise<Cell[]> => {
+    if (!p) return early?.get(colEscs[k]!.toString('latin1')) ?? readColumn(db, ctx, colEscs[k]!, q, now);
+    const got = await values[k]!;
+    if (got.some((v) => v === null)) return readColumn(db, ctx, colEscs[k]!, q, now);
+    const filter = new ColumnFilter(ctx, q, now);
+    for (let j = 0; j < got.length; j++) if (!filter.offer(p.fetch[j]!, got[j]!)) break;
+    return filter.cells;
+  }));
+  for (let k = 0; k < results.length; k++) {
+    if (results[k]!.length > 0) yield { raw: decodeEscaped(colEscs[k]!), cells: results[k]! };
+  }
 }
 
 /** Reads columns (escaped names) in parallel and yields those with cells, in order. */

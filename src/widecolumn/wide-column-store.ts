@@ -342,7 +342,6 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
       for (const { ctx, items, explicit, duplicates } of rows) {
         // Server timestamps are taken only now, after any explicit put to the row has finished.
         let base: number | null = null;
-        let toLog: PreparedItem[] = items;
         if (!duplicates) {
           if (explicit < items.length) base = this.oracle.reserve(ctx.id, 1);
           for (const i of items) {
@@ -364,20 +363,16 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
             base = this.oracle.reserve(ctx.id, span);
             for (const i of items) if (i.server) i.ts = base + i.ts!;
           }
-          const newest = new Map<string, PreparedItem>();
-          for (const i of items) {
-            w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts!), i.value);
-            const cur = newest.get(i.column);
-            if (!cur || i.ts! > cur.ts!) newest.set(i.column, i);
-          }
-          toLog = [...newest.values()];
+          // Every cell is logged, not only each column's newest: the fold merges the logged
+          // timestamps into the heads' lists of newest timestamps, which must miss none.
+          for (const i of items) w.tryPut(cellKey(ctx.cellPrefix, i.colEsc, i.ts!), i.value);
         }
         if (ctx.ds.latestIndex) {
           // One write-log record naming the put's (column, timestamp) pairs in the row's head
           // region: how reads of deep rows find the newest cells until a fold makes them heads.
           const seq = this.oracle.nextSeq(ctx.id);
           if (seq > maxSeq) maxSeq = seq;
-          w.tryPut(logKey(ctx.headPrefix, seq), encodeLog(toLog as Array<PreparedItem & { ts: number }>));
+          w.tryPut(logKey(ctx.headPrefix, seq), encodeLog(items as Array<PreparedItem & { ts: number }>));
         }
         results.push({ row: ctx.row, timestamp: base });
       }

@@ -16,48 +16,7 @@ import assert from 'node:assert/strict';
 import type { WideColumnEngine } from '../../src/widecolumn/engine.js';
 import type { GetRowOptions, RowResult } from '../../src/widecolumn/types.js';
 import { SuiteClock, type WideColumnSuiteOptions } from './widecolumn-suite.js';
-
-type Cells = Array<[number, string]>;
-
-/** The oracle: row -> column -> timestamp -> value, and the read rules of docs/widecolumn.md. */
-class Oracle {
-  readonly rows = new Map<string, Map<string, Map<number, string>>>();
-  constructor(readonly maxVersions: number, readonly ttlSeconds: number) {}
-
-  put(row: string, column: string, ts: number, value: string): void {
-    let r = this.rows.get(row);
-    if (!r) this.rows.set(row, (r = new Map()));
-    let c = r.get(column);
-    if (!c) r.set(column, (c = new Map()));
-    c.set(ts, value);
-  }
-
-  delete(row: string, columns?: string[]): void {
-    if (!columns) this.rows.delete(row);
-    else for (const c of columns) this.rows.get(row)?.delete(c);
-  }
-
-  get(row: string, now: number, q: GetRowOptions): Array<[string, Cells]> {
-    const r = this.rows.get(row);
-    if (!r) return [];
-    const versions = Math.min(q.versions ?? 1, this.maxVersions);
-    const start = q.start ?? 0;
-    const end = q.end ?? Infinity;
-    const names = [...r.keys()].filter((c) => !q.columns || q.columns.includes(c)).sort(byteOrder);
-    const out: Array<[string, Cells]> = [];
-    for (const name of names) {
-      // Ranks count from the newest stored cell, whatever range is asked; expired cells are never returned.
-      const cells = [...r.get(name)!.entries()].sort((a, b) => b[0] - a[0]).slice(0, this.maxVersions);
-      const live = cells.filter(([ts]) => (this.ttlSeconds === 0 || now <= ts + this.ttlSeconds * 1000) && ts >= start && ts < end).slice(0, versions);
-      if (live.length > 0) out.push([name, live]);
-    }
-    return out;
-  }
-}
-
-function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
-}
+import { WideColumnOracle as Oracle, type Cells } from './widecolumn-oracle.js';
 
 function plain(r: RowResult): Array<[string, Cells]> {
   return r.columns.map((c) => [c.column, c.cells.map((x) => [x.timestamp, x.value.toString('utf8')] as [number, string])]);

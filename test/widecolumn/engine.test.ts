@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compact, WideColumnStore } from '../../src/widecolumn/index.js';
 import { errorCode, openStore, plain, tempDir, TestClock } from './helpers.js';
-import { WideColumnModel } from './model.js';
+import { WideColumnOracle } from '../conformance/widecolumn-oracle.js';
 
 async function withStore(fn: (store: WideColumnStore, clock: TestClock, dir: string) => Promise<void>, options: { leaseMs?: number; foldAfter?: number; skipBudget?: number } = {}): Promise<void> {
   const tmp = tempDir();
@@ -291,7 +291,7 @@ test('server timestamps after reopen are the clock time; write-log records of be
 // reads); 1000 leaves the log to reads, column deletes and compaction. skipBudget 0 sends every
 // read of a row with a deeper column than wanted to the head region (32 is the default).
 for (const [seed0, latestIndex, foldAfter, skipBudget] of [[12345, true, 16, 32], [777, true, 1, 0], [4242, true, 3, 0], [2024, true, 1000, 0], [99, false, 16, 0], [31337, false, 16, 32]] as const) test(`model check (seed ${seed0}, latestIndex ${latestIndex}, foldAfter ${foldAfter}, skipBudget ${skipBudget}): random puts, backfills, deletes, clock moves, setting changes and compactions; every read path agrees with a plain model`, () => withStore(async (store, clock) => {
-  const model = new WideColumnModel();
+  const model = new WideColumnOracle();
   model.maxVersions = 3;
   model.ttlSeconds = 0;
   await store.putDataset('m', { maxVersions: 3, latestIndex });
@@ -341,10 +341,10 @@ for (const [seed0, latestIndex, foldAfter, skipBudget] of [[12345, true, 16, 32]
     } else if (op < 78) {
       const columns = [pick(cols), pick(cols)];
       await store.deleteRow('m', row, columns);
-      model.deleteRow(row, columns);
+      model.delete(row, columns);
     } else if (op < 81) {
       await store.deleteRow('m', row);
-      model.deleteRow(row);
+      model.delete(row);
     } else if (op < 93) {
       clock.advance(rnd(400));
     } else if (op < 97) {

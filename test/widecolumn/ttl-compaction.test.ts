@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compact, type WideColumnStore } from '../../src/widecolumn/index.js';
 import { openStore, plain, tempDir, TestClock } from './helpers.js';
-import { WideColumnModel } from './model.js';
+import { WideColumnOracle } from '../conformance/widecolumn-oracle.js';
 
 /** Data records (cells, heads and write-log records) as RocksDB holds them: what compaction is about. */
 async function rawCount(store: WideColumnStore): Promise<number> {
@@ -126,7 +126,7 @@ test('compaction while puts go on: no live cell is lost, and reads agree with a 
   const tmp = tempDir();
   const clock = new TestClock();
   const store = await openStore(tmp.dir, { clock: clock.now });
-  const model = new WideColumnModel();
+  const model = new WideColumnOracle();
   model.maxVersions = 2;
   model.ttlSeconds = 5;
   try {
