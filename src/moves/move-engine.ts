@@ -29,6 +29,8 @@ export interface MoveEngine {
   prepare(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<Record<string, string | number | boolean>>;
   /** How far the target is behind the source (0 when the engine copies under the freeze). */
   lag(move: MoveRecord): Promise<number>;
+  /** The lag (in lag()'s unit) under which the runner may freeze, when the caller gives none (default 0). */
+  readonly maxLag?: number;
   /** Makes the source refuse every read and write of the moving shards, after draining in-flight work. */
   fence(move: MoveRecord): Promise<void>;
   /** After the fence: the target holds everything the source acknowledged. */

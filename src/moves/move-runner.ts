@@ -25,7 +25,7 @@ export interface MoveRunOptions {
   /** ...or the id of a recorded one to resume (or abort). */
   moveId?: string;
   abort?: boolean;
-  /** The freeze starts only when the engine's lag is at most this (vitess#9525). Default 0 for engines that copy under the freeze. */
+  /** The freeze starts only when the engine's lag is at most this (vitess#9525). Default: the engine's maxLag, else 0. */
   maxLag?: number;
   /** How long to wait for the lag to drop before giving up (and aborting). Default 60 s. */
   lagWaitMs?: number;
@@ -121,7 +121,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
           break;
         }
         case 'copied': {
-          await waitForLag(engine, m, options.maxLag ?? 0, options.lagWaitMs ?? 60_000);
+          await waitForLag(engine, m, options.maxLag ?? engine.maxLag ?? 0, options.lagWaitMs ?? 60_000, (lag) => emit(id, 'copied', { lag }));
           frozeAt = Date.now();
           map = await cas((x) => freezeMove(x, id, frozeAt));
           emit(id, 'frozen', { holdMs: m.holdMs });
@@ -196,11 +196,17 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
   }
 }
 
-async function waitForLag(engine: MoveEngine, move: MoveRecord, maxLag: number, waitMs: number): Promise<void> {
+/** The lag gate: polls the engine's lag (reported about once a second) until it is at most maxLag. */
+async function waitForLag(engine: MoveEngine, move: MoveRecord, maxLag: number, waitMs: number, report: (lag: number) => void): Promise<void> {
   const deadline = Date.now() + waitMs;
+  let reported = 0;
   for (;;) {
     const lag = await engine.lag(move);
     if (lag <= maxLag) return;
+    if (Date.now() - reported >= 1000) {
+      reported = Date.now();
+      report(lag);
+    }
     if (Date.now() >= deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `the target is still ${lag} behind the source (limit ${maxLag}) after ${waitMs} ms: not freezing`);
     await new Promise((r) => setTimeout(r, 200));
   }

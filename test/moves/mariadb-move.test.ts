@@ -21,6 +21,7 @@ import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { devHostAdmin } from '../../src/ops/failover/host-admin.js';
 import { spawn } from 'node:child_process';
 import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 
@@ -73,7 +74,7 @@ describe('moves on MariaDB: the mover', () => {
     hosts = Object.fromEntries(Object.entries(config.hosts).map(([name, h]) => [name, { host: h.host!, port: h.port! }]));
     const schema = resolveSchema(config);
     objectTables = fleetTables(schema, 'objects');
-    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables });
+    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: devHostAdmin(started.cluster) });
     backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
     backend = new MysqlBackend({ hosts, storage, schema });
     kit = new ShardKit({ backend, schema, topology: store() });

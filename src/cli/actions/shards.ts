@@ -10,6 +10,8 @@ import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
 import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-engine.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
+import { DevCluster } from '../../ops/dev/dev-cluster.js';
+import { configHostAdmin, devHostAdmin } from '../../ops/failover/host-admin.js';
 import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
 import { createTopologyStore } from '../../topology/index.js';
 import { parseShardSpan } from '../../topology/map-edits.js';
@@ -71,7 +73,11 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
   const schema = resolveSchema(config);
   if (config.storage.backend === 'mysql') {
     const storage = config.storage;
-    const engine = new MariadbMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects') });
+    // Admin access (a dev cluster's sockets, or SHARDKIT_ADMIN_USER on a server fleet) enables the
+    // replication pre-copy; without it the engine copies under the freeze.
+    const cluster = DevCluster.open(dataDir);
+    const admin = cluster !== undefined ? devHostAdmin(cluster) : process.env.SHARDKIT_ADMIN_USER ? configHostAdmin(config) : undefined;
+    const engine = new MariadbMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'), ...(admin !== undefined ? { admin } : {}) });
     return {
       store, engine, hosts, map,
       // A move's source and target; otherwise the master and its slave, chunk by chunk at the master's GTID position.

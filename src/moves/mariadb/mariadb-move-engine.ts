@@ -4,6 +4,11 @@ import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, VerifyReport } from '../move-engine.js';
+import type { HostAdmin } from '../../ops/failover/host-admin.js';
+import { dumpCopy } from '../../ops/failover/dump-copy.js';
+import {
+  binlogPos, connectionStatus, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
+} from './move-replication.js';
 
 /** Rows per copy and verify chunk. */
 const CHUNK_ROWS = 1000;
@@ -20,13 +25,46 @@ export interface MariadbMoveEngineOptions {
   tables: readonly string[];
   /** How long the fence's RENAME waits for in-flight transactions on the moving tables (MDL). Default 10 s. */
   lockWaitTimeoutS?: number;
+  /**
+   * Admin access to the hosts (SUPER, a replication account, mariadb-dump): with it the engine
+   * pre-copies by dump + replication and the freeze only waits for the last transactions;
+   * without it, it copies everything under the freeze (the pause grows with the shards' size).
+   */
+  admin?: HostAdmin;
+  /** Replication lag (source transactions not yet applied on the target) under which the runner may freeze. Default 50. */
+  maxLag?: number;
+  /** How long catch-up waits (MASTER_GTID_WAIT) for the target to apply the source's last transaction. Default 30 s. */
+  catchUpTimeoutS?: number;
 }
 
 type Conn = mysql.Connection;
 const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
 
 /**
- * Shard moves on MariaDB, copying under the freeze (like the embedded engine):
+ * Shard moves on MariaDB. With `admin` (the CLI's default on a dev cluster or with
+ * SHARDKIT_ADMIN_USER), the copy happens before the freeze, by replication:
+ *
+ *   prepare  checks the target master holds no object rows for the moving shards, creates the
+ *            named connection `move_<id>` on the target master (stopped; DO_DOMAIN_IDS = the
+ *            source pair's gtid_domain_id), then one `mariadb-dump --single-transaction --gtid`
+ *            of the moving shards' object tables, loaded with sql_log_bin=0 into the target
+ *            master AND the target's slave (the same snapshot on both, no GTID on either);
+ *            gtid_slave_pos gets the dump's position for the source's domain, the connection
+ *            gets replicate_do_table = exactly the moving object tables, and starts.
+ *            Replicated transactions are binlogged by the target master with their source
+ *            GTIDs (log_slave_updates), so the target's slave receives them through its own
+ *            connection: both members of the target pair keep equal GTID histories.
+ *   lag      source transactions (its domain's seq_no) not yet applied on the target: the
+ *            runner freezes only under maxLag (vitess#9525);
+ *   fence    as below; the RENAME is binlogged, matches the filter, and is applied on the target
+ *            too (its copy moves into dbNNNNN_moved there, which prepare created);
+ *   catchUp  reads the source's gtid_binlog_pos only now that the fence holds (vitess#16563),
+ *            MASTER_GTID_WAIT on the target, removes the connection, renames the copy back
+ *            into dbNNNNN (binlogged on the target: its slave follows) and sets AUTO_INCREMENT
+ *            past the source's;
+ *   undo     removes the connection and the target's copy, then as below.
+ *
+ * Without `admin`, everything is copied under the freeze (like the embedded engine):
  *
  *   prepare  checks the target master holds no object rows for the moving shards;
  *   fence    RENAME TABLE of the moving object tables into dbNNNNN_moved on the source master
@@ -40,17 +78,33 @@ const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
  *   undo     tables renamed back on the source, the target's copies dropped;
  *   dropMoved  the fenced dbNNNNN_moved databases dropped on the source (binlogged).
  *
- * Everything runs on the app user's connections with sql_log_bin left on, so master and slave of
- * each pair keep equal GTID histories. The write pause grows with the size of the moving shards
- * (no replication-based pre-copy yet: docs/moves.md says why).
+ * Those steps run on the app user's connections with sql_log_bin left on, so master and slave of
+ * each pair keep equal GTID histories. The write pause of this fallback grows with the size of
+ * the moving shards.
  */
 export class MariadbMoveEngine implements MoveEngine {
   readonly kind = 'mariadb';
+  readonly maxLag: number;
   private readonly options: MariadbMoveEngineOptions;
 
   constructor(options: MariadbMoveEngineOptions) {
     if (options.tables.length === 0) throw new ShardKitError('INVALID_CONFIG', 'the schema has no object tables to move');
     this.options = options;
+    this.maxLag = options.admin !== undefined ? (options.maxLag ?? 50) : 0;
+  }
+
+  /** True when the copy runs by dump + replication before the freeze. */
+  get replicated(): boolean {
+    return this.options.admin !== undefined;
+  }
+
+  private async withAdmin<T>(host: string, fn: (c: Conn) => Promise<T>): Promise<T> {
+    const c = await this.options.admin!.connect(host);
+    try {
+      return await fn(c);
+    } finally {
+      await c.end().catch(() => c.destroy());
+    }
   }
 
   private async connect(host: string): Promise<Conn> {
@@ -90,6 +144,7 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   async prepare(move: MoveRecord): Promise<Record<string, string | number | boolean>> {
+    if (this.replicated) return this.prepareReplicated(move);
     let tables = 0;
     await this.withConn(move.target.master, async (c) => {
       for (const s of this.shards(move)) {
@@ -107,8 +162,95 @@ export class MariadbMoveEngine implements MoveEngine {
     return { tables };
   }
 
-  async lag(): Promise<number> {
-    return 0;
+  /** Refuses a target that already holds rows of a moving shard (a copy left by an earlier move, say). */
+  private async requireEmptyTarget(c: Conn, move: MoveRecord): Promise<void> {
+    for (const s of this.shards(move)) {
+      for (const t of await this.present(c, shardDatabaseName(s))) {
+        const [rows] = await c.query(`SELECT 1 AS x FROM ${q(shardDatabaseName(s))}.${q(t)} LIMIT 1`);
+        if ((rows as unknown[]).length > 0) {
+          throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
+        }
+      }
+    }
+  }
+
+  /** The moving object tables as `db.table`, as they exist live on the source. */
+  private async sourceTables(move: MoveRecord): Promise<Array<{ shard: number; tables: string[] }>> {
+    return this.withConn(move.source.master, async (c) => {
+      const out: Array<{ shard: number; tables: string[] }> = [];
+      for (const s of this.shards(move)) out.push({ shard: s, tables: await this.present(c, shardDatabaseName(s)) });
+      return out;
+    });
+  }
+
+  private doTables(live: Array<{ shard: number; tables: string[] }>): string[] {
+    return live.flatMap((x) => x.tables.map((t) => `${shardDatabaseName(x.shard)}.${t}`));
+  }
+
+  /** Drops the target's copy of the moving shards (binlogged on the target master: its slave follows). */
+  private async dropTargetCopy(c: Conn, move: MoveRecord): Promise<void> {
+    for (const s of this.shards(move)) {
+      for (const db of [shardDatabaseName(s), movedDatabaseName(s)]) {
+        const tables = await this.present(c, db);
+        if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(db)}.${q(t)}`).join(', ')}`);
+      }
+      const [rest] = await c.query('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [movedDatabaseName(s)]);
+      if (Number((rest as Array<{ n: number | string }>)[0]!.n) === 0) await c.query(`DROP DATABASE IF EXISTS ${q(movedDatabaseName(s))}`);
+    }
+  }
+
+  private async prepareReplicated(move: MoveRecord): Promise<Record<string, string | number | boolean>> {
+    const admin = this.options.admin!;
+    const name = moveConnectionName(move);
+    const live = await this.sourceTables(move);
+    const doTables = this.doTables(live);
+    if (doTables.length === 0) throw new ShardKitError('INTERNAL', `shards ${move.range[0]}..${move.range[1]} have no live object tables on ${move.source.master}: nothing to move`);
+    const domain = await this.withAdmin(move.source.master, sourceDomain);
+    await this.withAdmin(move.target.master, async (c) => {
+      if ((await connectionStatus(c, name)) !== undefined) {
+        // A mover killed during an earlier prepare: the connection marks the target's copy as ours.
+        await removeConnection(c, name);
+        await this.dropTargetCopy(c, move);
+      } else {
+        await this.requireEmptyTarget(c, move);
+      }
+      const busy = await runningConnections(c);
+      if (busy.length > 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} is replicating (connection ${busy.map((b) => `'${b}'`).join(', ')}): it must be a master with no move in progress; one move per target at a time`);
+      await createConnection(c, admin, name, move.source.master, domain);
+      // The fence's RENAME reaches the target by replication: its database must be there.
+      for (const s of this.shards(move)) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(movedDatabaseName(s))} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    });
+    const srcTables = new Set(doTables);
+    const ignore = await this.withAdmin(move.source.master, async (c) => {
+      const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => shardDatabaseName(x.shard)));
+      return (rows as Array<{ t: string }>).map((r) => r.t).filter((t) => !srcTables.has(t));
+    });
+    const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
+    const position = await dumpCopy(admin, move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => shardDatabaseName(x.shard)), { ignoreTables: ignore });
+    const at = gtidByDomain(position).get(domain)?.text;
+    await this.withAdmin(move.target.master, async (c) => {
+      // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
+      await setMovePosition(c, at);
+      await startFiltered(c, name, doTables);
+    });
+    return { tables: doTables.length, connection: name, domain, position: at ?? '' };
+  }
+
+  async lag(move: MoveRecord): Promise<number> {
+    if (!this.replicated) return 0;
+    const name = moveConnectionName(move);
+    const domain = await this.withAdmin(move.source.master, sourceDomain);
+    const doTables = this.doTables(await this.sourceTables(move));
+    const applied = await this.withAdmin(move.target.master, async (c) => {
+      const st = await connectionStatus(c, name);
+      if (st === undefined) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no replication connection '${name}': resume from the start (shards move --abort, then move again)`);
+      if (st.lastError !== '' && !(st.ioRunning && st.sqlRunning)) throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' on ${move.target.master} stopped: ${st.lastError}`);
+      // Stopped without an error, or restarted without its (unpersisted) filter: (re)start it filtered.
+      if (!st.ioRunning || !st.sqlRunning || !filterMatches(st, doTables)) await startFiltered(c, name, doTables);
+      return gtidByDomain(await slavePos(c)).get(domain)?.seq ?? 0n;
+    });
+    const head = await this.withAdmin(move.source.master, async (c) => gtidByDomain(await binlogPos(c)).get(domain)?.seq ?? 0n);
+    return head > applied ? Number(head - applied) : 0;
   }
 
   async fence(move: MoveRecord): Promise<void> {
@@ -128,6 +270,7 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   async catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
+    if (this.replicated) return this.catchUpReplicated(move, onProgress);
     const shards = this.shards(move);
     const src = await this.connect(move.source.master);
     try {
@@ -148,6 +291,74 @@ export class MariadbMoveEngine implements MoveEngine {
       }
     } finally {
       await src.end().catch(() => undefined);
+    }
+  }
+
+  private async catchUpReplicated(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
+    const name = moveConnectionName(move);
+    const shards = this.shards(move);
+    const fenced = await this.withConn(move.source.master, async (c) => {
+      const out: Array<{ shard: number; tables: string[] }> = [];
+      for (const s of shards) {
+        if ((await this.present(c, shardDatabaseName(s))).length > 0) {
+          throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up on a shard that is not fenced`);
+        }
+        out.push({ shard: s, tables: await this.present(c, movedDatabaseName(s)) });
+      }
+      return out;
+    });
+    await this.withAdmin(move.target.master, async (c) => {
+      const st = await connectionStatus(c, name);
+      if (st !== undefined) {
+        // Read only now: the fence has drained every transaction on the moving tables (vitess#16563).
+        const domain = await this.withAdmin(move.source.master, sourceDomain);
+        const pos = await this.withAdmin(move.source.master, async (sc) => gtidByDomain(await binlogPos(sc)).get(domain)?.text);
+        const doTables = fenced.flatMap((x) => x.tables.map((t) => `${shardDatabaseName(x.shard)}.${t}`));
+        if (!st.ioRunning || !st.sqlRunning || !filterMatches(st, doTables)) {
+          if (st.lastError !== '') throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' on ${move.target.master} stopped: ${st.lastError}`);
+          await startFiltered(c, name, doTables);
+        }
+        if (pos !== undefined) {
+          const timeout = this.options.catchUpTimeoutS ?? 30;
+          const [r] = await c.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [pos, timeout]);
+          if (Number((r as Array<{ w: number | string }>)[0]!.w) !== 0) {
+            const now = await connectionStatus(c, name);
+            throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} did not reach the source's position ${pos} within ${timeout} s${now?.lastError ? `: ${now.lastError}` : ''}`);
+          }
+        }
+        await removeConnection(c, name);
+      }
+      await restoreSlavePosition(c, await this.withAdmin(move.source.master, sourceDomain));
+      let done = 0;
+      for (const { shard: s, tables } of fenced) {
+        // The replicated fence moved the target's copy aside too: back into dbNNNNN (binlogged: the target's slave follows).
+        const aside = await this.present(c, movedDatabaseName(s));
+        const liveHere = await this.present(c, shardDatabaseName(s));
+        const back = aside.filter((t) => !liveHere.includes(t));
+        if (back.length > 0) await c.query(`RENAME TABLE ${back.map((t) => `${q(movedDatabaseName(s))}.${q(t)} TO ${q(shardDatabaseName(s))}.${q(t)}`).join(', ')}`);
+        if ((await this.present(c, movedDatabaseName(s))).length === 0) await c.query(`DROP DATABASE IF EXISTS ${q(movedDatabaseName(s))}`);
+        const have = await this.present(c, shardDatabaseName(s));
+        const missing = tables.filter((t) => !have.includes(t));
+        if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${shardDatabaseName(s)}.${missing[0]}: abort the move (shards move --abort) and start it again`);
+        await this.autoIncrementPast(move, s, tables, c);
+        onProgress?.(++done, fenced.length);
+      }
+    });
+  }
+
+  /** Target AUTO_INCREMENT at least the source's, so ids made on the target continue past every id the source gave out. */
+  private async autoIncrementPast(move: MoveRecord, shard: number, tables: string[], dst: Conn): Promise<void> {
+    if (tables.length === 0) return;
+    const counters = async (c: Conn, db: string) => {
+      const [rows] = await c.query(`SELECT TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (${tables.map(() => '?').join(', ')})`, [db, ...tables]);
+      return new Map((rows as Array<{ t: string; n: string | number | null }>).map((r) => [r.t, r.n === null ? undefined : BigInt(r.n)]));
+    };
+    const src = await this.withConn(move.source.master, (c) => counters(c, movedDatabaseName(shard)));
+    const have = await counters(dst, shardDatabaseName(shard));
+    for (const t of tables) {
+      const want = src.get(t);
+      const got = have.get(t);
+      if (want !== undefined && (got === undefined || got < want)) await dst.query(`ALTER TABLE ${q(shardDatabaseName(shard))}.${q(t)} AUTO_INCREMENT = ${want}`);
     }
   }
 
@@ -184,6 +395,16 @@ export class MariadbMoveEngine implements MoveEngine {
 
   async undo(move: MoveRecord): Promise<void> {
     // Target first: its copies never served (the switch did not happen); then the source serves again.
+    if (this.replicated) {
+      // The connection goes before the source's tables are renamed back (that RENAME must not reach the target).
+      await this.withAdmin(move.target.master, async (c) => {
+        if ((await connectionStatus(c, moveConnectionName(move))) !== undefined) {
+          await removeConnection(c, moveConnectionName(move));
+          await restoreSlavePosition(c, await this.withAdmin(move.source.master, sourceDomain));
+        }
+        await this.dropTargetCopy(c, move);
+      });
+    }
     await this.withConn(move.target.master, async (c) => {
       for (const s of this.shards(move)) {
         const tables = await this.present(c, shardDatabaseName(s));

@@ -3,19 +3,28 @@ import { Transform } from 'node:stream';
 import { ShardKitError } from '../../errors.js';
 import type { HostAdmin } from './host-admin.js';
 
+export interface DumpCopyOptions {
+  /** `db.table` names the dump leaves out (a shard move copies only the object tables of a database). */
+  ignoreTables?: readonly string[];
+}
+
 /**
  * Copies `databases` from `from` to `to` with `mariadb-dump --single-transaction --gtid` piped
  * into `mariadb` (binlog off on the target: the copy must not become the target's own GTIDs).
- * Returns the GTID position of the consistent snapshot (the dump's gtid_slave_pos line).
+ * `to` may name several hosts (a move loads one dump into the target master and its slave, so
+ * both hold the same snapshot). Returns the GTID position of the consistent snapshot (the dump's
+ * gtid_slave_pos line).
  */
-export async function dumpCopy(admin: HostAdmin, from: string, to: string, databases: string[]): Promise<string> {
+export async function dumpCopy(admin: HostAdmin, from: string, to: string | readonly string[], databases: string[], options: DumpCopyOptions = {}): Promise<string> {
   if (databases.length === 0) return '';
+  const targets = typeof to === 'string' ? [to] : [...to];
   const dump = spawn('mariadb-dump', [
     ...admin.clientArgs(from),
     '--single-transaction', '--gtid', '--master-data=2', '--routines', '--triggers', '--events', '--hex-blob',
+    ...(options.ignoreTables ?? []).map((t) => `--ignore-table=${t}`),
     '--databases', ...databases,
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const load = spawn('mariadb', [...admin.clientArgs(to), '--init-command=SET SESSION sql_log_bin = 0'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const loads = targets.map((t) => spawn('mariadb', [...admin.clientArgs(t), '--init-command=SET SESSION sql_log_bin = 0'], { stdio: ['pipe', 'ignore', 'pipe'] }));
   let position: string | undefined;
   let head = '';
   // The position is in a comment near the top: look at the first 1 MB only.
@@ -39,9 +48,14 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string, datab
       resolve();
     });
   });
-  dump.stdout.pipe(scan).pipe(load.stdin);
-  await Promise.all([exited(dump, 'mariadb-dump'), exited(load, 'mariadb')]);
-  if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${to} failed: ${errors.join('; ')}`);
+  dump.stdout.pipe(scan);
+  for (const [i, load] of loads.entries()) {
+    // A loader that dies early closes its stdin: report its exit code, not an EPIPE crash.
+    load.stdin!.on('error', (e) => errors.push(`mariadb (${targets[i]}) stdin: ${e.message}`));
+    scan.pipe(load.stdin!);
+  }
+  await Promise.all([exited(dump, 'mariadb-dump'), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
+  if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
   if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
   return position;
 }

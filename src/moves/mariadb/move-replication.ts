@@ -1,0 +1,144 @@
+import type mysql from 'mysql2/promise';
+import { ShardKitError } from '../../errors.js';
+import type { HostAdmin } from '../../ops/failover/host-admin.js';
+import type { MoveRecord } from '../../topology/shard-map.js';
+
+/**
+ * The named replication connection a MariaDB move runs on the target master (multi-source
+ * replication: it sits beside the target's own '' connection, if any). The name is derived from
+ * the move id, so a resumed mover finds it.
+ */
+export function moveConnectionName(move: MoveRecord): string {
+  return `move_${move.id.replace(/[^A-Za-z0-9_]/g, '_')}`.slice(0, 63);
+}
+
+type Conn = mysql.Connection;
+
+export interface ConnectionStatus {
+  ioRunning: boolean;
+  sqlRunning: boolean;
+  lastError: string;
+  doTables: string;
+}
+
+/** SHOW ALL SLAVES STATUS, the row of `name` (connection names compare without case). */
+export async function connectionStatus(c: Conn, name: string): Promise<ConnectionStatus | undefined> {
+  const [rows] = await c.query('SHOW ALL SLAVES STATUS');
+  const row = (rows as Array<Record<string, unknown>>).find((r) => String(r.Connection_name).toLowerCase() === name.toLowerCase());
+  if (row === undefined) return undefined;
+  const err = [row.Last_IO_Error, row.Last_SQL_Error].map((x) => String(x ?? '')).filter((x) => x !== '').join('; ');
+  return { ioRunning: row.Slave_IO_Running === 'Yes', sqlRunning: row.Slave_SQL_Running === 'Yes', lastError: err, doTables: String(row.Replicate_Do_Table ?? '') };
+}
+
+/** Other replication connections that run on this server (gtid_slave_pos can only be set with all of them stopped). */
+export async function runningConnections(c: Conn): Promise<string[]> {
+  const [rows] = await c.query('SHOW ALL SLAVES STATUS');
+  return (rows as Array<Record<string, unknown>>).filter((r) => r.Slave_IO_Running === 'Yes' || r.Slave_SQL_Running === 'Yes').map((r) => String(r.Connection_name));
+}
+
+/** Parses `1-101-42,2-201-7` into domain -> `d-s-n`. */
+export function gtidByDomain(pos: string): Map<number, { text: string; seq: bigint }> {
+  const out = new Map<number, { text: string; seq: bigint }>();
+  for (const part of pos.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+    const m = /^(\d+)-(\d+)-(\d+)$/.exec(part);
+    if (m === null) throw new ShardKitError('INTERNAL', `unreadable GTID position part "${part}" in "${pos}"`);
+    out.set(Number(m[1]), { text: part, seq: BigInt(m[3]!) });
+  }
+  return out;
+}
+
+/** `base` with the entry of `domain` replaced by `entry` (or removed when entry is undefined). */
+export function withDomain(base: string, domain: number, entry: string | undefined): string {
+  const map = gtidByDomain(base);
+  if (entry === undefined) map.delete(domain);
+  else map.set(domain, { text: entry, seq: 0n });
+  return [...map.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v.text).join(',');
+}
+
+const str = (c: Conn, sql: string) => c.query(sql).then(([r]) => String(Object.values((r as Array<Record<string, unknown>>)[0]!)[0] ?? ''));
+
+export async function sourceDomain(c: Conn): Promise<number> {
+  return Number(await str(c, 'SELECT @@GLOBAL.gtid_domain_id'));
+}
+
+export async function binlogPos(c: Conn): Promise<string> {
+  return str(c, 'SELECT @@GLOBAL.gtid_binlog_pos');
+}
+
+export async function slavePos(c: Conn): Promise<string> {
+  return str(c, 'SELECT @@GLOBAL.gtid_slave_pos');
+}
+
+/**
+ * Creates the connection (stopped): GTID from slave_pos, only the source's own domain
+ * (DO_DOMAIN_IDS, kept across restarts in the connection's master.info).
+ */
+export async function createConnection(c: Conn, admin: HostAdmin, name: string, source: string, domain: number): Promise<void> {
+  const addr = admin.address(source);
+  await c.query(
+    `CHANGE MASTER '${name}' TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1, DO_DOMAIN_IDS = (${domain})`,
+    [addr.host, addr.port, admin.replication.user, admin.replication.password ?? ''],
+  );
+}
+
+/**
+ * Sets the connection's table filter (replicate_do_table is per connection in multi-source
+ * replication, set through default_master_connection) and starts it. The filter is not persisted
+ * by the server: every (re)start goes through here.
+ */
+export async function startFiltered(c: Conn, name: string, doTables: readonly string[]): Promise<void> {
+  await c.query(`STOP SLAVE '${name}'`);
+  await c.query('SET @@SESSION.default_master_connection = ?', [name]);
+  try {
+    await c.query('SET GLOBAL replicate_do_table = ?', [doTables.join(',')]);
+  } finally {
+    await c.query("SET @@SESSION.default_master_connection = ''");
+  }
+  await c.query(`START SLAVE '${name}'`);
+}
+
+/** Stops and forgets the connection (its relay logs go with it). */
+export async function removeConnection(c: Conn, name: string): Promise<void> {
+  if ((await connectionStatus(c, name)) === undefined) return;
+  await c.query(`STOP SLAVE '${name}'`);
+  await c.query(`RESET SLAVE '${name}' ALL`);
+}
+
+/**
+ * Sets gtid_slave_pos to the source's snapshot position only. MariaDB 10.11 checks every domain
+ * of a connecting slave's position against the master's binlog, DO_DOMAIN_IDS notwithstanding
+ * (MDEV-28213): a target whose own domain also appears in the source's binlog (shards moved the
+ * other way before, binlogged there by log_slave_updates with gaps) would be refused with error
+ * 1236. So the position holds the source's domain alone, which gtid_strict_mode refuses to set
+ * (the target's own binlog domains are missing): strict mode is lifted for that one statement.
+ */
+export async function setMovePosition(c: Conn, entry: string | undefined): Promise<void> {
+  const strict = await str(c, 'SELECT @@GLOBAL.gtid_strict_mode');
+  await c.query('SET GLOBAL gtid_strict_mode = 0');
+  try {
+    await c.query('SET GLOBAL gtid_slave_pos = ?', [entry ?? '']);
+  } finally {
+    await c.query(`SET GLOBAL gtid_strict_mode = ${strict === '1' ? 1 : 0}`);
+  }
+}
+
+/**
+ * After the connection is gone: gtid_slave_pos back to a position strict mode accepts (the
+ * target's own binlog for every domain, the applied position for the source's), so a later
+ * CHANGE MASTER ... slave_pos or current_pos (a failover of the target pair) starts right.
+ */
+export async function restoreSlavePosition(c: Conn, domain: number): Promise<void> {
+  const applied = gtidByDomain(await slavePos(c)).get(domain)?.text;
+  const bin = await binlogPos(c);
+  const fromBinlog = gtidByDomain(bin).get(domain);
+  const appliedSeq = applied === undefined ? undefined : gtidByDomain(applied).get(domain)!.seq;
+  const entry = applied !== undefined && (fromBinlog === undefined || appliedSeq! >= fromBinlog.seq) ? applied : fromBinlog?.text;
+  await c.query('SET GLOBAL gtid_slave_pos = ?', [withDomain(bin, domain, entry)]);
+}
+
+/** Does the connection's filter list hold exactly these tables (order aside)? */
+export function filterMatches(status: ConnectionStatus, doTables: readonly string[]): boolean {
+  const have = status.doTables.split(',').map((x) => x.trim()).filter((x) => x !== '').sort();
+  const want = [...doTables].sort();
+  return have.length === want.length && have.every((x, i) => x === want[i]);
+}
