@@ -21,7 +21,8 @@ import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { devHostAdmin } from '../../src/ops/failover/host-admin.js';
+import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
+import type { MoveEvent } from '../../src/moves/move-runner.js';
 import { spawn } from 'node:child_process';
 import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 
@@ -34,6 +35,7 @@ describe('moves on MariaDB: the mover', () => {
   let hosts: Record<string, { host: string; port: number }>;
   let storage: { user: string; password?: string };
   let engine: MariadbMoveEngine;
+  let admin: HostAdmin;
   let backing: MemoryTopologyBacking;
   let kit: ShardKit;
   let backend: MysqlBackend;
@@ -61,6 +63,17 @@ describe('moves on MariaDB: the mover', () => {
   const ids = async (host: string, database: string, table: string): Promise<string[]> =>
     (await query<{ id: string }>(host, `SELECT local_id AS id FROM \`${database}\`.\`${table}\` ORDER BY local_id`)).map((r) => String(r.id));
 
+  const adminQuery = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
+    const c = await admin.connect(host);
+    try {
+      return (await c.query(sql, params))[0] as T[];
+    } finally {
+      await c.end();
+    }
+  };
+  const moveConnections = async (host: string): Promise<string[]> =>
+    (await adminQuery<{ Connection_name: string }>(host, 'SHOW ALL SLAVES STATUS')).map((r) => r.Connection_name).filter((n) => n.startsWith('move_'));
+
   before(async () => {
     const started = await startTestCluster({ pairs: 2, shards: 8, prefix: 'shardkit-mariamove-' });
     stop = started.stop;
@@ -74,7 +87,8 @@ describe('moves on MariaDB: the mover', () => {
     hosts = Object.fromEntries(Object.entries(config.hosts).map(([name, h]) => [name, { host: h.host!, port: h.port! }]));
     const schema = resolveSchema(config);
     objectTables = fleetTables(schema, 'objects');
-    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: devHostAdmin(started.cluster) });
+    admin = devHostAdmin(started.cluster);
+    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin });
     backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
     backend = new MysqlBackend({ hosts, storage, schema });
     kit = new ShardKit({ backend, schema, topology: store() });
@@ -119,7 +133,13 @@ describe('moves on MariaDB: the mover', () => {
     };
     // Let the writers get going on every shard before the move starts.
     await progress(10);
-    const result = await runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: TARGET, holdMs: 30_000 } });
+    const at: Record<string, number> = {};
+    const result = await runMove({
+      store: store(), engine, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: TARGET, holdMs: 30_000 },
+      onEvent: (e) => {
+        at[e.detail?.verified === true ? 'verified' : e.phase] ??= e.elapsedMs;
+      },
+    });
     // And carry on after the switch, on the moved shards too.
     await progress(10);
     writing = false;
@@ -162,7 +182,14 @@ describe('moves on MariaDB: the mover', () => {
     const want = (await ids(TARGET.master, db(0), 'pins')).length;
     for (let i = 0; i < 200 && (await slaveHas()) < want; i++) await new Promise((r) => setTimeout(r, 100));
     assert.equal(await slaveHas(), want);
-    console.log(`moved 2 shards: ${ledger.size} acknowledged writes, ${refused.length} refused (${[...new Set(refused)].join(',') || '-'}), verified ${result.verify!.rows} rows, writes held ${result.freezeToSwitchMs} ms`);
+    // No replication connection is left on the target, and its master and slave have equal GTID
+    // histories (the replicated events reached the slave through the master's binlog).
+    assert.deepEqual(await moveConnections(TARGET.master), []);
+    const gtid = async (host: string) => (await adminQuery<{ p: string }>(host, 'SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0]!.p;
+    for (let i = 0; i < 200 && (await gtid(TARGET.master)) !== (await gtid(TARGET.slave)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await gtid(TARGET.slave), await gtid(TARGET.master));
+    assert.equal(result.move.detail?.connection !== undefined, true, 'the move pre-copied by replication');
+    console.log(`moved 2 shards: ${ledger.size} acknowledged writes, ${refused.length} refused (${[...new Set(refused)].join(',') || '-'}), verified ${result.verify!.rows} rows, writes held ${result.freezeToSwitchMs} ms (fence ${at.fenced! - at.frozen!} ms, catch-up + verify ${at.verified! - at.fenced!} ms, switch ${at.switched! - at.verified!} ms)`);
 
     // drop-moved removes the fenced copies on the source only.
     const rec = result.move;
@@ -216,6 +243,73 @@ describe('moves on MariaDB: the mover', () => {
     // The service writes there again.
     const o = await kit.objects.create('pin', { back: true }, { shard: 3 });
     assert.ok((await ids(SOURCE, db(3), 'pins')).includes(String(pinterestId.decode(o.id).localId)));
+  });
+
+  test('vitess#9525: under lag the freeze never starts; the gate gives up, and the range is back on the source with the connection removed', async () => {
+    const before = await ids(SOURCE, db(3), 'pins');
+    const events: MoveEvent[] = [];
+    let locker: mysql.Connection | undefined;
+    try {
+      await assert.rejects(
+        runMove({
+          store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 },
+          maxLag: 0, lagWaitMs: 3000, onEvent: (e) => events.push(e),
+          afterPhase: async (phase) => {
+            if (phase === 'copied') {
+              // The target's replication stalls on a table lock while the source keeps writing.
+              locker = await admin.connect(TARGET.master);
+              await locker.query(`LOCK TABLES \`${db(3)}\`.\`pins\` WRITE`);
+              for (let i = 0; i < 5; i++) await kit.objects.create('pin', { lag: i }, { shard: 3 });
+            }
+            if (phase === 'aborting') await locker?.query('UNLOCK TABLES');
+          },
+        }),
+        (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /behind the source/.test(err.message),
+      );
+    } finally {
+      await locker?.query('UNLOCK TABLES').catch(() => undefined);
+      await locker?.end();
+    }
+    assert.ok(events.some((e) => e.phase === 'copied' && typeof e.detail?.lag === 'number' && (e.detail.lag as number) > 0), 'the lag was reported while waiting');
+    assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen');
+    const map = await kit.shardMap();
+    assert.equal(map.locate(3).master, SOURCE);
+    assert.equal(map.moves().filter((m) => m.range[0] === 3).length, 0);
+    assert.deepEqual(await moveConnections(TARGET.master), []);
+    const after = await ids(SOURCE, db(3), 'pins');
+    for (const id of before) assert.ok(after.includes(id));
+    assert.equal(after.length, before.length + 5);
+    assert.deepEqual((await tablesIn(TARGET.master, db(3))).filter((t) => t === 'pins'), []);
+  });
+
+  test('vitess#6951: the cutover refuses a copy that does not verify (a row lost on the target), and the range goes back to the source', async () => {
+    const before = await ids(SOURCE, db(3), 'pins');
+    assert.ok(before.length > 0);
+    // The copy loses a row after catch-up, behind replication's back.
+    class LossyEngine extends MariadbMoveEngine {
+      override async catchUp(move: Parameters<MariadbMoveEngine['catchUp']>[0]): Promise<void> {
+        await super.catchUp(move);
+        const c = await admin.connect(TARGET.master);
+        try {
+          await c.query('SET SESSION sql_log_bin = 0');
+          await c.query(`DELETE FROM \`${db(3)}\`.\`pins\` ORDER BY local_id LIMIT 1`);
+        } finally {
+          await c.end();
+        }
+      }
+    }
+    const lossy = new LossyEngine({ hosts, ...storage, tables: objectTables, admin });
+    const events: MoveEvent[] = [];
+    await assert.rejects(
+      runMove({ store: store(), engine: lossy, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 }, onEvent: (e) => events.push(e) }),
+      (err) => isShardKitError(err) && /verify found 1 mismatching chunk/.test(err.message) && /shard 3 pins/.test(err.message),
+    );
+    assert.equal(events.filter((e) => e.phase === 'switched').length, 0);
+    const map = await kit.shardMap();
+    assert.equal(map.locate(3).master, SOURCE);
+    assert.deepEqual(await ids(SOURCE, db(3), 'pins'), before);
+    assert.deepEqual((await tablesIn(TARGET.master, db(3))).filter((t) => t === 'pins'), []);
+    assert.deepEqual(await moveConnections(TARGET.master), []);
   });
 
   test('bad input: a target that is the source, an unknown host; nothing changes', async () => {

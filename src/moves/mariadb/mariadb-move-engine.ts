@@ -256,16 +256,24 @@ export class MariadbMoveEngine implements MoveEngine {
   async fence(move: MoveRecord): Promise<void> {
     await this.withConn(move.source.master, async (c) => {
       await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
-      for (const s of this.shards(move)) {
-        const live = await this.present(c, shardDatabaseName(s));
+      const shards = this.shards(move);
+      const have = await this.presentMany(c, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
+      const renames: string[] = [];
+      const missing: string[] = [];
+      const [dbRows] = await c.query(`SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (${shards.map(() => '?').join(', ')})`, shards.map((s) => movedDatabaseName(s)));
+      const dbs = new Set((dbRows as Array<{ d: string }>).map((r) => r.d));
+      for (const s of shards) {
+        const live = have.get(shardDatabaseName(s))!;
         if (live.length === 0) continue;
-        const clash = await this.present(c, movedDatabaseName(s));
+        const clash = have.get(movedDatabaseName(s))!;
         const both = live.filter((t) => clash.includes(t));
         if (both.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${both[0]} exists both live and in ${movedDatabaseName(s)} on ${move.source.master}: resolve by hand before moving`);
-        await c.query(`CREATE DATABASE IF NOT EXISTS ${q(movedDatabaseName(s))} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-        // One statement for all tables of the shard: atomic, and it waits (MDL) for transactions in flight.
-        await c.query(`RENAME TABLE ${live.map((t) => `${q(shardDatabaseName(s))}.${q(t)} TO ${q(movedDatabaseName(s))}.${q(t)}`).join(', ')}`);
+        if (!dbs.has(movedDatabaseName(s))) missing.push(movedDatabaseName(s));
+        renames.push(...live.map((t) => `${q(shardDatabaseName(s))}.${q(t)} TO ${q(movedDatabaseName(s))}.${q(t)}`));
       }
+      for (const d of missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+      // One statement for every moving table: atomic, and it waits (MDL) for the transactions in flight on them.
+      if (renames.length > 0) await c.query(`RENAME TABLE ${renames.join(', ')}`);
     });
   }
 
@@ -297,22 +305,24 @@ export class MariadbMoveEngine implements MoveEngine {
   private async catchUpReplicated(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
     const name = moveConnectionName(move);
     const shards = this.shards(move);
-    const fenced = await this.withConn(move.source.master, async (c) => {
-      const out: Array<{ shard: number; tables: string[] }> = [];
+    // Runs under the freeze: one connection per side and role, catalogue read in one query each.
+    const src = await this.connect(move.source.master);
+    const srcAdmin = await this.options.admin!.connect(move.source.master);
+    const c = await this.options.admin!.connect(move.target.master);
+    try {
+      const srcHave = await this.presentMany(src, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
+      const fenced: Array<{ shard: number; tables: string[] }> = [];
       for (const s of shards) {
-        if ((await this.present(c, shardDatabaseName(s))).length > 0) {
+        if (srcHave.get(shardDatabaseName(s))!.length > 0) {
           throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up on a shard that is not fenced`);
         }
-        out.push({ shard: s, tables: await this.present(c, movedDatabaseName(s)) });
+        fenced.push({ shard: s, tables: srcHave.get(movedDatabaseName(s))! });
       }
-      return out;
-    });
-    await this.withAdmin(move.target.master, async (c) => {
+      const domain = await sourceDomain(srcAdmin);
       const st = await connectionStatus(c, name);
       if (st !== undefined) {
         // Read only now: the fence has drained every transaction on the moving tables (vitess#16563).
-        const domain = await this.withAdmin(move.source.master, sourceDomain);
-        const pos = await this.withAdmin(move.source.master, async (sc) => gtidByDomain(await binlogPos(sc)).get(domain)?.text);
+        const pos = gtidByDomain(await binlogPos(srcAdmin)).get(domain)?.text;
         const doTables = fenced.flatMap((x) => x.tables.map((t) => `${shardDatabaseName(x.shard)}.${t}`));
         if (!st.ioRunning || !st.sqlRunning || !filterMatches(st, doTables)) {
           if (st.lastError !== '') throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' on ${move.target.master} stopped: ${st.lastError}`);
@@ -328,61 +338,120 @@ export class MariadbMoveEngine implements MoveEngine {
         }
         await removeConnection(c, name);
       }
-      await restoreSlavePosition(c, await this.withAdmin(move.source.master, sourceDomain));
+      await restoreSlavePosition(c, domain);
+      // The replicated fence moved the target's copy aside too: back into dbNNNNN in one RENAME
+      // (binlogged on the target: its slave follows).
+      const dstHave = await this.presentMany(c, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
+      const back: string[] = [];
+      for (const s of shards) {
+        const live = dstHave.get(shardDatabaseName(s))!;
+        back.push(...dstHave.get(movedDatabaseName(s))!.filter((t) => !live.includes(t)).map((t) => `${q(movedDatabaseName(s))}.${q(t)} TO ${q(shardDatabaseName(s))}.${q(t)}`));
+      }
+      if (back.length > 0) await c.query(`RENAME TABLE ${back.join(', ')}`);
+      const after = await this.presentMany(c, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
       let done = 0;
       for (const { shard: s, tables } of fenced) {
-        // The replicated fence moved the target's copy aside too: back into dbNNNNN (binlogged: the target's slave follows).
-        const aside = await this.present(c, movedDatabaseName(s));
-        const liveHere = await this.present(c, shardDatabaseName(s));
-        const back = aside.filter((t) => !liveHere.includes(t));
-        if (back.length > 0) await c.query(`RENAME TABLE ${back.map((t) => `${q(movedDatabaseName(s))}.${q(t)} TO ${q(shardDatabaseName(s))}.${q(t)}`).join(', ')}`);
-        if ((await this.present(c, movedDatabaseName(s))).length === 0) await c.query(`DROP DATABASE IF EXISTS ${q(movedDatabaseName(s))}`);
-        const have = await this.present(c, shardDatabaseName(s));
-        const missing = tables.filter((t) => !have.includes(t));
+        if (after.get(movedDatabaseName(s))!.length === 0) await c.query(`DROP DATABASE IF EXISTS ${q(movedDatabaseName(s))}`);
+        const missing = tables.filter((t) => !after.get(shardDatabaseName(s))!.includes(t));
         if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${shardDatabaseName(s)}.${missing[0]}: abort the move (shards move --abort) and start it again`);
-        await this.autoIncrementPast(move, s, tables, c);
         onProgress?.(++done, fenced.length);
       }
-    });
-  }
-
-  /** Target AUTO_INCREMENT at least the source's, so ids made on the target continue past every id the source gave out. */
-  private async autoIncrementPast(move: MoveRecord, shard: number, tables: string[], dst: Conn): Promise<void> {
-    if (tables.length === 0) return;
-    const counters = async (c: Conn, db: string) => {
-      const [rows] = await c.query(`SELECT TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (${tables.map(() => '?').join(', ')})`, [db, ...tables]);
-      return new Map((rows as Array<{ t: string; n: string | number | null }>).map((r) => [r.t, r.n === null ? undefined : BigInt(r.n)]));
-    };
-    const src = await this.withConn(move.source.master, (c) => counters(c, movedDatabaseName(shard)));
-    const have = await counters(dst, shardDatabaseName(shard));
-    for (const t of tables) {
-      const want = src.get(t);
-      const got = have.get(t);
-      if (want !== undefined && (got === undefined || got < want)) await dst.query(`ALTER TABLE ${q(shardDatabaseName(shard))}.${q(t)} AUTO_INCREMENT = ${want}`);
+      await this.autoIncrementPast(src, c, fenced);
+    } finally {
+      for (const x of [src, srcAdmin, c]) await x.end().catch(() => x.destroy());
     }
   }
 
+  /** Target AUTO_INCREMENT at least the source's, so ids made on the target continue past every id the source gave out. */
+  private async autoIncrementPast(src: Conn, dst: Conn, fenced: Array<{ shard: number; tables: string[] }>): Promise<void> {
+    const names = fenced.flatMap((x) => x.tables.map((t) => ({ shard: x.shard, t })));
+    if (names.length === 0) return;
+    const counters = async (c: Conn, db: (shard: number) => string) => {
+      const [rows] = await c.query(
+        `SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE (TABLE_SCHEMA, TABLE_NAME) IN (${names.map(() => '(?, ?)').join(', ')})`,
+        names.flatMap((x) => [db(x.shard), x.t]),
+      );
+      return new Map((rows as Array<{ d: string; t: string; n: string | number | null }>).map((r) => [`${r.d}.${r.t}`, r.n === null ? undefined : BigInt(r.n)]));
+    };
+    const want = await counters(src, movedDatabaseName);
+    const have = await counters(dst, shardDatabaseName);
+    for (const { shard, t } of names) {
+      const w = want.get(`${movedDatabaseName(shard)}.${t}`);
+      const h = have.get(`${shardDatabaseName(shard)}.${t}`);
+      if (w !== undefined && (h === undefined || h < w)) await dst.query(`ALTER TABLE ${q(shardDatabaseName(shard))}.${q(t)} AUTO_INCREMENT = ${w}`);
+    }
+  }
+
+  /** Which of our object tables exist in each of `dbs`, in one catalogue query. */
+  private async presentMany(c: Conn, dbs: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>(dbs.map((d) => [d, []]));
+    if (dbs.length === 0) return out;
+    const [rows] = await c.query(`SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${dbs.map(() => '?').join(', ')})`, dbs);
+    const have = new Set((rows as Array<{ d: string; t: string }>).map((r) => `${r.d}.${r.t}`));
+    for (const d of dbs) out.set(d, this.options.tables.filter((t) => have.has(`${d}.${t}`)));
+    return out;
+  }
+
+  /**
+   * Source against target. Tables present on both sides are compared first with one CHECKSUM
+   * TABLE statement per side (the check runs under the freeze: it must not read every row into
+   * the mover); a table whose checksums differ, or that exists on one side only, is compared in
+   * primary-key chunks, which names the differing key ranges.
+   */
   async verify(move: MoveRecord): Promise<VerifyReport> {
     const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
     const src = await this.connect(move.source.master);
     try {
       const dst = await this.connect(move.target.master);
       try {
-        for (const s of this.shards(move)) {
+        const shards = this.shards(move);
+        const srcMap = await this.presentMany(src, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
+        const dstMap = await this.presentMany(dst, shards.map((s) => shardDatabaseName(s)));
+        const pairs: Array<{ shard: number; table: string; a?: string; b?: string }> = [];
+        for (const s of shards) {
           // The source's copy is the fenced one once the fence holds, the live one before.
-          const moved = await this.present(src, movedDatabaseName(s));
+          const moved = srcMap.get(movedDatabaseName(s))!;
           const srcDb = moved.length > 0 ? movedDatabaseName(s) : shardDatabaseName(s);
-          const srcTables = moved.length > 0 ? moved : await this.present(src, srcDb);
-          const dstTables = await this.present(dst, shardDatabaseName(s));
+          const srcTables = moved.length > 0 ? moved : srcMap.get(srcDb)!;
+          const dstTables = dstMap.get(shardDatabaseName(s))!;
           report.shards++;
           for (const t of this.options.tables) {
             if (!srcTables.includes(t) && !dstTables.includes(t)) continue;
-            report.tables++;
-            const r = await compareTable(s, t, srcTables.includes(t) ? { c: src, db: srcDb } : undefined, dstTables.includes(t) ? { c: dst, db: shardDatabaseName(s) } : undefined);
-            report.rows += r.rows;
-            report.chunks += r.chunks;
-            report.mismatches.push(...r.mismatches);
+            pairs.push({ shard: s, table: t, ...(srcTables.includes(t) ? { a: `${q(srcDb)}.${q(t)}` } : {}), ...(dstTables.includes(t) ? { b: `${q(shardDatabaseName(s))}.${q(t)}` } : {}) });
           }
+        }
+        const both = pairs.filter((p) => p.a !== undefined && p.b !== undefined);
+        const sums = async (c: Conn, names: string[]): Promise<string[]> => {
+          if (names.length === 0) return [];
+          const [rows] = await c.query(`CHECKSUM TABLE ${names.join(', ')}`);
+          return (rows as Array<{ Checksum: string | number | null }>).map((r) => String(r.Checksum));
+        };
+        const counts = async (): Promise<number[]> => {
+          if (both.length === 0) return [];
+          const [rows] = await src.query(both.map((p, i) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${p.a}`).join(' UNION ALL '));
+          const out: number[] = [];
+          for (const r of rows as Array<{ i: number | string; n: number | string }>) out[Number(r.i)] = Number(r.n);
+          return out;
+        };
+        const [sa, sb] = await Promise.all([sums(src, both.map((p) => p.a!)), sums(dst, both.map((p) => p.b!))]);
+        const n = await counts();
+        const quick = new Map<(typeof pairs)[number], number>();
+        both.forEach((p, i) => {
+          if (sa[i] !== 'null' && sa[i] === sb[i]) quick.set(p, n[i]!);
+        });
+        for (const p of pairs) {
+          report.tables++;
+          const rows = quick.get(p);
+          if (rows !== undefined) {
+            report.rows += rows;
+            report.chunks += 1;
+            continue;
+          }
+          const srcDb = p.a === undefined ? undefined : (srcMap.get(movedDatabaseName(p.shard))!.length > 0 ? movedDatabaseName(p.shard) : shardDatabaseName(p.shard));
+          const r = await compareTable(p.shard, p.table, srcDb !== undefined ? { c: src, db: srcDb } : undefined, p.b !== undefined ? { c: dst, db: shardDatabaseName(p.shard) } : undefined);
+          report.rows += r.rows;
+          report.chunks += r.chunks;
+          report.mismatches.push(...r.mismatches);
         }
       } finally {
         await dst.end().catch(() => undefined);
