@@ -26,15 +26,16 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   const loads = targets.map((t) => spawn('mariadb', [...admin.clientArgs(t), '--init-command=SET SESSION sql_log_bin = 0'], { stdio: ['pipe', 'ignore', 'pipe'] }));
   let position: string | undefined;
-  let head = '';
-  // The position is in a comment near the top: look at the first 1 MB only.
+  // MariaDB 10.11 writes the position as a comment after the data ("the deferred gtid setting"),
+  // not near the top: scan the whole stream, carrying a short tail across chunk borders. (Only
+  // the first 1 MB used to be scanned: any dump larger than that failed with "no GTID position".)
+  let carry = '';
   const scan = new Transform({
     transform(chunk: Buffer, _enc, done) {
-      if (position === undefined && head.length < 1 << 20) {
-        head += chunk.toString('utf8');
-        const m = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(head);
-        if (m) position = m[1]!;
-      }
+      const text = carry + chunk.toString('latin1');
+      const m = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(text);
+      if (m) position = m[1]!;
+      carry = text.slice(-256);
       done(null, chunk);
     },
   });
