@@ -312,6 +312,26 @@ describe('moves on MariaDB: the mover', () => {
     assert.deepEqual(await moveConnections(TARGET.master), []);
   });
 
+  test('a target that already holds rows of a moving shard is refused (ALREADY_EXISTS), and the abort leaves those rows alone', async () => {
+    const c = await admin.connect(TARGET.master);
+    try {
+      await c.query(`CREATE DATABASE IF NOT EXISTS \`${db(3)}\``);
+      await c.query(`CREATE TABLE \`${db(3)}\`.\`pins\` (local_id BIGINT PRIMARY KEY, data TEXT)`);
+      await c.query(`INSERT INTO \`${db(3)}\`.\`pins\` VALUES (1, 'not ours')`);
+      await assert.rejects(
+        runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 } }),
+        (err) => isShardKitError(err, 'ALREADY_EXISTS'),
+      );
+      const [rows] = await c.query(`SELECT data FROM \`${db(3)}\`.\`pins\``);
+      assert.deepEqual((rows as Array<{ data: string }>).map((r) => r.data), ['not ours']);
+      assert.equal((await kit.shardMap()).locate(3).master, SOURCE);
+      assert.deepEqual(await moveConnections(TARGET.master), []);
+    } finally {
+      await c.query(`DROP TABLE IF EXISTS \`${db(3)}\`.\`pins\``);
+      await c.end();
+    }
+  });
+
   test('bad input: a target that is the source, an unknown host; nothing changes', async () => {
     const version = (await store().read())!.version;
     const moves = (await store().read())!.moves().length;

@@ -467,19 +467,24 @@ export class MariadbMoveEngine implements MoveEngine {
     if (this.replicated) {
       // The connection goes before the source's tables are renamed back (that RENAME must not reach the target).
       await this.withAdmin(move.target.master, async (c) => {
-        if ((await connectionStatus(c, moveConnectionName(move))) !== undefined) {
+        const ours = (await connectionStatus(c, moveConnectionName(move))) !== undefined;
+        if (ours) {
           await removeConnection(c, moveConnectionName(move));
           await restoreSlavePosition(c, await this.withAdmin(move.source.master, sourceDomain));
         }
-        await this.dropTargetCopy(c, move);
+        // Only a copy this move made: a prepare that refused the target (ALREADY_EXISTS) created
+        // no connection and recorded nothing, and the rows it found are not ours to drop.
+        if (ours || move.detail?.connection !== undefined) await this.dropTargetCopy(c, move);
+      });
+    } else if (move.detail !== undefined) {
+      // Only after a completed prepare (it records detail): one that refused the target's rows made nothing to drop.
+      await this.withConn(move.target.master, async (c) => {
+        for (const s of this.shards(move)) {
+          const tables = await this.present(c, shardDatabaseName(s));
+          if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(shardDatabaseName(s))}.${q(t)}`).join(', ')}`);
+        }
       });
     }
-    await this.withConn(move.target.master, async (c) => {
-      for (const s of this.shards(move)) {
-        const tables = await this.present(c, shardDatabaseName(s));
-        if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(shardDatabaseName(s))}.${q(t)}`).join(', ')}`);
-      }
-    });
     await this.withConn(move.source.master, async (c) => {
       for (const s of this.shards(move)) {
         const fenced = await this.present(c, movedDatabaseName(s));
