@@ -23,10 +23,14 @@ reads go on) -> fenced (the source refuses everything) -> switched (one compare-
 target). A mover killed in any phase leaves the move recorded: run the same command with --resume
 or --abort. Any failure before the switch rolls the move back by itself.
 Embedded default (SQLite): the copy runs under the freeze with SQLite's online backup API.
-MariaDB (storage backend mysql): the fence renames the shards' object tables into dbNNNNN_moved
-on the source master (waiting for transactions in flight), then they are copied in primary-key
-chunks into the target master (its slave gets them by replication) and verified, all under the
-freeze: choose --hold-ms to cover the copy. PostgreSQL is not supported by this command yet.
+MariaDB (storage backend mysql): with admin access (--data is a dev cluster, or
+SHARDKIT_ADMIN_USER/_PASSWORD and SHARDKIT_REPL_USER/_PASSWORD are set) the shards' object tables
+are pre-copied before the freeze: one mariadb-dump at a GTID position loaded into the target
+master and slave, then a replication connection move_<id> on the target master; the freeze waits
+until its lag is small. Then the fence renames the tables into dbNNNNN_moved on the source
+master (waiting for transactions in flight), the target catches up (MASTER_GTID_WAIT), and the
+copies are verified before the switch. Without admin access the copy runs under the freeze:
+choose --hold-ms to cover it. PostgreSQL is not supported by this command yet.
 
 Example:
   shardkit shards move 0..3 --to MySQL002A --to-slave MySQL002B --data ./data
