@@ -21,6 +21,7 @@ import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
 import { MariadbMoveEngine } from '../src/moves/mariadb/mariadb-move-engine.js';
 import { devUp, DevCluster } from '../src/ops/dev-cluster.js';
 import { devHostAdmin } from '../src/ops/failover/host-admin.js';
+import { moveAdmin } from '../src/ops/failover/move-admin.js';
 import { fleetTables } from '../src/storage/shard-names.js';
 import { createTopologyStore } from '../src/topology/index.js';
 import { ShardMap } from '../src/topology/shard-map.js';
@@ -104,7 +105,7 @@ async function main(): Promise<void> {
     const storage = config.storage;
     const engine = new MariadbMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}),
-      tables: fleetTables(resolveSchema(config), 'objects'), admin: devHostAdmin(cluster),
+      tables: fleetTables(resolveSchema(config), 'objects'), admin: moveAdmin(devHostAdmin(cluster)),
     });
     const events: Array<MoveEvent & { at: number }> = [];
     const startedAt = Date.now();

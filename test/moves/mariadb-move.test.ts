@@ -22,6 +22,7 @@ import { runMove } from '../../src/moves/move-runner.js';
 import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
+import { moveAdmin } from '../../src/ops/failover/move-admin.js';
 import type { MoveEvent } from '../../src/moves/move-runner.js';
 import { spawn } from 'node:child_process';
 import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
@@ -88,7 +89,7 @@ describe('moves on MariaDB: the mover', () => {
     const schema = resolveSchema(config);
     objectTables = fleetTables(schema, 'objects');
     admin = devHostAdmin(started.cluster);
-    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin });
+    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) });
     backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
     backend = new MysqlBackend({ hosts, storage, schema });
     kit = new ShardKit({ backend, schema, topology: store() });
@@ -298,7 +299,7 @@ describe('moves on MariaDB: the mover', () => {
         }
       }
     }
-    const lossy = new LossyEngine({ hosts, ...storage, tables: objectTables, admin });
+    const lossy = new LossyEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) });
     const events: MoveEvent[] = [];
     await assert.rejects(
       runMove({ store: store(), engine: lossy, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 }, onEvent: (e) => events.push(e) }),

@@ -12,6 +12,7 @@ import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-e
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { DevCluster } from '../../ops/dev/dev-cluster.js';
 import { configHostAdmin, devHostAdmin } from '../../ops/failover/host-admin.js';
+import { moveAdmin } from '../../ops/failover/move-admin.js';
 import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
 import { createTopologyStore } from '../../topology/index.js';
 import { parseShardSpan } from '../../topology/map-edits.js';
@@ -77,7 +78,7 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     // replication pre-copy; without it the engine copies under the freeze.
     const cluster = DevCluster.open(dataDir);
     const admin = cluster !== undefined ? devHostAdmin(cluster) : process.env.SHARDKIT_ADMIN_USER ? configHostAdmin(config) : undefined;
-    const engine = new MariadbMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'), ...(admin !== undefined ? { admin } : {}) });
+    const engine = new MariadbMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}) });
     return {
       store, engine, hosts, map,
       // A move's source and target; otherwise the master and its slave, chunk by chunk at the master's GTID position.

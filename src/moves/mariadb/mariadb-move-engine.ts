@@ -4,8 +4,7 @@ import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, VerifyReport } from '../move-engine.js';
-import type { HostAdmin } from '../../ops/failover/host-admin.js';
-import { dumpCopy } from '../../ops/failover/dump-copy.js';
+import type { MoveAdmin } from './move-admin.js';
 import {
   binlogPos, connectionStatus, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
 } from './move-replication.js';
@@ -30,7 +29,7 @@ export interface MariadbMoveEngineOptions {
    * pre-copies by dump + replication and the freeze only waits for the last transactions;
    * without it, it copies everything under the freeze (the pause grows with the shards' size).
    */
-  admin?: HostAdmin;
+  admin?: MoveAdmin;
   /** Replication lag (source transactions not yet applied on the target) under which the runner may freeze. Default 50. */
   maxLag?: number;
   /** How long catch-up waits (MASTER_GTID_WAIT) for the target to apply the source's last transaction. Default 30 s. */
@@ -226,7 +225,7 @@ export class MariadbMoveEngine implements MoveEngine {
       return (rows as Array<{ t: string }>).map((r) => r.t).filter((t) => !srcTables.has(t));
     });
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
-    const position = await dumpCopy(admin, move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => shardDatabaseName(x.shard)), { ignoreTables: ignore });
+    const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => shardDatabaseName(x.shard)), { ignoreTables: ignore });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).

@@ -1,6 +1,6 @@
 import type mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
-import type { HostAdmin } from '../../ops/failover/host-admin.js';
+import type { MoveAdmin } from './move-admin.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 
 /**
@@ -73,7 +73,7 @@ export async function slavePos(c: Conn): Promise<string> {
  * Creates the connection (stopped): GTID from slave_pos, only the source's own domain
  * (DO_DOMAIN_IDS, kept across restarts in the connection's master.info).
  */
-export async function createConnection(c: Conn, admin: HostAdmin, name: string, source: string, domain: number): Promise<void> {
+export async function createConnection(c: Conn, admin: MoveAdmin, name: string, source: string, domain: number): Promise<void> {
   const addr = admin.address(source);
   await c.query(
     `CHANGE MASTER '${name}' TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1, DO_DOMAIN_IDS = (${domain})`,
