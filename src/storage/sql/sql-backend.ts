@@ -335,14 +335,19 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
   }
 
   protected override async _objectIdHighWater(ref: ShardRef, table: string): Promise<number> {
+    const { rows: max } = await this.query<{ n: string | number | null }>(ref, `SELECT MAX(local_id) AS n FROM ${this.dialect.table(ref.shard, table)}`);
+    return Math.max(await this.idCounter(ref, table), Number(max[0]?.n ?? 0));
+  }
+
+  /** The last local id the table's counter handed out (PostgreSQL's identity does not move past explicit ids). */
+  private async idCounter(ref: ShardRef, table: string): Promise<number> {
     const st = this.dialect.idHighWater(ref.shard, table);
     const { rows } = await this.query<{ n: string | number | null }>(ref, st.sql, st.values);
-    const { rows: max } = await this.query<{ n: string | number | null }>(ref, `SELECT MAX(local_id) AS n FROM ${this.dialect.table(ref.shard, table)}`);
-    return Math.max(Number(rows[0]?.n ?? 0), Number(max[0]?.n ?? 0));
+    return Number(rows[0]?.n ?? 0);
   }
 
   protected override async _raiseObjectIdHighWater(ref: ShardRef, table: string, highWater: number): Promise<void> {
-    if ((await this._objectIdHighWater(ref, table)) >= highWater) return;
+    if ((await this.idCounter(ref, table)) >= highWater) return;
     const st = this.dialect.raiseIdHighWater(ref.shard, table, highWater);
     await this.query(ref, st.sql, st.values);
   }
