@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema, type ShardKitConfig } from '../config/config.js';
-import { ShardKitError } from '../errors.js';
+import { isShardKitError, ShardKitError } from '../errors.js';
 import { createBackend } from '../kit/backend-factory.js';
 import { canCopyShards, type Fleet, type SchemaDef, type ShardBackend, type ShardCopy, type ShardRef } from '../storage/shard-backend.js';
 import { fleetTables } from '../storage/shard-names.js';
@@ -303,8 +303,10 @@ async function prepare(ctx: RunContext, skipped: SkippedShard[]): Promise<Job[]>
     const shards = new Set<number>(started);
     for (const host of source.map.hostNames()) {
       const mine = new Set(fleet === 'objects' ? source.map.shardsOnHost(host) : source.map.modShardsOnHost(host));
-      if (mine.size === 0) continue;
-      for (const s of await source.backend.listShards(host, fleet)) if (mine.has(s)) shards.add(s);
+      for (const s of await source.backend.listShards(host, fleet)) {
+        if (mine.has(s)) shards.add(s);
+        else skip(skipped, { fleet, shard: s, reason: `a shard file on ${host}, which the source's map does not name as this shard's master (a slave's copy or a leftover of a move): not copied` });
+      }
     }
     const sourceTables = fleetTables(source.schema, fleet);
     for (const shard of [...shards].sort((a, b) => a - b)) {
@@ -325,9 +327,12 @@ async function prepare(ctx: RunContext, skipped: SkippedShard[]): Promise<Job[]>
     }
     const busy: string[] = [];
     await eachLimit(fresh, ctx.o.concurrency, async (j) => {
-      if (!existing.get(j.targetRef.host)!.has(j.shard)) return;
+      // Every table, even of a shard the target does not list as complete (some tables may exist).
       for (const [, table, kind] of j.tables) {
-        const rows = await kind.scan(target.backend, j.targetRef, table, undefined, 1);
+        const rows = await kind.scan(target.backend, j.targetRef, table, undefined, 1).catch((err: unknown) => {
+          if (isShardKitError(err) && err.details?.missingTable === true) return [];
+          throw err;
+        });
         if (rows.length > 0) {
           busy.push(`${fleet} shard ${j.shard} (${table} on ${j.targetRef.host})`);
           return;
@@ -343,8 +348,11 @@ async function prepare(ctx: RunContext, skipped: SkippedShard[]): Promise<Job[]>
     });
     state.markStarted(fleet, fresh.map((j) => j.shard));
   }
-  void skipped;
   return jobs;
+}
+
+function skip(list: SkippedShard[], s: SkippedShard): void {
+  if (!list.some((x) => x.fleet === s.fleet && x.shard === s.shard && x.reason === s.reason)) list.push(s);
 }
 
 async function round(ctx: RunContext, jobs: Job[], n: number, phase: RoundReport['phase']): Promise<RoundReport> {
