@@ -268,6 +268,7 @@ async function run(ctx: RunContext, fromPath: string, toPath: string, statePath:
   const files = await sourceFiles(ctx, sqlite);
   for (const f of files) fenceShardFile(f, { reason });
   writeFileSync(join(ctx.source.dataDir, 'MIGRATED.json'), `${JSON.stringify({ migratedTo: toPath, at, readOnly: true }, null, 2)}\n`);
+  await markMapReadOnly(ctx.source, reason, Date.parse(at));
   jobs = await prepare(ctx, skipped);
   rounds.push(await round(ctx, jobs, rounds.length + 1, 'verify'));
   const out = report();
@@ -277,6 +278,30 @@ async function run(ctx: RunContext, fromPath: string, toPath: string, statePath:
     `the old store stays read-only (its shard files refuse writes; ${join(ctx.source.dataDir, 'MIGRATED.json')} says where it went)`,
   );
   return out;
+}
+
+/**
+ * Says so in the source's shard map (`readOnly`, shown by `topology show` and GET /v1/topology):
+ * compare-and-set on the map in force, redone when another writer won; a no-op when already set.
+ */
+async function markMapReadOnly(source: Side, reason: string, since: number): Promise<void> {
+  const store = createTopologyStore(source.config.topologyStore, { dataDir: source.dataDir });
+  try {
+    for (let attempt = 1; ; attempt++) {
+      const stored = await store.read();
+      const current = stored ?? ShardMap.fromJSON(source.config.shardMap);
+      if (current.readOnly !== undefined) return;
+      const next = ShardMap.fromJSON({ ...current.toJSON(), readOnly: { reason, since } });
+      try {
+        await store.write(next, stored?.version ?? 0);
+        return;
+      } catch (err) {
+        if (!isShardKitError(err, 'VERSION_CONFLICT') || attempt >= 5) throw err;
+      }
+    }
+  } finally {
+    await store.close();
+  }
 }
 
 /** Every shard file of the source (both fleets, every master). */

@@ -56,6 +56,13 @@ test('embedded -> embedded: copy, catch up updates and deletes, skip what the ma
 
   const final = await migrateKit({ from: src.configPath, to: dst.configPath, final: true });
   assert.ok(final.final);
+  // The source's map says so.
+  const { ShardMap } = await import('../../src/topology/shard-map.js');
+  const { FileTopologyStore } = await import('../../src/topology/index.js');
+  const store = new FileTopologyStore({ path: `${src.dir}/topology.json` });
+  const srcMap: InstanceType<typeof ShardMap> | undefined = await store.read();
+  await store.close();
+  assert.match(srcMap?.readOnly?.reason ?? '', /migrated to .* read-only/);
   await assert.rejects(kit.objects.patch(pins[0]!.id, { late: true }), (err: unknown) => isShardKitError(err, 'SHARD_MOVING'));
   await assert.rejects(kit.lookups.put('email', 'late@x', pins[0]!.id), (err: unknown) => isShardKitError(err, 'SHARD_MOVING'));
   await kit.close();
