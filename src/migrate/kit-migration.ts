@@ -281,7 +281,7 @@ async function run(ctx: RunContext, fromPath: string, toPath: string, statePath:
 }
 
 /**
- * Says so in the source's shard map (`readOnly`, shown by `topology show` and GET /v1/topology):
+ * Says so in the source's shard map (`readOnly`, shown by `topology show --json`):
  * compare-and-set on the map in force, redone when another writer won; a no-op when already set.
  */
 async function markMapReadOnly(source: Side, reason: string, since: number): Promise<void> {

@@ -90,7 +90,7 @@ export interface ShardMapJson {
   modShards: { count: number; ranges: ShardRange[] };
   /** Moves in progress or switched and not yet cleaned up (absent: none). */
   moves?: MoveRecord[];
-  /** Set by `shardkit migrate --final` on the store it migrated away from (docs/migrate.md): its shards refuse writes for good. */
+  /** Set by `shardkit migrate --final` on the store it migrated away from (docs/migrate.md): its shards refuse writes for good. Not served by GET /v1/topology yet. */
   readOnly?: MapReadOnly;
 }
 
