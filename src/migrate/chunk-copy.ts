@@ -87,7 +87,9 @@ export async function copyTable<R>(kind: TableKind<R>, ctx: TableCopyContext): P
     after = kind.key(page[page.length - 1]!);
   }
   for (; i < old.length; i++) await close(old[i]!.end, old[i]!.sum);
-  state.saveChunks(fleet, shard, ctx.sourceTable, out);
+  // Most tables of most rounds are unchanged: no write to the state then.
+  const same = out.length === saved.length && out.every((c, n) => c.end === saved[n]!.end && c.sum === saved[n]!.sum);
+  if (!same) state.saveChunks(fleet, shard, ctx.sourceTable, out);
   return result;
 }
 
