@@ -3,8 +3,10 @@ import {
   checkFleet, checkHost, checkLimit, checkLocalId, checkLookupKey, checkPairs, checkScan, checkSequence, checkStoredId, checkText,
 } from './backend-args.js';
 import { SchemaTables } from './schema-tables.js';
-import type {
-  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, ObjectRecord, SchemaDef, ShardBackend, ShardRef,
+import {
+  MAX_ROWS_PER_PUT,
+  type BackendCapabilities, type Fleet, type LookupRow, type LookupScan, type MappingItem, type MappingPage, type MappingRow, type MappingScan,
+  type ObjectKey, type ObjectRecord, type ObjectScan, type SchemaDef, type ShardBackend, type ShardRef,
 } from './shard-backend.js';
 
 export type UpdateFn = (data: string) => string | undefined;
@@ -250,6 +252,107 @@ export abstract class CheckedBackend implements ShardBackend {
     }
   }
 
+  // ShardCopy (shard-backend.ts): only backends with supports.shardCopy override the _methods.
+
+  scanObjects(ref: ShardRef, table: string, page: ObjectScan): Promise<ObjectRecord[]> {
+    try {
+      this.tables.check('types', ref, table);
+      if (page === null || typeof page !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'a scan page must be an object');
+      checkLimit(page.limit);
+      if (page.after !== undefined) checkLocalId(page.after);
+      this.open();
+      return Promise.resolve(this._scanObjects(ref, table, page));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  putObjectRows(ref: ShardRef, table: string, rows: ReadonlyArray<ObjectRecord>): Promise<void> {
+    try {
+      this.tables.check('types', ref, table);
+      checkRows(rows);
+      for (const r of rows) {
+        checkLocalId(r.localId);
+        if (r.localId < 1) throw new ShardKitError('INVALID_ARGUMENT', 'local ids start at 1');
+        checkText(r.data);
+        if (!(r.createdAt instanceof Date) || Number.isNaN(r.createdAt.getTime())) throw new ShardKitError('INVALID_ARGUMENT', 'createdAt must be a valid Date');
+      }
+      this.open();
+      if (rows.length === 0) return Promise.resolve();
+      return Promise.resolve(this._putObjectRows(ref, table, rows));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  objectIdHighWater(ref: ShardRef, table: string): Promise<number> {
+    try {
+      this.tables.check('types', ref, table);
+      this.open();
+      return Promise.resolve(this._objectIdHighWater(ref, table));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  raiseObjectIdHighWater(ref: ShardRef, table: string, highWater: number): Promise<void> {
+    try {
+      this.tables.check('types', ref, table);
+      checkLocalId(highWater);
+      this.open();
+      if (highWater === 0) return Promise.resolve();
+      return Promise.resolve(this._raiseObjectIdHighWater(ref, table, highWater));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  putMappingRows(ref: ShardRef, table: string, rows: ReadonlyArray<MappingRow>): Promise<void> {
+    try {
+      this.tables.check('mappings', ref, table);
+      checkRows(rows);
+      for (const r of rows) {
+        checkStoredId(r.fromId, 'from id');
+        checkStoredId(r.toId, 'to id');
+        checkSequence(r.sequence);
+      }
+      this.open();
+      if (rows.length === 0) return Promise.resolve();
+      return Promise.resolve(this._putMappingRows(ref, table, rows));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  scanLookups(ref: ShardRef, table: string, page: LookupScan): Promise<LookupRow[]> {
+    try {
+      this.tables.check('keyspaces', ref, table);
+      if (page === null || typeof page !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'a scan page must be an object');
+      checkLimit(page.limit);
+      if (page.after !== undefined) checkLookupKey(page.after);
+      this.open();
+      return Promise.resolve(this._scanLookups(ref, table, page));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  putLookupRows(ref: ShardRef, table: string, rows: ReadonlyArray<LookupRow>): Promise<void> {
+    try {
+      this.tables.check('keyspaces', ref, table);
+      checkRows(rows);
+      for (const r of rows) {
+        checkLookupKey(r.key);
+        checkStoredId(r.value, 'lookup value');
+      }
+      this.open();
+      if (rows.length === 0) return Promise.resolve();
+      return Promise.resolve(this._putLookupRows(ref, table, rows));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
   /** Idempotent: the first call closes, later ones resolve at once. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -281,4 +384,36 @@ export abstract class CheckedBackend implements ShardBackend {
   protected abstract _getLookup(ref: ShardRef, table: string, key: string): bigint | undefined | Promise<bigint | undefined>;
   protected abstract _deleteLookup(ref: ShardRef, table: string, key: string): boolean | Promise<boolean>;
   protected abstract _close(): void | Promise<void>;
+
+  // ShardCopy: refused unless the backend overrides them (and says so in supports.shardCopy).
+  protected _scanObjects(_ref: ShardRef, _table: string, _page: ObjectScan): ObjectRecord[] | Promise<ObjectRecord[]> {
+    throw this.noCopy();
+  }
+  protected _putObjectRows(_ref: ShardRef, _table: string, _rows: ReadonlyArray<ObjectRecord>): void | Promise<void> {
+    throw this.noCopy();
+  }
+  protected _objectIdHighWater(_ref: ShardRef, _table: string): number | Promise<number> {
+    throw this.noCopy();
+  }
+  protected _raiseObjectIdHighWater(_ref: ShardRef, _table: string, _highWater: number): void | Promise<void> {
+    throw this.noCopy();
+  }
+  protected _putMappingRows(_ref: ShardRef, _table: string, _rows: ReadonlyArray<MappingRow>): void | Promise<void> {
+    throw this.noCopy();
+  }
+  protected _scanLookups(_ref: ShardRef, _table: string, _page: LookupScan): LookupRow[] | Promise<LookupRow[]> {
+    throw this.noCopy();
+  }
+  protected _putLookupRows(_ref: ShardRef, _table: string, _rows: ReadonlyArray<LookupRow>): void | Promise<void> {
+    throw this.noCopy();
+  }
+
+  private noCopy(): ShardKitError {
+    return new ShardKitError('INVALID_ARGUMENT', `the ${this.label} backend cannot copy whole shards`);
+  }
+}
+
+function checkRows(rows: unknown): void {
+  if (!Array.isArray(rows)) throw new ShardKitError('INVALID_ARGUMENT', 'rows must be an array');
+  if (rows.length > MAX_ROWS_PER_PUT) throw new ShardKitError('INVALID_ARGUMENT', `at most ${MAX_ROWS_PER_PUT} rows per call`);
 }

@@ -83,6 +83,54 @@ export const MAX_PAIRS_PER_CALL = 1000;
 export interface BackendCapabilities {
   /** Shards and tables appear on first write without an explicit createShard. */
   lazyShardCreation: boolean;
+  /** Implements ShardCopy (whole-table scans and writes that keep local ids): `shardkit migrate`. */
+  shardCopy?: boolean;
+}
+
+/** A page of a whole object table: rows strictly after local id `after`, ascending. */
+export interface ObjectScan {
+  limit: number;
+  after?: number;
+}
+
+/** A row of a lookup table. */
+export interface LookupRow {
+  key: string;
+  value: bigint;
+}
+
+/** A page of a whole lookup table: keys strictly after `after` in byte order (UTF-8), ascending. */
+export interface LookupScan {
+  limit: number;
+  after?: string;
+}
+
+/** Most rows one put*Rows call may write. */
+export const MAX_ROWS_PER_PUT = 1000;
+
+/**
+ * Whole-table reads and writes that keep every key as it is (local ids included), for tools that
+ * copy shards between backends (`shardkit migrate`, src/migrate). Written once per backend on its
+ * own storage, so the copier never speaks a dialect. Backends with `supports.shardCopy`.
+ */
+export interface ShardCopy {
+  scanObjects(ref: ShardRef, table: string, page: ObjectScan): Promise<ObjectRecord[]>;
+  /** Inserts each row with its own local id and createdAt, or replaces the row with that id. */
+  putObjectRows(ref: ShardRef, table: string, rows: ReadonlyArray<ObjectRecord>): Promise<void>;
+  /** The highest local id the table has ever handed out (deleted rows count), 0 when none. */
+  objectIdHighWater(ref: ShardRef, table: string): Promise<number>;
+  /** Makes the next local id handed out greater than `highWater`; never lowers it. */
+  raiseObjectIdHighWater(ref: ShardRef, table: string, highWater: number): Promise<void>;
+  /** Inserts each pair or replaces its sequence. */
+  putMappingRows(ref: ShardRef, table: string, rows: ReadonlyArray<MappingRow>): Promise<void>;
+  scanLookups(ref: ShardRef, table: string, page: LookupScan): Promise<LookupRow[]>;
+  /** Inserts each key or replaces its value. */
+  putLookupRows(ref: ShardRef, table: string, rows: ReadonlyArray<LookupRow>): Promise<void>;
+}
+
+/** Whether `backend` can copy shards (ShardCopy). */
+export function canCopyShards(backend: ShardBackend): backend is ShardBackend & ShardCopy {
+  return backend.supports.shardCopy === true;
 }
 
 export interface ShardBackend {

@@ -90,6 +90,14 @@ export interface ShardMapJson {
   modShards: { count: number; ranges: ShardRange[] };
   /** Moves in progress or switched and not yet cleaned up (absent: none). */
   moves?: MoveRecord[];
+  /** Set by `shardkit migrate --final` on the store it migrated away from (docs/migrate.md): its shards refuse writes for good. Not served by GET /v1/topology yet. */
+  readOnly?: MapReadOnly;
+}
+
+/** Why a whole store is read-only, and since when (wall-clock ms). */
+export interface MapReadOnly {
+  reason: string;
+  since: number;
 }
 
 const hostName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'host names are 1-64 of [A-Za-z0-9_.-]');
@@ -135,6 +143,7 @@ export const shardMapSchema = z.object({
   ranges: z.array(rangeSchema).min(1),
   modShards: z.object({ count: z.number().int().min(1).max(65536), ranges: z.array(rangeSchema).min(1) }).strict(),
   moves: z.array(moveSchema).optional(),
+  readOnly: z.object({ reason: z.string().min(1).max(1000), since: epochMs }).strict().optional(),
 }).strict();
 
 export interface ShardLocation {
@@ -197,6 +206,8 @@ export class ShardMap {
   private readonly openRanges: ShardRange[];
   private readonly openCumulative: number[];
   private readonly moveList: MoveRecord[];
+  /** Set on a store that was migrated away (`shardkit migrate --final`). */
+  readonly readOnly: MapReadOnly | undefined;
 
   private constructor(json: ShardMapJson, hosts?: Iterable<string>) {
     this.version = json.version;
@@ -207,6 +218,7 @@ export class ShardMap {
     for (const r of json.modShards.ranges) if (r.open !== undefined) invalid('mod-shard ranges have no "open" flag: all mod shards exist from the start');
     for (const r of json.modShards.ranges) if (r.frozen !== undefined) invalid('mod-shard ranges cannot be frozen: only object shards move');
     this.moveList = (json.moves ?? []).map(copyMove);
+    this.readOnly = json.readOnly === undefined ? undefined : { reason: json.readOnly.reason, since: json.readOnly.since };
     checkMoves(this.moveList, this.objects.ranges);
     this.openRanges = this.objects.ranges.filter((r) => r.open === true);
     let total = 0;
@@ -242,6 +254,7 @@ export class ShardMap {
     };
     // Absent rather than empty, so maps without moves keep their exact JSON form.
     if (this.moveList.length > 0) json.moves = this.moveList.map(copyMove);
+    if (this.readOnly !== undefined) json.readOnly = { ...this.readOnly };
     return json;
   }
 

@@ -40,5 +40,20 @@ export const mysqlDialect: SqlDialect = {
   createShard: (schema, ref) => shardDdl(schema, ref.fleet, ref.shard),
   dropDatabase: (shard) => `DROP DATABASE IF EXISTS ${q(mysqlDatabaseName(shard))}`,
   afterDropTables: () => [],
+  upsertRows: (table, columns, _key, update, rowCount) => {
+    const row = `(${columns.map(() => '?').join(', ')})`;
+    return `INSERT INTO ${table} (${columns.map(q).join(', ')}) VALUES ${Array(rowCount).fill(row).join(', ')} ON DUPLICATE KEY UPDATE ${update.map((c) => `${q(c)} = VALUES(${q(c)})`).join(', ')}`;
+  },
+  // An explicit local_id above the AUTO_INCREMENT counter moves the counter (InnoDB does it).
+  putObjectRows: (table, rows) => ({
+    sql: `INSERT INTO ${table} (local_id, data, ts) VALUES ${rows.map(() => '(?, ?, FROM_UNIXTIME(?))').join(', ')} ON DUPLICATE KEY UPDATE data = VALUES(data), ts = VALUES(ts)`,
+    values: rows.flatMap((r): SqlValue[] => [r.localId, r.data, r.createdAt.getTime() / 1000]),
+  }),
+  // AUTO_INCREMENT is the next id; MariaDB reads InnoDB's live counter here.
+  idHighWater: (shard, table) => ({
+    sql: 'SELECT AUTO_INCREMENT - 1 AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+    values: [mysqlDatabaseName(shard), table],
+  }),
+  raiseIdHighWater: (shard, table, highWater) => ({ sql: `ALTER TABLE ${q(mysqlDatabaseName(shard))}.${q(table)} AUTO_INCREMENT = ${Math.trunc(highWater) + 1}`, values: [] }),
   mapError: mapMysqlError,
 };

@@ -43,5 +43,23 @@ export const postgresDialect: SqlDialect = {
   createLock: (shard) => ({ sql: 'SELECT pg_advisory_xact_lock($1)', values: [CREATE_LOCK_BASE + shard] }),
   dropDatabase: (shard) => `DROP SCHEMA IF EXISTS ${qi(postgresSchemaName(shard))} CASCADE`,
   afterDropTables: (ref) => (ref.fleet === 'objects' ? dropInstagramNextIdDdl(ref.shard) : []),
+  upsertRows: (table, columns, key, update, rowCount) => {
+    const rows = Array.from({ length: rowCount }, (_, r) => `(${columns.map((_c, i) => `$${r * columns.length + i + 1}`).join(', ')})`);
+    return `INSERT INTO ${table} (${columns.map(qi).join(', ')}) VALUES ${rows.join(', ')} ON CONFLICT (${key.map(qi).join(', ')}) DO UPDATE SET ${update.map((c) => `${qi(c)} = EXCLUDED.${qi(c)}`).join(', ')}`;
+  },
+  // local_id is GENERATED ALWAYS: an explicit one needs OVERRIDING SYSTEM VALUE, and the identity
+  // sequence does not move past it (the copier raises it: raiseIdHighWater).
+  putObjectRows: (table, rows) => ({
+    sql: `INSERT INTO ${table} (local_id, data, ts) OVERRIDING SYSTEM VALUE SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[]) ON CONFLICT (local_id) DO UPDATE SET data = EXCLUDED.data, ts = EXCLUDED.ts`,
+    values: [rows.map((r) => String(r.localId)), rows.map((r) => r.data), rows.map((r) => String(r.createdAt.getTime()))],
+  }),
+  idHighWater: (shard, table) => ({
+    sql: "SELECT pg_sequence_last_value(pg_get_serial_sequence($1, 'local_id')::regclass) AS n",
+    values: [qualified(shard, table)],
+  }),
+  raiseIdHighWater: (shard, table, highWater) => ({
+    sql: "SELECT setval(pg_get_serial_sequence($1, 'local_id'), $2)",
+    values: [qualified(shard, table), Math.trunc(highWater)],
+  }),
   mapError: mapPostgresError,
 };

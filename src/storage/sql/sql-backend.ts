@@ -1,7 +1,8 @@
 import { CheckedBackend, type Pair, type UpdateFn } from '../checked-backend.js';
 import { checkHost } from '../backend-args.js';
 import type {
-  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, ObjectRecord, SchemaDef, ShardRef,
+  BackendCapabilities, Fleet, LookupRow, LookupScan, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, ObjectRecord, ObjectScan,
+  SchemaDef, ShardRef,
 } from '../shard-backend.js';
 import { fleetTables } from '../shard-names.js';
 import { SchemaTables } from '../schema-tables.js';
@@ -27,7 +28,7 @@ function toMappingRow(r: MappingRowText): MappingRow {
  * dialect. A dialect folder (mysql/, postgres/) adds its statements, its pool and its errors.
  */
 export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBackend {
-  readonly supports: BackendCapabilities = { lazyShardCreation: false };
+  readonly supports: BackendCapabilities = { lazyShardCreation: false, shardCopy: true };
   protected readonly pools: HostPools<P, A>;
   private readonly seqColumn: string;
   /** listSql's statements: mapping table -> [shard * 4 + order * 2 + after]. */
@@ -316,5 +317,60 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
 
   protected async _close(): Promise<void> {
     await this.pools.closeAll();
+  }
+
+  // ShardCopy (shard-backend.ts): what `shardkit migrate` writes into a server fleet.
+
+  protected override async _scanObjects(ref: ShardRef, table: string, page: ObjectScan): Promise<ObjectRecord[]> {
+    const d = this.dialect;
+    const values: SqlValue[] = page.after === undefined ? [page.limit] : [page.after, page.limit];
+    const where = page.after === undefined ? '' : `WHERE local_id > ${d.param(1)}`;
+    const { rows } = await this.query<ObjectRowText>(ref, `SELECT local_id, data, ${d.tsColumn} AS ts FROM ${d.table(ref.shard, table)} ${where} ORDER BY local_id LIMIT ${d.param(values.length)}`, values);
+    return rows.map((r) => this.record(r));
+  }
+
+  protected override async _putObjectRows(ref: ShardRef, table: string, rows: ReadonlyArray<ObjectRecord>): Promise<void> {
+    const st = this.dialect.putObjectRows(this.dialect.table(ref.shard, table), rows);
+    await this.query(ref, st.sql, st.values);
+  }
+
+  protected override async _objectIdHighWater(ref: ShardRef, table: string): Promise<number> {
+    const { rows: max } = await this.query<{ n: string | number | null }>(ref, `SELECT MAX(local_id) AS n FROM ${this.dialect.table(ref.shard, table)}`);
+    return Math.max(await this.idCounter(ref, table), Number(max[0]?.n ?? 0));
+  }
+
+  /** The last local id the table's counter handed out (PostgreSQL's identity does not move past explicit ids). */
+  private async idCounter(ref: ShardRef, table: string): Promise<number> {
+    const st = this.dialect.idHighWater(ref.shard, table);
+    const { rows } = await this.query<{ n: string | number | null }>(ref, st.sql, st.values);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  protected override async _raiseObjectIdHighWater(ref: ShardRef, table: string, highWater: number): Promise<void> {
+    if ((await this.idCounter(ref, table)) >= highWater) return;
+    const st = this.dialect.raiseIdHighWater(ref.shard, table, highWater);
+    await this.query(ref, st.sql, st.values);
+  }
+
+  protected override async _putMappingRows(ref: ShardRef, table: string, rows: ReadonlyArray<MappingRow>): Promise<void> {
+    const sql = this.dialect.upsertRows(this.dialect.table(ref.shard, table), ['from_id', 'to_id', 'sequence'], ['from_id', 'to_id'], ['sequence'], rows.length);
+    await this.query(ref, sql, rows.flatMap((r): SqlValue[] => [r.fromId, r.toId, r.sequence]));
+  }
+
+  protected override async _scanLookups(ref: ShardRef, table: string, page: LookupScan): Promise<LookupRow[]> {
+    const d = this.dialect;
+    const values: SqlValue[] = page.after === undefined ? [page.limit] : [Buffer.from(page.after, 'utf8'), page.limit];
+    const where = page.after === undefined ? '' : `WHERE ${d.column('key')} > ${d.param(1)}`;
+    const { rows } = await this.query<{ key: Buffer; value: string }>(
+      ref,
+      `SELECT ${d.column('key')}, ${d.column('value')} FROM ${d.table(ref.shard, table)} ${where} ORDER BY ${d.column('key')} LIMIT ${d.param(values.length)}`,
+      values,
+    );
+    return rows.map((r) => ({ key: Buffer.from(r.key).toString('utf8'), value: BigInt(r.value) }));
+  }
+
+  protected override async _putLookupRows(ref: ShardRef, table: string, rows: ReadonlyArray<LookupRow>): Promise<void> {
+    const sql = this.dialect.upsertRows(this.dialect.table(ref.shard, table), ['key', 'value'], ['key'], ['value'], rows.length);
+    await this.query(ref, sql, rows.flatMap((r): SqlValue[] => [Buffer.from(r.key, 'utf8'), r.value]));
   }
 }

@@ -1,4 +1,4 @@
-import type { MappingRow, SchemaDef, ShardRef } from '../shard-backend.js';
+import type { MappingRow, ObjectRecord, SchemaDef, ShardRef } from '../shard-backend.js';
 import type { ErrorContext } from './error-context.js';
 import type { CountingPool } from './host-pools.js';
 
@@ -75,6 +75,14 @@ export interface SqlDialect {
   dropDatabase(shard: number): string;
   /** Extra statements after dropping one fleet's tables from a shard that keeps the other's. */
   afterDropTables(ref: ShardRef): string[];
+  /** INSERT of `rowCount` rows at once, each replacing the `update` columns of the row with the same key. */
+  upsertRows(table: string, columns: string[], key: string[], update: string[], rowCount: number): string;
+  /** Object rows with their own local id and ts (ShardCopy), replacing rows with the same id. */
+  putObjectRows(table: string, rows: ReadonlyArray<ObjectRecord>): Statement;
+  /** One row `{ n }`: the last local id the table's counter handed out (0 or null: none). */
+  idHighWater(shard: number, table: string): Statement;
+  /** Moves the table's counter so the next local id is `highWater + 1` (called only to raise it). */
+  raiseIdHighWater(shard: number, table: string, highWater: number): Statement;
   /** The one place native errors become ShardKitErrors. */
   mapError(err: unknown, ctx: ErrorContext): Error;
 }

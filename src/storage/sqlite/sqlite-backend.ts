@@ -4,11 +4,12 @@ import Database from 'better-sqlite3';
 import { ShardKitError } from '../../errors.js';
 import { CheckedBackend, type Pair, type UpdateFn } from '../checked-backend.js';
 import type {
-  BackendCapabilities, Fleet, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, SchemaDef, ShardRef, ObjectRecord,
+  BackendCapabilities, Fleet, LookupRow, LookupScan, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, ObjectScan, SchemaDef, ShardRef, ObjectRecord,
 } from '../shard-backend.js';
 import { isMovedFile, movedError, type ShardFile } from './shard-file.js';
 import { ShardFiles } from './shard-files.js';
-import { lookupSql, mappingSql, objectSql, type TableSql } from './sqlite-statements.js';
+import { isFenceRefusal } from './sqlite-write-fence.js';
+import { lookupSql, mappingSql, objectSql, SEQUENCE_SQL, type TableSql } from './sqlite-statements.js';
 
 export interface SqliteBackendOptions {
   /** Directory holding one sub-directory per host (`<dataDir>/<storage.dir>`). */
@@ -40,7 +41,7 @@ const FILE = /^db([0-9]{5})\.sqlite$/;
  */
 export class SqliteBackend extends CheckedBackend {
   readonly kind = 'sqlite';
-  readonly supports: BackendCapabilities = { lazyShardCreation: true };
+  readonly supports: BackendCapabilities = { lazyShardCreation: true, shardCopy: true };
   readonly root: string;
   private readonly files: ShardFiles;
   /** SQL text per table, built once (the statement cache is keyed by it). */
@@ -242,6 +243,77 @@ export class SqliteBackend extends CheckedBackend {
     this.files.closeAll();
   }
 
+  // ShardCopy (shard-backend.ts): `shardkit migrate` reads the embedded store with these.
+
+  protected override _scanObjects(ref: ShardRef, table: string, page: ObjectScan): ObjectRecord[] {
+    return this.inExisting(ref, [], (file) => {
+      const sql = this.sql.get(table)!;
+      const rows = (page.after === undefined
+        ? file.stmt(sql.scanFirst!, false, true).all(page.limit)
+        : file.stmt(sql.scanAfter!, false, true).all(page.after, page.limit)) as ObjectRow[];
+      return rows.map(toRecord);
+    });
+  }
+
+  protected override _putObjectRows(ref: ShardRef, table: string, rows: ReadonlyArray<ObjectRecord>): void {
+    this.run(ref, () => {
+      const file = this.files.writable(ref);
+      const put = file.stmt(this.sql.get(table)!.putRow!);
+      // An explicit local id above the AUTOINCREMENT counter moves the counter (SQLite does it).
+      file.transaction(() => {
+        for (const r of rows) put.run(r.localId, r.data, r.createdAt.getTime());
+      });
+    });
+  }
+
+  protected override _objectIdHighWater(ref: ShardRef, table: string): number {
+    return this.inExisting(ref, 0, (file) => {
+      const seq = file.stmt(SEQUENCE_SQL.get, false).pluck().get(table) as number | undefined;
+      const max = file.stmt(this.sql.get(table)!.maxId!, false).pluck().get() as number;
+      return Math.max(seq ?? 0, max);
+    });
+  }
+
+  protected override _raiseObjectIdHighWater(ref: ShardRef, table: string, highWater: number): void {
+    this.run(ref, () => {
+      const file = this.files.writable(ref);
+      file.transaction(() => {
+        file.stmt(SEQUENCE_SQL.raise).run(highWater, table, highWater);
+        file.stmt(SEQUENCE_SQL.insert).run(table, highWater, table);
+      });
+    });
+  }
+
+  protected override _putMappingRows(ref: ShardRef, table: string, rows: ReadonlyArray<MappingRow>): void {
+    this.run(ref, () => {
+      const file = this.files.writable(ref);
+      const put = file.stmt(this.sql.get(table)!.upsert!);
+      file.transaction(() => {
+        for (const r of rows) put.run(r.fromId, r.toId, BigInt(r.sequence));
+      });
+    });
+  }
+
+  protected override _scanLookups(ref: ShardRef, table: string, page: LookupScan): LookupRow[] {
+    return this.inExisting(ref, [], (file) => {
+      const sql = this.sql.get(table)!;
+      const rows = (page.after === undefined
+        ? file.stmt(sql.scanFirst!, true, true).all(page.limit)
+        : file.stmt(sql.scanAfter!, true, true).all(page.after, page.limit)) as Array<[string, bigint]>;
+      return rows.map(([key, value]) => ({ key, value }));
+    });
+  }
+
+  protected override _putLookupRows(ref: ShardRef, table: string, rows: ReadonlyArray<LookupRow>): void {
+    this.run(ref, () => {
+      const file = this.files.writable(ref);
+      const put = file.stmt(this.sql.get(table)!.put!);
+      file.transaction(() => {
+        for (const r of rows) put.run(r.key, r.value);
+      });
+    });
+  }
+
   /** Runs storage work, mapping SQLite and file-system failures to SHARD_UNAVAILABLE. */
   private run<T>(ref: ShardRef, work: () => T): T {
     try {
@@ -252,6 +324,11 @@ export class SqliteBackend extends CheckedBackend {
       if (err instanceof Database.SqliteError && /no such table/.test(err.message)) {
         const path = this.files.shardPath(ref);
         if (isMovedFile(path)) throw movedError(path, err);
+      }
+      // A migration's write fence (sqlite-write-fence.ts): nothing was written, and the caller
+      // may retry (the fence lifts itself, or the store has moved to its new fleet).
+      if (err instanceof Database.SqliteError && isFenceRefusal(err)) {
+        throw new ShardKitError('SHARD_MOVING', `shard ${ref.shard} on ${ref.host}: ${err.message}`, { cause: err, details: { shard: ref.shard, retryAfterSeconds: 1 } });
       }
       // Errors thrown by an update function pass through unchanged.
       if (err instanceof Database.SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);

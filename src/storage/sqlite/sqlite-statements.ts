@@ -13,6 +13,11 @@ export function objectSql(t: string): TableSql {
     update: `UPDATE "${t}" SET data = ? WHERE local_id = ?`,
     delete: `DELETE FROM "${t}" WHERE local_id = ?`,
     count: `SELECT count(*) FROM "${t}"`,
+    // ShardCopy: whole-table scans by local id, and writes that keep the id.
+    scanFirst: `SELECT local_id, data, ts FROM "${t}" ORDER BY local_id LIMIT ?`,
+    scanAfter: `SELECT local_id, data, ts FROM "${t}" WHERE local_id > ? ORDER BY local_id LIMIT ?`,
+    putRow: `INSERT INTO "${t}" (local_id, data, ts) VALUES (?, ?, ?) ON CONFLICT (local_id) DO UPDATE SET data = excluded.data, ts = excluded.ts`,
+    maxId: `SELECT coalesce(max(local_id), 0) FROM "${t}"`,
   };
 }
 
@@ -40,5 +45,14 @@ export function lookupSql(t: string): TableSql {
     put: `INSERT INTO "${t}" ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value"`,
     get: `SELECT "value" FROM "${t}" WHERE "key" = ?`,
     delete: `DELETE FROM "${t}" WHERE "key" = ?`,
+    scanFirst: `SELECT "key", "value" FROM "${t}" ORDER BY "key" LIMIT ?`,
+    scanAfter: `SELECT "key", "value" FROM "${t}" WHERE "key" > ? ORDER BY "key" LIMIT ?`,
   };
 }
+
+/** AUTOINCREMENT's counters (one row per table in sqlite_sequence, which SQLite creates with the first such table). */
+export const SEQUENCE_SQL = {
+  get: 'SELECT seq FROM sqlite_sequence WHERE name = ?',
+  raise: 'UPDATE sqlite_sequence SET seq = ? WHERE name = ? AND seq < ?',
+  insert: 'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
+};
