@@ -1,0 +1,311 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type mysql from 'mysql2/promise';
+import { MariadbInstance } from '../../src/ops/mariadb/mariadb-instance.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { ShardKitError } from '../../src/errors.js';
+import { runTableMigration, type TableMigrationCliOptions } from '../../src/cli/actions/migrate-table.js';
+import { STATE_KEY } from '../../src/migrate/table/index.js';
+import { captureIo, embeddedTarget, tempRoot } from './table-fixture.js';
+
+// One real MariaDB server holds the "old database" (`legacy`: boards and pins, the seed's case);
+// the targets are embedded shardkit stores in temp dirs. The source user has no SUPER, so
+// read_only really stops its writes (the --final fence).
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+let root: string;
+let server: MariadbInstance;
+let admin: mysql.Connection;
+let url: string;
+
+const PIN_QUERY = 'SELECT id, board_id, title, body, raw, views, updated_at FROM pins';
+const BOARD_QUERY = 'SELECT id, name, updated_at FROM boards';
+
+before(async () => {
+  root = tempRoot('shardkit-migtable-');
+  server = await MariadbInstance.create({ name: 'LEGACY', dir: join(root, 'server'), serverId: 1 });
+  await server.init();
+  await server.start();
+  admin = await server.connect();
+  for (const sql of [
+    'CREATE DATABASE legacy',
+    'CREATE TABLE legacy.boards (id INT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(100) NOT NULL, updated_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))',
+    `CREATE TABLE legacy.pins (id BIGINT PRIMARY KEY AUTO_INCREMENT, board_id INT NULL, title VARCHAR(200) NOT NULL, body TEXT, raw VARBINARY(64),
+       views BIGINT NOT NULL DEFAULT 0, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), KEY (updated_at))`,
+    `CREATE TABLE legacy.kinds (id INT PRIMARY KEY, price DECIMAL(10,2), score DOUBLE, tiny TINYINT, big BIGINT UNSIGNED, day DATE, at DATETIME(3),
+       meta JSON, doc TEXT, bin BLOB, changed INT NOT NULL)`,
+    "CREATE USER 'legacy'@'%' IDENTIFIED BY 'pw'",
+    "GRANT ALL ON legacy.* TO 'legacy'@'%'",
+  ]) await admin.query(sql);
+  url = `mysql://legacy:pw@127.0.0.1:${server.port}/legacy`;
+  await admin.query("INSERT INTO legacy.boards (name) VALUES ('b1'), ('b2'), ('b3'), ('b4'), ('b5'), ('b6'), ('b7'), ('b8')");
+  // 1500 pins: unicode, a NULL board, binary bytes, 64-bit counters.
+  const values: string[] = [];
+  for (let i = 1; i <= 1500; i++) {
+    const board = i % 10 === 0 ? 'NULL' : String(1 + (i % 8));
+    values.push(`(${board}, 'pin ${i} ✓ "q" \\\\ 🎉', ${i % 7 === 0 ? 'NULL' : `'body ${i}\\nline'`}, UNHEX('00ff${(i % 256).toString(16).padStart(2, '0')}'), ${9007199254740993n + BigInt(i)})`);
+  }
+  await admin.query(`INSERT INTO legacy.pins (board_id, title, body, raw, views) VALUES ${values.join(',')}`);
+});
+
+after(async () => {
+  await admin?.end().catch(() => undefined);
+  await server?.stop().catch(() => server.kill());
+  rmSync(root, { recursive: true, force: true });
+});
+
+function pinOptions(to: string, extra: Partial<TableMigrationCliOptions> = {}): TableMigrationCliOptions {
+  return { from: url, to, query: PIN_QUERY, type: 'pin', idColumn: 'id', changedColumn: 'updated_at', mapping: ['board_id:board_has_pins'], batch: 100, json: true, ...extra };
+}
+
+function boardOptions(to: string): TableMigrationCliOptions {
+  return { from: url, to, query: BOARD_QUERY, type: 'board', idColumn: 'id', changedColumn: 'updated_at', batch: 100, json: true };
+}
+
+const migrate = (opts: TableMigrationCliOptions) => runTableMigration(opts, captureIo());
+
+/**
+ * The oracle: each source pin as the JSON text shardkit must hold, built here column by column
+ * from what the server returns (independently of src/migrate/table's converter).
+ */
+async function expectedPins(): Promise<Map<string, string>> {
+  const [rows] = await admin.query({ sql: "SET time_zone = '+00:00'" }).then(() => admin.query({
+    sql: 'SELECT id, board_id, title, body, raw, CAST(views AS CHAR) AS views, DATE_FORMAT(updated_at, \'%Y-%m-%dT%H:%i:%s.%fZ\') AS updated_at FROM legacy.pins ORDER BY id',
+    supportBigNumbers: true, bigNumberStrings: true,
+  }));
+  const out = new Map<string, string>();
+  for (const r of rows as Array<Record<string, unknown>>) {
+    out.set(String(r.id), JSON.stringify({
+      board_id: r.board_id === null ? null : Number(r.board_id),
+      title: r.title,
+      body: r.body,
+      raw: r.raw === null ? null : (r.raw as Buffer).toString('base64'),
+      views: r.views,
+      updated_at: r.updated_at,
+    }));
+  }
+  return out;
+}
+
+/** Every source pin resolves through pin_old_id to an object holding exactly its row; mappings match board_id. */
+async function assertAllCopied(to: string, keyspace = 'pin_old_id'): Promise<void> {
+  const expected = await expectedPins();
+  const kit = await ShardKit.open({ configPath: to });
+  try {
+    const ids = new Set<bigint>();
+    const boardsOf = new Map<string, bigint[]>();
+    for (const [oldId, text] of expected) {
+      const id = await kit.lookups.get(keyspace, oldId);
+      assert.ok(id !== undefined, `pin ${oldId} has no key in ${keyspace}`);
+      assert.ok(!ids.has(id), `two old ids resolve to ${id}`);
+      ids.add(id);
+      const obj = await kit.objects.get(id);
+      assert.equal(obj.type, 'pin');
+      assert.equal(obj.storedText, text, `pin ${oldId}: data differs from the source row`);
+      const board = (JSON.parse(text) as { board_id: number | null }).board_id;
+      if (board !== null && keyspace === 'pin_old_id') {
+        const list = boardsOf.get(String(board)) ?? [];
+        list.push(id);
+        boardsOf.set(String(board), list);
+      }
+    }
+    for (const [oldBoard, pins] of boardsOf) {
+      const boardId = (await kit.lookups.get('board_old_id', oldBoard))!;
+      assert.equal(await kit.mappings.count('board_has_pins', boardId), pins.length, `board ${oldBoard}: mapping count`);
+      const listed = new Set<bigint>();
+      let cursor: string | null = null;
+      do {
+        const page = await kit.mappings.list('board_has_pins', boardId, { limit: 1000, cursor });
+        for (const item of page.items) listed.add(item.id);
+        cursor = page.next;
+      } while (cursor !== null);
+      for (const p of pins) assert.ok(listed.has(p), `board ${oldBoard} does not list pin ${p}`);
+    }
+  } finally {
+    await kit.close();
+  }
+}
+
+/** Inserts and updates on legacy.pins as the legacy user until stopped; counts what it did. */
+function startWriter(conn: mysql.Connection): { stop(): Promise<{ inserts: number; updates: number }> } {
+  let running = true;
+  let inserts = 0;
+  let updates = 0;
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const done = (async () => {
+    while (running) {
+      if (rnd() < 0.4) {
+        await conn.query('INSERT INTO pins (board_id, title, body, raw, views) VALUES (?, ?, ?, ?, ?)', [1 + Math.floor(rnd() * 8), `new ${inserts}`, 'b', Buffer.from([1, 2, 3]), inserts]);
+        inserts++;
+      } else {
+        const id = 1 + Math.floor(rnd() * 1500);
+        // A move to another board now and then: the old board_has_pins pair must go.
+        if (rnd() < 0.2) await conn.query('UPDATE pins SET board_id = ? WHERE id = ?', [1 + Math.floor(rnd() * 8), id]);
+        else await conn.query('UPDATE pins SET title = CONCAT(title, \'+\'), views = views + 1 WHERE id = ?', [id]);
+        updates++;
+      }
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      return { inserts, updates };
+    },
+  };
+}
+
+describe('shardkit migrate from a MariaDB table', () => {
+  test('under a write load: rounds copy the delta, --final needs read_only, then every row is there byte for byte and a rerun copies nothing', async () => {
+    const to = embeddedTarget(root);
+    const boards = await migrate(boardOptions(to));
+    assert.equal(boards.created, 8);
+    const { createConnection } = await import('mysql2/promise');
+    const writerConn = await createConnection({ uri: url });
+    const writer = startWriter(writerConn);
+    let load: { inserts: number; updates: number };
+    const rounds: Array<{ copied: number; scanned: number }> = [];
+    try {
+      const first = await migrate(pinOptions(to));
+      assert.ok(first.created >= 1500, `first round created ${first.created}`);
+      assert.equal(first.skipped, 0, JSON.stringify(first.skips.slice(0, 3)));
+      rounds.push(first);
+      for (let i = 0; i < 2; i++) rounds.push(await migrate(pinOptions(to)));
+      // --final refuses while the source takes writes, and changes nothing.
+      const before = rounds.length;
+      await assert.rejects(migrate(pinOptions(to, { final: true })), (err: unknown) => err instanceof ShardKitError && err.code === 'PRECONDITION_FAILED' && /read_only = OFF/.test(err.message));
+      assert.equal(rounds.length, before);
+    } finally {
+      load = await writer.stop();
+    }
+    assert.ok(load.inserts > 0 && load.updates > 0, `the writer wrote (${JSON.stringify(load)})`);
+    await admin.query('SET GLOBAL read_only = ON');
+    try {
+      await assert.rejects(writerConn.query("UPDATE pins SET title = 'x' WHERE id = 1"), /read-only|READ_ONLY|read_only/i, 'the legacy user cannot write any more');
+      const final = await migrate(pinOptions(to, { final: true }));
+      assert.equal(final.final, true);
+      assert.equal(final.verifyCopied, 0);
+      assert.match(final.readOnly ?? '', /read_only = ON/);
+      await assertAllCopied(to);
+      const again = await migrate(pinOptions(to));
+      assert.equal(again.copied, 0, 'a second run copies nothing');
+      assert.equal(again.skipped, 0);
+      assert.ok(again.unchanged > 0, 'it re-read the overlap and found it unchanged');
+      const kit = await ShardKit.open({ configPath: to });
+      try {
+        const stateId = (await kit.lookups.get('pin_old_id', STATE_KEY))!;
+        const state = (await kit.objects.get(stateId)).data as { finalAt: string | null; highWater: string };
+        assert.ok(state.finalAt !== null, 'the state records the final pass');
+      } finally {
+        await kit.close();
+      }
+    } finally {
+      await admin.query('SET GLOBAL read_only = OFF');
+      await writerConn.end();
+    }
+  });
+
+  test('kill -9 mid-run, then a rerun: every row byte for byte, nothing duplicated in the keyspace, and a third run copies nothing', async () => {
+    const to = embeddedTarget(root);
+    await migrate(boardOptions(to));
+    const opts = pinOptions(to, { batch: 20, concurrency: 2, json: false });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/migrate/migrate-table-child.ts'), JSON.stringify(opts)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
+    let err = '';
+    const killedAt = await new Promise<number>((resolve, reject) => {
+      child.stderr!.on('data', (d: Buffer) => {
+        err += d.toString();
+        const done = [...err.matchAll(/"event":"progress","scanned":(\d+)/g)].map((m) => Number(m[1]));
+        const last = done.at(-1) ?? 0;
+        if (last >= 200 && child.exitCode === null) {
+          child.kill('SIGKILL');
+          resolve(last);
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`the migration ended (${code}) before it could be killed: ${err}`)));
+    });
+    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(undefined) : child.once('exit', r)));
+    assert.ok(killedAt >= 200 && killedAt < 1500);
+    const rerun = await migrate(pinOptions(to));
+    const [[{ n }]] = (await admin.query('SELECT COUNT(*) AS n FROM legacy.pins')) as unknown as [[{ n: number }]];
+    // The killed run had written at least `killedAt` rows (a page is checkpointed after it is written).
+    assert.ok(rerun.created > 0 && rerun.created <= Number(n) - killedAt, `the rerun resumed after what the killed run wrote (created ${rerun.created} of ${n}, killed after ${killedAt})`);
+    assert.ok(rerun.highWater.before !== null, 'the killed run had checkpointed');
+    await assertAllCopied(to);
+    assert.equal((await migrate(pinOptions(to))).copied, 0);
+  });
+
+  test('column types: integers, 64-bit and DECIMAL as strings, dates as ISO text, binary as base64, JSON nested; malformed JSON and NULL ids are reported, not copied', async () => {
+    await admin.query(`INSERT INTO legacy.kinds VALUES
+      (1, 12.50, 0.1, -3, 18446744073709551615, '2026-11-25', '2026-11-25 09:10:07.123', '{"a": [1, "x"], "b": null}', '{"ok": true}', X'000102', 1),
+      (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'not json {', NULL, 1),
+      (3, 0, -1.5e300, 0, 0, '1999-01-01', '1999-01-01 00:00:00.000', '[]', '[1]', '', 2)`);
+    const to = embeddedTarget(root);
+    const io = captureIo();
+    const report = await runTableMigration({
+      from: url, to, type: 'pin', idColumn: 'id', changedColumn: 'changed', keyspace: 'pin2_old_id', jsonColumn: ['doc'], json: true,
+      query: 'SELECT NULLIF(id, 3) AS id, price, score, tiny, big, day, at, meta, doc, bin, changed FROM kinds',
+    }, io);
+    assert.equal(report.created, 1);
+    assert.deepEqual(report.skips.map((s) => [s.id, s.reason.replace(/:.*/, '')]), [['2', 'malformed JSON in column doc']]);
+    assert.equal(report.untracked.count, 1);
+    assert.match(report.untracked.examples[0]!, /id=NULL/);
+    assert.match(io.err, /"event":"skip","id":"2","reason":"malformed JSON in column doc/);
+    const kit = await ShardKit.open({ configPath: to });
+    try {
+      const obj = await kit.objects.get((await kit.lookups.get('pin2_old_id', '1'))!);
+      assert.equal(obj.storedText, JSON.stringify({
+        price: '12.50', score: 0.1, tiny: -3, big: '18446744073709551615', day: '2026-11-25', at: '2026-11-25T09:10:07.123',
+        meta: { a: [1, 'x'], b: null }, doc: { ok: true }, bin: 'AAEC', changed: 1,
+      }));
+    } finally {
+      await kit.close();
+    }
+  });
+
+  test('bad input: one clear error each, and the target is left as it was', async () => {
+    const to = embeddedTarget(root);
+    const cases: Array<[Partial<TableMigrationCliOptions>, string, RegExp]> = [
+      [{ from: 'redis://127.0.0.1/0' }, 'INVALID_ARGUMENT', /unsupported scheme/],
+      [{ from: 'mysql//nohost' }, 'INVALID_ARGUMENT', /not a URL/],
+      [{ from: `mysql://legacy:pw@127.0.0.1:${server.port}/` }, 'INVALID_ARGUMENT', /one database/],
+      [{ query: 'SELECT board_id, title, updated_at FROM pins' }, 'INVALID_ARGUMENT', /no column id \(--id-column\); it returns board_id, title, updated_at/],
+      [{ query: 'SELECT id, title FROM pins', mapping: [] }, 'INVALID_ARGUMENT', /no column updated_at \(--changed-column\)/],
+      [{ query: 'SELEC id FROM pins' }, 'INVALID_ARGUMENT', /the source refused the query/],
+      [{ type: 'photo' }, 'UNKNOWN_TYPE', /--type photo/],
+      [{ mapping: ['board_id:pin_owned_by_board'] }, 'INVALID_ARGUMENT', /goes from pin to board, not to pin/],
+      [{ mapping: ['board_id:user_likes_pins'] }, 'UNKNOWN_KEYSPACE', /no keyspace user_old_id/],
+      [{ mapping: ['board_id'] }, 'INVALID_ARGUMENT', /COLUMN:MAPPING/],
+      [{ keyspace: 'email' }, 'ALREADY_EXISTS', /already maps ids of this source/],
+      [{ changedColumn: 'title', mapping: [] }, 'INVALID_ARGUMENT', /must be a timestamp/],
+    ];
+    // A keyspace that already holds some of these ids, not written by a migration.
+    const kit = await ShardKit.open({ configPath: to });
+    const stranger = await kit.objects.create('user', { name: 'someone' });
+    await kit.lookups.put('email', '1', stranger.id);
+    await kit.close();
+    for (const [extra, code, message] of cases) {
+      await assert.rejects(migrate(pinOptions(to, extra)), (err: unknown) => {
+        assert.ok(err instanceof ShardKitError, `${JSON.stringify(extra)}: ${String(err)}`);
+        assert.equal(err.code, code, `${JSON.stringify(extra)}: ${err.message}`);
+        assert.match(err.message, message);
+        assert.ok(!err.message.includes('\n'), 'one line');
+        return true;
+      });
+    }
+    const check = await ShardKit.open({ configPath: to });
+    try {
+      assert.equal(await check.lookups.get('pin_old_id', STATE_KEY), undefined, 'no state was written');
+      assert.equal(await check.lookups.get('email', STATE_KEY), undefined);
+      assert.equal(await check.lookups.get('pin_old_id', '1'), undefined, 'no row was copied');
+      assert.equal(await check.lookups.get('email', '1'), stranger.id, 'the stranger key is untouched');
+    } finally {
+      await check.close();
+    }
+    // A wrong password fails as an operational error (exit 1), before anything is written.
+    await assert.rejects(migrate(pinOptions(to, { from: `mysql://legacy:nope@127.0.0.1:${server.port}/legacy` })), /cannot connect to the source/);
+  });
+});
