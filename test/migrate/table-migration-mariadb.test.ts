@@ -299,6 +299,49 @@ describe('shardkit migrate from a MariaDB table', () => {
     }
   });
 
+  test('equal change values at the boundary: a row written later with the high-water value itself is copied (>=, not >), overlap 0', async () => {
+    await admin.query('CREATE TABLE legacy.versions (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))');
+    await admin.query("INSERT INTO legacy.versions VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 2, 'c')");
+    const to = embeddedTarget(root);
+    const opts: TableMigrationCliOptions = { from: url, to, query: 'SELECT id, v, note FROM versions', type: 'pin', idColumn: 'id', changedColumn: 'v', keyspace: 'pin2_old_id', overlap: 0, batch: 2, json: true };
+    const first = await migrate(opts);
+    assert.equal(first.created, 3);
+    assert.equal(first.highWater.after, '2');
+    // Same change value as the mark, a lower id than the last row read, and an update in place.
+    await admin.query("INSERT INTO legacy.versions VALUES (0, 2, 'late')");
+    await admin.query("UPDATE legacy.versions SET note = 'b2' WHERE id = 2");
+    const second = await migrate(opts);
+    assert.equal(second.highWater.readFrom, '2');
+    assert.deepEqual([second.created, second.updated, second.unchanged], [1, 1, 1]);
+    assert.equal((await migrate(opts)).copied, 0);
+  });
+
+  test('interrupted (SIGINT) after a page: the report says so, the state holds the page, and the next run goes on from there', async () => {
+    const to = embeddedTarget(root);
+    await migrate(boardOptions(to));
+    const controller = new AbortController();
+    const io = captureIo();
+    io.signal = controller.signal;
+    const stderr = io.stderr.bind(io);
+    io.stderr = (t: string) => {
+      stderr(t);
+      if (t.includes('"event":"progress"')) controller.abort();
+    };
+    const [[{ n }]] = (await admin.query('SELECT COUNT(*) AS n FROM legacy.pins')) as unknown as [[{ n: number }]];
+    try {
+      const stopped = await runTableMigration(pinOptions(to, { batch: 100 }), io);
+      assert.equal(stopped.interrupted, true);
+      assert.equal(stopped.scanned, 100, 'it stopped after the page it was writing');
+      assert.equal(process.exitCode, 130);
+      const rest = await migrate(pinOptions(to));
+      assert.equal(rest.interrupted, false);
+      assert.equal(stopped.created + rest.created, Number(n), 'together they created every row once');
+    } finally {
+      process.exitCode = undefined;
+    }
+    await assertAllCopied(to);
+  });
+
   test('bad input: one clear error each, and the target is left as it was', async () => {
     const to = embeddedTarget(root);
     const cases: Array<[Partial<TableMigrationCliOptions>, string, RegExp]> = [

@@ -94,7 +94,7 @@ describe('shardkit migrate from a PostgreSQL table', () => {
       await writer.end();
     }
     assert.ok(writes > 0);
-    await sql('ALTER DATABASE legacy SET default_transaction_read_only = on');
+    await server.sql('postgres', 'ALTER DATABASE legacy SET default_transaction_read_only = on');
     try {
       const final = await migrate(options(to, { final: true }));
       assert.equal(final.verifyCopied, 0);
@@ -102,7 +102,8 @@ describe('shardkit migrate from a PostgreSQL table', () => {
       await assertAllCopied(to);
       assert.equal((await migrate(options(to))).copied, 0, 'a second run copies nothing');
     } finally {
-      await sql('ALTER DATABASE legacy SET default_transaction_read_only = off');
+      // From another database: sessions of legacy are read-only now, ALTER DATABASE included.
+      await server.sql('postgres', 'ALTER DATABASE legacy SET default_transaction_read_only = off');
     }
   });
 
