@@ -25,7 +25,9 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   // moves runs beside the service like ops: it edits the map and copies shards between hosts.
   moves: ['errors', 'ids', 'topology', 'storage'],
   ops: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'moves'],
-  cli: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'ops', 'tickets', 'widecolumn', 'moves'],
+  // migrate (shardkit migrate) copies data in from an embedded store or a table: beside the service, like ops.
+  migrate: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'ops'],
+  cli: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'ops', 'tickets', 'widecolumn', 'moves', 'migrate'],
   index: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'tickets', 'widecolumn', 'moves'],
 };
 
@@ -39,6 +41,7 @@ const SHARED_FOLDERS: Record<string, readonly string[]> = {
   topology: [],
   cache: [],
   moves: [],
+  migrate: [],
   tickets: [],
   // ops/mariadb and ops/postgres manage local servers; ops/dev (the dev cluster) builds on both,
   // and ops/failover works on dev clusters as well as fleets: they are libraries the ops

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { ShardKitError } from '../../src/errors.js';
 import { runTableMigration, type TableMigrationCliOptions } from '../../src/cli/actions/migrate-table.js';
 import { STATE_KEY } from '../../src/migrate/table/index.js';
 import { captureIo, embeddedTarget, tempRoot } from './table-fixture.js';
+import { shardkit } from '../mysql/helpers.js';
 
 // One real MariaDB server holds the "old database" (`legacy`: boards and pins, the seed's case);
 // the targets are embedded shardkit stores in temp dirs. The source user has no SUPER, so
@@ -340,6 +341,23 @@ describe('shardkit migrate from a MariaDB table', () => {
       process.exitCode = undefined;
     }
     await assertAllCopied(to);
+  });
+
+  // Through the real CLI once `shardkit migrate` (src/cli/commands/migrate.ts) is in the tree:
+  // it hands mysql://, mariadb:// and postgres:// sources to runTableMigration.
+  test('the CLI: shardkit migrate --from mysql://... copies and prints one JSON report; a query without the id column is one line, exit 2', { skip: !existsSync(join(ROOT, 'src/cli/commands/migrate.ts')) && 'shardkit migrate is not in this tree yet' }, async () => {
+    const to = embeddedTarget(root);
+    const args = ['migrate', '--from', url, '--to', to, '--query', BOARD_QUERY, '--type', 'board', '--id-column', 'id', '--changed-column', 'updated_at', '--json'];
+    const ok = await shardkit(args);
+    assert.equal(ok.code, 0, ok.stderr);
+    const report = JSON.parse(ok.stdout) as { created: number; copied: number };
+    assert.equal(report.created, 8);
+    const again = await shardkit(args);
+    assert.equal((JSON.parse(again.stdout) as { copied: number }).copied, 0);
+    const bad = await shardkit(['migrate', '--from', url, '--to', to, '--query', 'SELECT name, updated_at FROM boards', '--type', 'board', '--id-column', 'id', '--changed-column', 'updated_at']);
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
+    assert.match(bad.stderr, /^shardkit: INVALID_ARGUMENT: the query returns no column id/);
   });
 
   test('bad input: one clear error each, and the target is left as it was', async () => {

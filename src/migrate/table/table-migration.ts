@@ -201,7 +201,6 @@ export class TableMigration {
     this.shape = { columns, id, changed, json, ...(dataColumn !== undefined ? { dataColumn } : {}) };
     this.changedKind = columns[changed]!.kind;
     this.source.bind(idColumn, changedColumn);
-    void typeDef;
   }
 
   async run(): Promise<TableMigrationReport> {
