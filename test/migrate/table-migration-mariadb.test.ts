@@ -300,6 +300,29 @@ describe('shardkit migrate from a MariaDB table', () => {
     }
   });
 
+  test("the seed's table: pins(local_id, data TEXT holding JSON, ts) with --data-column data; malformed, non-object and reserved blobs are skipped with their reason", async () => {
+    await admin.query('CREATE TABLE legacy.seed_pins (local_id INT PRIMARY KEY AUTO_INCREMENT, data TEXT, ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)');
+    const blobs = ['{"details": "it\'s here", "link": "http://x.y/1", "n": 7}', '{ "spaced" :  [1, 2, {"deep": "é"}] }', '{"broken": ', '[1, 2]', '{"active": false}', '{"a": 1}'];
+    for (const b of blobs) await admin.query('INSERT INTO legacy.seed_pins (data) VALUES (?)', [b]);
+    const to = embeddedTarget(root);
+    const report = await migrate({ from: url, to, query: 'SELECT local_id, data, ts FROM seed_pins', type: 'pin', idColumn: 'local_id', changedColumn: 'ts', dataColumn: 'data', keyspace: 'pin2_old_id', json: true });
+    assert.equal(report.created, 3);
+    assert.deepEqual(report.skips.map((x) => x.id).sort(), ['3', '4', '5']);
+    assert.match(report.skips.find((x) => x.id === '3')!.reason, /malformed JSON in column data/);
+    assert.match(report.skips.find((x) => x.id === '4')!.reason, /not an object/);
+    assert.match(report.skips.find((x) => x.id === '5')!.reason, /active is reserved/);
+    const kit = await ShardKit.open({ configPath: to });
+    try {
+      for (const [old, blob] of [['1', blobs[0]!], ['2', blobs[1]!], ['6', blobs[5]!]] as const) {
+        const obj = await kit.objects.get((await kit.lookups.get('pin2_old_id', old))!);
+        // The blob's JSON value, stored compactly (whitespace is not kept).
+        assert.equal(obj.storedText, JSON.stringify(JSON.parse(blob)));
+      }
+    } finally {
+      await kit.close();
+    }
+  });
+
   test('equal change values at the boundary: a row written later with the high-water value itself is copied (>=, not >), overlap 0', async () => {
     await admin.query('CREATE TABLE legacy.versions (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))');
     await admin.query("INSERT INTO legacy.versions VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 2, 'c')");
