@@ -10,7 +10,7 @@ import { MariadbInstance } from '../../src/ops/mariadb/mariadb-instance.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { ShardKitError } from '../../src/errors.js';
 import { runTableMigration, type TableMigrationCliOptions } from '../../src/cli/actions/migrate-table.js';
-import { STATE_KEY } from '../../src/migrate/table/index.js';
+import { openTableSource, parseSourceUrl, STATE_KEY, TableMigration } from '../../src/migrate/table/index.js';
 import { captureIo, embeddedTarget, tempRoot } from './table-fixture.js';
 import { shardkit } from '../mysql/helpers.js';
 
@@ -321,6 +321,33 @@ describe('shardkit migrate from a MariaDB table', () => {
     } finally {
       await kit.close();
     }
+  });
+
+  test('a first run that dies inside its first page (a target write fails after some rows) can be run again: its keys are its own', async () => {
+    const to = embeddedTarget(root);
+    await migrate(boardOptions(to));
+    const kit = await ShardKit.open({ configPath: to });
+    const source = await openTableSource(parseSourceUrl(url), PIN_QUERY);
+    try {
+      // Fault injection on the kit object (the servers are real): the 5th key write fails.
+      const put = kit.lookups.put.bind(kit.lookups);
+      let calls = 0;
+      kit.lookups.put = async (...args: Parameters<typeof put>) => {
+        if (++calls === 5) throw new Error('injected: the target went away');
+        return put(...args);
+      };
+      const options = { type: 'pin', idColumn: 'id', changedColumn: 'updated_at', mappings: [{ column: 'board_id', mapping: 'board_has_pins' }], batch: 100, concurrency: 1 };
+      await assert.rejects(new TableMigration(kit, source, 'legacy', PIN_QUERY, options).run(), /injected/);
+      assert.ok(calls >= 5);
+      kit.lookups.put = put;
+      const rerun = await new TableMigration(kit, source, 'legacy', PIN_QUERY, options).run();
+      assert.equal(rerun.skipped, 0);
+      assert.ok(rerun.unchanged >= 3, 'the rows the first run wrote are found, not refused');
+    } finally {
+      await source.close();
+      await kit.close();
+    }
+    await assertAllCopied(to);
   });
 
   test('equal change values at the boundary: a row written later with the high-water value itself is copied (>=, not >), overlap 0', async () => {
