@@ -425,6 +425,7 @@ describe('shardkit migrate from a MariaDB table', () => {
       [{ mapping: ['board_id'] }, 'INVALID_ARGUMENT', /COLUMN:MAPPING/],
       [{ keyspace: 'email' }, 'ALREADY_EXISTS', /already maps ids of this source/],
       [{ changedColumn: 'title', mapping: [] }, 'INVALID_ARGUMENT', /must be a timestamp/],
+      [{ final: true }, 'PRECONDITION_FAILED', /needs a read-only source, and it takes writes \(@@GLOBAL.read_only = OFF\)/],
     ];
     // A keyspace that already holds some of these ids, not written by a migration.
     const kit = await ShardKit.open({ configPath: to });

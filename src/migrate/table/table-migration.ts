@@ -211,13 +211,6 @@ export class TableMigration {
     if (before !== undefined && (before.type !== this.opts.type || before.idColumn !== this.opts.idColumn)) {
       throw new ShardKitError('ALREADY_EXISTS', `keyspace ${this.keyspace} holds the migration of ${before.type} rows keyed by ${before.idColumn} from ${before.source}: pass another --keyspace`);
     }
-    if (before === undefined) {
-      await this.refuseForeignKeys();
-      // The state object exists before the first row is written: a first run that dies in its
-      // first page leaves keys behind, and the rerun must see them as this migration's own.
-      await this.checkpoint(null, null);
-    }
-
     let readOnly: string | undefined;
     if (this.opts.final) {
       const ro = await this.source.readOnly();
@@ -225,6 +218,13 @@ export class TableMigration {
         throw new ShardKitError('PRECONDITION_FAILED', `--final needs a read-only source, and it takes writes (${ro.how}): stop the writers and make it read-only first (docs/migrate.md)`);
       }
       readOnly = ro.how;
+    }
+
+    if (before === undefined) {
+      await this.refuseForeignKeys();
+      // The state object exists before the first row is written: a first run that dies in its
+      // first page leaves keys behind, and the rerun must see them as this migration's own.
+      await this.checkpoint(null, null);
     }
 
     const highBefore = before?.highWater ?? null;
