@@ -44,7 +44,7 @@ export function register(program: Command): void {
     .option('--final', 'cut over: the source stops taking writes (retryable refusals), the last delta is copied, the source stays read-only')
     .option('--json', 'print the report as one JSON object (progress is JSON lines on stderr when it is not a TTY)')
     .option('--chunk-rows <n>', 'embedded source: rows per checksummed chunk (default 500)', intOption('--chunk-rows', 1, 100_000))
-    .option('--concurrency <n>', 'shards (embedded source) or pages (table source) copied at once (default 4)', intOption('--concurrency', 1, 64))
+    .option('--concurrency <n>', 'shards copied at once (embedded source, default 4) or rows written at once (table source, default 16)', intOption('--concurrency', 1, 64))
     .option('--freeze-seconds <s>', 'embedded source, --final: longest the source stays fenced before the fence lifts itself (default 60)', intOption('--freeze-seconds', 1, 3600))
     .option('--query <sql>', 'table source: the SELECT whose rows become objects')
     .option('--type <type>', 'table source: the object type of each row')
