@@ -8,6 +8,7 @@ import { MariadbMoveEngine } from '../../moves/mariadb/mariadb-move-engine.js';
 import { fleetTables } from '../../storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
+import { PostgresMoveEngine } from '../../moves/postgres/postgres-move-engine.js';
 import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-engine.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { DevCluster } from '../../ops/dev/dev-cluster.js';
@@ -36,6 +37,12 @@ export interface MoveCommandOptions extends CommonOptions {
 export type VerifyCommandOptions = CommonOptions;
 export type DropMovedOptions = CommonOptions;
 
+/**
+ * PostgreSQL: the freeze starts when the move's slot has confirmed all but this much of the
+ * source's WAL (what is left is applied under the freeze, in the catch-up).
+ */
+const POSTGRES_MAX_LAG_BYTES = 4 * 1024 * 1024;
+
 /** Exit code when verify found copies that differ. */
 export const EXIT_MISMATCH = 3;
 
@@ -44,6 +51,8 @@ interface MoveContext {
   engine: MoveEngine;
   hosts: string[];
   map: ShardMap;
+  /** The freeze starts only when the engine's lag is at most this (engines that replicate before the freeze). */
+  maxLag?: number;
   /**
    * Compares shard `s` between two hosts (a move's source and target, or a master and its
    * slave); undefined when there is no second copy to compare.
@@ -57,9 +66,6 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
   const configPath = opts.config ?? join(dataDir, 'shardkit.json');
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --data or --config)`);
   const config = loadConfigFile(configPath);
-  if (config.storage.backend !== 'sqlite' && config.storage.backend !== 'mysql') {
-    throw new ShardKitError('INVALID_CONFIG', `shards move/verify/drop-moved support the embedded SQLite and the MariaDB (mysql) backends in this version, not ${config.storage.backend} (docs/moves.md)`);
-  }
   const store = createTopologyStore(config.topologyStore, { dataDir });
   const hosts = Object.keys(config.hosts);
   let map: ShardMap | undefined;
@@ -72,6 +78,19 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     throw err;
   }
   const schema = resolveSchema(config);
+  if (config.storage.backend === 'postgres') {
+    const storage = config.storage;
+    const engine = new PostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
+    return {
+      store, engine, hosts, map, maxLag: POSTGRES_MAX_LAG_BYTES,
+      // A move's source and target only (a master and its standby are one physical copy).
+      compare: async (s, _pair, move) => (move === undefined ? undefined : engine.verify({ ...move, range: [s, s] })),
+      close: async () => {
+        await engine.close();
+        await store.close();
+      },
+    };
+  }
   if (config.storage.backend === 'mysql') {
     const storage = config.storage;
     // Admin access (a dev cluster's sockets, or SHARDKIT_ADMIN_USER on a server fleet) enables the
@@ -159,6 +178,7 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
     const hook = stopHook();
     const result = await runMove({
       store: ctx.store, engine: ctx.engine, hosts: ctx.hosts,
+      ...(ctx.maxLag !== undefined ? { maxLag: ctx.maxLag } : {}),
       ...(existing
         ? { moveId: moveFor(ctx.map, span).id, abort: opts.abort === true }
         : { start: { span, target: { master: opts.to!, ...(opts.toSlave !== undefined ? { slave: opts.toSlave } : {}) }, holdMs: opts.holdMs } }),
@@ -246,5 +266,5 @@ export async function dropMovedCommand(opts: DropMovedOptions): Promise<void> {
   }
   if (opts.json) process.stdout.write(`${JSON.stringify({ dropped: done })}\n`);
   else if (done.length === 0) process.stdout.write('no switched moves to clean up\n');
-  else for (const d of done) process.stdout.write(`dropped ${d.files} ${ctxKind === 'mariadb' ? 'fenced database(s)' : 'file(s)'} of shards ${d.range[0]}..${d.range[1]} from ${d.host} (move ${d.moveId})\n`);
+  else for (const d of done) process.stdout.write(`dropped ${d.files} ${ctxKind === 'mariadb' ? 'fenced database(s)' : ctxKind === 'postgres' ? 'fenced schema(s)' : 'file(s)'} of shards ${d.range[0]}..${d.range[1]} from ${d.host} (move ${d.moveId})\n`);
 }

@@ -3,6 +3,7 @@ import type { ConfigInput } from '../../config/config.js';
 import { parseConfig } from '../../config/config.js';
 import { setupAccounts } from './dev-accounts.js';
 import { DevCluster } from './dev-cluster.js';
+import { devAddPairPostgres, isPostgresCluster } from './dev-postgres.js';
 import { isPairMember, pairOf, pairServers, writeJsonAtomic } from './dev-cluster-state.js';
 import { ensureInstances, startServers } from './dev-up.js';
 import { setupReplication } from './dev-replication.js';
@@ -17,11 +18,13 @@ export interface AddedPair {
 /**
  * `shardkit dev add-pair`: one more empty master/slave pair in a running dev cluster (the
  * target of a shard move), added to D/shardkit.json's hosts but to no range of the map. Its
- * master stays read-only until the map names it master (applyMasterFence).
+ * master stays read-only until the map names it master (applyMasterFence). PostgreSQL clusters:
+ * devAddPairPostgres.
  */
 export async function devAddPair(dir: string, options: { log?: (m: string) => void } = {}): Promise<AddedPair> {
   const log = options.log ?? (() => undefined);
   const c = DevCluster.require(dir);
+  if (isPostgresCluster(c)) return devAddPairPostgres(c, log);
   const pair = Math.max(0, ...c.state.servers.filter(isPairMember).map((s) => pairOf(s) ?? 0)) + 1;
   const [masterServer, slaveServer] = pairServers(pair);
   c.state.servers.push(masterServer!, slaveServer!);

@@ -1,9 +1,9 @@
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { defaultConfig, parseConfig, type ConfigInput } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { postgresBackendFromConfig } from '../../kit/backends-from-config.js';
-import { evenRanges, type ShardMapJson } from '../../topology/shard-map.js';
+import { evenRanges, type ShardMap, type ShardMapJson } from '../../topology/shard-map.js';
 import { pickFreePort } from '../free-port.js';
 import { PostgresServer } from '../postgres/postgres-server.js';
 import { initShards, type ShardInitResult } from '../shard-init.js';
@@ -23,6 +23,19 @@ export function pgServer(cluster: DevCluster, name: string): PostgresServer {
   const server = PostgresServer.load(join(cluster.dir, s.dir));
   if (!server) throw new ShardKitError('NOT_FOUND', `server ${name} has no instance.json in ${join(cluster.dir, s.dir)}`);
   return server;
+}
+
+/**
+ * Servers that start as primaries: the masters the live map names, and the masters of pairs the
+ * map does not mention at all (added by `dev add-pair`, waiting to be a move's target, which
+ * writes to them with a subscription). A failed master is still in the map (as a slave): it
+ * starts as a standby.
+ */
+function pgMasters(c: DevCluster, map: ShardMap): Set<string> {
+  const masters = mastersOf(map);
+  const named = new Set(map.hostNames());
+  for (const s of c.serversWithRole('master')) if (!named.has(s.name)) masters.add(s.name);
+  return masters;
 }
 
 export const isPostgresCluster = (c: DevCluster): boolean => c.state.engine === 'postgres';
@@ -89,7 +102,7 @@ export async function devUpPostgres(options: DevUpOptions): Promise<DevUpResult>
   }
 
   const configWritten = existsSync(c.configPath);
-  const masters = configWritten ? mastersOf(await liveShardMap(c)) : new Set(c.serversWithRole('master').map((s) => s.name));
+  const masters = configWritten ? pgMasters(c, await liveShardMap(c)) : new Set(c.serversWithRole('master').map((s) => s.name));
   const started: string[] = [];
   const start = async (s: DevServer) => {
     const server = pgServer(c, s.name);
@@ -177,3 +190,51 @@ export async function devPgDown(c: DevCluster): Promise<string[]> {
   return stopped;
 }
 
+
+/**
+ * `shardkit dev add-pair` on a PostgreSQL dev cluster: one more master (initdb, the shardkit
+ * database) and its streaming standby (pg_basebackup), added to D/shardkit.json's hosts but to
+ * no range of the map. Unlike a MariaDB pair, its master is a writable primary at once: a shard
+ * move fills it through a subscription, and no service writes there before a move switches a
+ * range to it.
+ */
+export async function devAddPairPostgres(c: DevCluster, log: (m: string) => void): Promise<{ pair: number; master: string; slave: string }> {
+  const pair = Math.max(0, ...c.state.servers.map((s) => s.pair ?? 0)) + 1;
+  const master: DevServer = { name: pgName(pair, 'master'), role: 'master', dir: join('servers', pgName(pair, 'master')), pair };
+  const slave: DevServer = { name: pgName(pair, 'slave'), role: 'slave', master: master.name, dir: join('servers', pgName(pair, 'slave')), pair };
+  const used = new Set<number>();
+  for (const s of c.state.servers) {
+    const existing = PostgresServer.load(join(c.dir, s.dir));
+    if (existing) used.add(existing.port);
+  }
+  for (const s of [master, slave]) {
+    if (PostgresServer.load(join(c.dir, s.dir))) continue;
+    const port = await pickFreePort(used);
+    used.add(port);
+    new PostgresServer({ name: s.name, dir: join(c.dir, s.dir), port }).writeFiles();
+  }
+  c.state.servers.push(master, slave);
+  c.save();
+  const m = pgServer(c, master.name);
+  log(`creating ${master.name} in ${m.dir}`);
+  await m.initMaster();
+  log(`starting ${master.name} on 127.0.0.1:${m.port}`);
+  await m.start();
+  const have = await m.sql('SELECT 1 FROM pg_database WHERE datname = $1', [PG_DATABASE]);
+  if (have.length === 0) await m.sql(`CREATE DATABASE ${PG_DATABASE}`);
+  const sl = pgServer(c, slave.name);
+  log(`creating ${slave.name} as a standby of ${master.name} (pg_basebackup)`);
+  await sl.initStandbyOf(m);
+  sl.markStandby();
+  log(`starting ${slave.name} on 127.0.0.1:${sl.port}`);
+  await sl.start();
+
+  const config = JSON.parse(readFileSync(c.configPath, 'utf8')) as ConfigInput;
+  const hosts = { ...(config.hosts ?? {}) } as Record<string, unknown>;
+  for (const s of [master, slave]) hosts[s.name] = { host: '127.0.0.1', port: pgServer(c, s.name).port };
+  const next = { ...config, hosts } as ConfigInput;
+  parseConfig(next);
+  writeJsonAtomic(c.configPath, next);
+  log(`added ${master.name} and ${slave.name} to ${c.configPath}`);
+  return { pair, master: master.name, slave: slave.name };
+}

@@ -15,14 +15,19 @@ export interface PostgresServerSpec {
 
 /**
  * Small-memory settings for dev servers. Unlike PostgresInstance (a throwaway test server), these
- * keep fsync on: they hold a developer's data across restarts. Streaming replication needs
- * wal_level=replica (the default) and wal senders; hot_standby lets `dev status` read a standby.
+ * keep fsync on: they hold a developer's data across restarts. wal_level=logical: a shard move
+ * (src/moves/postgres) publishes the moving shards' tables from the source master and subscribes
+ * on the target master; it also serves streaming standbys. Wal senders and slots: one per
+ * standby, one per move's subscription plus its initial-copy workers (each a temporary slot).
+ * hot_standby lets `dev status` read a standby.
  */
 const SETTINGS: Record<string, string | number> = {
   listen_addresses: '127.0.0.1',
   shared_buffers: '16MB',
   max_connections: 100,
-  max_wal_senders: 5,
+  wal_level: 'logical',
+  max_wal_senders: 16,
+  max_replication_slots: 16,
   wal_keep_size: '64MB',
   hot_standby: 'on',
   logging_collector: 'off',

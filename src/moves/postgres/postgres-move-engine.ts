@@ -1,0 +1,478 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { ShardKitError } from '../../errors.js';
+import type { SchemaDef } from '../../storage/shard-backend.js';
+import { shardDatabaseName } from '../../storage/shard-names.js';
+import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
+import type { MoveRecord } from '../../topology/shard-map.js';
+import type { MoveEngine, VerifyReport } from '../move-engine.js';
+import { compareTable, type TableSide } from './postgres-verify.js';
+
+/** One server as declared in config `hosts` (the fields the engine uses). */
+export interface PostgresMoveHost {
+  host?: string;
+  port?: number;
+  socket?: string;
+  user?: string;
+  password?: string;
+}
+
+export interface PostgresMoveEngineOptions {
+  hosts: Record<string, PostgresMoveHost>;
+  user: string;
+  password?: string;
+  /** The database holding every shard schema on each server (config storage.database). */
+  database: string;
+  /** The config's schema: the target's tables are created from it, as `shardkit init` does. */
+  schema: SchemaDef;
+  /** How long the fence waits for transactions in flight on the moving tables (lock_timeout). Default 10 s. */
+  lockTimeoutMs?: number;
+  /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
+  catchUpTimeoutMs?: number;
+}
+
+/** Schema of the per-move marker tables, on the source and the target. */
+const MARKER_SCHEMA = 'shardkit_moves';
+
+const qi = (s: string): string => pg.escapeIdentifier(s);
+const ql = (s: string): string => pg.escapeLiteral(s);
+const movedSchema = (shard: number): string => `${shardDatabaseName(shard)}_moved`;
+
+/**
+ * Names of a move's publication, subscription and replication slot (all the same), and its
+ * marker table. Move ids are up to 64 of [a-z0-9-]; PostgreSQL names stop at 63 bytes and slot
+ * names take [a-z0-9_] only, so the name is a digest of the id.
+ */
+export function replicationName(moveId: string): string {
+  return `shardkit_move_${createHash('sha1').update(moveId).digest('hex').slice(0, 20)}`;
+}
+
+type Client = pg.Client;
+
+/**
+ * Shard moves on PostgreSQL (storage backend postgres), with logical replication:
+ *
+ *   prepare  target master: each moving shard's schema and object tables created as `shardkit
+ *            init` does (empty; a target already holding rows is refused), and a marker table;
+ *            source master: a publication FOR TABLE of exactly those object tables plus the
+ *            marker (not FOR TABLES IN SCHEMA: the dev cluster keeps mod-shard lookup tables in
+ *            the same dbNNNNN schema, and those stay); target master: a subscription with
+ *            copy_data = true, which takes a consistent snapshot of each table and then streams
+ *            every later change. Returns when every table finished its initial copy.
+ *            The source must run with wal_level=logical.
+ *   lag      bytes of WAL the source wrote that the subscription's slot has not confirmed.
+ *   fence    one transaction on the source: LOCK the moving tables (waits for transactions in
+ *            flight: they commit before the fence and replicate, or fail), then ALTER TABLE ...
+ *            SET SCHEMA dbNNNNN_moved. Services then get 42P01 (relation does not exist), which
+ *            the backend maps to the fence error (postgres-errors.ts, missingTable).
+ *   catchUp  read after the fence holds (vitess#16563): a marker row is bumped on the source and
+ *            catchUp waits until the target applied it; logical replication applies commits in
+ *            order, so the target then holds every write the source acknowledged. Identity
+ *            sequences (and next_id()'s) are not replicated: the target's are set past the
+ *            source's, then the subscription (and its slot) and the publication are dropped.
+ *   verify   source (fenced) vs target: per table a hash aggregate (count, sum of 64-bit row
+ *            hashes); when they differ, primary-key chunks name the mismatching ranges.
+ *   undo     subscription, publication, markers and the target's tables dropped; the source's
+ *            tables moved back into dbNNNNN.
+ *   dropMoved  the fenced dbNNNNN_moved schemas dropped on the source.
+ *
+ * The target's standby follows its master by streaming replication, so it gets the copy too.
+ */
+export class PostgresMoveEngine implements MoveEngine {
+  readonly kind = 'postgres';
+  private readonly options: PostgresMoveEngineOptions;
+  private readonly tables: string[];
+
+  constructor(options: PostgresMoveEngineOptions) {
+    this.options = options;
+    this.tables = [...options.schema.types.map((t) => t.table), ...options.schema.mappings.map((m) => m.table)];
+    if (this.tables.length === 0) throw new ShardKitError('INVALID_CONFIG', 'the schema has no object tables to move');
+  }
+
+  private address(host: string): PostgresMoveHost & { user: string } {
+    const h = this.options.hosts[host];
+    if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
+    const password = h.password ?? this.options.password;
+    return { ...h, user: h.user ?? this.options.user, ...(password !== undefined ? { password } : {}) };
+  }
+
+  private async connect(host: string): Promise<Client> {
+    const a = this.address(host);
+    const c = new pg.Client({
+      host: a.socket ?? a.host ?? '127.0.0.1', port: a.port ?? 5432, user: a.user,
+      ...(a.password !== undefined ? { password: a.password } : {}),
+      database: this.options.database, connectionTimeoutMillis: 5000,
+    });
+    // A dead server must fail this move's call, not crash the process.
+    c.on('error', () => undefined);
+    try {
+      await c.connect();
+    } catch (err) {
+      throw new ShardKitError('SHARD_UNAVAILABLE', `cannot connect to ${host} for the move: ${(err as Error).message}`, { cause: err });
+    }
+    return c;
+  }
+
+  private async withConn<T>(host: string, fn: (c: Client) => Promise<T>): Promise<T> {
+    const c = await this.connect(host);
+    try {
+      return await fn(c);
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  }
+
+  /** libpq connection string the target master uses to reach the source master. */
+  private conninfo(host: string): string {
+    const a = this.address(host);
+    const v = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+    return [
+      `host=${v(a.socket ?? a.host ?? '127.0.0.1')}`, `port=${a.port ?? 5432}`, `user=${v(a.user)}`,
+      ...(a.password !== undefined ? [`password=${v(a.password)}`] : []), `dbname=${v(this.options.database)}`,
+    ].join(' ');
+  }
+
+  private shards(move: MoveRecord): number[] {
+    const out: number[] = [];
+    for (let s = move.range[0]; s <= move.range[1]; s++) out.push(s);
+    return out;
+  }
+
+  /** Which of our object tables exist in schema `ns`. */
+  private async present(c: Client, ns: string): Promise<string[]> {
+    const { rows } = await c.query<{ t: string }>("SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')", [ns]);
+    const have = new Set(rows.map((r) => r.t));
+    return this.tables.filter((t) => have.has(t));
+  }
+
+  private markerTable(move: MoveRecord): string {
+    return `${qi(MARKER_SCHEMA)}.${qi(replicationName(move.id))}`;
+  }
+
+  private async createMarker(c: Client, move: MoveRecord): Promise<void> {
+    await c.query(`CREATE SCHEMA IF NOT EXISTS ${qi(MARKER_SCHEMA)}`);
+    await c.query(`CREATE TABLE IF NOT EXISTS ${this.markerTable(move)} (id int PRIMARY KEY, n bigint NOT NULL)`);
+  }
+
+  private async subscriptionExists(c: Client, move: MoveRecord): Promise<boolean> {
+    const { rows } = await c.query('SELECT 1 FROM pg_subscription WHERE subname = $1', [replicationName(move.id)]);
+    return rows.length > 0;
+  }
+
+  async prepare(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<Record<string, string | number | boolean>> {
+    const name = replicationName(move.id);
+    const published: string[] = [];
+    await this.withConn(move.source.master, async (src) => {
+      const { rows: [w] } = await src.query<{ wal_level: string }>('SHOW wal_level');
+      if (w?.wal_level !== 'logical') {
+        throw new ShardKitError('INVALID_CONFIG', `${move.source.master} runs with wal_level=${w?.wal_level ?? '?'}: a PostgreSQL shard move replicates from the source master with a publication, which needs wal_level=logical (set it in postgresql.conf, with max_replication_slots and max_wal_senders of at least 4, and restart the server; dev clusters get it from \`shardkit dev up\`)`);
+      }
+      for (const s of this.shards(move)) {
+        const live = await this.present(src, shardDatabaseName(s));
+        if (live.length === 0 && (await this.present(src, movedSchema(s))).length > 0) {
+          throw new ShardKitError('INTERNAL', `shard ${s} is fenced on ${move.source.master} (${movedSchema(s)}) but the move was not: run shards move --abort`);
+        }
+        for (const t of live) published.push(`${qi(shardDatabaseName(s))}.${qi(t)}`);
+      }
+    });
+    if (published.length === 0) throw new ShardKitError('NOT_FOUND', `shards ${move.range[0]}..${move.range[1]} have no object tables on ${move.source.master}: nothing to move (run shardkit init?)`);
+
+    await this.withConn(move.target.master, async (dst) => {
+      if (await this.subscriptionExists(dst, move)) return; // a resumed prepare: the copy is ours
+      const { rows: [r] } = await dst.query<{ ro: string }>('SELECT pg_is_in_recovery()::text AS ro');
+      if (r?.ro === 'true') throw new ShardKitError('INVALID_ARGUMENT', `the target ${move.target.master} is a standby (read-only): move to a master`);
+      for (const s of this.shards(move)) {
+        for (const t of await this.present(dst, shardDatabaseName(s))) {
+          const { rows } = await dst.query(`SELECT 1 FROM ${qi(shardDatabaseName(s))}.${qi(t)} LIMIT 1`);
+          if (rows.length > 0) throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
+        }
+      }
+      // The shard as `shardkit init` makes it (tables, index, next_id()), in one transaction.
+      await dst.query('BEGIN');
+      try {
+        for (const s of this.shards(move)) {
+          for (const sql of postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })) await dst.query(sql);
+        }
+        await this.createMarker(dst, move);
+        await dst.query('COMMIT');
+      } catch (err) {
+        await dst.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
+
+    await this.withConn(move.source.master, async (src) => {
+      await this.createMarker(src, move);
+      await src.query(`INSERT INTO ${this.markerTable(move)} (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
+      const { rows } = await src.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [name]);
+      if (rows.length === 0) await src.query(`CREATE PUBLICATION ${qi(name)} FOR TABLE ${[...published, this.markerTable(move)].join(', ')}`);
+    });
+
+    await this.withConn(move.target.master, async (dst) => {
+      if (!(await this.subscriptionExists(dst, move))) {
+        // Cannot run in a transaction block; creates the slot on the source and starts the copy.
+        await dst.query(`CREATE SUBSCRIPTION ${qi(name)} CONNECTION ${ql(this.conninfo(move.source.master))} PUBLICATION ${qi(name)} WITH (copy_data = true, slot_name = ${ql(name)})`);
+      }
+      // Every table's initial copy done ('r': ready, streaming with the apply worker).
+      for (;;) {
+        const { rows: [st] } = await dst.query<{ total: string; ready: string; errors: string }>(
+          `SELECT count(*)::text AS total, count(*) FILTER (WHERE r.srsubstate = 'r')::text AS ready,
+             coalesce((SELECT sync_error_count + apply_error_count FROM pg_stat_subscription_stats x WHERE x.subid = s.oid), 0)::text AS errors
+           FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid WHERE s.subname = $1 GROUP BY s.oid`, [name]);
+        const total = Number(st?.total ?? 0);
+        const ready = Number(st?.ready ?? 0);
+        onProgress?.(ready, total);
+        if (Number(st?.errors ?? 0) > 0) throw new ShardKitError('INTERNAL', `the subscription on ${move.target.master} reports replication errors while copying from ${move.source.master}: see the target's server log`);
+        if (total > 0 && ready === total) break;
+        await sleep(100);
+      }
+    });
+    return { tables: published.length, subscription: name };
+  }
+
+  async lag(move: MoveRecord): Promise<number> {
+    return this.withConn(move.source.master, async (src) => {
+      const { rows } = await src.query<{ lag: string | null }>(
+        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::text AS lag FROM pg_replication_slots WHERE slot_name = $1', [replicationName(move.id)]);
+      if (rows.length === 0) throw new ShardKitError('INTERNAL', `the move's replication slot ${replicationName(move.id)} is gone from ${move.source.master}`);
+      return Math.max(0, Number(rows[0]!.lag ?? 0));
+    });
+  }
+
+  async fence(move: MoveRecord): Promise<void> {
+    await this.withConn(move.source.master, async (c) => {
+      await c.query('BEGIN');
+      try {
+        await c.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs ?? 10_000))}`);
+        for (const s of this.shards(move)) {
+          const live = await this.present(c, shardDatabaseName(s));
+          if (live.length === 0) continue;
+          const clash = (await this.present(c, movedSchema(s))).filter((t) => live.includes(t));
+          if (clash.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${clash[0]} exists both live and in ${movedSchema(s)} on ${move.source.master}: resolve by hand before moving`);
+          await c.query(`CREATE SCHEMA IF NOT EXISTS ${qi(movedSchema(s))}`);
+          // ACCESS EXCLUSIVE waits for every transaction in flight on these tables; the renames
+          // commit together with the rest of the range's.
+          await c.query(`LOCK TABLE ${live.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
+          for (const t of live) await c.query(`ALTER TABLE ${qi(shardDatabaseName(s))}.${qi(t)} SET SCHEMA ${qi(movedSchema(s))}`);
+        }
+        await c.query('COMMIT');
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        if ((err as { code?: string }).code === '55P03') throw new ShardKitError('SHARD_UNAVAILABLE', `the fence on ${move.source.master} waited longer than its lock timeout for transactions on the moving tables`, { cause: err });
+        throw err;
+      }
+    });
+  }
+
+  async catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
+    const name = replicationName(move.id);
+    const src = await this.connect(move.source.master);
+    try {
+      const dst = await this.connect(move.target.master);
+      try {
+        for (const s of this.shards(move)) {
+          if ((await this.present(src, shardDatabaseName(s))).length > 0) {
+            throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
+          }
+        }
+        if (await this.subscriptionExists(dst, move)) {
+          // Written after the fence holds: once the target applied it, it applied everything before.
+          const { rows: [m] } = await src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`);
+          if (m === undefined) throw new ShardKitError('INTERNAL', `the marker row of move ${move.id} is missing on ${move.source.master}`);
+          const deadline = Date.now() + (this.options.catchUpTimeoutMs ?? 60_000);
+          for (;;) {
+            const { rows } = await dst.query<{ n: string }>(`SELECT n::text AS n FROM ${this.markerTable(move)} WHERE id = 1`);
+            if (rows.length > 0 && BigInt(rows[0]!.n) >= BigInt(m.n)) break;
+            if (Date.now() > deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} did not apply the source's last writes within ${this.options.catchUpTimeoutMs ?? 60_000} ms (subscription ${name})`);
+            await sleep(5);
+          }
+        }
+        const shards = this.shards(move);
+        let done = 0;
+        for (const s of shards) {
+          await this.advanceSequences(src, dst, s);
+          onProgress?.(++done, shards.length);
+        }
+        // The copy is complete: replication ends here (the slot would otherwise keep WAL on the source).
+        await dropSubscription(dst, name);
+        await src.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
+        await dropSlot(src, name);
+        await dst.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+        await src.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+      } finally {
+        await dst.end().catch(() => undefined);
+      }
+    } finally {
+      await src.end().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Sequences are not replicated: every identity column's sequence and next_id()'s two on the
+   * target are set to at least the source's value, so ids made on the target continue past the
+   * source's (a deleted row's id is never reused: the source's counter counts, not max(id)).
+   */
+  private async advanceSequences(src: Client, dst: Client, shard: number): Promise<void> {
+    const pairs: Array<{ from: string; to: string; column?: string; table?: string }> = [];
+    for (const t of await this.present(src, movedSchema(shard))) {
+      const { rows } = await src.query<{ col: string }>(`SELECT a.attname AS col FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND (a.attidentity <> '' OR pg_get_serial_sequence($2::text, a.attname::text) IS NOT NULL)`, [`${qi(movedSchema(shard))}.${qi(t)}`, `${qi(movedSchema(shard))}.${qi(t)}`]);
+      for (const { col } of rows) {
+        const from = await serialSequence(src, `${qi(movedSchema(shard))}.${qi(t)}`, col);
+        const to = await serialSequence(dst, `${qi(shardDatabaseName(shard))}.${qi(t)}`, col);
+        if (from !== undefined && to !== undefined) pairs.push({ from, to, column: col, table: `${qi(shardDatabaseName(shard))}.${qi(t)}` });
+      }
+    }
+    for (const seq of ['next_id_state', 'next_id_counter']) {
+      const q = `${qi(shardDatabaseName(shard))}.${qi(seq)}`;
+      const exists = async (c: Client) => (await c.query("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind = 'S'", [shardDatabaseName(shard), seq])).rows.length > 0;
+      if ((await exists(src)) && (await exists(dst))) pairs.push({ from: q, to: q });
+    }
+    for (const p of pairs) {
+      const { rows: [v] } = await src.query<{ last: string; called: boolean }>(`SELECT last_value::text AS last, is_called AS called FROM ${p.from}`);
+      let want = v !== undefined && v.called ? BigInt(v.last) : undefined;
+      if (p.column !== undefined) {
+        // Rows the target holds count too (a source whose counter was reset by hand).
+        const { rows: [mx] } = await dst.query<{ m: string | null }>(`SELECT max(${qi(p.column)})::text AS m FROM ${p.table!}`);
+        if (mx?.m != null && (want === undefined || BigInt(mx.m) > want)) want = BigInt(mx.m);
+      }
+      if (want === undefined) continue;
+      const { rows: [cur] } = await dst.query<{ last: string; called: boolean }>(`SELECT last_value::text AS last, is_called AS called FROM ${p.to}`);
+      if (cur !== undefined && cur.called && BigInt(cur.last) >= want) continue;
+      await dst.query('SELECT setval($1::regclass, $2::bigint, true)', [p.to, want.toString()]);
+    }
+  }
+
+  async verify(move: MoveRecord): Promise<VerifyReport> {
+    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+    const src = await this.connect(move.source.master);
+    try {
+      const dst = await this.connect(move.target.master);
+      try {
+        const live = await this.subscriptionExists(dst, move);
+        // While the subscription runs, a chunk may differ only because the target has not applied
+        // it yet: wait for the target to reach the source's position, then compare again.
+        const sync = live ? () => this.waitApplied(src, dst, move) : undefined;
+        for (const s of this.shards(move)) {
+          // The source's copy is the fenced one once the fence holds, the live one before.
+          const moved = await this.present(src, movedSchema(s));
+          const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
+          const srcTables = moved.length > 0 ? moved : await this.present(src, srcNs);
+          const dstTables = await this.present(dst, shardDatabaseName(s));
+          report.shards++;
+          for (const t of this.tables) {
+            if (!srcTables.includes(t) && !dstTables.includes(t)) continue;
+            report.tables++;
+            const side = (c: Client, ns: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
+            const r = await compareTable(s, t, side(src, srcNs, srcTables.includes(t)), side(dst, shardDatabaseName(s), dstTables.includes(t)), sync);
+            report.rows += r.rows;
+            report.chunks += r.chunks;
+            report.mismatches.push(...r.mismatches);
+          }
+        }
+      } finally {
+        await dst.end().catch(() => undefined);
+      }
+    } finally {
+      await src.end().catch(() => undefined);
+    }
+    return report;
+  }
+
+  /** Bumps the marker on the source and waits (bounded) until the target applied it. */
+  private async waitApplied(src: Client, dst: Client, move: MoveRecord): Promise<void> {
+    const { rows: [m] } = await src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`);
+    if (m === undefined) return;
+    const deadline = Date.now() + (this.options.catchUpTimeoutMs ?? 60_000);
+    while (Date.now() < deadline) {
+      const { rows } = await dst.query<{ n: string }>(`SELECT n::text AS n FROM ${this.markerTable(move)} WHERE id = 1`);
+      if (rows.length > 0 && BigInt(rows[0]!.n) >= BigInt(m.n)) return;
+      await sleep(10);
+    }
+  }
+
+  async undo(move: MoveRecord): Promise<void> {
+    const name = replicationName(move.id);
+    // Target first: its copies never served (the switch did not happen); then the source serves again.
+    await this.withConn(move.target.master, async (c) => {
+      await dropSubscription(c, name);
+      for (const s of this.shards(move)) {
+        const tables = await this.present(c, shardDatabaseName(s));
+        if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);
+        // What prepare created besides the tables (next_id() and its sequences), and the schema if that leaves it empty.
+        for (const sql of postgresDialect.afterDropTables?.({ host: move.target.master, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
+        await dropSchemaIfEmpty(c, shardDatabaseName(s));
+      }
+      await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+    });
+    await this.withConn(move.source.master, async (c) => {
+      await c.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
+      await dropSlot(c, name);
+      await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+      await c.query('BEGIN');
+      try {
+        for (const s of this.shards(move)) {
+          const fenced = await this.present(c, movedSchema(s));
+          const live = await this.present(c, shardDatabaseName(s));
+          for (const t of fenced.filter((x) => !live.includes(x))) await c.query(`ALTER TABLE ${qi(movedSchema(s))}.${qi(t)} SET SCHEMA ${qi(shardDatabaseName(s))}`);
+          await dropSchemaIfEmpty(c, movedSchema(s));
+        }
+        await c.query('COMMIT');
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  async dropMoved(move: MoveRecord): Promise<number> {
+    let dropped = 0;
+    await this.withConn(move.source.master, async (c) => {
+      for (const s of this.shards(move)) {
+        if ((await this.present(c, shardDatabaseName(s))).length > 0) {
+          throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
+        }
+        const { rows } = await c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [movedSchema(s)]);
+        if (rows.length === 0) continue;
+        await c.query(`DROP SCHEMA ${qi(movedSchema(s))} CASCADE`);
+        // The shard's next_id() stays with its schema only while something else (mod-shard tables) lives there.
+        for (const sql of postgresDialect.afterDropTables?.({ host: move.source.master, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
+        await dropSchemaIfEmpty(c, shardDatabaseName(s));
+        dropped++;
+      }
+    });
+    return dropped;
+  }
+
+  async close(): Promise<void> {}
+}
+
+async function serialSequence(c: Client, table: string, column: string): Promise<string | undefined> {
+  const { rows: [r] } = await c.query<{ s: string | null }>('SELECT pg_get_serial_sequence($1, $2) AS s', [table, column]);
+  return r?.s ?? undefined;
+}
+
+/** Drops a subscription and its slot on the source; when the source cannot be reached, drops it here only (the slot is dropped later by dropSlot). */
+async function dropSubscription(c: Client, name: string): Promise<void> {
+  const { rows } = await c.query('SELECT 1 FROM pg_subscription WHERE subname = $1', [name]);
+  if (rows.length === 0) return;
+  try {
+    await c.query(`DROP SUBSCRIPTION ${qi(name)}`);
+  } catch {
+    await c.query(`ALTER SUBSCRIPTION ${qi(name)} DISABLE`);
+    await c.query(`ALTER SUBSCRIPTION ${qi(name)} SET (slot_name = NONE)`);
+    await c.query(`DROP SUBSCRIPTION ${qi(name)}`);
+  }
+}
+
+/** A slot left behind (its subscription dropped without reaching the source) keeps WAL forever: drop it when no one uses it. */
+async function dropSlot(c: Client, name: string): Promise<void> {
+  await c.query('SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active', [name]);
+}
+
+async function dropSchemaIfEmpty(c: Client, ns: string): Promise<void> {
+  const { rows } = await c.query(
+    `SELECT (SELECT count(*) FROM pg_class WHERE relnamespace = n.oid) + (SELECT count(*) FROM pg_proc WHERE pronamespace = n.oid) AS n
+     FROM pg_namespace n WHERE n.nspname = $1`, [ns]);
+  if (rows.length > 0 && Number((rows[0] as { n: string }).n) === 0) await c.query(`DROP SCHEMA IF EXISTS ${qi(ns)}`);
+}

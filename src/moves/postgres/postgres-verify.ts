@@ -1,0 +1,150 @@
+import pg from 'pg';
+import { ShardKitError } from '../../errors.js';
+import type { ChunkMismatch } from '../move-engine.js';
+
+/** Rows per primary-key chunk when a table's totals differ and verify looks for where. */
+export const CHUNK_ROWS = 1000;
+
+/** One side of a comparison: a connection and a schema-qualified, quoted table name. */
+export interface TableSide {
+  c: pg.Client;
+  table: string;
+}
+
+interface Aggregate {
+  rows: number;
+  hash: string;
+}
+
+const qi = (s: string): string => pg.escapeIdentifier(s);
+
+/**
+ * The hash aggregate of a set of rows: their count and the sum of a 64-bit hash of each row's
+ * text (order-independent, so no sort and no big string; bigint, text and bytea print the same on
+ * every server with default settings).
+ */
+const AGGREGATE = "count(*)::text AS n, coalesce(sum(hashtextextended(x::text, 0)::numeric), 0)::text AS h";
+
+async function primaryKey(c: pg.Client, table: string): Promise<string[]> {
+  const { rows } = await c.query<{ col: string }>(
+    `SELECT a.attname AS col FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true
+     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+     WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY k.ord`, [table]);
+  if (rows.length === 0) throw new ShardKitError('INTERNAL', `${table} has no primary key: cannot verify it in chunks`);
+  return rows.map((r) => r.col);
+}
+
+/** Rows of `side` with key in (after, hi] (either bound open when undefined). */
+async function aggregate(side: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined): Promise<Aggregate> {
+  if (side === undefined) return { rows: 0, hash: '0' };
+  const tuple = `(${keys.map(qi).join(', ')})`;
+  const params: string[] = [];
+  const bound = (vals: string[]) => `(${vals.map((v) => { params.push(v); return `$${params.length}`; }).join(', ')})`;
+  const where: string[] = [];
+  if (after !== undefined) where.push(`${tuple} > ${bound(after)}`);
+  if (hi !== undefined) where.push(`${tuple} <= ${bound(hi)}`);
+  const { rows: [r] } = await side.c.query<{ n: string; h: string }>(`SELECT ${AGGREGATE} FROM ${side.table} x${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`, params);
+  return { rows: Number(r!.n), hash: r!.h };
+}
+
+/** The key of the CHUNK_ROWS-th row after `after` on `side`, or undefined when fewer rows remain. */
+async function chunkEnd(side: TableSide, keys: string[], after: string[] | undefined): Promise<string[] | undefined> {
+  const tuple = `(${keys.map(qi).join(', ')})`;
+  const cols = keys.map((k) => `${qi(k)}::text AS ${qi(k)}`).join(', ');
+  const { rows } = await side.c.query<Record<string, string>>(
+    `SELECT ${cols} FROM ${side.table}${after !== undefined ? ` WHERE ${tuple} > (${after.map((_, i) => `$${i + 1}`).join(', ')})` : ''} ORDER BY ${keys.map(qi).join(', ')} OFFSET ${CHUNK_ROWS - 1} LIMIT 1`,
+    after ?? []);
+  return rows.length === 0 ? undefined : keys.map((k) => rows[0]![k]!);
+}
+
+/** Per-row hashes of the rows in (after, hi], keyed by the key's text. */
+async function rowHashes(side: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined): Promise<Map<string, { key: string[]; hash: string }>> {
+  const out = new Map<string, { key: string[]; hash: string }>();
+  if (side === undefined) return out;
+  const tuple = `(${keys.map(qi).join(', ')})`;
+  const params: string[] = [];
+  const bound = (vals: string[]) => `(${vals.map((v) => { params.push(v); return `$${params.length}`; }).join(', ')})`;
+  const where: string[] = [];
+  if (after !== undefined) where.push(`${tuple} > ${bound(after)}`);
+  if (hi !== undefined) where.push(`${tuple} <= ${bound(hi)}`);
+  const cols = keys.map((k, i) => `${qi(k)}::text AS k${i}`).join(', ');
+  const { rows } = await side.c.query<Record<string, string>>(`SELECT ${cols}, hashtextextended(x::text, 0)::text AS h FROM ${side.table} x${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${keys.map(qi).join(', ')}`, params);
+  for (const r of rows) {
+    const key = keys.map((_, i) => r[`k${i}`]!);
+    out.set(JSON.stringify(key), { key, hash: r.h! });
+  }
+  return out;
+}
+
+/** The first and last key that differ between two chunks (a row changed, or on one side only). */
+async function differingKeys(a: TableSide | undefined, b: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined): Promise<[string[], string[]] | undefined> {
+  const ra = await rowHashes(a, keys, after, hi);
+  const rb = await rowHashes(b, keys, after, hi);
+  const diff: string[][] = [];
+  for (const [k, v] of ra) if (rb.get(k)?.hash !== v.hash) diff.push(v.key);
+  for (const [k, v] of rb) if (!ra.has(k)) diff.push(v.key);
+  if (diff.length === 0) return undefined;
+  // Keys are integers in every table the schema makes; compare them as such.
+  const cmp = (x: string[], y: string[]): number => {
+    for (let i = 0; i < x.length; i++) {
+      const d = BigInt(x[i]!) - BigInt(y[i]!);
+      if (d !== 0n) return d < 0n ? -1 : 1;
+    }
+    return 0;
+  };
+  const numeric = diff.every((k) => k.every((v) => /^-?[0-9]+$/.test(v)));
+  diff.sort(numeric ? cmp : (x, y) => (JSON.stringify(x) < JSON.stringify(y) ? -1 : 1));
+  return [diff[0]!, diff[diff.length - 1]!];
+}
+
+const same = (a: Aggregate, b: Aggregate): boolean => a.rows === b.rows && a.hash === b.hash;
+const keyText = (k: string[]): string => (k.length === 1 ? k[0]! : `(${k.join(',')})`);
+
+/**
+ * Compares one table of a shard between the source `a` and the target `b`. First the whole
+ * table's aggregate on each side (one query each: the usual, clean case); when they differ,
+ * primary-key chunks of the source (CHUNK_ROWS rows, the last one open-ended so rows only on the
+ * target are found too) are compared the same way, and in a differing one the rows themselves:
+ * the report names the first and last key that differ. `sync`, when
+ * given, waits until the target has applied what the source holds (a move still replicating):
+ * a difference is rechecked after it before it counts.
+ */
+export async function compareTable(shard: number, table: string, a: TableSide | undefined, b: TableSide | undefined, sync?: () => Promise<void>): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
+  let ta = await aggregate(a, [], undefined, undefined);
+  let tb = await aggregate(b, [], undefined, undefined);
+  if (!same(ta, tb) && sync !== undefined) {
+    await sync();
+    ta = await aggregate(a, [], undefined, undefined);
+    tb = await aggregate(b, [], undefined, undefined);
+  }
+  if (same(ta, tb)) return { rows: ta.rows, chunks: 1, mismatches: [] };
+
+  const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.table);
+  const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
+  let after: string[] | undefined;
+  for (;;) {
+    const hi = a === undefined ? undefined : await chunkEnd(a, keys, after);
+    let ca = await aggregate(a, keys, after, hi);
+    let cb = await aggregate(b, keys, after, hi);
+    if (!same(ca, cb) && sync !== undefined) {
+      await sync();
+      ca = await aggregate(a, keys, after, hi);
+      cb = await aggregate(b, keys, after, hi);
+    }
+    out.chunks++;
+    out.rows += ca.rows;
+    if (!same(ca, cb)) {
+      // Name the rows: the first and last key that differ inside the chunk.
+      const keysDiffer = await differingKeys(a, b, keys, after, hi);
+      out.mismatches.push({
+        shard, table,
+        fromKey: keysDiffer !== undefined ? keyText(keysDiffer[0]) : after === undefined ? '-inf' : keyText(after),
+        toKey: keysDiffer !== undefined ? keyText(keysDiffer[1]) : hi === undefined ? '+inf' : keyText(hi),
+        sourceRows: ca.rows, targetRows: cb.rows,
+      });
+    }
+    if (hi === undefined) break;
+    after = hi;
+  }
+  return out;
+}
