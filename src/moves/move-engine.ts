@@ -37,6 +37,12 @@ export interface MoveEngine {
   catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void>;
   /** Source against target, shard by shard, in primary-key chunks. */
   verify(move: MoveRecord): Promise<VerifyReport>;
+  /**
+   * Optional, after the switch (outside the freeze): tear down what the move kept running, such
+   * as a replication stream. Best effort and idempotent: a failure is reported, the switch stands,
+   * and dropMoved does it again.
+   */
+  afterSwitch?(move: MoveRecord): Promise<void>;
   /** Abort: the source serves again (fence lifted) and the target's partial copy is removed. */
   undo(move: MoveRecord): Promise<void>;
   /** After the switch: removes what the source still holds of the moved shards. */

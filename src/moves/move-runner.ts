@@ -159,9 +159,11 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
           const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
           emit(id, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });
           await options.afterPhase?.('switched');
+          await afterSwitch(requireMove(map, id));
           return { move: requireMove(map, id), outcome: 'switched', ...(freezeToSwitchMs !== undefined ? { freezeToSwitchMs } : {}), verify };
         }
         case 'switched':
+          await afterSwitch(m);
           emit(id, 'done');
           return { move: m, outcome: 'switched' };
         case 'aborting':
@@ -180,6 +182,15 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     }
     if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${m.source.master}: ${err.message}`, { cause: err });
     throw err;
+  }
+
+  // Outside the freeze; the switch stands whatever happens here (drop-moved cleans up again).
+  async function afterSwitch(m: MoveRecord): Promise<void> {
+    try {
+      await engine.afterSwitch?.(m);
+    } catch (err) {
+      emit(m.id, 'switched', { cleanupError: (err as Error).message });
+    }
   }
 
   async function abortRun(moveId: string): Promise<MoveResult> {

@@ -7,7 +7,7 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, VerifyReport } from '../move-engine.js';
-import { compareTable, type TableSide } from './postgres-verify.js';
+import { compareChunks, sameAggregate, tableAggregates, type TableSide } from './postgres-verify.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
 export interface PostgresMoveHost {
@@ -114,12 +114,44 @@ export class PostgresMoveEngine implements MoveEngine {
     return c;
   }
 
+  /**
+   * One idle connection per host is kept between calls: the fence, the catch-up and verify run
+   * while services hold writes, and a new connection costs a round trip and a backend start.
+   * A connection that saw an error is closed instead (its state is unknown).
+   */
+  private readonly idle = new Map<string, Client>();
+  private readonly hostOf = new WeakMap<Client, string>();
+  private failed = new WeakSet<Client>();
+
+  private async acquire(host: string): Promise<Client> {
+    const c = this.idle.get(host);
+    if (c !== undefined) {
+      this.idle.delete(host);
+      return c;
+    }
+    const fresh = await this.connect(host);
+    this.hostOf.set(fresh, host);
+    return fresh;
+  }
+
+  private release(c: Client): void {
+    const host = this.hostOf.get(c);
+    if (host === undefined || this.failed.has(c) || this.idle.has(host)) {
+      void c.end().catch(() => undefined);
+      return;
+    }
+    this.idle.set(host, c);
+  }
+
   private async withConn<T>(host: string, fn: (c: Client) => Promise<T>): Promise<T> {
-    const c = await this.connect(host);
+    const c = await this.acquire(host);
     try {
       return await fn(c);
+    } catch (err) {
+      this.failed.add(c);
+      throw err;
     } finally {
-      await c.end().catch(() => undefined);
+      this.release(c);
     }
   }
 
@@ -144,6 +176,15 @@ export class PostgresMoveEngine implements MoveEngine {
     const { rows } = await c.query<{ t: string }>("SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')", [ns]);
     const have = new Set(rows.map((r) => r.t));
     return this.tables.filter((t) => have.has(t));
+  }
+
+  /** present() for many schemas in one query (the fence, catch-up and verify run under the freeze). */
+  private async presentIn(c: Client, namespaces: string[]): Promise<Map<string, string[]>> {
+    const { rows } = await c.query<{ ns: string; t: string }>("SELECT n.nspname AS ns, c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ANY($1::text[]) AND c.relkind IN ('r', 'p')", [namespaces]);
+    const out = new Map<string, string[]>(namespaces.map((ns) => [ns, []]));
+    for (const r of rows) out.get(r.ns)?.push(r.t);
+    for (const [ns, have] of out) out.set(ns, this.tables.filter((t) => have.includes(t)));
+    return out;
   }
 
   private markerTable(move: MoveRecord): string {
@@ -245,17 +286,25 @@ export class PostgresMoveEngine implements MoveEngine {
       await c.query('BEGIN');
       try {
         await c.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs ?? 10_000))}`);
-        for (const s of this.shards(move)) {
-          const live = await this.present(c, shardDatabaseName(s));
-          if (live.length === 0) continue;
-          const clash = (await this.present(c, movedSchema(s))).filter((t) => live.includes(t));
+        const shards = this.shards(move);
+        const have = await this.presentIn(c, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]);
+        const locks: string[] = [];
+        const moves: string[] = [];
+        for (const s of shards) {
+          const live = have.get(shardDatabaseName(s))!;
+          if (live.length === 0) continue; // fenced already (a resumed mover)
+          const clash = have.get(movedSchema(s))!.filter((t) => live.includes(t));
           if (clash.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${clash[0]} exists both live and in ${movedSchema(s)} on ${move.source.master}: resolve by hand before moving`);
-          await c.query(`CREATE SCHEMA IF NOT EXISTS ${qi(movedSchema(s))}`);
-          // ACCESS EXCLUSIVE waits for every transaction in flight on these tables; the renames
-          // commit together with the rest of the range's.
-          await c.query(`LOCK TABLE ${live.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')} IN ACCESS EXCLUSIVE MODE`);
-          for (const t of live) await c.query(`ALTER TABLE ${qi(shardDatabaseName(s))}.${qi(t)} SET SCHEMA ${qi(movedSchema(s))}`);
+          moves.push(`CREATE SCHEMA IF NOT EXISTS ${qi(movedSchema(s))}`);
+          for (const t of live) {
+            locks.push(`${qi(shardDatabaseName(s))}.${qi(t)}`);
+            moves.push(`ALTER TABLE ${qi(shardDatabaseName(s))}.${qi(t)} SET SCHEMA ${qi(movedSchema(s))}`);
+          }
         }
+        // ACCESS EXCLUSIVE on every moving table at once waits for every transaction in flight
+        // on them; then the renames, all in one round trip (the pause is being measured) and one
+        // transaction (all fenced or none).
+        if (locks.length > 0) await c.query([`LOCK TABLE ${locks.join(', ')} IN ACCESS EXCLUSIVE MODE`, ...moves].join(';\n'));
         await c.query('COMMIT');
       } catch (err) {
         await c.query('ROLLBACK').catch(() => undefined);
@@ -266,128 +315,139 @@ export class PostgresMoveEngine implements MoveEngine {
   }
 
   async catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
-    const name = replicationName(move.id);
-    const src = await this.connect(move.source.master);
-    try {
-      const dst = await this.connect(move.target.master);
-      try {
-        for (const s of this.shards(move)) {
-          if ((await this.present(src, shardDatabaseName(s))).length > 0) {
-            throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
-          }
+    await this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      const live = await this.presentIn(src, this.shards(move).map((x) => shardDatabaseName(x)));
+      for (const s of this.shards(move)) {
+        if (live.get(shardDatabaseName(s))!.length > 0) {
+          throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
         }
-        if (await this.subscriptionExists(dst, move)) {
-          // Written after the fence holds: once the target applied it, it applied everything before.
-          const { rows: [m] } = await src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`);
-          if (m === undefined) throw new ShardKitError('INTERNAL', `the marker row of move ${move.id} is missing on ${move.source.master}`);
-          const deadline = Date.now() + (this.options.catchUpTimeoutMs ?? 60_000);
-          for (;;) {
-            const { rows } = await dst.query<{ n: string }>(`SELECT n::text AS n FROM ${this.markerTable(move)} WHERE id = 1`);
-            if (rows.length > 0 && BigInt(rows[0]!.n) >= BigInt(m.n)) break;
-            if (Date.now() > deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} did not apply the source's last writes within ${this.options.catchUpTimeoutMs ?? 60_000} ms (subscription ${name})`);
-            await sleep(5);
-          }
-        }
-        const shards = this.shards(move);
-        let done = 0;
-        for (const s of shards) {
-          await this.advanceSequences(src, dst, s);
-          onProgress?.(++done, shards.length);
-        }
-        // The copy is complete: replication ends here (the slot would otherwise keep WAL on the source).
-        await dropSubscription(dst, name);
-        await src.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
-        await dropSlot(src, name);
-        await dst.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
-        await src.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
-      } finally {
-        await dst.end().catch(() => undefined);
       }
-    } finally {
-      await src.end().catch(() => undefined);
-    }
+      // After a resumed catch-up that already finished, the subscription may be gone (afterSwitch): nothing to wait for.
+      if (await this.subscriptionExists(dst, move)) await this.waitApplied(src, dst, move, true);
+      await this.advanceSequences(src, dst, move);
+      onProgress?.(1, 1);
+      // The subscription stays until afterSwitch: dropping it here would lengthen the write pause,
+      // and nothing flows through it any more (the source is fenced).
+    }));
   }
 
   /**
-   * Sequences are not replicated: every identity column's sequence and next_id()'s two on the
-   * target are set to at least the source's value, so ids made on the target continue past the
-   * source's (a deleted row's id is never reused: the source's counter counts, not max(id)).
+   * After the switch, outside the freeze: the subscription (and with it the slot, which would
+   * otherwise keep WAL on the source), the publication and the markers are dropped. Also run by
+   * dropMoved, for a switch whose clean-up failed.
    */
-  private async advanceSequences(src: Client, dst: Client, shard: number): Promise<void> {
-    const pairs: Array<{ from: string; to: string; column?: string; table?: string }> = [];
-    for (const t of await this.present(src, movedSchema(shard))) {
-      const { rows } = await src.query<{ col: string }>(`SELECT a.attname AS col FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped AND (a.attidentity <> '' OR pg_get_serial_sequence($2::text, a.attname::text) IS NOT NULL)`, [`${qi(movedSchema(shard))}.${qi(t)}`, `${qi(movedSchema(shard))}.${qi(t)}`]);
-      for (const { col } of rows) {
-        const from = await serialSequence(src, `${qi(movedSchema(shard))}.${qi(t)}`, col);
-        const to = await serialSequence(dst, `${qi(shardDatabaseName(shard))}.${qi(t)}`, col);
-        if (from !== undefined && to !== undefined) pairs.push({ from, to, column: col, table: `${qi(shardDatabaseName(shard))}.${qi(t)}` });
-      }
+  async afterSwitch(move: MoveRecord): Promise<void> {
+    const name = replicationName(move.id);
+    await this.withConn(move.target.master, async (dst) => {
+      await dropSubscription(dst, name);
+      await dst.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+    });
+    await this.withConn(move.source.master, async (src) => {
+      await src.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
+      await dropSlot(src, name);
+      await src.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+    });
+  }
+
+  /**
+   * Sequences are not replicated: each sequence of the moving shards on the target (identity
+   * columns', which moved with their tables into dbNNNNN_moved on the source, and next_id()'s
+   * two) is set to at least the source's value, so ids made on the target continue past the
+   * source's (a deleted row's id is never reused: the source's counter counts, not max(id)).
+   * Three statements whatever the number of shards: this runs while services hold writes.
+   */
+  private async advanceSequences(src: Client, dst: Client, move: MoveRecord): Promise<void> {
+    const shards = this.shards(move);
+    const read = async (c: Client, schemas: string[]) => (await c.query<{ ns: string; seq: string; last: string | null }>(
+      'SELECT schemaname AS ns, sequencename AS seq, last_value::text AS last FROM pg_sequences WHERE schemaname = ANY($1::text[])', [schemas])).rows;
+    const source = new Map<string, bigint>();
+    for (const r of await read(src, [...shards.map(movedSchema), ...shards.map((x) => shardDatabaseName(x))])) {
+      if (r.last === null) continue; // never used
+      const ns = r.ns.endsWith('_moved') ? r.ns.slice(0, -'_moved'.length) : r.ns;
+      const key = `${ns}.${r.seq}`;
+      const v = BigInt(r.last);
+      if ((source.get(key) ?? -1n) < v) source.set(key, v);
     }
-    for (const seq of ['next_id_state', 'next_id_counter']) {
-      const q = `${qi(shardDatabaseName(shard))}.${qi(seq)}`;
-      const exists = async (c: Client) => (await c.query("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind = 'S'", [shardDatabaseName(shard), seq])).rows.length > 0;
-      if ((await exists(src)) && (await exists(dst))) pairs.push({ from: q, to: q });
+    const names: string[] = [];
+    const values: string[] = [];
+    for (const r of await read(dst, shards.map((x) => shardDatabaseName(x)))) {
+      const want = source.get(`${r.ns}.${r.seq}`);
+      if (want === undefined || (r.last !== null && BigInt(r.last) >= want)) continue;
+      names.push(`${qi(r.ns)}.${qi(r.seq)}`);
+      values.push(want.toString());
     }
-    for (const p of pairs) {
-      const { rows: [v] } = await src.query<{ last: string; called: boolean }>(`SELECT last_value::text AS last, is_called AS called FROM ${p.from}`);
-      let want = v !== undefined && v.called ? BigInt(v.last) : undefined;
-      if (p.column !== undefined) {
-        // Rows the target holds count too (a source whose counter was reset by hand).
-        const { rows: [mx] } = await dst.query<{ m: string | null }>(`SELECT max(${qi(p.column)})::text AS m FROM ${p.table!}`);
-        if (mx?.m != null && (want === undefined || BigInt(mx.m) > want)) want = BigInt(mx.m);
-      }
-      if (want === undefined) continue;
-      const { rows: [cur] } = await dst.query<{ last: string; called: boolean }>(`SELECT last_value::text AS last, is_called AS called FROM ${p.to}`);
-      if (cur !== undefined && cur.called && BigInt(cur.last) >= want) continue;
-      await dst.query('SELECT setval($1::regclass, $2::bigint, true)', [p.to, want.toString()]);
-    }
+    if (names.length > 0) await dst.query('SELECT setval(u.s::regclass, u.v, true) FROM unnest($1::text[], $2::bigint[]) AS u(s, v)', [names, values]);
   }
 
   async verify(move: MoveRecord): Promise<VerifyReport> {
     const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
-    const src = await this.connect(move.source.master);
-    try {
-      const dst = await this.connect(move.target.master);
-      try {
-        const live = await this.subscriptionExists(dst, move);
-        // While the subscription runs, a chunk may differ only because the target has not applied
-        // it yet: wait for the target to reach the source's position, then compare again.
-        const sync = live ? () => this.waitApplied(src, dst, move) : undefined;
-        for (const s of this.shards(move)) {
-          // The source's copy is the fenced one once the fence holds, the live one before.
-          const moved = await this.present(src, movedSchema(s));
-          const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
-          const srcTables = moved.length > 0 ? moved : await this.present(src, srcNs);
-          const dstTables = await this.present(dst, shardDatabaseName(s));
-          report.shards++;
-          for (const t of this.tables) {
-            if (!srcTables.includes(t) && !dstTables.includes(t)) continue;
-            report.tables++;
-            const side = (c: Client, ns: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
-            const r = await compareTable(s, t, side(src, srcNs, srcTables.includes(t)), side(dst, shardDatabaseName(s), dstTables.includes(t)), sync);
-            report.rows += r.rows;
-            report.chunks += r.chunks;
-            report.mismatches.push(...r.mismatches);
-          }
+    await this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      // While the subscription runs, a table may differ only because the target has not applied
+      // the last writes yet: wait for the target to reach the source's position, then compare again.
+      const sync = (await this.subscriptionExists(dst, move)) ? () => this.waitApplied(src, dst, move) : undefined;
+      const shards = this.shards(move);
+      const [onSrc, onDst] = await Promise.all([
+        this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
+        this.presentIn(dst, shards.map((x) => shardDatabaseName(x))),
+      ]);
+      for (const s of shards) {
+        // The source's copy is the fenced one once the fence holds, the live one before.
+        const moved = onSrc.get(movedSchema(s))!;
+        const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
+        const srcTables = moved.length > 0 ? moved : onSrc.get(srcNs)!;
+        const dstTables = onDst.get(shardDatabaseName(s))!;
+        report.shards++;
+        const tables = this.tables.filter((t) => srcTables.includes(t) || dstTables.includes(t));
+        const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
+        // Whole tables first, both sides at once: one round trip each in the usual, clean case.
+        const totals = () => Promise.all([
+          tableAggregates(src, srcTables.map((t) => ({ name: t, table: `${qi(srcNs)}.${qi(t)}` }))),
+          tableAggregates(dst, dstTables.map((t) => ({ name: t, table: `${qi(shardDatabaseName(s))}.${qi(t)}` }))),
+        ]);
+        let [a, b] = await totals();
+        if (sync !== undefined && tables.some((t) => !sameAggregate(a.get(t), b.get(t)))) {
+          await sync();
+          [a, b] = await totals();
         }
-      } finally {
-        await dst.end().catch(() => undefined);
+        for (const t of tables) {
+          report.tables++;
+          if (sameAggregate(a.get(t), b.get(t))) {
+            report.rows += a.get(t)?.rows ?? 0;
+            report.chunks++;
+            continue;
+          }
+          const r = await compareChunks(s, t, side(src, srcNs, t, srcTables.includes(t)), side(dst, shardDatabaseName(s), t, dstTables.includes(t)), sync);
+          report.rows += r.rows;
+          report.chunks += r.chunks;
+          report.mismatches.push(...r.mismatches);
+        }
       }
-    } finally {
-      await src.end().catch(() => undefined);
-    }
+    }));
     return report;
   }
 
-  /** Bumps the marker on the source and waits (bounded) until the target applied it. */
-  private async waitApplied(src: Client, dst: Client, move: MoveRecord): Promise<void> {
+  /**
+   * Bumps the marker row on the source and waits until the target applied it: logical
+   * replication applies commits in order, so the target then holds everything the source
+   * committed before. `required` (the catch-up): a missing marker or a timeout is an error;
+   * otherwise (verify's recheck) they only end the wait.
+   */
+  private async waitApplied(src: Client, dst: Client, move: MoveRecord, required = false): Promise<void> {
     const { rows: [m] } = await src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`);
-    if (m === undefined) return;
-    const deadline = Date.now() + (this.options.catchUpTimeoutMs ?? 60_000);
-    while (Date.now() < deadline) {
+    if (m === undefined) {
+      if (required) throw new ShardKitError('INTERNAL', `the marker row of move ${move.id} is missing on ${move.source.master}`);
+      return;
+    }
+    const limit = this.options.catchUpTimeoutMs ?? 60_000;
+    const deadline = Date.now() + limit;
+    for (;;) {
       const { rows } = await dst.query<{ n: string }>(`SELECT n::text AS n FROM ${this.markerTable(move)} WHERE id = 1`);
       if (rows.length > 0 && BigInt(rows[0]!.n) >= BigInt(m.n)) return;
-      await sleep(10);
+      if (Date.now() > deadline) {
+        if (required) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} did not apply the source's last writes within ${limit} ms (subscription ${replicationName(move.id)})`);
+        return;
+      }
+      await sleep(5);
     }
   }
 
@@ -426,6 +486,7 @@ export class PostgresMoveEngine implements MoveEngine {
   }
 
   async dropMoved(move: MoveRecord): Promise<number> {
+    await this.afterSwitch(move);
     let dropped = 0;
     await this.withConn(move.source.master, async (c) => {
       for (const s of this.shards(move)) {
@@ -444,12 +505,11 @@ export class PostgresMoveEngine implements MoveEngine {
     return dropped;
   }
 
-  async close(): Promise<void> {}
-}
-
-async function serialSequence(c: Client, table: string, column: string): Promise<string | undefined> {
-  const { rows: [r] } = await c.query<{ s: string | null }>('SELECT pg_get_serial_sequence($1, $2) AS s', [table, column]);
-  return r?.s ?? undefined;
+  async close(): Promise<void> {
+    const all = [...this.idle.values()];
+    this.idle.clear();
+    await Promise.all(all.map((c) => c.end().catch(() => undefined)));
+  }
 }
 
 /** Drops a subscription and its slot on the source; when the source cannot be reached, drops it here only (the slot is dropped later by dropSlot). */

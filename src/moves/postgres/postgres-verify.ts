@@ -11,7 +11,7 @@ export interface TableSide {
   table: string;
 }
 
-interface Aggregate {
+export interface Aggregate {
   rows: number;
   hash: string;
 }
@@ -101,35 +101,39 @@ const same = (a: Aggregate, b: Aggregate): boolean => a.rows === b.rows && a.has
 const keyText = (k: string[]): string => (k.length === 1 ? k[0]! : `(${k.join(',')})`);
 
 /**
- * Compares one table of a shard between the source `a` and the target `b`. First the whole
- * table's aggregate on each side (one query each: the usual, clean case); when they differ,
- * primary-key chunks of the source (CHUNK_ROWS rows, the last one open-ended so rows only on the
- * target are found too) are compared the same way, and in a differing one the rows themselves:
- * the report names the first and last key that differ. `sync`, when
+ * The hash aggregate of whole tables, all in one statement (one round trip for a shard: verify
+ * runs while services hold writes).
+ */
+export async function tableAggregates(c: pg.Client, tables: Array<{ name: string; table: string }>): Promise<Map<string, Aggregate>> {
+  const out = new Map<string, Aggregate>();
+  if (tables.length === 0) return out;
+  const sql = tables.map((t, i) => `SELECT ${i} AS i, ${AGGREGATE} FROM ${t.table} x`).join(' UNION ALL ');
+  const { rows } = await c.query<{ i: number; n: string; h: string }>(sql);
+  for (const r of rows) out.set(tables[r.i]!.name, { rows: Number(r.n), hash: r.h });
+  return out;
+}
+
+export const sameAggregate = (a: Aggregate | undefined, b: Aggregate | undefined): boolean =>
+  same(a ?? { rows: 0, hash: '0' }, b ?? { rows: 0, hash: '0' });
+
+/**
+ * Compares one table of a shard, whose totals differ, between the source `a` and the target
+ * `b`: primary-key chunks of the source (CHUNK_ROWS rows, the last one open-ended so rows only
+ * on the target are found too) are compared with the hash aggregate, and in a differing chunk
+ * the rows themselves: the report names the first and last key that differ. `sync`, when
  * given, waits until the target has applied what the source holds (a move still replicating):
  * a difference is rechecked after it before it counts.
  */
-export async function compareTable(shard: number, table: string, a: TableSide | undefined, b: TableSide | undefined, sync?: () => Promise<void>): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
-  let ta = await aggregate(a, [], undefined, undefined);
-  let tb = await aggregate(b, [], undefined, undefined);
-  if (!same(ta, tb) && sync !== undefined) {
-    await sync();
-    ta = await aggregate(a, [], undefined, undefined);
-    tb = await aggregate(b, [], undefined, undefined);
-  }
-  if (same(ta, tb)) return { rows: ta.rows, chunks: 1, mismatches: [] };
-
+export async function compareChunks(shard: number, table: string, a: TableSide | undefined, b: TableSide | undefined, sync?: () => Promise<void>): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.table);
   const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
   let after: string[] | undefined;
   for (;;) {
     const hi = a === undefined ? undefined : await chunkEnd(a, keys, after);
-    let ca = await aggregate(a, keys, after, hi);
-    let cb = await aggregate(b, keys, after, hi);
+    let [ca, cb] = await Promise.all([aggregate(a, keys, after, hi), aggregate(b, keys, after, hi)]);
     if (!same(ca, cb) && sync !== undefined) {
       await sync();
-      ca = await aggregate(a, keys, after, hi);
-      cb = await aggregate(b, keys, after, hi);
+      [ca, cb] = await Promise.all([aggregate(a, keys, after, hi), aggregate(b, keys, after, hi)]);
     }
     out.chunks++;
     out.rows += ca.rows;
