@@ -8,8 +8,10 @@
  *   the mod-shard tables stay on the source, ids continue past the source's;
  * - kill -9 of the mover after the fence, then --abort restores the source, and (another run)
  *   --resume completes; verify is clean, then names a row changed by hand (exit 3);
- * - bad input: one line, exit non-zero, nothing changed;
- * - a source without wal_level=logical is refused with a clear error, nothing changed.
+ * - bad input: one line, exit non-zero, nothing changed (also a range already moving);
+ * - a source without wal_level=logical is refused with a clear error, and a target that already
+ *   holds rows of the moving shards is refused and keeps them (the abort drops only what the move
+ *   itself created).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,6 +28,12 @@ import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import { resolveSchema } from '../../src/config/config.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
+import { isShardKitError } from '../../src/errors.js';
+import { runMove } from '../../src/moves/move-runner.js';
+import { PostgresMoveEngine } from '../../src/moves/postgres/postgres-move-engine.js';
+import { PostgresInstance } from '../../src/ops/postgres/postgres-instance.js';
+import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
+import { ShardMap } from '../../src/topology/shard-map.js';
 import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { ackedAfter, newLedger, writeLoad } from '../failover/ledger.js';
 
@@ -224,4 +232,46 @@ describe('moves on PostgreSQL: shards move|verify|drop-moved with logical replic
     assert.match(dirty.stdout, new RegExp(`MISMATCH shard 2 pins keys ${changed}\\.\\.${changed}:`));
   });
 
+
+  test('refused before anything moves: a source without wal_level=logical, a target that already holds rows of the moving shards (kept); the source serves on', async () => {
+    const config = c.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    // Test servers run with the default wal_level (replica).
+    const plain = await PostgresInstance.start({ databases: ['shardkit'] });
+    try {
+      const hosts = { ...config.hosts, OLD001A: { host: plain.host, port: plain.port } };
+      const engine = new PostgresMoveEngine({ hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config) });
+      const mapOn = (master: string) => ShardMap.fromJSON({
+        version: 1,
+        ranges: [{ range: [0, 3], master, open: true }],
+        modShards: { count: 4, ranges: [{ range: [0, 3], master: 'PG001A', slave: 'PG001B' }] },
+      });
+      try {
+        const store = new MemoryTopologyStore({ backing: new MemoryTopologyBacking(mapOn('OLD001A')) });
+        await assert.rejects(runMove({ store, engine, hosts: Object.keys(hosts), start: { span: { first: 0, last: 1 }, target: { master: 'PG001A' } } }),
+          (err) => isShardKitError(err, 'INVALID_CONFIG') && /wal_level=replica/.test(err.message) && /wal_level=logical/.test(err.message));
+        assert.deepEqual((await store.read())!.moves(), []);
+        assert.equal((await store.read())!.locate(0).master, 'OLD001A');
+        await store.close();
+
+        // PG001A (the mod shards' master) gets a pins table with a row in db00000: a leftover the move must not overwrite or drop.
+        await sql('PG001A', 'CREATE TABLE db00000.pins (local_id BIGINT PRIMARY KEY, data TEXT NOT NULL, ts BIGINT NOT NULL)');
+        await sql('PG001A', "INSERT INTO db00000.pins VALUES (1, '{}', 0)");
+        const sourceRows = await ids('PG002A', db(0));
+        const store2 = new MemoryTopologyStore({ backing: new MemoryTopologyBacking(mapOn('PG002A')) });
+        await assert.rejects(runMove({ store: store2, engine, hosts: Object.keys(hosts), start: { span: { first: 0, last: 1 }, target: { master: 'PG001A' } } }),
+          (err) => isShardKitError(err, 'ALREADY_EXISTS') && /db00000\.pins on the target PG001A already holds rows/.test(err.message));
+        assert.deepEqual(await ids('PG001A', db(0)), ['1'], 'the target keeps its rows');
+        assert.deepEqual(await ids('PG002A', db(0)), sourceRows, 'the source is untouched');
+        assert.deepEqual(await replicationLeft(), []);
+        assert.deepEqual((await store2.read())!.moves(), []);
+        await store2.close();
+        await sql('PG001A', 'DROP TABLE db00000.pins');
+      } finally {
+        await engine.close();
+      }
+    } finally {
+      await plain.stop();
+    }
+  });
 });

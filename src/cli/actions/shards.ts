@@ -8,7 +8,7 @@ import { MariadbMoveEngine } from '../../moves/mariadb/mariadb-move-engine.js';
 import { fleetTables } from '../../storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
-import { PostgresMoveEngine } from '../../moves/postgres/postgres-move-engine.js';
+import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../../moves/postgres/postgres-move-engine.js';
 import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-engine.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { DevCluster } from '../../ops/dev/dev-cluster.js';
@@ -36,12 +36,6 @@ export interface MoveCommandOptions extends CommonOptions {
 
 export type VerifyCommandOptions = CommonOptions;
 export type DropMovedOptions = CommonOptions;
-
-/**
- * PostgreSQL: the freeze starts when the move's slot has confirmed all but this much of the
- * source's WAL (what is left is applied under the freeze, in the catch-up).
- */
-const POSTGRES_MAX_LAG_BYTES = 4 * 1024 * 1024;
 
 /** Exit code when verify found copies that differ. */
 export const EXIT_MISMATCH = 3;
@@ -82,7 +76,7 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     const storage = config.storage;
     const engine = new PostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
     return {
-      store, engine, hosts, map, maxLag: POSTGRES_MAX_LAG_BYTES,
+      store, engine, hosts, map, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       // A move's source and target only (a master and its standby are one physical copy).
       compare: async (s, _pair, move) => (move === undefined ? undefined : engine.verify({ ...move, range: [s, s] })),
       close: async () => {

@@ -82,7 +82,7 @@ export function register(program: Command): void {
 
   dev
     .command('add-pair')
-    .description('Start one more empty master/slave pair in the dev cluster (the target of a shard move), add it to DIR/shardkit.json hosts (not to the map) and print its names; its master stays read-only until the map names it master')
+    .description('Start one more empty master/slave pair in the dev cluster (the target of a shard move), add it to DIR/shardkit.json hosts (not to the map) and print its names; MariaDB: its master stays read-only until the map names it master; PostgreSQL (dev up --engine postgres): a writable master and a streaming standby, ready to be a shard move\'s target')
     .requiredOption('--dir <dir>', 'directory given to `dev up`')
     .option('--json', 'print {pair, master, slave}')
     .action(action(async (opts: { dir: string; json?: boolean }) => (await import('../actions/dev.js')).devAddPairCommand(opts)));

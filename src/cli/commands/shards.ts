@@ -30,11 +30,19 @@ master and slave, then a replication connection move_<id> on the target master; 
 until its lag is small. Then the fence renames the tables into dbNNNNN_moved on the source
 master (waiting for transactions in flight), the target catches up (MASTER_GTID_WAIT), and the
 copies are verified before the switch. Without admin access the copy runs under the freeze:
-choose --hold-ms to cover it. PostgreSQL is not supported by this command yet.
+choose --hold-ms to cover it.
+PostgreSQL (storage backend postgres; the source needs wal_level=logical): a publication of the
+shards' object tables on the source master and a subscription on the target master copy and
+then stream every change before the freeze; the freeze waits until the lag is under 4 MiB. The
+fence moves the tables into dbNNNNN_moved on the source (waiting for transactions in flight),
+the target applies a marker row written after it, sequences are set past the source's, verify
+compares hash aggregates, then the switch; the subscription is dropped after it.
 
 Example:
   shardkit shards move 0..3 --to MySQL002A --to-slave MySQL002B --data ./data
-  shardkit shards drop-moved --data ./data`)
+  shardkit shards drop-moved --data ./data
+  shardkit dev up --engine postgres --dir ./pg && shardkit dev add-pair --dir ./pg
+  shardkit shards move 0..3 --to PG002A --to-slave PG002B --config ./pg/shardkit.json --data ./pg`)
     .action(action(async (span: string, opts: MoveCommandOptions) => (await import('../actions/shards.js')).moveCommand(span, opts)));
 
   common(shards.command('verify <first..last>'))
@@ -47,6 +55,6 @@ are checked again, then reported with table, key range and the row counts of eac
     .action(action(async (span: string, opts: VerifyCommandOptions) => (await import('../actions/shards.js')).verifyCommand(span, opts)));
 
   common(shards.command('drop-moved'))
-    .description('Remove what the old hosts still hold of switched moves (fenced shard files; MariaDB: the dbNNNNN_moved databases), then forget those moves')
+    .description('Remove what the old hosts still hold of switched moves (fenced shard files; MariaDB: the dbNNNNN_moved databases; PostgreSQL: the dbNNNNN_moved schemas), then forget those moves')
     .action(action(async (opts: DropMovedOptions) => (await import('../actions/shards.js')).dropMovedCommand(opts)));
 }

@@ -28,9 +28,18 @@ export interface PostgresMoveEngineOptions {
   schema: SchemaDef;
   /** How long the fence waits for transactions in flight on the moving tables (lock_timeout). Default 10 s. */
   lockTimeoutMs?: number;
+  /** The initial copy is given up when no table finished copying for this long. Default 5 min. */
+  copyStallMs?: number;
   /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
   catchUpTimeoutMs?: number;
 }
+
+/**
+ * The lag limit callers give the runner (maxLag): the freeze starts when the move's slot has
+ * confirmed all but this much of the source's WAL. What is left is applied under the freeze,
+ * before the catch-up's marker arrives; WAL of other shards counts too, so the limit is not 0.
+ */
+export const POSTGRES_MOVE_MAX_LAG_BYTES = 4 * 1024 * 1024;
 
 /** Schema of the per-move marker tables, on the source and the target. */
 const MARKER_SCHEMA = 'shardkit_moves';
@@ -255,7 +264,12 @@ export class PostgresMoveEngine implements MoveEngine {
         // Cannot run in a transaction block; creates the slot on the source and starts the copy.
         await dst.query(`CREATE SUBSCRIPTION ${qi(name)} CONNECTION ${ql(this.conninfo(move.source.master))} PUBLICATION ${qi(name)} WITH (copy_data = true, slot_name = ${ql(name)})`);
       }
-      // Every table's initial copy done ('r': ready, streaming with the apply worker).
+      // Every table's initial copy done ('r': ready, streaming with the apply worker). A failed
+      // table copy is retried by the server itself (a busy source, a worker limit): the move
+      // gives up only when no table got ready for copyStallMs, saying how many errors it saw.
+      const stallMs = this.options.copyStallMs ?? 300_000;
+      let lastReady = -1;
+      let progressAt = Date.now();
       for (;;) {
         const { rows: [st] } = await dst.query<{ total: string; ready: string; errors: string }>(
           `SELECT count(*)::text AS total, count(*) FILTER (WHERE r.srsubstate = 'r')::text AS ready,
@@ -264,8 +278,13 @@ export class PostgresMoveEngine implements MoveEngine {
         const total = Number(st?.total ?? 0);
         const ready = Number(st?.ready ?? 0);
         onProgress?.(ready, total);
-        if (Number(st?.errors ?? 0) > 0) throw new ShardKitError('INTERNAL', `the subscription on ${move.target.master} reports replication errors while copying from ${move.source.master}: see the target's server log`);
         if (total > 0 && ready === total) break;
+        if (ready !== lastReady) {
+          lastReady = ready;
+          progressAt = Date.now();
+        } else if (Date.now() - progressAt > stallMs) {
+          throw new ShardKitError('SHARD_UNAVAILABLE', `the initial copy from ${move.source.master} to ${move.target.master} made no progress for ${stallMs} ms (${ready} of ${total} tables copied, ${st?.errors ?? 0} replication error(s): see the target's server log)`);
+        }
         await sleep(100);
       }
     });
@@ -390,33 +409,39 @@ export class PostgresMoveEngine implements MoveEngine {
         this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
         this.presentIn(dst, shards.map((x) => shardDatabaseName(x))),
       ]);
-      for (const s of shards) {
-        // The source's copy is the fenced one once the fence holds, the live one before.
+      // The source's copy is the fenced one once the fence holds, the live one before.
+      const plan = shards.map((s) => {
         const moved = onSrc.get(movedSchema(s))!;
         const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
         const srcTables = moved.length > 0 ? moved : onSrc.get(srcNs)!;
         const dstTables = onDst.get(shardDatabaseName(s))!;
+        return { s, srcNs, srcTables, dstTables, tables: this.tables.filter((t) => srcTables.includes(t) || dstTables.includes(t)) };
+      });
+      const key = (s: number, t: string) => `${s}.${t}`;
+      // Whole tables first, every shard's in one statement per side, both sides at once: two
+      // round trips in the usual, clean case (this runs while services hold writes).
+      const totals = () => Promise.all([
+        tableAggregates(src, plan.flatMap((p) => p.srcTables.map((t) => ({ name: key(p.s, t), table: `${qi(p.srcNs)}.${qi(t)}` })))),
+        tableAggregates(dst, plan.flatMap((p) => p.dstTables.map((t) => ({ name: key(p.s, t), table: `${qi(shardDatabaseName(p.s))}.${qi(t)}` })))),
+      ]);
+      let [a, b] = await totals();
+      const differs = () => plan.some((p) => p.tables.some((t) => !sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))));
+      if (sync !== undefined && differs()) {
+        await sync();
+        [a, b] = await totals();
+      }
+      const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
+      for (const p of plan) {
         report.shards++;
-        const tables = this.tables.filter((t) => srcTables.includes(t) || dstTables.includes(t));
-        const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
-        // Whole tables first, both sides at once: one round trip each in the usual, clean case.
-        const totals = () => Promise.all([
-          tableAggregates(src, srcTables.map((t) => ({ name: t, table: `${qi(srcNs)}.${qi(t)}` }))),
-          tableAggregates(dst, dstTables.map((t) => ({ name: t, table: `${qi(shardDatabaseName(s))}.${qi(t)}` }))),
-        ]);
-        let [a, b] = await totals();
-        if (sync !== undefined && tables.some((t) => !sameAggregate(a.get(t), b.get(t)))) {
-          await sync();
-          [a, b] = await totals();
-        }
-        for (const t of tables) {
+        for (const t of p.tables) {
           report.tables++;
-          if (sameAggregate(a.get(t), b.get(t))) {
-            report.rows += a.get(t)?.rows ?? 0;
+          if (sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))) {
+            report.rows += a.get(key(p.s, t))?.rows ?? 0;
             report.chunks++;
             continue;
           }
-          const r = await compareChunks(s, t, side(src, srcNs, t, srcTables.includes(t)), side(dst, shardDatabaseName(s), t, dstTables.includes(t)), sync);
+          // Only a table that differs is read in chunks, to name the rows.
+          const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync);
           report.rows += r.rows;
           report.chunks += r.chunks;
           report.mismatches.push(...r.mismatches);
@@ -456,6 +481,11 @@ export class PostgresMoveEngine implements MoveEngine {
     // Target first: its copies never served (the switch did not happen); then the source serves again.
     await this.withConn(move.target.master, async (c) => {
       await dropSubscription(c, name);
+      // The target's tables are this move's only if its marker table is there: prepare creates
+      // both in one transaction. Without it (prepare refused a target that holds rows, or never
+      // got that far) the target's tables are someone else's data and stay.
+      const { rows: ours } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
+      if (ours.length === 0) return;
       for (const s of this.shards(move)) {
         const tables = await this.present(c, shardDatabaseName(s));
         if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);

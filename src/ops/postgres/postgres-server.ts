@@ -19,6 +19,8 @@ export interface PostgresServerSpec {
  * (src/moves/postgres) publishes the moving shards' tables from the source master and subscribes
  * on the target master; it also serves streaming standbys. Wal senders and slots: one per
  * standby, one per move's subscription plus its initial-copy workers (each a temporary slot).
+ * A standby needs max_wal_senders and max_worker_processes at least its primary's: every dev
+ * server gets the same settings.
  * hot_standby lets `dev status` read a standby.
  */
 const SETTINGS: Record<string, string | number> = {
@@ -26,8 +28,13 @@ const SETTINGS: Record<string, string | number> = {
   shared_buffers: '16MB',
   max_connections: 100,
   wal_level: 'logical',
-  max_wal_senders: 16,
-  max_replication_slots: 16,
+  max_wal_senders: 20,
+  max_replication_slots: 20,
+  // On a move's target: the initial copy runs one table per sync worker, each with its own
+  // temporary slot and wal sender on the source.
+  max_worker_processes: 16,
+  max_logical_replication_workers: 10,
+  max_sync_workers_per_subscription: 4,
   wal_keep_size: '64MB',
   hot_standby: 'on',
   logging_collector: 'off',
