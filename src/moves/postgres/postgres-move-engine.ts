@@ -277,7 +277,9 @@ export class PostgresMoveEngine implements MoveEngine {
            FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid WHERE s.subname = $1 GROUP BY s.oid`, [name]);
         const total = Number(st?.total ?? 0);
         const ready = Number(st?.ready ?? 0);
-        onProgress?.(ready, total);
+        // Reported in shards (the dashboard shows shards done): the share of tables copied.
+        const shards = this.shards(move).length;
+        onProgress?.(total === 0 ? 0 : Math.floor((ready / total) * shards), shards);
         if (total > 0 && ready === total) break;
         if (ready !== lastReady) {
           lastReady = ready;
@@ -344,7 +346,7 @@ export class PostgresMoveEngine implements MoveEngine {
       // After a resumed catch-up that already finished, the subscription may be gone (afterSwitch): nothing to wait for.
       if (await this.subscriptionExists(dst, move)) await this.waitApplied(src, dst, move, true);
       await this.advanceSequences(src, dst, move);
-      onProgress?.(1, 1);
+      onProgress?.(this.shards(move).length, this.shards(move).length);
       // The subscription stays until afterSwitch: dropping it here would lengthen the write pause,
       // and nothing flows through it any more (the source is fenced).
     }));

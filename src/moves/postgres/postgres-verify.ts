@@ -34,16 +34,22 @@ async function primaryKey(c: pg.Client, table: string): Promise<string[]> {
   return rows.map((r) => r.col);
 }
 
-/** Rows of `side` with key in (after, hi] (either bound open when undefined). */
-async function aggregate(side: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined): Promise<Aggregate> {
-  if (side === undefined) return { rows: 0, hash: '0' };
+/** ` WHERE` clause (or '') and parameters for keys in (after, hi], either bound open when undefined. */
+function keyRange(keys: string[], after: string[] | undefined, hi: string[] | undefined): { where: string; params: string[] } {
   const tuple = `(${keys.map(qi).join(', ')})`;
   const params: string[] = [];
   const bound = (vals: string[]) => `(${vals.map((v) => { params.push(v); return `$${params.length}`; }).join(', ')})`;
   const where: string[] = [];
   if (after !== undefined) where.push(`${tuple} > ${bound(after)}`);
   if (hi !== undefined) where.push(`${tuple} <= ${bound(hi)}`);
-  const { rows: [r] } = await side.c.query<{ n: string; h: string }>(`SELECT ${AGGREGATE} FROM ${side.table} x${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`, params);
+  return { where: where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '', params };
+}
+
+/** Rows of `side` with key in (after, hi] (either bound open when undefined). */
+async function aggregate(side: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined): Promise<Aggregate> {
+  if (side === undefined) return { rows: 0, hash: '0' };
+  const { where, params } = keyRange(keys, after, hi);
+  const { rows: [r] } = await side.c.query<{ n: string; h: string }>(`SELECT ${AGGREGATE} FROM ${side.table} x${where}`, params);
   return { rows: Number(r!.n), hash: r!.h };
 }
 
@@ -61,14 +67,9 @@ async function chunkEnd(side: TableSide, keys: string[], after: string[] | undef
 async function rowHashes(side: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined): Promise<Map<string, { key: string[]; hash: string }>> {
   const out = new Map<string, { key: string[]; hash: string }>();
   if (side === undefined) return out;
-  const tuple = `(${keys.map(qi).join(', ')})`;
-  const params: string[] = [];
-  const bound = (vals: string[]) => `(${vals.map((v) => { params.push(v); return `$${params.length}`; }).join(', ')})`;
-  const where: string[] = [];
-  if (after !== undefined) where.push(`${tuple} > ${bound(after)}`);
-  if (hi !== undefined) where.push(`${tuple} <= ${bound(hi)}`);
+  const { where, params } = keyRange(keys, after, hi);
   const cols = keys.map((k, i) => `${qi(k)}::text AS k${i}`).join(', ');
-  const { rows } = await side.c.query<Record<string, string>>(`SELECT ${cols}, hashtextextended(x::text, 0)::text AS h FROM ${side.table} x${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${keys.map(qi).join(', ')}`, params);
+  const { rows } = await side.c.query<Record<string, string>>(`SELECT ${cols}, hashtextextended(x::text, 0)::text AS h FROM ${side.table} x${where} ORDER BY ${keys.map(qi).join(', ')}`, params);
   for (const r of rows) {
     const key = keys.map((_, i) => r[`k${i}`]!);
     out.set(JSON.stringify(key), { key, hash: r.h! });
