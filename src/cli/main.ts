@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from 'commander';
-import { fail, EXIT_BAD_INPUT } from './run-action.js';
-import { registerCommands } from './commands/index.js';
+import { fail } from './run-action.js';
+import { runCli } from './program.js';
 
 // A reader that closed the pipe (`shardkit openapi | head -1`) has all it wanted: stop quietly
 // instead of dying on an unhandled EPIPE with a stack trace. A failed write to stderr has no one
@@ -12,20 +11,4 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
 });
 process.stderr.on('error', () => {});
 
-const program = new Command('shardkit')
-  .description('Sharded object, mapping and lookup store with 64-bit IDs, ticket servers and a wide-column store')
-  .version('0.1.0')
-  .showSuggestionAfterError(true)
-  .exitOverride()
-  .configureOutput({ writeErr: (s) => process.stderr.write(s) });
-
-try {
-  await registerCommands(program);
-  await program.parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof CommanderError) {
-    // --help and --version exit 0; commander already printed one line for usage errors.
-    process.exit(err.exitCode === 0 ? 0 : EXIT_BAD_INPUT);
-  }
-  fail(err);
-}
+await runCli(process.argv);

@@ -31,7 +31,9 @@ export function createProgress(label: string, total: number, options: ProgressOp
       },
     };
   }
-  const log = pino({ base: null }, pino.destination({ fd: 2, sync: true }));
+  // Through process.stderr (synchronous for files, pipes and TTYs on Linux, so no line is lost at
+  // exit): a command run inside a test process (test/cli/cli-harness.ts) has its progress captured.
+  const log = pino({ base: null }, { write: (line: string) => void process.stderr.write(line) });
   const interval = options.intervalMs ?? 1000;
   const started = Date.now();
   let last = 0;

@@ -152,7 +152,10 @@ test('topology split reaches a running ShardKit on the same data dir without reo
     const changed = once(kit.events, 'topology');
     const r = await cli(['topology', 'split', '4..7', '--master', 'MySQL009A', '--slave', 'MySQL009B', '--file', d.cfg]);
     assert.equal(r.code, 0, r.stderr);
-    const [map] = (await changed) as [ShardMap];
+    // The kit's watcher does not keep the process alive (by design) and the command ran in this
+    // process: a timer does, until the watcher has heard the change.
+    const alive = setInterval(() => {}, 1000);
+    const [map] = (await changed.finally(() => clearInterval(alive))) as [ShardMap];
     assert.equal(map.version, 2);
     assert.equal((await kit.shardMap()).locate(5).master, 'MySQL009A');
     const moved = await kit.objects.create('pin', { n: 2 }, { shard: 5 });

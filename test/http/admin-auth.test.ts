@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { adminAccess } from '../../src/cli/actions/serve.js';
@@ -11,10 +10,9 @@ import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { WideColumnStore } from '../../src/widecolumn/index.js';
 import { makeKit } from '../kit/kit-fixture.js';
 import { assertError } from './http-fixture.js';
-import { CLI, ensureBuilt } from '../cli/cli-harness.js';
+import { cli } from '../cli/cli-harness.js';
 
 const TOKEN = 'e3b0c44298fc1c149afbf4c8996fb924';
-ensureBuilt();
 
 async function adminApp(admin: AdminAccess) {
   const f = makeKit();
@@ -119,22 +117,14 @@ test('serve decides admin access: token file or SHARDKIT_ADMIN_TOKEN, else open 
   }
 });
 
-function cli(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, NODE_OPTIONS: '', ...env } }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
-
 test('wc --url sends SHARDKIT_ADMIN_TOKEN: without it one readable UNAUTHORIZED line, with it the command runs', async () => {
   const a = await adminApp({ kind: 'token', token: TOKEN });
   try {
     const address = await a.app.listen({ host: '127.0.0.1', port: 0 });
-    let r = await cli({ SHARDKIT_ADMIN_TOKEN: '' }, 'wc', 'compact', '--url', address);
+    let r = await cli(['wc', 'compact', '--url', address], { SHARDKIT_ADMIN_TOKEN: '' });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^shardkit: UNAUTHORIZED: admin routes need the header Authorization: Bearer .*\(from http.*\n$/);
-    r = await cli({ SHARDKIT_ADMIN_TOKEN: TOKEN }, 'wc', 'compact', '--url', address, '--json');
+    r = await cli(['wc', 'compact', '--url', address, '--json'], { SHARDKIT_ADMIN_TOKEN: TOKEN });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(typeof JSON.parse(r.stdout).removedExcessVersions, 'number');
   } finally {

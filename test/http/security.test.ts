@@ -15,7 +15,7 @@ import { buildApp, type BuildAppOptions } from '../../src/http/app.js';
 import { createToken, hashToken, TokenSet } from '../../src/http/auth-tokens.js';
 import { widecolumnDisabledRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { makeKit } from '../kit/kit-fixture.js';
-import { CLI as BUILT_CLI, ensureBuilt } from '../cli/cli-harness.js';
+import { CLI as BUILT_CLI, cli, ensureBuilt } from '../cli/cli-harness.js';
 
 async function listening(options: Omit<BuildAppOptions, 'kit'>) {
   const f = makeKit();
@@ -218,12 +218,12 @@ test('serve over TLS with tokens: curl, SIGHUP rotation, `shardkit auth token`, 
   });
   makeCertificates(dir);
   const tokens = join(dir, 'tokens');
-  const made = spawnSync(process.execPath, [...CLI, 'auth', 'token', '--scope', 'write', '--file', tokens], { encoding: 'utf8' });
-  assert.equal(made.status, 0, made.stderr);
+  const made = await cli(['auth', 'token', '--scope', 'write', '--file', tokens]);
+  assert.equal(made.code, 0, made.stderr);
   const first = made.stdout.trim();
   assert.match(first, /^sk_[A-Za-z0-9_-]{43}$/);
-  const refused = spawnSync(process.execPath, [...CLI, 'auth', 'token', '--scope', 'root', '--file', tokens], { encoding: 'utf8' });
-  assert.notEqual(refused.status, 0);
+  const refused = await cli(['auth', 'token', '--scope', 'root', '--file', tokens]);
+  assert.notEqual(refused.code, 0);
   assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
 
   const s = await serve(join(dir, 'data'), ['--tls-cert', join(dir, 'server.pem'), '--tls-key', join(dir, 'server.key'), '--auth-file', tokens]);
@@ -241,7 +241,7 @@ test('serve over TLS with tokens: curl, SIGHUP rotation, `shardkit auth token`, 
   assert.notEqual(curl([s.url.replace('https:', 'http:') + '/healthz']).status, 200);
 
   // Rotation: a new token works after SIGHUP; a removed one stops working.
-  const second = spawnSync(process.execPath, [...CLI, 'auth', 'token', '--scope', 'read', '--file', tokens], { encoding: 'utf8' }).stdout.trim();
+  const second = (await cli(['auth', 'token', '--scope', 'read', '--file', tokens])).stdout.trim();
   assert.equal(curl([...ca, '-H', `authorization: Bearer ${second}`, `${s.url}/v1/topology`]).status, 401, 'not before SIGHUP');
   s.proc.kill('SIGHUP');
   await waitFor(s, /reloaded the auth file/);

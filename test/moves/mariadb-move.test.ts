@@ -25,7 +25,8 @@ import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
 import type { MoveEvent } from '../../src/moves/move-runner.js';
 import { spawn } from 'node:child_process';
-import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+// The built binary, as before: these movers run against MariaDB servers (cli() would run them in this process).
+import { CLI, ROOT, assertBadInput, cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const SOURCE = 'MySQL001A';

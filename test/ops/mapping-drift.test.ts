@@ -4,7 +4,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,8 +14,7 @@ import { MemoryCache } from '../../src/cache/index.js';
 import type { MappingRow } from '../../src/storage/shard-backend.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { makeKit, testSchema } from '../kit/kit-fixture.js';
-import { CLI, ensureBuilt } from '../cli/cli-harness.js';
-ensureBuilt();
+import { cli, cliProcess, ensureBuilt } from '../cli/cli-harness.js';
 
 async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
   await assert.rejects(p, (err: unknown) => isShardKitError(err) && err.code === code);
@@ -148,28 +146,33 @@ test('shardkit mappings drift: exit 3 with a readable report on drift, --repair 
     const pin = await kit.objects.create('pin', {}, { near: board.id });
     await kit.mappings.add('board_has_pins', board.id, pin.id, { sequence: 7 });
     await kit.close();
-    const run = (...args: string[]) => spawnSync(process.execPath, [CLI, 'mappings', 'drift', ...args], { encoding: 'utf8' });
+    const run = (...args: string[]) => cli(['mappings', 'drift', ...args]);
 
-    const found = run('board_has_pins', 'pin_owned_by_board', '--data', dir);
-    assert.equal(found.status, 3, found.stderr);
+    const found = await run('board_has_pins', 'pin_owned_by_board', '--data', dir);
+    assert.equal(found.code, 3, found.stderr);
     assert.match(found.stdout, /1 pair of board_has_pins without their reverse in pin_owned_by_board/);
     assert.match(found.stdout, new RegExp(`missing  pin_owned_by_board ${pin.id} → ${board.id}`));
     assert.match(found.stdout, /run again with --repair/);
     assert.match(found.stderr, /"msg":"mappings drift board_has_pins pin_owned_by_board finished"/, 'progress as JSON lines off a TTY');
+    // The built binary: the same report and exit 3 (set through process.exitCode).
+    ensureBuilt();
+    const foundByBinary = await cliProcess(['mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir]);
+    const untimed = (s: string) => s.replace(/\(\d+\.\d s\)/, '(time)');
+    assert.deepEqual([foundByBinary.code, untimed(foundByBinary.stdout)], [3, untimed(found.stdout)], foundByBinary.stderr);
 
-    const fixed = run('board_has_pins', 'pin_owned_by_board', '--data', dir, '--repair', '--json');
-    assert.equal(fixed.status, 0, fixed.stderr);
+    const fixed = await run('board_has_pins', 'pin_owned_by_board', '--data', dir, '--repair', '--json');
+    assert.equal(fixed.code, 0, fixed.stderr);
     const report = JSON.parse(fixed.stdout) as { missing: number; repaired: { added: number } };
     assert.deepEqual([report.missing, report.repaired.added], [1, 1]);
-    assert.equal(run('board_has_pins', 'pin_owned_by_board', '--data', dir).status, 0);
+    assert.equal((await run('board_has_pins', 'pin_owned_by_board', '--data', dir)).code, 0);
 
     for (const args of [['nope', 'pin_owned_by_board', '--data', dir], ['board_has_pins', 'pin_owned_by_board', '--data', join(dir, 'missing')], ['board_has_pins', 'pin_owned_by_board', '--data', dir, '--page-size', '0']]) {
-      const bad = run(...args);
-      assert.equal(bad.status, 2, `${args.join(' ')}: ${bad.stderr}`);
+      const bad = await run(...args);
+      assert.equal(bad.code, 2, `${args.join(' ')}: ${bad.stderr}`);
       assert.match(bad.stderr, /^shardkit: [A-Z_]+: .+\n$/, 'one readable line');
     }
-    const help = spawnSync(process.execPath, [CLI, 'mappings', 'drift', '--help'], { encoding: 'utf8' });
-    assert.equal(help.status, 0);
+    const help = await run('--help');
+    assert.equal(help.code, 0);
     assert.match(help.stdout, /--repair/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -218,8 +221,8 @@ test('a pair that cannot be repaired (an ID of no type in the schema) is skipped
     const report = await checkMappingDrift(kit, { mapping: 'board_has_pins', reverse: 'pin_owned_by_board', repair: true });
     assert.deepEqual([report.missing, report.repaired], [1, { added: 0, removed: 0, skipped: 1 }]);
     await kit.close();
-    const res = spawnSync(process.execPath, [CLI, 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir, '--repair'], { encoding: 'utf8' });
-    assert.equal(res.status, 3, res.stdout + res.stderr);
+    const res = await cli(['mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir, '--repair']);
+    assert.equal(res.code, 3, res.stdout + res.stderr);
     assert.match(res.stdout, /1 skipped/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -244,8 +247,8 @@ test('rows stored on a shard their from ID does not name are reported apart and 
       assert.deepEqual([report.missing, report.orphans], run === 0 ? [1, 0] : [0, 0], `run ${run}`);
     }
     await kit.close();
-    const res = spawnSync(process.execPath, [CLI, 'mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir], { encoding: 'utf8' });
-    assert.equal(res.status, 3, res.stdout + res.stderr);
+    const res = await cli(['mappings', 'drift', 'board_has_pins', 'pin_owned_by_board', '--data', dir]);
+    assert.equal(res.code, 3, res.stdout + res.stderr);
     assert.match(res.stdout, /1 row stored on a shard their from ID does not name/);
     assert.match(res.stdout, new RegExp(`misplaced  pin_owned_by_board ${pin.id} → ${board.id} on shard 3`));
   } finally {

@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -9,18 +8,10 @@ import { installErrorHandler } from '../../src/http/error-handler.js';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
 import { WideColumnStore } from '../../src/widecolumn/index.js';
 import { tempDir } from './helpers.js';
-import { CLI, ensureBuilt } from '../cli/cli-harness.js';
+import { cli as runCli, cliProcess, ensureBuilt } from '../cli/cli-harness.js';
 
-ensureBuilt();
-
-/** Runs the CLI without blocking this process (a test server may be answering it). */
-function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, NODE_OPTIONS: '' } }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
+/** `shardkit <args>` in this process (cli-harness.ts): a test server here may be answering it. */
+const cli = (...args: string[]) => runCli(args);
 
 async function seed(dir: string): Promise<void> {
   const store = await WideColumnStore.open(join(dir, 'widecolumn'));
@@ -95,7 +86,9 @@ test('wc while a service holds the store: a clear STORE_LOCKED line, and --url a
   await app.register(widecolumnRoutes(store));
   try {
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
-    let r = await cli('wc', 'compact', '--data', data);
+    // Another process: the built binary (RocksDB's lock is per process).
+    ensureBuilt();
+    let r = await cliProcess(['wc', 'compact', '--data', data]);
     assert.equal(r.code, 2);
     assert.equal(r.stderr.split('\n').length, 2, 'one line');
     assert.match(r.stderr, /^shardkit: STORE_LOCKED: the wide-column store in .* is in use by another process .*--url/);
