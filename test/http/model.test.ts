@@ -9,21 +9,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { makeApp } from './http-fixture.js';
+import { mulberry32 } from '../../src/util/prng.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Obj = { [k: string]: Json };
-
-/** mulberry32: small, seedable, good enough to pick operations. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** RFC 7396, as the docs state it. */
 function mergePatch(target: Json, patch: Json): Json {
@@ -56,7 +45,7 @@ test('model: a seeded random walk over objects, mappings and lookups matches the
   const seed = Number(process.env.SHARDKIT_MODEL_SEED ?? Math.floor(Math.random() * 2 ** 31));
   const ops = Number(process.env.SHARDKIT_MODEL_OPS ?? 500);
   console.log(`model test seed ${seed} (replay: SHARDKIT_MODEL_SEED=${seed})`);
-  const random = rng(seed);
+  const random = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const chance = (p: number) => random() < p;
   const int = (n: number) => Math.floor(random() * n);

@@ -1,5 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
+import { mulberry32 } from '../../util/prng.js';
 
 export interface SeedOptions {
   url: string;
@@ -10,18 +11,6 @@ export interface SeedOptions {
 
 interface Created {
   id: string;
-}
-
-/** mulberry32: a small seeded PRNG, so the same --seed gives the same graph shape. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const WORDS = ['sourdough', 'ceramics', 'hiking', 'typography', 'aquarium', 'bonsai', 'synthwave', 'origami', 'espresso', 'woodwork', 'knitting', 'astronomy'];
@@ -71,7 +60,7 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
 /** Fills a Pinterest-like graph through the HTTP API: users, boards, pins, likes, follows. */
 export async function seedDemo(options: SeedOptions): Promise<{ users: string[]; boards: string[]; pins: string[]; requests: number }> {
   const http = new Client(options.url.replace(/\/+$/, ''));
-  const rand = prng(options.seed);
+  const rand = mulberry32(options.seed);
   const pick = <T>(list: T[]): T => list[Math.floor(rand() * list.length)]!;
   const boardsPerUser = 3;
   const pinsPerBoard = 8;
