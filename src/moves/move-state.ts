@@ -1,5 +1,5 @@
 import { isShardKitError, ShardKitError } from '../errors.js';
-import { mergeAdjacent, refuseMoving, type ShardSpan } from '../topology/map-edits.js';
+import { carveSpan, refuseMoving, type ShardSpan } from '../topology/map-edits.js';
 import { MOVE_ID_PATTERN, ShardMap, type HostPair, type MovePhase, type MoveRecord, type RangeFreeze, type ShardMapJson, type ShardRange } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import { activeFreeze } from '../topology/range-freeze.js';
@@ -118,23 +118,6 @@ export function advanceMove(map: ShardMap, id: string, from: readonly MovePhase[
   return replaceMove(map.toJSON(), id, (r) => ({ ...r, phase: to, updatedAt: now, ...(detail !== undefined ? { detail: { ...r.detail, ...detail } } : {}) }));
 }
 
-/** Sets `edit` on the shards of `span`, splitting ranges at its edges, then merges neighbours. */
-function carve(ranges: readonly ShardRange[], span: { first: number; last: number }, edit: (r: ShardRange) => ShardRange): ShardRange[] {
-  const out: ShardRange[] = [];
-  const copy = (r: ShardRange, lo: number, hi: number): ShardRange => ({ ...r, range: [lo, hi] });
-  for (const r of ranges) {
-    const [lo, hi] = r.range;
-    if (hi < span.first || lo > span.last) {
-      out.push(copy(r, lo, hi));
-      continue;
-    }
-    if (lo < span.first) out.push(copy(r, lo, span.first - 1));
-    out.push(edit(copy(r, Math.max(lo, span.first), Math.min(hi, span.last))));
-    if (hi > span.last) out.push(copy(r, span.last + 1, hi));
-  }
-  return mergeAdjacent(out);
-}
-
 function onSource(map: ShardMap, m: MoveRecord): boolean {
   for (let s = m.range[0]; s <= m.range[1]; ) {
     const r = map.rangeOf(s);
@@ -156,7 +139,7 @@ export function freezeMove(map: ShardMap, id: string, now = Date.now(), from: re
   if (!onSource(map, m)) throw new ShardKitError('VERSION_CONFLICT', `shards ${spanText({ first: m.range[0], last: m.range[1] })} are no longer all on ${m.source.master}: move ${id} cannot freeze them`);
   const freeze: RangeFreeze = { id, source: m.source, target: m.target, frozenAt: now, holdMs: m.holdMs };
   const json = map.toJSON();
-  const ranges = carve(json.ranges, { first: m.range[0], last: m.range[1] }, (r) => ({ ...r, frozen: freeze }));
+  const ranges = carveSpan(json.ranges, { first: m.range[0], last: m.range[1] }, (r) => ({ ...r, frozen: freeze }));
   const phase: MovePhase = m.phase === 'fenced' ? 'fenced' : 'frozen';
   return replaceMove({ ...json, ranges }, id, (r) => ({ ...r, phase, updatedAt: now }));
 }
@@ -176,7 +159,7 @@ export function switchMove(map: ShardMap, id: string, now = Date.now()): ShardMa
   }
   if (m.phase !== 'fenced') throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}: the cutover needs the source fenced first`, { details: { moveId: id, phase: m.phase } });
   const json = map.toJSON();
-  const ranges = carve(json.ranges, span, (x) => {
+  const ranges = carveSpan(json.ranges, span, (x) => {
     const out: ShardRange = { range: x.range, master: m.target.master };
     if (m.target.slave !== undefined) out.slave = m.target.slave;
     if (x.open !== undefined) out.open = x.open;
@@ -197,7 +180,7 @@ export function abortMove(map: ShardMap, id: string): ShardMapJson {
   const m = requireMove(map, id);
   if (m.phase === 'switched') throw new ShardKitError('VERSION_CONFLICT', `move ${id} has already switched to ${m.target.master}: it cannot be aborted (move the shards back instead)`, { details: { moveId: id } });
   const json = map.toJSON();
-  const ranges = carve(json.ranges, { first: m.range[0], last: m.range[1] }, (r) => {
+  const ranges = carveSpan(json.ranges, { first: m.range[0], last: m.range[1] }, (r) => {
     if (r.frozen?.id !== id) return r;
     const { frozen: _frozen, ...rest } = r;
     return rest;

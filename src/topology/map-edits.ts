@@ -58,8 +58,12 @@ export function refuseMoving(map: ShardMap, span: ShardSpan, what = 'shards'): v
   }
 }
 
-/** Applies `edit` to the shards of `span`, splitting the ranges at its edges; ranges must be sorted. */
-function carve(ranges: readonly ShardRange[], span: ShardSpan, edit: (r: ShardRange) => ShardRange): ShardRange[] {
+/**
+ * Applies `edit` to the shards of `span`, splitting the ranges at its edges, then merges
+ * neighbours that came out alike; ranges must be sorted. The map edits here and the moves'
+ * freeze/switch/abort (src/moves/move-state.ts) all change a span this way.
+ */
+export function carveSpan(ranges: readonly ShardRange[], span: ShardSpan, edit: (r: ShardRange) => ShardRange): ShardRange[] {
   const out: ShardRange[] = [];
   for (const r of ranges) {
     const [lo, hi] = r.range;
@@ -144,7 +148,7 @@ export function moveShards(map: ShardMap, span: ShardSpan, pair: HostPair, optio
   if (span.last > home.range[1]) {
     bad(`${what} ${spanText(span)} span two ranges (${home.range[0]}..${home.range[1]} ends at ${home.range[1]}): split one range at a time`);
   }
-  const next = carve(ranges, span, (r) => withPair(r, pair));
+  const next = carveSpan(ranges, span, (r) => withPair(r, pair));
   return mod ? { ...json, modShards: { count: json.modShards.count, ranges: next } } : { ...json, ranges: next };
 }
 
@@ -159,12 +163,12 @@ export function setOpen(map: ShardMap, span: ShardSpan, open: boolean, pair?: Ho
   refuseMoving(map, { first: span.first, last: Math.min(span.last, last) });
   if (span.last <= last) {
     if (pair !== undefined) bad(`--master/--slave only name the hosts of new shards past ${last}; ${spanText(span)} already exist (use topology split to move them)`);
-    return { ...json, ranges: carve(json.ranges, span, (r) => ({ ...r, open })) };
+    return { ...json, ranges: carveSpan(json.ranges, span, (r) => ({ ...r, open })) };
   }
   if (pair === undefined) bad(`shards ${spanText(span)} go past the last shard of the map, ${last}: adding shards needs --master (and --slave) for them`);
   checkPair(pair);
   if (span.first > last + 1) bad(`shards ${last + 1}..${span.first - 1} would be left uncovered: start the range at ${last + 1}`);
-  const existing = span.first <= last ? carve(json.ranges, { first: span.first, last }, (r) => ({ ...r, open })) : json.ranges;
+  const existing = span.first <= last ? carveSpan(json.ranges, { first: span.first, last }, (r) => ({ ...r, open })) : json.ranges;
   const added: ShardRange = { range: [last + 1, span.last], master: pair.master, ...(pair.slave !== undefined ? { slave: pair.slave } : {}), open };
   return { ...json, ranges: mergeAdjacent([...existing, added]) };
 }
