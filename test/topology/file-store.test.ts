@@ -170,11 +170,14 @@ test('file store: watch started before the directory exists hears the first writ
   const path = join(dir, 'topology.json');
   const store = new FileTopologyStore({ path, pollIntervalMs: 100 });
   const seen: number[] = [];
+  // The bound is armed once the write is done (starting a tsx child can take long on a loaded
+  // machine) and is generous: the test is about hearing the write at all, not how fast.
+  let timer: NodeJS.Timeout | undefined;
+  let arm = (): void => undefined;
   const got = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`never heard the write (saw ${JSON.stringify(seen)})`)), 15_000);
+    arm = () => (timer = setTimeout(() => reject(new Error(`never heard the write (saw ${JSON.stringify(seen)})`)), 120_000));
     store.watch((m) => {
       seen.push(m.version);
-      clearTimeout(timer);
       resolve();
     });
   });
@@ -182,7 +185,9 @@ test('file store: watch started before the directory exists hears the first writ
   const writer = await startWriter(path);
   try {
     assert.deepEqual(await writer.write(sampleMapJson('first'), 0), { ok: true, version: 1 });
+    arm();
     await got;
+    clearTimeout(timer);
     assert.deepEqual(seen, [1]);
   } finally {
     await writer.close();
@@ -196,8 +201,10 @@ test('file store: with fs events off, the poll alone delivers another process\'s
   const store = new FileTopologyStore({ path, pollIntervalMs: 50, fsEvents: false });
   const seen: number[] = [];
   let guard: NodeJS.Timeout | undefined;
+  let arm = (): void => undefined;
   const done = new Promise<void>((resolve, reject) => {
-    guard = setTimeout(() => reject(new Error(`poll never delivered version 3 (saw ${JSON.stringify(seen)})`)), 15_000);
+    // Armed after the writes, generous: the test is about order and delivery, not speed.
+    arm = () => (guard = setTimeout(() => reject(new Error(`poll never delivered version 3 (saw ${JSON.stringify(seen)})`)), 120_000));
     store.watch((m) => {
       seen.push(m.version);
       if (m.version >= 3) resolve();
@@ -206,6 +213,7 @@ test('file store: with fs events off, the poll alone delivers another process\'s
   const writer = await startWriter(path);
   try {
     for (let v = 0; v < 3; v++) assert.equal((await writer.write(sampleMapJson(`p${v}`), v)).ok, true);
+    arm();
     await done;
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! > seen[i - 1]!, JSON.stringify(seen));
     assert.equal(seen.at(-1), 3);
@@ -230,7 +238,8 @@ test('file store: an idle watcher does not keep the process alive', async () => 
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const exitCode = await new Promise<number | null>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the watching process did not exit on its own')), 20_000);
+    // Generous: a tsx child starts slowly on a loaded machine; a watcher that kept it alive would never exit.
+    const timer = setTimeout(() => reject(new Error('the watching process did not exit on its own')), 180_000);
     child.on('exit', (c) => (clearTimeout(timer), resolve(c)));
   });
   assert.equal(exitCode, 0);
