@@ -13,6 +13,7 @@ import { ShardMap } from '../topology/shard-map.js';
 import { copyTable, type TableCopyResult } from './chunk-copy.js';
 import { MigrationState } from './migration-state.js';
 import { lookupsKind, mappingsKind, objectsKind, type TableKind } from './table-kinds.js';
+import { eachLimit } from './each-limit.js';
 
 type Copier = ShardBackend & ShardCopy;
 
@@ -417,19 +418,3 @@ async function carryIdCounter(ctx: RunContext, j: Job, sourceTable: string, targ
   ctx.state.set(key, String(hw));
 }
 
-async function eachLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed: unknown;
-  const worker = async () => {
-    while (failed === undefined && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (err) {
-        failed ??= err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-  if (failed !== undefined) throw failed;
-}

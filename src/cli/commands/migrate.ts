@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { ShardKitError } from '../../errors.js';
 import { action, intOption } from '../run-action.js';
+import type { KitMigrationCliOptions } from '../actions/migrate-kit.js';
+import type { TableMigrationCliOptions } from '../actions/migrate-table.js';
 
 /** A source that is a database URL goes to the table migration; anything else is a shardkit config file. */
 const TABLE_SOURCE = /^(mysql|mariadb|postgres|postgresql):\/\//i;
@@ -9,29 +11,8 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
 
-interface MigrateCliOptions {
-  from: string;
-  to: string;
-  final?: boolean;
-  json?: boolean;
-  // The embedded store as the source.
-  chunkRows?: number;
-  concurrency?: number;
-  freezeSeconds?: number;
-  // A table as the source.
-  query?: string;
-  type?: string;
-  idColumn?: string;
-  changedColumn?: string;
-  mapping?: string[];
-  jsonColumn?: string[];
-  dataColumn?: string;
-  keyspace?: string;
-  stateType?: string;
-  batch?: number;
-  overlap?: number;
-  fromStart?: boolean;
-}
+/** Every option of the command: the embedded-store source's and the table source's. */
+type MigrateCliOptions = KitMigrationCliOptions & TableMigrationCliOptions;
 
 const TABLE_ONLY = ['query', 'type', 'idColumn', 'changedColumn', 'mapping', 'jsonColumn', 'dataColumn', 'keyspace', 'stateType', 'batch', 'overlap', 'fromStart'] as const;
 
@@ -70,18 +51,8 @@ A table (docs/migrate.md, "From a table"):
 Exit codes: 0 done, 2 bad input (nothing changed), 1 failure (run it again: every step is idempotent).`)
     .action(action(async (opts: MigrateCliOptions) => {
       if (TABLE_SOURCE.test(opts.from)) {
-        // The table migration lives in its own module (src/cli/actions/migrate-table.ts); the
-        // specifier is computed so a build without it still compiles and says so.
-        const modulePath = '../actions/migrate-table.js';
-        let mod: { runTableMigration?: (o: MigrateCliOptions) => Promise<unknown> };
-        try {
-          mod = (await import(modulePath)) as typeof mod;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
-          mod = {};
-        }
-        if (typeof mod.runTableMigration !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'table migration: not available in this build');
-        await mod.runTableMigration(opts);
+        const { runTableMigration } = await import('../actions/migrate-table.js');
+        await runTableMigration(opts);
         return;
       }
       const extra = TABLE_ONLY.filter((k) => opts[k] !== undefined);

@@ -9,6 +9,7 @@ import { startOf } from './high-water.js';
 import { MigrationStateStore, STATE_KEY, type TableMigrationState } from './migration-state.js';
 import { RowSkip, rowData, rowKey, type RowShape } from './row-data.js';
 import type { SourcePosition, TableSource } from './table-source.js';
+import { eachLimit } from '../each-limit.js';
 
 /** `--mapping board_id:board_has_pins[:board_old_id]`. */
 export interface MappingSpec {
@@ -95,22 +96,6 @@ const DEFAULT_OVERLAP = 5;
 const MAX_SKIPS_KEPT = 1000;
 
 /** Runs `fn` over `items` with at most `limit` at once; the first failure rejects. */
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed: { err: unknown } | undefined;
-  const worker = async () => {
-    while (failed === undefined && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (err) {
-        failed ??= { err };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failed) throw failed.err;
-}
 
 /** A row ready to write. */
 interface Prepared {
@@ -284,7 +269,7 @@ export class TableMigration {
       }
     });
     const found: string[] = [];
-    await pool(keys, this.opts.concurrency, async (key) => {
+    await eachLimit(keys, this.opts.concurrency, async (key) => {
       if (key !== STATE_KEY && (await this.kit.lookups.get(this.keyspace, key)) !== undefined) found.push(key);
     });
     if (found.length > 0) {
@@ -384,7 +369,7 @@ export class TableMigration {
     }
     // Which rows were copied before: their lookups, then their objects in one multi-get.
     const existing = new Map<string, bigint>();
-    await pool(prepared, this.opts.concurrency, async (p) => {
+    await eachLimit(prepared, this.opts.concurrency, async (p) => {
       const id = await this.kit.lookups.get(this.keyspace, p.key);
       if (id !== undefined) existing.set(p.key, id);
     });
@@ -395,7 +380,7 @@ export class TableMigration {
     const got = sameType.length > 0 ? await this.kit.objects.getMany(sameType) : [];
     sameType.forEach((id, i) => objects.set(id, got[i]));
 
-    await pool(prepared, this.opts.concurrency, async (p) => {
+    await eachLimit(prepared, this.opts.concurrency, async (p) => {
       const froms = await Promise.all(this.mappings.map((m, i) => (p.fks[i] === null ? Promise.resolve(null) : this.resolveFk(m.keyspace, p.fks[i]!))));
       const oldId = existing.get(p.key);
       let id: bigint;
