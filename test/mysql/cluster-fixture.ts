@@ -12,7 +12,8 @@ export async function startTestCluster(options: Omit<DevUpOptions, 'dir'> & { pr
   let cluster: DevCluster | undefined;
   const stop = async () => {
     try {
-      await (cluster ?? DevCluster.open(dir))?.down();
+      // The state file, read again: servers added since the start (`dev add-pair`) are stopped too.
+      await (DevCluster.open(dir) ?? cluster)?.down();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
