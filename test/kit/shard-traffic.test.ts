@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardTraffic } from '../../src/kit/shard-traffic.js';
 import { makeKit } from './kit-fixture.js';
+import { mulberry32 } from '../../src/util/prng.js';
 
 test('counters: reads and writes per shard, growth past the first size, nothing outside 0..65535', () => {
   const t = new ShardTraffic(4, 0);
@@ -51,22 +52,10 @@ test('rates: none on the first read, then calls per second since an older read o
   assert.equal(idle.rateSeconds, 3);
 });
 
-/** A small deterministic generator (mulberry32): the seed is printed, so a failure replays. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test('model: seeded random kit calls are counted on the shard they route to, reads and writes apart', async () => {
   const seed = Number(process.env.SHARDKIT_SEED ?? Date.now() % 1_000_000);
   console.log(`shard traffic model seed ${seed} (SHARDKIT_SEED=${seed} replays it)`);
-  const random = rng(seed);
+  const random = mulberry32(seed);
   const f = makeKit({ random });
   try {
     const kit = f.kit;
