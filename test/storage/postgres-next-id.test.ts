@@ -179,10 +179,11 @@ test('past 2^40 ms after the epoch (signed 64 bits) and before the epoch, next_i
   // An epoch of 0 puts today (~1.8e12 ms) past 2^40 (~1.1e12): the ID would be negative.
   for (const statement of instagramNextIdDdl(2, { epoch: 0 })) await sql.query(statement);
   await expectCode(backend.nextInstagramIds(ref(2)), 'INVALID_ARGUMENT', /outside the range of epoch 0/);
-  // An epoch 5 s in the future: the first call is before it. Like the in-process generator it
+  // An epoch an hour in the future (far enough that no loaded machine reaches it before the
+  // call): the first call is before it. Like the in-process generator it
   // refuses rather than waiting (there is no last ID to wait for).
   await sql.query("SELECT setval('db00002.next_id_state', -1)");
-  const future = Date.now() + 5000;
+  const future = Date.now() + 3_600_000;
   for (const statement of instagramNextIdDdl(2, { epoch: future })) await sql.query(statement);
   await expectCode(backend.nextInstagramIds(ref(2)), 'INVALID_ARGUMENT', /outside the range/);
   assert.throws(() => instagramId.generator({ shard: 2, epoch: future }).next(), /outside the 41-bit range/);
