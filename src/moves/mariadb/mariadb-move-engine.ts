@@ -13,7 +13,26 @@ import {
 const CHUNK_ROWS = 1000;
 
 /** Where the fence puts a moved shard's tables on the source: `db00005_moved`. */
-export const movedDatabaseName = (shard: number): string => `${shardDatabaseName(shard)}_moved`;
+export const movedDatabaseName = (shard: number): string => movedName(shardDatabaseName(shard));
+
+/** Where the fence puts any moved database's tables: `wc00005` -> `wc00005_moved`. */
+const movedName = (db: string): string => `${db}_moved`;
+
+/** Wide-column shard n's database (src/widecolumn/myrocks/myrocks-ddl.ts wcDatabaseName: moves sit beside widecolumn, not above it). */
+const WC_PREFIX = 'wc';
+const wcDatabaseName = (shard: number): string => shardDatabaseName(shard, WC_PREFIX);
+
+/**
+ * One database of a moving shard: `dbNNNNN` (the object fleet's tables) and, on a fleet with
+ * MyRocks wide-column shards, `wcNNNNN` (every table in it: one per dataset, and the catalogue in
+ * wc00000). Every phase handles the list alike: copied, fenced, caught up, verified, switched and
+ * dropped together.
+ */
+interface ShardDatabase {
+  shard: number;
+  live: string;
+  moved: string;
+}
 
 export interface MariadbMoveEngineOptions {
   /** Address of every host the config declares (a host's own user/password win over the storage section's). */
@@ -30,6 +49,15 @@ export interface MariadbMoveEngineOptions {
    * without it, it copies everything under the freeze (the pause grows with the shards' size).
    */
   admin?: MoveAdmin;
+  /**
+   * The fleet keeps MyRocks wide-column shards (config `widecolumn.engine` "myrocks"): a moving
+   * shard's `wcNNNNN` moves with its `dbNNNNN` when the source masters it (it is then also
+   * mod shard n's master), with the mod-shard tables (lookups) of `dbNNNNN`; the switch then
+   * moves mod shard n too (move-state.ts switchMove, detail.modShards).
+   */
+  wideColumn?: boolean;
+  /** Tables of the mod-shard fleet (fleetTables(schema, 'lookups')): they move with the wide-column shard when wideColumn is set. */
+  modTables?: readonly string[];
   /** Replication lag (source transactions not yet applied on the target) under which the runner may freeze. Default 50. */
   maxLag?: number;
   /** How long catch-up waits (MASTER_GTID_WAIT) for the target to apply the source's last transaction. Default 30 s. */
@@ -135,66 +163,77 @@ export class MariadbMoveEngine implements MoveEngine {
     return out;
   }
 
-  /** Which of our object tables exist in `db` on this connection. */
+  /** The databases of the moving shards: each shard's dbNNNNN, then its wcNNNNN on a wide-column fleet. */
+  private databases(move: MoveRecord): ShardDatabase[] {
+    return this.shards(move).flatMap((shard) => [shardDatabaseName(shard), ...(this.options.wideColumn ? [wcDatabaseName(shard)] : [])].map((live) => ({ shard, live, moved: movedName(live) })));
+  }
+
+  /** The tables a move carries out of `db` (live or moved name), of those `found` there: all of a wide-column database, ours of an object one. */
+  private ours(db: string, found: readonly string[]): string[] {
+    return db.startsWith(WC_PREFIX) ? [...found].sort() : this.tables.filter((t) => found.includes(t));
+  }
+
+  /** Object tables, and the mod-shard ones when the wide-column shard (mod shard n) moves with them. */
+  private get tables(): readonly string[] {
+    return this.options.wideColumn ? [...this.options.tables, ...(this.options.modTables ?? [])] : this.options.tables;
+  }
+
+  /** Which of our tables exist in `db` on this connection. */
   private async present(c: Conn, db: string): Promise<string[]> {
-    const [rows] = await c.query('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [db]);
-    const have = new Set((rows as Array<{ t: string }>).map((r) => r.t));
-    return this.options.tables.filter((t) => have.has(t));
+    return (await this.presentMany(c, [db])).get(db)!;
   }
 
   async prepare(move: MoveRecord): Promise<Record<string, string | number | boolean>> {
     if (this.replicated) return this.prepareReplicated(move);
     let tables = 0;
-    await this.withConn(move.target.master, async (c) => {
-      for (const s of this.shards(move)) {
-        for (const t of await this.present(c, shardDatabaseName(s))) {
-          const [rows] = await c.query(`SELECT 1 AS x FROM ${q(shardDatabaseName(s))}.${q(t)} LIMIT 1`);
-          if ((rows as unknown[]).length > 0) {
-            throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
-          }
-        }
+    let modShards = false;
+    await this.withConn(move.target.master, (c) => this.requireEmptyTarget(c, move));
+    await this.withConn(move.source.master, async (c) => {
+      for (const d of this.databases(move)) {
+        const n = (await this.present(c, d.live)).length + (await this.present(c, d.moved)).length;
+        tables += n;
+        if (n > 0 && d.live.startsWith(WC_PREFIX)) modShards = true;
       }
     });
-    await this.withConn(move.source.master, async (c) => {
-      for (const s of this.shards(move)) tables += (await this.present(c, shardDatabaseName(s))).length + (await this.present(c, movedDatabaseName(s))).length;
-    });
-    return { tables };
+    const detail: Record<string, string | number | boolean> = { tables };
+    if (modShards) detail.modShards = true;
+    return detail;
   }
 
   /** Refuses a target that already holds rows of a moving shard (a copy left by an earlier move, say). */
   private async requireEmptyTarget(c: Conn, move: MoveRecord): Promise<void> {
-    for (const s of this.shards(move)) {
-      for (const t of await this.present(c, shardDatabaseName(s))) {
-        const [rows] = await c.query(`SELECT 1 AS x FROM ${q(shardDatabaseName(s))}.${q(t)} LIMIT 1`);
+    for (const d of this.databases(move)) {
+      for (const t of await this.present(c, d.live)) {
+        const [rows] = await c.query(`SELECT 1 AS x FROM ${q(d.live)}.${q(t)} LIMIT 1`);
         if ((rows as unknown[]).length > 0) {
-          throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
+          throw new ShardKitError('ALREADY_EXISTS', `${d.live}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${d.shard} there`);
         }
       }
     }
   }
 
-  /** The moving object tables as `db.table`, as they exist live on the source. */
-  private async sourceTables(move: MoveRecord): Promise<Array<{ shard: number; tables: string[] }>> {
+  /** The moving tables of each database, as they exist live on the source. */
+  private async sourceTables(move: MoveRecord): Promise<Array<ShardDatabase & { tables: string[] }>> {
     return this.withConn(move.source.master, async (c) => {
-      const out: Array<{ shard: number; tables: string[] }> = [];
-      for (const s of this.shards(move)) out.push({ shard: s, tables: await this.present(c, shardDatabaseName(s)) });
-      return out;
+      const dbs = this.databases(move);
+      const have = await this.presentMany(c, dbs.map((d) => d.live));
+      return dbs.map((d) => ({ ...d, tables: have.get(d.live)! }));
     });
   }
 
-  private doTables(live: Array<{ shard: number; tables: string[] }>): string[] {
-    return live.flatMap((x) => x.tables.map((t) => `${shardDatabaseName(x.shard)}.${t}`));
+  private doTables(live: Array<{ live: string; tables: string[] }>): string[] {
+    return live.flatMap((x) => x.tables.map((t) => `${x.live}.${t}`));
   }
 
   /** Drops the target's copy of the moving shards (binlogged on the target master: its slave follows). */
   private async dropTargetCopy(c: Conn, move: MoveRecord): Promise<void> {
-    for (const s of this.shards(move)) {
-      for (const db of [shardDatabaseName(s), movedDatabaseName(s)]) {
+    for (const d of this.databases(move)) {
+      for (const db of [d.live, d.moved]) {
         const tables = await this.present(c, db);
         if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(db)}.${q(t)}`).join(', ')}`);
       }
-      const [rest] = await c.query('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [movedDatabaseName(s)]);
-      if (Number((rest as Array<{ n: number | string }>)[0]!.n) === 0) await c.query(`DROP DATABASE IF EXISTS ${q(movedDatabaseName(s))}`);
+      const [rest] = await c.query('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [d.moved]);
+      if (Number((rest as Array<{ n: number | string }>)[0]!.n) === 0) await c.query(`DROP DATABASE IF EXISTS ${q(d.moved)}`);
     }
   }
 
@@ -217,22 +256,25 @@ export class MariadbMoveEngine implements MoveEngine {
       if (busy.length > 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} is replicating (connection ${busy.map((b) => `'${b}'`).join(', ')}): it must be a master with no move in progress; one move per target at a time`);
       await createConnection(c, admin, name, move.source.master, domain);
       // The fence's RENAME reaches the target by replication: its database must be there.
-      for (const s of this.shards(move)) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(movedDatabaseName(s))} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+      for (const d of live) if (d.tables.length > 0) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d.moved)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
     });
     const srcTables = new Set(doTables);
     const ignore = await this.withAdmin(move.source.master, async (c) => {
-      const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => shardDatabaseName(x.shard)));
+      const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => x.live));
       return (rows as Array<{ t: string }>).map((r) => r.t).filter((t) => !srcTables.has(t));
     });
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
-    const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => shardDatabaseName(x.shard)), { ignoreTables: ignore });
+    const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), { ignoreTables: ignore });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
       await setMovePosition(c, at);
       await startFiltered(c, name, doTables);
     });
-    return { tables: doTables.length, connection: name, domain, position: at ?? '' };
+    const modShards = live.some((x) => x.live.startsWith(WC_PREFIX) && x.tables.length > 0);
+    const detail: Record<string, string | number | boolean> = { tables: doTables.length, connection: name, domain, position: at ?? '' };
+    if (modShards) detail.modShards = true;
+    return detail;
   }
 
   async lag(move: MoveRecord): Promise<number> {
@@ -255,20 +297,20 @@ export class MariadbMoveEngine implements MoveEngine {
   async fence(move: MoveRecord): Promise<void> {
     await this.withConn(move.source.master, async (c) => {
       await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
-      const shards = this.shards(move);
-      const have = await this.presentMany(c, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
+      const all = this.databases(move);
+      const have = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
       const renames: string[] = [];
       const missing: string[] = [];
-      const [dbRows] = await c.query(`SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (${shards.map(() => '?').join(', ')})`, shards.map((s) => movedDatabaseName(s)));
+      const [dbRows] = await c.query(`SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (${all.map(() => '?').join(', ')})`, all.map((d) => d.moved));
       const dbs = new Set((dbRows as Array<{ d: string }>).map((r) => r.d));
-      for (const s of shards) {
-        const live = have.get(shardDatabaseName(s))!;
+      for (const d of all) {
+        const live = have.get(d.live)!;
         if (live.length === 0) continue;
-        const clash = have.get(movedDatabaseName(s))!;
+        const clash = have.get(d.moved)!;
         const both = live.filter((t) => clash.includes(t));
-        if (both.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${both[0]} exists both live and in ${movedDatabaseName(s)} on ${move.source.master}: resolve by hand before moving`);
-        if (!dbs.has(movedDatabaseName(s))) missing.push(movedDatabaseName(s));
-        renames.push(...live.map((t) => `${q(shardDatabaseName(s))}.${q(t)} TO ${q(movedDatabaseName(s))}.${q(t)}`));
+        if (both.length > 0) throw new ShardKitError('INTERNAL', `${d.live}.${both[0]} exists both live and in ${d.moved} on ${move.source.master}: resolve by hand before moving`);
+        if (!dbs.has(d.moved)) missing.push(d.moved);
+        renames.push(...live.map((t) => `${q(d.live)}.${q(t)} TO ${q(d.moved)}.${q(t)}`));
       }
       for (const d of missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
       // One statement for every moving table: atomic, and it waits (MDL) for the transactions in flight on them.
@@ -284,14 +326,15 @@ export class MariadbMoveEngine implements MoveEngine {
       const dst = await this.connect(move.target.master);
       try {
         let done = 0;
-        for (const s of shards) {
-          if ((await this.present(src, shardDatabaseName(s))).length > 0) {
-            throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to copy a shard that is not fenced`);
+        const all = this.databases(move);
+        for (const d of all) {
+          if ((await this.present(src, d.live)).length > 0) {
+            throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} still has live tables of the move: refusing to copy a shard that is not fenced`);
           }
-          const tables = await this.present(src, movedDatabaseName(s));
-          if (tables.length > 0) await dst.query(`CREATE DATABASE IF NOT EXISTS ${q(shardDatabaseName(s))} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-          for (const t of tables) await copyTable(src, dst, movedDatabaseName(s), shardDatabaseName(s), t);
-          onProgress?.(++done, shards.length);
+          const tables = await this.present(src, d.moved);
+          if (tables.length > 0) await dst.query(`CREATE DATABASE IF NOT EXISTS ${q(d.live)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+          for (const t of tables) await copyTable(src, dst, d.moved, d.live, t);
+          if (d === all.filter((x) => x.shard === d.shard).at(-1)) onProgress?.(++done, shards.length);
         }
       } finally {
         await dst.end().catch(() => undefined);
@@ -303,26 +346,26 @@ export class MariadbMoveEngine implements MoveEngine {
 
   private async catchUpReplicated(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
     const name = moveConnectionName(move);
-    const shards = this.shards(move);
+    const all = this.databases(move);
     // Runs under the freeze: one connection per side and role, catalogue read in one query each.
     const src = await this.connect(move.source.master);
     const srcAdmin = await this.options.admin!.connect(move.source.master);
     const c = await this.options.admin!.connect(move.target.master);
     try {
-      const srcHave = await this.presentMany(src, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
-      const fenced: Array<{ shard: number; tables: string[] }> = [];
-      for (const s of shards) {
-        if (srcHave.get(shardDatabaseName(s))!.length > 0) {
-          throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up on a shard that is not fenced`);
+      const srcHave = await this.presentMany(src, all.flatMap((d) => [d.live, d.moved]));
+      const fenced: Array<ShardDatabase & { tables: string[] }> = [];
+      for (const d of all) {
+        if (srcHave.get(d.live)!.length > 0) {
+          throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} still has live tables of the move: refusing to catch up on a shard that is not fenced`);
         }
-        fenced.push({ shard: s, tables: srcHave.get(movedDatabaseName(s))! });
+        fenced.push({ ...d, tables: srcHave.get(d.moved)! });
       }
       const domain = await sourceDomain(srcAdmin);
       const st = await connectionStatus(c, name);
       if (st !== undefined) {
         // Read only now: the fence has drained every transaction on the moving tables (vitess#16563).
         const pos = gtidByDomain(await binlogPos(srcAdmin)).get(domain)?.text;
-        const doTables = fenced.flatMap((x) => x.tables.map((t) => `${shardDatabaseName(x.shard)}.${t}`));
+        const doTables = this.doTables(fenced);
         if (!st.ioRunning || !st.sqlRunning || !filterMatches(st, doTables)) {
           if (st.lastError !== '') throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' on ${move.target.master} stopped: ${st.lastError}`);
           await startFiltered(c, name, doTables);
@@ -340,19 +383,19 @@ export class MariadbMoveEngine implements MoveEngine {
       await restoreSlavePosition(c, domain);
       // The replicated fence moved the target's copy aside too: back into dbNNNNN in one RENAME
       // (binlogged on the target: its slave follows).
-      const dstHave = await this.presentMany(c, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
+      const dstHave = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
       const back: string[] = [];
-      for (const s of shards) {
-        const live = dstHave.get(shardDatabaseName(s))!;
-        back.push(...dstHave.get(movedDatabaseName(s))!.filter((t) => !live.includes(t)).map((t) => `${q(movedDatabaseName(s))}.${q(t)} TO ${q(shardDatabaseName(s))}.${q(t)}`));
+      for (const d of all) {
+        const live = dstHave.get(d.live)!;
+        back.push(...dstHave.get(d.moved)!.filter((t) => !live.includes(t)).map((t) => `${q(d.moved)}.${q(t)} TO ${q(d.live)}.${q(t)}`));
       }
       if (back.length > 0) await c.query(`RENAME TABLE ${back.join(', ')}`);
-      const after = await this.presentMany(c, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
+      const after = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
       let done = 0;
-      for (const { shard: s, tables } of fenced) {
-        if (after.get(movedDatabaseName(s))!.length === 0) await c.query(`DROP DATABASE IF EXISTS ${q(movedDatabaseName(s))}`);
-        const missing = tables.filter((t) => !after.get(shardDatabaseName(s))!.includes(t));
-        if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${shardDatabaseName(s)}.${missing[0]}: abort the move (shards move --abort) and start it again`);
+      for (const d of fenced) {
+        if (after.get(d.moved)!.length === 0) await c.query(`DROP DATABASE IF EXISTS ${q(d.moved)}`);
+        const missing = d.tables.filter((t) => !after.get(d.live)!.includes(t));
+        if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
         onProgress?.(++done, fenced.length);
       }
       await this.autoIncrementPast(src, c, fenced);
@@ -362,32 +405,32 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   /** Target AUTO_INCREMENT at least the source's, so ids made on the target continue past every id the source gave out. */
-  private async autoIncrementPast(src: Conn, dst: Conn, fenced: Array<{ shard: number; tables: string[] }>): Promise<void> {
-    const names = fenced.flatMap((x) => x.tables.map((t) => ({ shard: x.shard, t })));
+  private async autoIncrementPast(src: Conn, dst: Conn, fenced: Array<ShardDatabase & { tables: string[] }>): Promise<void> {
+    const names = fenced.flatMap((x) => x.tables.map((t) => ({ live: x.live, moved: x.moved, t })));
     if (names.length === 0) return;
-    const counters = async (c: Conn, db: (shard: number) => string) => {
+    const counters = async (c: Conn, db: (x: (typeof names)[number]) => string) => {
       const [rows] = await c.query(
         `SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE (TABLE_SCHEMA, TABLE_NAME) IN (${names.map(() => '(?, ?)').join(', ')})`,
-        names.flatMap((x) => [db(x.shard), x.t]),
+        names.flatMap((x) => [db(x), x.t]),
       );
       return new Map((rows as Array<{ d: string; t: string; n: string | number | null }>).map((r) => [`${r.d}.${r.t}`, r.n === null ? undefined : BigInt(r.n)]));
     };
-    const want = await counters(src, movedDatabaseName);
-    const have = await counters(dst, shardDatabaseName);
-    for (const { shard, t } of names) {
-      const w = want.get(`${movedDatabaseName(shard)}.${t}`);
-      const h = have.get(`${shardDatabaseName(shard)}.${t}`);
-      if (w !== undefined && (h === undefined || h < w)) await dst.query(`ALTER TABLE ${q(shardDatabaseName(shard))}.${q(t)} AUTO_INCREMENT = ${w}`);
+    const want = await counters(src, (x) => x.moved);
+    const have = await counters(dst, (x) => x.live);
+    for (const { live, moved, t } of names) {
+      const w = want.get(`${moved}.${t}`);
+      const h = have.get(`${live}.${t}`);
+      if (w !== undefined && (h === undefined || h < w)) await dst.query(`ALTER TABLE ${q(live)}.${q(t)} AUTO_INCREMENT = ${w}`);
     }
   }
 
-  /** Which of our object tables exist in each of `dbs`, in one catalogue query. */
+  /** Which of our tables exist in each of `dbs`, in one catalogue query. */
   private async presentMany(c: Conn, dbs: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>(dbs.map((d) => [d, []]));
     if (dbs.length === 0) return out;
     const [rows] = await c.query(`SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${dbs.map(() => '?').join(', ')})`, dbs);
-    const have = new Set((rows as Array<{ d: string; t: string }>).map((r) => `${r.d}.${r.t}`));
-    for (const d of dbs) out.set(d, this.options.tables.filter((t) => have.has(`${d}.${t}`)));
+    for (const r of rows as Array<{ d: string; t: string }>) out.get(r.d)?.push(r.t);
+    for (const d of dbs) out.set(d, this.ours(d, out.get(d)!));
     return out;
   }
 
@@ -403,20 +446,22 @@ export class MariadbMoveEngine implements MoveEngine {
     try {
       const dst = await this.connect(move.target.master);
       try {
-        const shards = this.shards(move);
-        const srcMap = await this.presentMany(src, shards.flatMap((s) => [shardDatabaseName(s), movedDatabaseName(s)]));
-        const dstMap = await this.presentMany(dst, shards.map((s) => shardDatabaseName(s)));
-        const pairs: Array<{ shard: number; table: string; a?: string; b?: string }> = [];
-        for (const s of shards) {
+        const all = this.databases(move);
+        const srcMap = await this.presentMany(src, all.flatMap((d) => [d.live, d.moved]));
+        const dstMap = await this.presentMany(dst, all.map((d) => d.live));
+        const pairs: Array<{ shard: number; table: string; label: string; srcDb?: string; dstDb: string; a?: string; b?: string }> = [];
+        report.shards = this.shards(move).length;
+        for (const d of all) {
           // The source's copy is the fenced one once the fence holds, the live one before.
-          const moved = srcMap.get(movedDatabaseName(s))!;
-          const srcDb = moved.length > 0 ? movedDatabaseName(s) : shardDatabaseName(s);
+          const moved = srcMap.get(d.moved)!;
+          const srcDb = moved.length > 0 ? d.moved : d.live;
           const srcTables = moved.length > 0 ? moved : srcMap.get(srcDb)!;
-          const dstTables = dstMap.get(shardDatabaseName(s))!;
-          report.shards++;
-          for (const t of this.options.tables) {
-            if (!srcTables.includes(t) && !dstTables.includes(t)) continue;
-            pairs.push({ shard: s, table: t, ...(srcTables.includes(t) ? { a: `${q(srcDb)}.${q(t)}` } : {}), ...(dstTables.includes(t) ? { b: `${q(shardDatabaseName(s))}.${q(t)}` } : {}) });
+          const dstTables = dstMap.get(d.live)!;
+          for (const t of [...new Set([...srcTables, ...dstTables])]) {
+            pairs.push({
+              shard: d.shard, table: t, label: tableLabel(d.live, t), dstDb: d.live,
+              ...(srcTables.includes(t) ? { srcDb, a: `${q(srcDb)}.${q(t)}` } : {}), ...(dstTables.includes(t) ? { b: `${q(d.live)}.${q(t)}` } : {}),
+            });
           }
         }
         const both = pairs.filter((p) => p.a !== undefined && p.b !== undefined);
@@ -446,8 +491,7 @@ export class MariadbMoveEngine implements MoveEngine {
             report.chunks += 1;
             continue;
           }
-          const srcDb = p.a === undefined ? undefined : (srcMap.get(movedDatabaseName(p.shard))!.length > 0 ? movedDatabaseName(p.shard) : shardDatabaseName(p.shard));
-          const r = await compareTable(p.shard, p.table, srcDb !== undefined ? { c: src, db: srcDb } : undefined, p.b !== undefined ? { c: dst, db: shardDatabaseName(p.shard) } : undefined);
+          const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: src, db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label);
           report.rows += r.rows;
           report.chunks += r.chunks;
           report.mismatches.push(...r.mismatches);
@@ -478,20 +522,20 @@ export class MariadbMoveEngine implements MoveEngine {
     } else if (move.detail !== undefined) {
       // Only after a completed prepare (it records detail): one that refused the target's rows made nothing to drop.
       await this.withConn(move.target.master, async (c) => {
-        for (const s of this.shards(move)) {
-          const tables = await this.present(c, shardDatabaseName(s));
-          if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(shardDatabaseName(s))}.${q(t)}`).join(', ')}`);
+        for (const d of this.databases(move)) {
+          const tables = await this.present(c, d.live);
+          if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(d.live)}.${q(t)}`).join(', ')}`);
         }
       });
     }
     await this.withConn(move.source.master, async (c) => {
-      for (const s of this.shards(move)) {
-        const fenced = await this.present(c, movedDatabaseName(s));
-        const live = await this.present(c, shardDatabaseName(s));
+      for (const d of this.databases(move)) {
+        const fenced = await this.present(c, d.moved);
+        const live = await this.present(c, d.live);
         const back = fenced.filter((t) => !live.includes(t));
-        if (back.length > 0) await c.query(`RENAME TABLE ${back.map((t) => `${q(movedDatabaseName(s))}.${q(t)} TO ${q(shardDatabaseName(s))}.${q(t)}`).join(', ')}`);
-        const [rest] = await c.query('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [movedDatabaseName(s)]);
-        if (Number((rest as Array<{ n: number | string }>)[0]!.n) === 0) await c.query(`DROP DATABASE IF EXISTS ${q(movedDatabaseName(s))}`);
+        if (back.length > 0) await c.query(`RENAME TABLE ${back.map((t) => `${q(d.moved)}.${q(t)} TO ${q(d.live)}.${q(t)}`).join(', ')}`);
+        const [rest] = await c.query('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [d.moved]);
+        if (Number((rest as Array<{ n: number | string }>)[0]!.n) === 0) await c.query(`DROP DATABASE IF EXISTS ${q(d.moved)}`);
       }
     });
   }
@@ -499,13 +543,13 @@ export class MariadbMoveEngine implements MoveEngine {
   async dropMoved(move: MoveRecord): Promise<number> {
     let dropped = 0;
     await this.withConn(move.source.master, async (c) => {
-      for (const s of this.shards(move)) {
-        if ((await this.present(c, shardDatabaseName(s))).length > 0) {
-          throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
+      for (const d of this.databases(move)) {
+        if ((await this.present(c, d.live)).length > 0) {
+          throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} has live tables of the move: refusing to drop shard ${d.shard} (move ${move.id})`);
         }
-        const [rows] = await c.query('SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [movedDatabaseName(s)]);
+        const [rows] = await c.query('SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [d.moved]);
         if (Number((rows as Array<{ n: number | string }>)[0]!.n) === 0) continue;
-        await c.query(`DROP DATABASE ${q(movedDatabaseName(s))}`);
+        await c.query(`DROP DATABASE ${q(d.moved)}`);
         dropped++;
       }
     });
@@ -518,14 +562,14 @@ export class MariadbMoveEngine implements MoveEngine {
    * applied that position (MASTER_GTID_WAIT). A chunk written between the two reads can differ
    * for a moment, so a mismatching table is compared again before it is reported.
    */
-  async verifyReplica(shard: number, master: string, slave: string, waitS = 30): Promise<VerifyReport> {
+  async verifyReplica(shard: number, master: string, slave: string, waitS = 30, which: 'all' | 'objects' | 'widecolumn' = 'all'): Promise<VerifyReport> {
     const report: VerifyReport = { shards: 1, tables: 0, rows: 0, chunks: 0, mismatches: [] };
     const m = await this.connect(master);
     try {
       const sl = await this.connect(slave);
       try {
-        const db = shardDatabaseName(shard);
-        const [onMaster, onSlave] = [await this.present(m, db), await this.present(sl, db)];
+        const dbs = this.databases({ range: [shard, shard] } as MoveRecord).map((d) => d.live).filter((d) => which === 'all' || d.startsWith(WC_PREFIX) === (which === 'widecolumn'));
+        const [onMasterAll, onSlaveAll] = [await this.presentMany(m, dbs), await this.presentMany(sl, dbs)];
         const sync = async (): Promise<void> => {
           const [pos] = await m.query('SELECT @@GLOBAL.gtid_binlog_pos AS p');
           const p = String((pos as Array<{ p: string | null }>)[0]!.p ?? '');
@@ -535,16 +579,18 @@ export class MariadbMoveEngine implements MoveEngine {
             throw new ShardKitError('SHARD_UNAVAILABLE', `${slave} did not reach ${master}'s position ${p} within ${waitS} s: is it replicating? (shardkit pair verify / dev status)`);
           }
         };
-        for (const t of this.options.tables) {
-          if (!onMaster.includes(t) && !onSlave.includes(t)) continue;
-          report.tables++;
-          const a = onMaster.includes(t) ? { c: m, db } : undefined;
-          const b = onSlave.includes(t) ? { c: sl, db } : undefined;
-          let r = await compareTable(shard, t, a, b, sync);
-          if (r.mismatches.length > 0) r = await compareTable(shard, t, a, b, sync);
-          report.rows += r.rows;
-          report.chunks += r.chunks;
-          report.mismatches.push(...r.mismatches);
+        for (const db of dbs) {
+          const [onMaster, onSlave] = [onMasterAll.get(db)!, onSlaveAll.get(db)!];
+          for (const t of [...new Set([...onMaster, ...onSlave])]) {
+            report.tables++;
+            const a = onMaster.includes(t) ? { c: m, db } : undefined;
+            const b = onSlave.includes(t) ? { c: sl, db } : undefined;
+            let r = await compareTable(shard, t, a, b, sync, tableLabel(db, t));
+            if (r.mismatches.length > 0) r = await compareTable(shard, t, a, b, sync, tableLabel(db, t));
+            report.rows += r.rows;
+            report.chunks += r.chunks;
+            report.mismatches.push(...r.mismatches);
+          }
         }
       } finally {
         await sl.end().catch(() => undefined);
@@ -611,6 +657,11 @@ async function copyTable(src: Conn, dst: Conn, srcDb: string, dstDb: string, tab
   }
 }
 
+/** How verify names a table: the object fleet's by name (as before), a wide-column one with its database (`wc00003.events`). */
+function tableLabel(db: string, table: string): string {
+  return db.startsWith(WC_PREFIX) ? `${db}.${table}` : table;
+}
+
 function hashRows(rows: unknown[][]): string {
   const h = createHash('sha1');
   for (const r of rows) h.update(JSON.stringify(r)).update('\n');
@@ -622,7 +673,7 @@ function hashRows(rows: unknown[][]): string {
  * in the same key interval (so rows on one side only are found too); target rows past the
  * source's last key are a chunk of their own.
  */
-async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
+async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
   const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.db, table);
   const ra = a === undefined ? undefined : chunkReader(a.c, a.db, table, keys);
@@ -641,7 +692,7 @@ async function compareTable(shard: number, table: string, a: { c: Conn; db: stri
     out.chunks++;
     out.rows += chunk.rows.length;
     if (hashRows(chunk.rows) !== hashRows(other)) {
-      out.mismatches.push({ shard, table, fromKey: last === undefined ? '-inf' : keyText(lo), toKey: keyText(hi), sourceRows: chunk.rows.length, targetRows: other.length });
+      out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(lo), toKey: keyText(hi), sourceRows: chunk.rows.length, targetRows: other.length });
     }
     last = hi;
   }
@@ -649,7 +700,7 @@ async function compareTable(shard: number, table: string, a: { c: Conn; db: stri
   const extra = rb === undefined ? [] : (await rb.rest(last)).rows;
   if (extra.length > 0) {
     out.chunks++;
-    out.mismatches.push({ shard, table, fromKey: last === undefined ? '-inf' : keyText(last), toKey: '+inf', sourceRows: 0, targetRows: extra.length });
+    out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(last), toKey: '+inf', sourceRows: 0, targetRows: extra.length });
   }
   return out;
 }
