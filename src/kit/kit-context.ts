@@ -4,6 +4,7 @@ import { parseId } from '../ids/codec.js';
 import { modShard } from '../ids/mod-shard.js';
 import { pinterestId } from '../ids/pinterest-id.js';
 import type { KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
+import { holdWhileFrozen, movingError } from '../topology/freeze-hold.js';
 import { activeFreeze } from '../topology/range-freeze.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
@@ -14,8 +15,6 @@ import type { ShardErrorEvent } from './types.js';
 /** Storage calls that change a shard: held while the shard's range is frozen by a move. */
 const WRITE_OPS = new Set(['insert', 'update', 'delete', 'mapping-add', 'mapping-remove']);
 
-/** How often a held write re-reads the store, in case the watch missed (or has not yet delivered) the switch. */
-const HOLD_POLL_MS = 20;
 
 /** An object ID that passed every check: well formed, known type, shard in the map. */
 export interface LocatedId {
@@ -174,28 +173,16 @@ export class KitContext {
    * or, with `orMoving`, SHARD_MOVING when the budget ran out first.
    */
   async holdWhileFrozen(shard: number, orMoving: boolean): Promise<ShardMap> {
-    let map = this.current ?? (await this.map());
-    const first = activeFreeze(map, shard);
-    if (first === undefined) return map;
-    const start = Date.now();
-    const deadline = Math.min(first.frozenAt + first.holdMs, start + first.holdMs);
-    for (;;) {
-      const now = Date.now();
-      const f = activeFreeze(map, shard, now);
-      if (f === undefined) {
-        // Held for the whole budget and the range is still frozen on the source: the switch did
-        // not come in time, so the write is refused rather than sent to a host that may be fenced.
-        if (orMoving && map.rangeOf(shard)?.frozen?.id === first.id) throw movingError(shard, first.id, now - start);
-        return map;
-      }
-      if (now >= deadline) {
-        if (!orMoving) return map;
-        throw movingError(shard, f.id, now - start);
-      }
-      await this.nextMap(Math.min(HOLD_POLL_MS, deadline - now));
-      if (this.closed) throw new ShardKitError('CLOSED', 'this ShardKit is closed');
-      map = this.current!;
-    }
+    const map = this.current ?? (await this.map());
+    if (activeFreeze(map, shard) === undefined) return map;
+    return holdWhileFrozen({
+      map: () => this.current ?? map,
+      next: (ms) => this.nextMap(ms),
+      freezeOf: (m, s, now) => activeFreeze(m, s, now),
+      checkOpen: () => {
+        if (this.closed) throw new ShardKitError('CLOSED', 'this ShardKit is closed');
+      },
+    }, shard, orMoving);
   }
 
   /**
@@ -316,12 +303,4 @@ export class KitContext {
 export function isFenceError(err: unknown): boolean {
   if (!isShardKitError(err)) return false;
   return err.code === 'SHARD_MOVED' || (err.code === 'SHARD_UNAVAILABLE' && (err.details?.missingTable === true || err.details?.readOnly === true));
-}
-
-function movingError(shard: number, moveId: string | undefined, heldMs: number, cause?: unknown): ShardKitError {
-  return new ShardKitError(
-    'SHARD_MOVING',
-    `shard ${shard} is being moved${moveId !== undefined ? ` (${moveId})` : ''} and did not switch within its hold budget${heldMs > 0 ? ` (held ${heldMs} ms)` : ''}: nothing was written, retry`,
-    { ...(cause !== undefined ? { cause } : {}), details: { shard, ...(moveId !== undefined ? { moveId } : {}), retryAfterSeconds: 1 } },
-  );
 }

@@ -159,13 +159,21 @@ export function switchMove(map: ShardMap, id: string, now = Date.now()): ShardMa
   }
   if (m.phase !== 'fenced') throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}: the cutover needs the source fenced first`, { details: { moveId: id, phase: m.phase } });
   const json = map.toJSON();
-  const ranges = carveSpan(json.ranges, span, (x) => {
+  const toTarget = (x: ShardRange): ShardRange => {
     const out: ShardRange = { range: x.range, master: m.target.master };
     if (m.target.slave !== undefined) out.slave = m.target.slave;
     if (x.open !== undefined) out.open = x.open;
     return out;
-  });
-  return replaceMove({ ...json, ranges }, id, (x) => ({ ...x, phase: 'switched', updatedAt: now }));
+  };
+  const ranges = carveSpan(json.ranges, span, toTarget);
+  // A move that carried mod shards (MyRocks wide-column databases and the lookup tables beside
+  // them: detail.modShards, set by the engine's copy) switches the mod shards of the span that
+  // the source masters in the same compare-and-set; the others stay where they are.
+  const modShards = m.detail?.modShards !== true || span.first >= json.modShards.count ? json.modShards : {
+    count: json.modShards.count,
+    ranges: carveSpan(json.modShards.ranges, { first: span.first, last: Math.min(span.last, json.modShards.count - 1) }, (x) => (x.master === m.source.master ? toTarget(x) : x)),
+  };
+  return replaceMove({ ...json, ranges, modShards }, id, (x) => ({ ...x, phase: 'switched', updatedAt: now }));
 }
 
 /** Marks a move as being aborted (before its engine undoes the fence): from then on it can never switch. */
