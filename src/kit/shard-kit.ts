@@ -117,6 +117,11 @@ export class ShardKit {
     return this.ctx.map();
   }
 
+  /** Reads the topology store now rather than waiting for the watch (the MyRocks engine after a move's fence). */
+  async refreshShardMap(): Promise<ShardMap> {
+    return this.ctx.refresh();
+  }
+
   /**
    * Counters of the cache (hits, misses, errors, fills, skipped fills, invalidations) since
    * this kit was made; undefined when it has no cache.

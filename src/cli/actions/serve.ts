@@ -117,7 +117,12 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
       kit.events.on('topology', (m: typeof map) => {
         map = m;
       });
-      const fleet = { storage: config.storage, hosts: config.hosts, shardMap: () => map };
+      const fleet = {
+        storage: config.storage, hosts: config.hosts, shardMap: () => map,
+        refreshMap: async () => {
+          map = await kit.refreshShardMap();
+        },
+      };
       const wc = await openWideColumnService({ dataDir, config: config.widecolumn, logger: log.child({ module: 'widecolumn' }), fleet });
       out.push({ plugin: widecolumnRoutes(wc.engine), close: () => wc.close() });
     } else {

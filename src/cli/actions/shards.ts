@@ -91,11 +91,28 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     // replication pre-copy; without it the engine copies under the freeze.
     const cluster = DevCluster.open(dataDir);
     const admin = cluster !== undefined ? devHostAdmin(cluster) : process.env.SHARDKIT_ADMIN_USER ? configHostAdmin(config) : undefined;
-    const engine = new MariadbMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}) });
+    // MyRocks wide-column shards (wcNNNNN) move with the object shards of the same number, with
+    // the mod-shard tables beside them, when the source masters them (docs/moves.md).
+    const wideColumn = config.widecolumn?.engine === 'myrocks';
+    const engine = new MariadbMoveEngine({
+      hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
+      ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
+    });
+    const replicaPair = (s: number): [string, string] | undefined => {
+      const loc = s < map!.modShardCount ? map!.locateModShard(s) : undefined;
+      return loc?.slave !== undefined ? [loc.master, loc.slave] : undefined;
+    };
     return {
       store, engine, hosts, map,
-      // A move's source and target; otherwise the master and its slave, chunk by chunk at the master's GTID position.
-      compare: async (s, pair, move) => (move === undefined ? engine.verifyReplica(s, pair[0], pair[1]) : engine.verify({ ...move, range: [s, s] })),
+      // A move's source and target; otherwise the master and its slave, chunk by chunk at the
+      // master's GTID position (a wide-column shard on its own pair, the mod shard's).
+      compare: async (s, pair, move) => {
+        if (move !== undefined) return engine.verify({ ...move, range: [s, s] });
+        const wc = wideColumn ? replicaPair(s) : undefined;
+        if (wc === undefined || (wc[0] === pair[0] && wc[1] === pair[1])) return engine.verifyReplica(s, pair[0], pair[1]);
+        const [a, b] = [await engine.verifyReplica(s, pair[0], pair[1], 30, 'objects'), await engine.verifyReplica(s, wc[0], wc[1], 30, 'widecolumn')];
+        return { shards: 1, tables: a.tables + b.tables, rows: a.rows + b.rows, chunks: a.chunks + b.chunks, mismatches: [...a.mismatches, ...b.mismatches] };
+      },
       close: async () => {
         await engine.close();
         await store.close();

@@ -21,6 +21,8 @@ export interface MyrocksFleet {
   hosts: Record<string, MysqlHostAddress>;
   /** The shard map in force, read on every call (follows topology pushes). */
   shardMap: () => ShardMap;
+  /** Re-reads the map from the topology store now (MyrocksEngineOptions.refreshMap). */
+  refreshMap?: () => Promise<unknown>;
 }
 
 /** Opens the MyRocks engine over the object fleet's MariaDB pairs; INVALID_CONFIG on any other backend. */
@@ -34,6 +36,7 @@ export function openMyrocksEngine(fleet: MyrocksFleet | undefined, config: Myroc
     hosts: fleet.hosts,
     storage,
     shardMap: fleet.shardMap,
+    ...(fleet.refreshMap ? { refreshMap: fleet.refreshMap } : {}),
     catalogRefreshMs: cfg.catalogRefreshMs,
     ...(extra.limits ? { limits: extra.limits } : {}),
     ...(extra.logger ? { logger: extra.logger } : {}),

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ShardKitError, isShardKitError } from '../../errors.js';
 import { modShard } from '../../ids/mod-shard.js';
 import type { ShardMap } from '../../topology/shard-map.js';
+import { holdWhileFrozen, modShardFreeze, movingError } from '../../topology/freeze-hold.js';
 import { HostPools } from '../../storage/sql/host-pools.js';
 import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/mysql-backend.js';
 import { mapMysqlError } from '../../storage/mysql/mysql-errors.js';
@@ -26,6 +27,12 @@ export interface MyrocksEngineOptions {
    * Wide-column shards are the map's mod shards: row -> md5(row key) mod modShards.count -> master.
    */
   shardMap: () => ShardMap;
+  /**
+   * Re-reads the shard map from the topology store now (a held write polls it, and a statement
+   * that met a move's fence calls it before its one retry). Without it the engine waits for
+   * `shardMap()` to change by itself (the service's watch).
+   */
+  refreshMap?: () => Promise<unknown>;
   /** Milliseconds since the epoch; injectable for tests. */
   clock?: () => number;
   limits?: Partial<WideColumnLimits>;
@@ -73,6 +80,7 @@ export class MyrocksEngine implements WideColumnEngine {
   private readonly pools: HostPools<MysqlHostPool, MysqlHostAddress>;
   private readonly catalog: MyrocksCatalog;
   private readonly shardMap: () => ShardMap;
+  private readonly refreshMap: (() => Promise<unknown>) | undefined;
   private readonly hostsDeclared: Record<string, MysqlHostAddress>;
   private readonly logger: Logger | undefined;
   private active = 0;
@@ -101,6 +109,7 @@ export class MyrocksEngine implements WideColumnEngine {
       });
     });
     this.shardMap = options.shardMap;
+    this.refreshMap = options.refreshMap;
     this.hostsDeclared = options.hosts;
     this.clock = options.clock ?? Date.now;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -156,8 +165,64 @@ export class MyrocksEngine implements WideColumnEngine {
 
   /** One statement on the master of `shard`; driver errors become ShardKitErrors naming the shard. */
   private async onShard<T>(shard: number, sql: string, values?: SqlValue[]): Promise<T> {
+    return this.fenced(shard, () => this.onHost<T>(this.hostOf(shard), sql, values, shard));
+  }
+
+  /**
+   * A write to `shard` while it moves (docs/moves.md; the same hold as the object fleet's, in
+   * src/topology/freeze-hold.ts): held while the shard is frozen, up to the hold budget, then
+   * SHARD_MOVING; never sent to the source once the map has switched.
+   */
+  private async write<T>(shard: number, run: () => Promise<T>): Promise<T> {
+    if (modShardFreeze(this.shardMap(), shard) !== undefined) await this.hold(shard);
+    return this.fenced(shard, run);
+  }
+
+  private hold(shard: number): Promise<unknown> {
+    return holdWhileFrozen({
+      map: () => this.shardMap(),
+      next: async (ms) => {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        await this.refreshMap?.().catch(() => undefined);
+      },
+      freezeOf: modShardFreeze,
+      checkOpen: () => {
+        if (this.closing) throw new ShardKitError('CLOSED', 'the wide-column engine is closed');
+      },
+    }, shard, true);
+  }
+
+  /**
+   * Runs `run` (which routes by the map in force when it runs); when it meets a move's fence
+   * (the shard's table renamed away: missingTable) or a planned failover's (readOnly) while the
+   * map shows the shard moving, the map is re-read, the freeze waited out, and `run` goes once
+   * more, to the new master. The fenced statement changed nothing, so that is safe. Still on the
+   * same host, or fenced again: SHARD_MOVING (503, retryable).
+   */
+  private async fenced<T>(shard: number, run: () => Promise<T>): Promise<T> {
     const host = this.hostOf(shard);
-    return this.onHost<T>(host, sql, values, shard);
+    try {
+      return await run();
+    } catch (err) {
+      if (!isShardKitError(err, 'SHARD_UNAVAILABLE') || (err.details?.missingTable !== true && err.details?.readOnly !== true)) throw err;
+      await this.refreshMap?.().catch(() => undefined);
+      const map = this.shardMap();
+      const moving = modShardFreeze(map, shard) !== undefined || map.moves().some((m) => m.source.master === host && (m.kind === 'failover' || (m.range[0] <= shard && shard <= m.range[1])));
+      if (!moving && this.hostOf(shard) === host) throw err;
+      await this.hold(shard);
+      if (this.hostOf(shard) === host) throw movingError(shard, map.rangeOf(shard)?.frozen?.id, 0, err);
+      try {
+        return await run();
+      } catch (again) {
+        if (isShardKitError(again, 'SHARD_UNAVAILABLE') && (again.details?.missingTable === true || again.details?.readOnly === true)) throw movingError(shard, undefined, 0, again);
+        throw again;
+      }
+    }
+  }
+
+  /** One write statement on `shard`'s master, held while the shard is frozen (write()). */
+  private writeShard<T>(shard: number, sql: string, values?: SqlValue[]): Promise<T> {
+    return this.write(shard, () => this.onHost<T>(this.hostOf(shard), sql, values, shard));
   }
 
   private async onHost<T>(host: string, sql: string, values?: SqlValue[], shard?: number): Promise<T> {
@@ -400,7 +465,7 @@ export class MyrocksEngine implements WideColumnEngine {
         if (!list) byShard.set(c.shard, (list = []));
         list.push(c.values);
       }
-      await Promise.all([...byShard].map(([shard, list]) => this.onShard(shard,
+      await Promise.all([...byShard].map(([shard, list]) => this.writeShard(shard,
         // Cells overwrite; a head record takes the put's cell only when it is at least as new
         // (assignments run left to right: v and exp compare with the old hts).
         `INSERT INTO ${datasetTable(shard, ds.name)} (rh, col, nts, row_key, v, exp, hts) VALUES ${list.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
@@ -478,7 +543,7 @@ export class MyrocksEngine implements WideColumnEngine {
           w.values.push(cellKey(d.rowRaw), headKey(d.rowRaw), ...d.columns);
         }
       }
-      await Promise.all([...byShard].map(([shard, w]) => this.onShard(shard, `DELETE FROM ${datasetTable(shard, ds.name)} WHERE ${w.where.join(' OR ')}`, w.values)));
+      await Promise.all([...byShard].map(([shard, w]) => this.writeShard(shard, `DELETE FROM ${datasetTable(shard, ds.name)} WHERE ${w.where.join(' OR ')}`, w.values)));
     });
   }
 
