@@ -20,13 +20,26 @@ export interface VerifyReport {
 }
 
 /**
+ * Rows copied so far, for engines that know them (MariaDB, PostgreSQL): shown on the dashboard
+ * and in the CLI's JSON progress lines beside the shards done.
+ */
+export interface RowProgress {
+  rowsCopied?: number;
+  /** What the source held when the copy started (writes during the copy can take rowsCopied past it). */
+  rowsTotal?: number;
+}
+
+/** Shards done of total, and rows where the engine knows them. */
+export type MoveProgressFn = (done: number, total: number, rows?: RowProgress) => void;
+
+/**
  * What a database engine does for a shard move (src/moves/move-runner.ts runs the phases and
  * records them in the shard map). Every method is idempotent: a resumed mover calls it again.
  */
 export interface MoveEngine {
   readonly kind: string;
   /** Before the freeze: the copy (snapshot and replication where the engine has them). Returns resume detail. */
-  prepare(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<Record<string, string | number | boolean>>;
+  prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>>;
   /** How far the target is behind the source (0 when the engine copies under the freeze). */
   lag(move: MoveRecord): Promise<number>;
   /** The lag (in lag()'s unit) under which the runner may freeze, when the caller gives none (default 0). */
@@ -34,7 +47,7 @@ export interface MoveEngine {
   /** Makes the source refuse every read and write of the moving shards, after draining in-flight work. */
   fence(move: MoveRecord): Promise<void>;
   /** After the fence: the target holds everything the source acknowledged. */
-  catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void>;
+  catchUp(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void>;
   /** Source against target, shard by shard, in primary-key chunks. */
   verify(move: MoveRecord): Promise<VerifyReport>;
   /**

@@ -2,7 +2,7 @@ import { ShardKitError } from '../errors.js';
 import type { ShardSpan } from '../topology/map-edits.js';
 import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
-import type { MoveEngine, VerifyReport } from './move-engine.js';
+import type { MoveEngine, MoveProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
 import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
 
@@ -30,7 +30,8 @@ export interface MoveRunOptions {
   /** How long to wait for the lag to drop before giving up (and aborting). Default 60 s. */
   lagWaitMs?: number;
   onEvent?: (event: MoveEvent) => void;
-  onProgress?: (done: number, total: number) => void;
+  /** Shards done (and rows copied, where the engine knows them) in the copy and catch-up. */
+  onProgress?: MoveProgressFn;
   /** Test hook: called after each phase is recorded; a test kills or throws here. */
   afterPhase?: (phase: MovePhase) => void | Promise<void>;
 }
@@ -75,9 +76,9 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     if (typeof detail?.lag === 'number') progress.note({ lag: detail.lag });
     options.onEvent?.({ moveId, phase, elapsedMs: Date.now() - started, ...(detail ? { detail } : {}) });
   };
-  const onProgress = (done: number, total: number) => {
-    progress.note({ shardsDone: done, shardsTotal: total });
-    options.onProgress?.(done, total);
+  const onProgress: MoveProgressFn = (done, total, rows) => {
+    progress.note({ shardsDone: done, shardsTotal: total, ...rows });
+    options.onProgress?.(done, total, rows);
   };
   const cas = (t: (m: ShardMap) => ReturnType<typeof addMove>) => progress.around(async () => {
     const next = await casMoveState(store, t, options.hosts === undefined ? {} : { hosts: options.hosts });

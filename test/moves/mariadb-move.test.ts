@@ -136,10 +136,14 @@ describe('moves on MariaDB: the mover', () => {
     // Let the writers get going on every shard before the move starts.
     await progress(10);
     const at: Record<string, number> = {};
+    const rowsCopied: number[] = [];
     const result = await runMove({
       store: store(), engine, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: TARGET, holdMs: 30_000 },
       onEvent: (e) => {
         at[e.detail?.verified === true ? 'verified' : e.phase] ??= e.elapsedMs;
+      },
+      onProgress: (_done, _total, rows) => {
+        if (rows?.rowsCopied !== undefined) rowsCopied.push(rows.rowsCopied);
       },
     });
     // And carry on after the switch, on the moved shards too.
@@ -151,6 +155,8 @@ describe('moves on MariaDB: the mover', () => {
     assert.equal(result.outcome, 'switched');
     assert.deepEqual(result.verify?.mismatches, []);
     assert.ok(result.verify!.rows >= 40, `verified ${result.verify!.rows} rows`);
+    // The pre-copy reports the rows the dump brought (10+ acknowledged per shard before the move).
+    assert.ok(rowsCopied.length > 0 && rowsCopied.at(-1)! >= 20, `rows copied reported: ${JSON.stringify(rowsCopied)}`);
     const map = await kit.shardMap();
     assert.equal(map.locate(0).master, TARGET.master);
     assert.equal(map.locate(1).master, TARGET.master);

@@ -77,8 +77,8 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     const engine = new PostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
     return {
       store, engine, hosts, map, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
-      // A move's source and target only (a master and its standby are one physical copy).
-      compare: async (s, _pair, move) => (move === undefined ? undefined : engine.verify({ ...move, range: [s, s] })),
+      // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
+      compare: async (s, pair, move) => (move === undefined ? engine.verifyReplica(s, pair[0], pair[1]) : engine.verify({ ...move, range: [s, s] })),
       close: async () => {
         await engine.close();
         await store.close();
@@ -181,7 +181,12 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
   const ctx = await open(opts);
   const jsonLines = opts.json === true || !process.stderr.isTTY;
   let bar: Progress | undefined;
+  let moveId = '';
+  let phase = '';
+  let progressAt = 0;
   const onEvent = (e: MoveEvent) => {
+    moveId = e.moveId;
+    phase = e.phase;
     if (jsonLines) process.stdout.write(`${JSON.stringify({ event: 'phase', ...e })}\n`);
     else process.stderr.write(`${e.moveId}: ${e.phase}${e.detail ? ` ${JSON.stringify(e.detail)}` : ''} (${e.elapsedMs} ms)\n`);
   };
@@ -194,8 +199,14 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
         ? { moveId: moveFor(ctx.map, span).id, abort: opts.abort === true }
         : { start: { span, target: { master: opts.to!, ...(opts.toSlave !== undefined ? { slave: opts.toSlave } : {}) }, holdMs: opts.holdMs } }),
       onEvent,
-      onProgress: (done, total) => {
-        if (jsonLines) return;
+      onProgress: (done, total, rows) => {
+        if (jsonLines) {
+          // At most one line a second, and the last one of a copy (every shard done).
+          if (done < total && Date.now() - progressAt < 1000) return;
+          progressAt = Date.now();
+          process.stdout.write(`${JSON.stringify({ event: 'progress', moveId, phase, shardsDone: done, shardsTotal: total, ...rows })}\n`);
+          return;
+        }
         bar ??= createProgress(`copy shards ${span.first}..${span.last}`, total, { mode: 'bar' });
         bar.update(done);
       },

@@ -46,12 +46,18 @@ Example:
     .action(action(async (span: string, opts: MoveCommandOptions) => (await import('../actions/shards.js')).moveCommand(span, opts)));
 
   common(shards.command('verify <first..last>'))
-    .description('Compare the copies of object shards first..last chunk by chunk (primary-key chunks, hashed): a move\'s source against its target, otherwise (MariaDB) a master against its slave')
+    .description('Compare the copies of object shards first..last chunk by chunk (primary-key chunks, hashed): a move\'s source against its target, otherwise a master against its slave')
     .addHelpText('after', `
 A master and its slave are compared at a consistent point per chunk: the slave's rows are read
-once it has applied the master's GTID position read after the master's chunk. Mismatching chunks
-are checked again, then reported with table, key range and the row counts of each side. Exit code
-0 when clean, 3 when not.`)
+once it has applied the master's position read after the master's chunk (MariaDB: the GTID
+position, MASTER_GTID_WAIT; PostgreSQL: pg_current_wal_lsn() on the master, waited for with
+pg_last_wal_replay_lsn() on the standby). A slave that does not get there in 30 s (replay paused,
+disconnected) is an error, not a comparison. On PostgreSQL the standby is a physical copy of the
+master's WAL: verify refuses a slave that is not this master's standby (not in recovery, or
+another system identifier), reports one that lags, and otherwise finds rows only where replay
+produced other data than the master holds (a storage fault or a replay bug); nobody can change a
+row by hand on a standby (it is read-only). Mismatching chunks are checked again, then reported with table, key range and the
+row counts of each side. Exit code 0 when clean, 3 when not.`)
     .action(action(async (span: string, opts: VerifyCommandOptions) => (await import('../actions/shards.js')).verifyCommand(span, opts)));
 
   common(shards.command('drop-moved'))

@@ -3,7 +3,7 @@ import mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { ChunkMismatch, MoveEngine, VerifyReport } from '../move-engine.js';
+import type { ChunkMismatch, MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import {
   binlogPos, connectionStatus, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
@@ -183,8 +183,8 @@ export class MariadbMoveEngine implements MoveEngine {
     return (await this.presentMany(c, [db])).get(db)!;
   }
 
-  async prepare(move: MoveRecord): Promise<Record<string, string | number | boolean>> {
-    if (this.replicated) return this.prepareReplicated(move);
+  async prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
+    if (this.replicated) return this.prepareReplicated(move, onProgress);
     let tables = 0;
     let modShards = false;
     await this.withConn(move.target.master, (c) => this.requireEmptyTarget(c, move));
@@ -237,7 +237,7 @@ export class MariadbMoveEngine implements MoveEngine {
     }
   }
 
-  private async prepareReplicated(move: MoveRecord): Promise<Record<string, string | number | boolean>> {
+  private async prepareReplicated(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
     const admin = this.options.admin!;
     const name = moveConnectionName(move);
     const live = await this.sourceTables(move);
@@ -267,6 +267,12 @@ export class MariadbMoveEngine implements MoveEngine {
     const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), { ignoreTables: ignore });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
+      // Rows copied, for the dashboard and the CLI's progress lines: the dump's rows, counted once it is loaded.
+      if (onProgress !== undefined) {
+        const [n] = await c.query(`SELECT ${doTables.map((t) => `(SELECT COUNT(*) FROM ${t.split('.').map(q).join('.')})`).join(' + ')} AS n`);
+        const rows = Number((n as Array<{ n: number | string }>)[0]!.n);
+        onProgress(this.shards(move).length, this.shards(move).length, { rowsCopied: rows, rowsTotal: rows });
+      }
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
       await setMovePosition(c, at);
       await startFiltered(c, name, doTables);
@@ -318,7 +324,7 @@ export class MariadbMoveEngine implements MoveEngine {
     });
   }
 
-  async catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
+  async catchUp(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void> {
     if (this.replicated) return this.catchUpReplicated(move, onProgress);
     const shards = this.shards(move);
     const src = await this.connect(move.source.master);
@@ -326,6 +332,7 @@ export class MariadbMoveEngine implements MoveEngine {
       const dst = await this.connect(move.target.master);
       try {
         let done = 0;
+        let rows = 0;
         const all = this.databases(move);
         for (const d of all) {
           if ((await this.present(src, d.live)).length > 0) {
@@ -333,8 +340,8 @@ export class MariadbMoveEngine implements MoveEngine {
           }
           const tables = await this.present(src, d.moved);
           if (tables.length > 0) await dst.query(`CREATE DATABASE IF NOT EXISTS ${q(d.live)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-          for (const t of tables) await copyTable(src, dst, d.moved, d.live, t);
-          if (d === all.filter((x) => x.shard === d.shard).at(-1)) onProgress?.(++done, shards.length);
+          for (const t of tables) rows += await copyTable(src, dst, d.moved, d.live, t);
+          if (d === all.filter((x) => x.shard === d.shard).at(-1)) onProgress?.(++done, shards.length, { rowsCopied: rows });
         }
       } finally {
         await dst.end().catch(() => undefined);
@@ -344,7 +351,7 @@ export class MariadbMoveEngine implements MoveEngine {
     }
   }
 
-  private async catchUpReplicated(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
+  private async catchUpReplicated(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void> {
     const name = moveConnectionName(move);
     const all = this.databases(move);
     // Runs under the freeze: one connection per side and role, catalogue read in one query each.
@@ -637,7 +644,7 @@ function chunkReader(c: Conn, db: string, table: string, keys: string[]) {
  * in primary-key chunks. SHOW CREATE TABLE carries the AUTO_INCREMENT counter, and explicit ids
  * push it past max(id) anyway, so ids made on the target continue after the source's.
  */
-async function copyTable(src: Conn, dst: Conn, srcDb: string, dstDb: string, table: string): Promise<void> {
+async function copyTable(src: Conn, dst: Conn, srcDb: string, dstDb: string, table: string): Promise<number> {
   const [created] = await src.query(`SHOW CREATE TABLE ${q(srcDb)}.${q(table)}`);
   const ddl = String((created as Array<Record<string, string>>)[0]!['Create Table']);
   await dst.query(`DROP TABLE IF EXISTS ${q(dstDb)}.${q(table)}`);
@@ -646,9 +653,11 @@ async function copyTable(src: Conn, dst: Conn, srcDb: string, dstDb: string, tab
   const keys = await primaryKey(src, srcDb, table);
   const reader = chunkReader(src, srcDb, table, keys);
   let after: unknown[] | undefined;
+  let copied = 0;
   for (;;) {
     const { fields, rows } = await reader.next(after);
-    if (rows.length === 0) break;
+    if (rows.length === 0) return copied;
+    copied += rows.length;
     const cols = fields.map(q).join(', ');
     const one = `(${fields.map(() => '?').join(', ')})`;
     await dst.query(`INSERT INTO ${q(dstDb)}.${q(table)} (${cols}) VALUES ${rows.map(() => one).join(', ')}`, rows.flat());

@@ -6,7 +6,9 @@ import type { SchemaDef } from '../../storage/shard-backend.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveEngine, VerifyReport } from '../move-engine.js';
+import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import { copiedRows, countRows } from './postgres-copy-progress.js';
+import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
 import { compareChunks, sameAggregate, tableAggregates, type TableSide } from './postgres-verify.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
@@ -210,7 +212,7 @@ export class PostgresMoveEngine implements MoveEngine {
     return rows.length > 0;
   }
 
-  async prepare(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<Record<string, string | number | boolean>> {
+  async prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
     const name = replicationName(move.id);
     const published: string[] = [];
     await this.withConn(move.source.master, async (src) => {
@@ -252,7 +254,10 @@ export class PostgresMoveEngine implements MoveEngine {
       }
     });
 
+    let rowsTotal = 0;
     await this.withConn(move.source.master, async (src) => {
+      // For the progress shown while the copy runs (a count, not the planner's estimate).
+      rowsTotal = await countRows(src, published);
       await this.createMarker(src, move);
       await src.query(`INSERT INTO ${this.markerTable(move)} (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
       const { rows } = await src.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [name]);
@@ -270,6 +275,7 @@ export class PostgresMoveEngine implements MoveEngine {
       const stallMs = this.options.copyStallMs ?? 300_000;
       let lastReady = -1;
       let progressAt = Date.now();
+      const copied = new Map<string, number>();
       for (;;) {
         const { rows: [st] } = await dst.query<{ total: string; ready: string; errors: string }>(
           `SELECT count(*)::text AS total, count(*) FILTER (WHERE r.srsubstate = 'r')::text AS ready,
@@ -279,7 +285,7 @@ export class PostgresMoveEngine implements MoveEngine {
         const ready = Number(st?.ready ?? 0);
         // Reported in shards (the dashboard shows shards done): the share of tables copied.
         const shards = this.shards(move).length;
-        onProgress?.(total === 0 ? 0 : Math.floor((ready / total) * shards), shards);
+        if (onProgress !== undefined) onProgress(total === 0 ? 0 : Math.floor((ready / total) * shards), shards, { rowsCopied: await copiedRows(dst, name, MARKER_SCHEMA, copied), rowsTotal });
         if (total > 0 && ready === total) break;
         if (ready !== lastReady) {
           lastReady = ready;
@@ -335,7 +341,7 @@ export class PostgresMoveEngine implements MoveEngine {
     });
   }
 
-  async catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
+  async catchUp(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void> {
     await this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
       const live = await this.presentIn(src, this.shards(move).map((x) => shardDatabaseName(x)));
       for (const s of this.shards(move)) {
@@ -398,6 +404,20 @@ export class PostgresMoveEngine implements MoveEngine {
       values.push(want.toString());
     }
     if (names.length > 0) await dst.query('SELECT setval(u.s::regclass, u.v, true) FROM unnest($1::text[], $2::bigint[]) AS u(s, v)', [names, values]);
+  }
+
+  /**
+   * `shards verify` of a shard no move touches: its object tables on `master` against its
+   * streaming standby `standby`, chunk by chunk, each chunk at the master's WAL position
+   * (postgres-standby-verify.ts). `waitMs`: how long a chunk waits for the standby's replay.
+   */
+  async verifyReplica(shard: number, master: string, standby: string, waitMs = STANDBY_WAIT_MS): Promise<VerifyReport> {
+    const ns = shardDatabaseName(shard);
+    return this.withConn(master, (m) => this.withConn(standby, async (sb) => {
+      const [onMaster, onStandby] = [await this.present(m, ns), await this.present(sb, ns)];
+      const all = this.tables.filter((t) => onMaster.includes(t) || onStandby.includes(t));
+      return verifyStandby(shard, ns, { master: onMaster, standby: onStandby, all }, { c: m, name: master }, { c: sb, name: standby }, waitMs);
+    }));
   }
 
   async verify(move: MoveRecord): Promise<VerifyReport> {

@@ -55,12 +55,14 @@ async function aggregate(side: TableSide | undefined, keys: string[], after: str
 
 /** The key of the CHUNK_ROWS-th row after `after` on `side`, or undefined when fewer rows remain. */
 async function chunkEnd(side: TableSide, keys: string[], after: string[] | undefined): Promise<string[] | undefined> {
-  const tuple = `(${keys.map(qi).join(', ')})`;
-  const cols = keys.map((k) => `${qi(k)}::text AS ${qi(k)}`).join(', ');
+  const tuple = `(${keys.map((k) => `x.${qi(k)}`).join(', ')})`;
+  // Aliases that are not the columns' names: ORDER BY a text alias named like the column would
+  // sort the keys as text ('10' before '9'), and the chunks would not be CHUNK_ROWS rows.
+  const cols = keys.map((k, i) => `x.${qi(k)}::text AS k${i}`).join(', ');
   const { rows } = await side.c.query<Record<string, string>>(
-    `SELECT ${cols} FROM ${side.table}${after !== undefined ? ` WHERE ${tuple} > (${after.map((_, i) => `$${i + 1}`).join(', ')})` : ''} ORDER BY ${keys.map(qi).join(', ')} OFFSET ${CHUNK_ROWS - 1} LIMIT 1`,
+    `SELECT ${cols} FROM ${side.table} x${after !== undefined ? ` WHERE ${tuple} > (${after.map((_, i) => `$${i + 1}`).join(', ')})` : ''} ORDER BY ${keys.map((k) => `x.${qi(k)}`).join(', ')} OFFSET ${CHUNK_ROWS - 1} LIMIT 1`,
     after ?? []);
-  return rows.length === 0 ? undefined : keys.map((k) => rows[0]![k]!);
+  return rows.length === 0 ? undefined : keys.map((_, i) => rows[0]![`k${i}`]!);
 }
 
 /** Per-row hashes of the rows in (after, hi], keyed by the key's text. */
@@ -77,9 +79,13 @@ async function rowHashes(side: TableSide | undefined, keys: string[], after: str
   return out;
 }
 
-/** The first and last key that differ between two chunks (a row changed, or on one side only). */
-async function differingKeys(a: TableSide | undefined, b: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined): Promise<[string[], string[]] | undefined> {
+/**
+ * The first and last key that differ between two chunks (a row changed, or on one side only).
+ * The other side's rows are read after `sync`, at the first side's position.
+ */
+async function differingKeys(a: TableSide | undefined, b: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined, sync?: () => Promise<void>): Promise<[string[], string[]] | undefined> {
   const ra = await rowHashes(a, keys, after, hi);
+  await sync?.();
   const rb = await rowHashes(b, keys, after, hi);
   const diff: string[][] = [];
   for (const [k, v] of ra) if (rb.get(k)?.hash !== v.hash) diff.push(v.key);
@@ -118,29 +124,34 @@ export const sameAggregate = (a: Aggregate | undefined, b: Aggregate | undefined
   same(a ?? { rows: 0, hash: '0' }, b ?? { rows: 0, hash: '0' });
 
 /**
- * Compares one table of a shard, whose totals differ, between the source `a` and the target
- * `b`: primary-key chunks of the source (CHUNK_ROWS rows, the last one open-ended so rows only
- * on the target are found too) are compared with the hash aggregate, and in a differing chunk
- * the rows themselves: the report names the first and last key that differ. `sync`, when
- * given, waits until the target has applied what the source holds (a move still replicating):
- * a difference is rechecked after it before it counts.
+ * Compares one table of a shard between `a` (the source, or a master) and `b` (the target, or a
+ * standby), in primary-key chunks of `a` (CHUNK_ROWS rows, the last one open-ended so rows only on
+ * `b` are found too), each with the hash aggregate. Each chunk is compared at a consistent
+ * point: `a`'s chunk is read, then `sync` (when given) waits until `b` has applied everything `a`
+ * had when its chunk was read (a move's marker, a standby's replay LSN), and only then is `b`'s
+ * chunk read. A differing chunk is compared once more the same way (a write between the two
+ * reads can make a live chunk differ once), and if it still differs, row by row: the report
+ * names the first and last key that differ. A `sync` that cannot get there throws: a copy that
+ * lags is an error, never a silent comparison with stale rows.
  */
 export async function compareChunks(shard: number, table: string, a: TableSide | undefined, b: TableSide | undefined, sync?: () => Promise<void>): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.table);
   const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
+  const atOnePoint = async (after: string[] | undefined, hi: string[] | undefined): Promise<[Aggregate, Aggregate]> => {
+    const ca = await aggregate(a, keys, after, hi);
+    await sync?.();
+    return [ca, await aggregate(b, keys, after, hi)];
+  };
   let after: string[] | undefined;
   for (;;) {
     const hi = a === undefined ? undefined : await chunkEnd(a, keys, after);
-    let [ca, cb] = await Promise.all([aggregate(a, keys, after, hi), aggregate(b, keys, after, hi)]);
-    if (!same(ca, cb) && sync !== undefined) {
-      await sync();
-      [ca, cb] = await Promise.all([aggregate(a, keys, after, hi), aggregate(b, keys, after, hi)]);
-    }
+    let [ca, cb] = await atOnePoint(after, hi);
+    if (!same(ca, cb)) [ca, cb] = await atOnePoint(after, hi);
     out.chunks++;
     out.rows += ca.rows;
     if (!same(ca, cb)) {
       // Name the rows: the first and last key that differ inside the chunk.
-      const keysDiffer = await differingKeys(a, b, keys, after, hi);
+      const keysDiffer = await differingKeys(a, b, keys, after, hi, sync);
       out.mismatches.push({
         shard, table,
         fromKey: keysDiffer !== undefined ? keyText(keysDiffer[0]) : after === undefined ? '-inf' : keyText(after),
