@@ -5,6 +5,7 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
+import { undoTargetThenSource } from '../undo-order.js';
 import {
   binlogPos, connectionStatus, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
 } from './move-replication.js';
@@ -513,18 +514,36 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   async undo(move: MoveRecord): Promise<void> {
-    // Target first: its copies never served (the switch did not happen); then the source serves again.
+    await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
+      for (const d of this.databases(move)) {
+        const fenced = await this.present(c, d.moved);
+        const live = await this.present(c, d.live);
+        const back = fenced.filter((t) => !live.includes(t));
+        if (back.length > 0) await c.query(`RENAME TABLE ${back.map((t) => `${q(d.moved)}.${q(t)} TO ${q(d.live)}.${q(t)}`).join(', ')}`);
+        const [rest] = await c.query('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [d.moved]);
+        if (Number((rest as Array<{ n: number | string }>)[0]!.n) === 0) await c.query(`DROP DATABASE IF EXISTS ${q(d.moved)}`);
+      }
+    }));
+  }
+
+  /** The target's part of an abort: the move's connection and copy go. Re-runnable. */
+  private async undoTarget(move: MoveRecord): Promise<void> {
     if (this.replicated) {
-      // The connection goes before the source's tables are renamed back (that RENAME must not reach the target).
+      // The connection stops before the source's tables are renamed back (that RENAME must not reach the target).
       await this.withAdmin(move.target.master, async (c) => {
-        const ours = (await connectionStatus(c, moveConnectionName(move))) !== undefined;
-        if (ours) {
-          await removeConnection(c, moveConnectionName(move));
-          await restoreSlavePosition(c, await this.withAdmin(move.source.master, sourceDomain));
-        }
+        const name = moveConnectionName(move);
+        const st = await connectionStatus(c, name);
         // Only a copy this move made: a prepare that refused the target (ALREADY_EXISTS) created
         // no connection and recorded nothing, and the rows it found are not ours to drop.
-        if (ours || move.detail?.connection !== undefined) await this.dropTargetCopy(c, move);
+        if (st === undefined && move.detail?.connection === undefined) return;
+        if (st !== undefined) await c.query(`STOP SLAVE '${name}'`);
+        // The source's domain without asking the source (it may be the server that died).
+        const domain = st?.doDomains[0] ?? (typeof move.detail?.domain === 'number' ? move.detail.domain : await this.withAdmin(move.source.master, sourceDomain));
+        // The copy goes while the (stopped) connection still marks it as ours: an abort that
+        // fails after this and is run again still knows what to drop.
+        await this.dropTargetCopy(c, move);
+        if (st !== undefined) await removeConnection(c, name);
+        await restoreSlavePosition(c, domain);
       });
     } else if (move.detail !== undefined) {
       // Only after a completed prepare (it records detail): one that refused the target's rows made nothing to drop.
@@ -535,16 +554,6 @@ export class MariadbMoveEngine implements MoveEngine {
         }
       });
     }
-    await this.withConn(move.source.master, async (c) => {
-      for (const d of this.databases(move)) {
-        const fenced = await this.present(c, d.moved);
-        const live = await this.present(c, d.live);
-        const back = fenced.filter((t) => !live.includes(t));
-        if (back.length > 0) await c.query(`RENAME TABLE ${back.map((t) => `${q(d.moved)}.${q(t)} TO ${q(d.live)}.${q(t)}`).join(', ')}`);
-        const [rest] = await c.query('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [d.moved]);
-        if (Number((rest as Array<{ n: number | string }>)[0]!.n) === 0) await c.query(`DROP DATABASE IF EXISTS ${q(d.moved)}`);
-      }
-    });
   }
 
   async dropMoved(move: MoveRecord): Promise<number> {

@@ -19,6 +19,8 @@ export interface ConnectionStatus {
   sqlRunning: boolean;
   lastError: string;
   doTables: string;
+  /** DO_DOMAIN_IDS (the source's domain), kept in master.info: known without reaching the source. */
+  doDomains: number[];
 }
 
 /** SHOW ALL SLAVES STATUS, the row of `name` (connection names compare without case). */
@@ -27,7 +29,9 @@ export async function connectionStatus(c: Conn, name: string): Promise<Connectio
   const row = (rows as Array<Record<string, unknown>>).find((r) => String(r.Connection_name).toLowerCase() === name.toLowerCase());
   if (row === undefined) return undefined;
   const err = [row.Last_IO_Error, row.Last_SQL_Error].map((x) => String(x ?? '')).filter((x) => x !== '').join('; ');
-  return { ioRunning: row.Slave_IO_Running === 'Yes', sqlRunning: row.Slave_SQL_Running === 'Yes', lastError: err, doTables: String(row.Replicate_Do_Table ?? '') };
+  return { ioRunning: row.Slave_IO_Running === 'Yes', sqlRunning: row.Slave_SQL_Running === 'Yes', lastError: err, doTables: String(row.Replicate_Do_Table ?? ''),
+    doDomains: String(row.Replicate_Do_Domain_Ids ?? '').split(',').map((x) => x.trim()).filter((x) => /^\d+$/.test(x)).map(Number),
+  };
 }
 
 /** Other replication connections that run on this server (gtid_slave_pos can only be set with all of them stopped). */
@@ -45,14 +49,6 @@ export function gtidByDomain(pos: string): Map<number, { text: string; seq: bigi
     out.set(Number(m[1]), { text: part, seq: BigInt(m[3]!) });
   }
   return out;
-}
-
-/** `base` with the entry of `domain` replaced by `entry` (or removed when entry is undefined). */
-export function withDomain(base: string, domain: number, entry: string | undefined): string {
-  const map = gtidByDomain(base);
-  if (entry === undefined) map.delete(domain);
-  else map.set(domain, { text: entry, seq: 0n });
-  return [...map.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => v.text).join(',');
 }
 
 const str = (c: Conn, sql: string) => c.query(sql).then(([r]) => String(Object.values((r as Array<Record<string, unknown>>)[0]!)[0] ?? ''));
@@ -128,12 +124,24 @@ export async function setMovePosition(c: Conn, entry: string | undefined): Promi
  * CHANGE MASTER ... slave_pos or current_pos (a failover of the target pair) starts right.
  */
 export async function restoreSlavePosition(c: Conn, domain: number): Promise<void> {
-  const applied = gtidByDomain(await slavePos(c)).get(domain)?.text;
-  const bin = await binlogPos(c);
-  const fromBinlog = gtidByDomain(bin).get(domain);
-  const appliedSeq = applied === undefined ? undefined : gtidByDomain(applied).get(domain)!.seq;
-  const entry = applied !== undefined && (fromBinlog === undefined || appliedSeq! >= fromBinlog.seq) ? applied : fromBinlog?.text;
-  await c.query('SET GLOBAL gtid_slave_pos = ?', [withDomain(bin, domain, entry)]);
+  // The source's domain: the applied position, or the target's binlog if that is further (the
+  // connection is stopped: neither moves any more).
+  const applied = gtidByDomain(await slavePos(c)).get(domain);
+  const fromBinlog = gtidByDomain(await binlogPos(c)).get(domain);
+  const entry = applied !== undefined && (fromBinlog === undefined || applied.seq >= fromBinlog.seq) ? applied.text : fromBinlog?.text;
+  // Every other domain: the binlog's position, read by the SET itself. The target keeps serving
+  // its other shards, and a commit between a separate read and the SET would make strict mode
+  // refuse the position (error 1947; under a steady write load that happened on every retry).
+  const others = `TRIM(BOTH ',' FROM REGEXP_REPLACE(@@GLOBAL.gtid_binlog_pos, '(^|,)${Math.trunc(domain)}-[0-9]+-[0-9]+', ''))`;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await c.query(`SET GLOBAL gtid_slave_pos = CONCAT_WS(',', NULLIF(${others}, ''), ?)`, [entry ?? null]);
+      return;
+    } catch (err) {
+      // Still possible between the statement's read and its check: a few microseconds.
+      if ((err as { errno?: number }).errno !== 1947 || attempt >= 20) throw err;
+    }
+  }
 }
 
 /** Does the connection's filter list hold exactly these tables (order aside)? */

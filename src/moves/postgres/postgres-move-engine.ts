@@ -7,6 +7,7 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import { undoTargetThenSource } from '../undo-order.js';
 import { copiedRows, countRows } from './postgres-copy-progress.js';
 import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
 import { compareChunks, sameAggregate, tableAggregates, type TableSide } from './postgres-verify.js';
@@ -115,8 +116,13 @@ export class PostgresMoveEngine implements MoveEngine {
       ...(a.password !== undefined ? { password: a.password } : {}),
       database: this.options.database, connectionTimeoutMillis: 5000,
     });
-    // A dead server must fail this move's call, not crash the process.
-    c.on('error', () => undefined);
+    // A dead server must fail this move's call, not crash the process; and a kept idle connection
+    // to a server that died is forgotten, so the next call, once the server is back, connects
+    // afresh (test/moves/postgres-move-crash.test.ts: the source killed during the copy).
+    c.on('error', () => {
+      if (this.idle.get(host) === c) this.idle.delete(host);
+      this.failed.add(c);
+    });
     try {
       await c.connect();
     } catch (err) {
@@ -500,24 +506,7 @@ export class PostgresMoveEngine implements MoveEngine {
 
   async undo(move: MoveRecord): Promise<void> {
     const name = replicationName(move.id);
-    // Target first: its copies never served (the switch did not happen); then the source serves again.
-    await this.withConn(move.target.master, async (c) => {
-      await dropSubscription(c, name);
-      // The target's tables are this move's only if its marker table is there: prepare creates
-      // both in one transaction. Without it (prepare refused a target that holds rows, or never
-      // got that far) the target's tables are someone else's data and stay.
-      const { rows: ours } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
-      if (ours.length === 0) return;
-      for (const s of this.shards(move)) {
-        const tables = await this.present(c, shardDatabaseName(s));
-        if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);
-        // What prepare created besides the tables (next_id() and its sequences), and the schema if that leaves it empty.
-        for (const sql of postgresDialect.afterDropTables?.({ host: move.target.master, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
-        await dropSchemaIfEmpty(c, shardDatabaseName(s));
-      }
-      await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
-    });
-    await this.withConn(move.source.master, async (c) => {
+    await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
       await c.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
       await dropSlot(c, name);
       await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
@@ -534,6 +523,27 @@ export class PostgresMoveEngine implements MoveEngine {
         await c.query('ROLLBACK').catch(() => undefined);
         throw err;
       }
+    }));
+  }
+
+  /** The target's part of an abort: the subscription and the copy go. Re-runnable. */
+  private async undoTarget(move: MoveRecord): Promise<void> {
+    const name = replicationName(move.id);
+    await this.withConn(move.target.master, async (c) => {
+      await dropSubscription(c, name);
+      // The target's tables are this move's only if its marker table is there: prepare creates
+      // both in one transaction. Without it (prepare refused a target that holds rows, or never
+      // got that far) the target's tables are someone else's data and stay.
+      const { rows: ours } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
+      if (ours.length === 0) return;
+      for (const s of this.shards(move)) {
+        const tables = await this.present(c, shardDatabaseName(s));
+        if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);
+        // What prepare created besides the tables (next_id() and its sequences), and the schema if that leaves it empty.
+        for (const sql of postgresDialect.afterDropTables?.({ host: move.target.master, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
+        await dropSchemaIfEmpty(c, shardDatabaseName(s));
+      }
+      await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
     });
   }
 

@@ -1,0 +1,260 @@
+/**
+ * kill -9 of a master during a MariaDB shard move, on a real dev cluster (2 pairs, object shards
+ * 0..3 on MySQL001A, 4..7 on MySQL002A), with two services writing and keeping a ledger of the
+ * writes they acknowledged:
+ * - the source master killed during the copy (inside the dump, and at the lag gate): the move
+ *   aborts by itself; the abort cannot reach the dead source, so the record stays 'aborting' and
+ *   the error says to run --abort again. With the source restarted the shards serve, --abort
+ *   completes (no connection, no copy left on the target) and a new move of the range succeeds;
+ * - the target master killed after the fence (the catch-up): the move never switches; the abort
+ *   puts the source back in service although the target is down, nothing was written on the
+ *   fenced source, the freeze expires by its hold budget and the services write to the source
+ *   again; with the target restarted --abort completes and a new move succeeds with a clean verify.
+ * Every test ends with 0 acknowledged writes lost (each on the host the final map names).
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { isShardKitError } from '../../src/errors.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { MysqlBackend } from '../../src/storage/mysql/index.js';
+import { resolveSchema } from '../../src/config/config.js';
+import { fleetTables } from '../../src/storage/shard-names.js';
+import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
+import { ShardMap, type HostPair, type ShardMapJson } from '../../src/topology/shard-map.js';
+import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
+import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
+import type { MoveAdmin } from '../../src/moves/mariadb/move-admin.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
+import { moveAdmin } from '../../src/ops/failover/move-admin.js';
+import { devUp, type DevCluster } from '../../src/ops/dev-cluster.js';
+import type { Ledger } from '../failover/ledger.js';
+import { ackedOn, leftAborting, lostWrites, startLoad } from './crash-ledger.js';
+
+const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
+const PAIR1 = { master: 'MySQL001A', slave: 'MySQL001B' };
+const PAIR2 = { master: 'MySQL002A', slave: 'MySQL002B' };
+
+describe('moves on MariaDB: kill -9 of the source or the target master during a move', () => {
+  let stop: () => Promise<void>;
+  let cluster: DevCluster;
+  let dir: string;
+  /** A killed master comes back as `dev up` brings it (read-only at start, writable as the map's master). */
+  const restart = async () => {
+    await devUp({ dir, skipInit: true });
+  };
+  let admin: HostAdmin;
+  let objectTables: string[];
+  let hosts: Record<string, { host: string; port: number }>;
+  let storage: { user: string; password?: string };
+  let backing: MemoryTopologyBacking;
+  const kits: ShardKit[] = [];
+  const stores: MemoryTopologyStore[] = [];
+  const store = () => {
+    const s = new MemoryTopologyStore({ backing });
+    stores.push(s);
+    return s;
+  };
+  const engine = (override?: Partial<MoveAdmin>) => new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: { ...moveAdmin(admin), ...override } });
+
+  const adminQuery = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
+    const c = await admin.connect(host);
+    try {
+      return (await c.query(sql, params))[0] as T[];
+    } finally {
+      await c.end();
+    }
+  };
+  const tablesIn = async (host: string, database: string): Promise<string[]> =>
+    (await adminQuery<{ t: string }>(host, 'SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME', [database])).map((r) => r.t);
+  const ids = async (host: string, database: string): Promise<string[]> =>
+    (await tablesIn(host, database)).includes('pins') ? (await adminQuery<{ id: string }>(host, `SELECT local_id AS id FROM \`${database}\`.pins ORDER BY local_id`)).map((r) => String(r.id)) : [];
+  const moveConnections = async (host: string): Promise<string[]> =>
+    (await adminQuery<{ Connection_name: string }>(host, 'SHOW ALL SLAVES STATUS')).map((r) => r.Connection_name).filter((n) => n.startsWith('move_'));
+  const map = async () => (await store().read())!;
+
+  const lost = async (ledger: Ledger) => lostWrites(ledger, await map(), (host, shard) => ids(host, db(shard)));
+  const load = (shards: number[]) => startLoad(kits, shards);
+  /** A completed abort: no record, no freeze, no connection or copy on the target, the source live. */
+  const cleanlyAborted = async (span: [number, number], source: string, target: string) => {
+    const m = await map();
+    assert.deepEqual(m.moves().filter((x) => x.range[0] === span[0]), []);
+    for (let s = span[0]; s <= span[1]; s++) {
+      assert.equal(m.locate(s).master, source);
+      assert.equal(m.rangeOf(s)?.frozen, undefined, `shard ${s} is not frozen`);
+      assert.ok((await tablesIn(source, db(s))).includes('pins'), `shard ${s} is live on the source`);
+      assert.deepEqual(await tablesIn(source, `${db(s)}_moved`), []);
+      assert.deepEqual((await tablesIn(target, db(s))).filter((t) => objectTables.includes(t)), [], `no copy of shard ${s} on the target`);
+      assert.deepEqual(await tablesIn(target, `${db(s)}_moved`), []);
+    }
+    assert.deepEqual(await moveConnections(target), [], 'no move connection on the target');
+    // gtid_slave_pos is back to one strict mode accepts: every domain of the target's own binlog is in it.
+    const [pos] = await adminQuery<{ bin: string; slave: string }>(target, 'SELECT @@GLOBAL.gtid_binlog_pos AS bin, @@GLOBAL.gtid_slave_pos AS slave');
+    const domains = (p: string) => p.split(',').filter((x) => x !== '').map((x) => x.split('-')[0]);
+    for (const d of domains(pos!.bin)) assert.ok(domains(pos!.slave).includes(d), `domain ${d} of ${target}'s binlog (${pos!.bin}) is in its gtid_slave_pos (${pos!.slave})`);
+  };
+  /** A new move of the range after the crash succeeds, verify clean. */
+  const moveAgain = async (span: [number, number], target: HostPair) => {
+    const result = await runMove({ store: store(), engine: engine(), hosts: Object.keys(hosts), start: { span: { first: span[0], last: span[1] }, target, holdMs: 30_000 } });
+    assert.equal(result.outcome, 'switched');
+    assert.deepEqual(result.verify?.mismatches, []);
+    for (let s = span[0]; s <= span[1]; s++) assert.equal((await map()).locate(s).master, target.master);
+  };
+
+  before(async () => {
+    const started = await startTestCluster({ pairs: 2, shards: 8, prefix: 'shardkit-mariacrash-' });
+    stop = started.stop;
+    cluster = started.cluster;
+    dir = started.dir;
+    const config = cluster.config();
+    if (config.storage.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
+    storage = { user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}) };
+    hosts = Object.fromEntries(Object.entries(config.hosts).map(([name, h]) => [name, { host: h.host!, port: h.port! }]));
+    const schema = resolveSchema(config);
+    objectTables = fleetTables(schema, 'objects');
+    admin = devHostAdmin(cluster);
+    backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
+    for (let i = 0; i < 2; i++) {
+      const kit = new ShardKit({ backend: new MysqlBackend({ hosts, storage, schema }), schema, topology: store() });
+      await kit.ready();
+      kits.push(kit);
+    }
+    for (let s = 0; s <= 7; s++) for (let i = 0; i < 10; i++) await kits[0]!.objects.create('pin', { s, i }, { shard: s });
+  });
+  after(async () => {
+    for (const k of kits) await k.close();
+    for (const s of stores) await s.close();
+    await stop?.();
+  });
+
+  /**
+   * The source dies at `when` (inside prepare's dump, or at the lag gate after the copy): the
+   * runner aborts, cannot reach the source, leaves the record 'aborting'; restarted, the source
+   * serves, --abort completes, and a new move succeeds. 0 acknowledged writes lost.
+   */
+  const sourceDies = async (span: [number, number], when: 'dump' | 'lag gate') => {
+    const w = load([0, 1, 2, 3]);
+    const events: MoveEvent[] = [];
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      const kill = () => cluster.instance(PAIR1.master).kill();
+      const crashing = engine(when === 'dump' ? {
+        // Inside the copy: the source is killed just as the dump starts.
+        dumpCopy: async (...a) => {
+          await kill();
+          return moveAdmin(admin).dumpCopy(...a);
+        },
+      } : {});
+      await assert.rejects(
+        runMove({
+          store: store(), engine: crashing, hosts: Object.keys(hosts), start: { span: { first: span[0], last: span[1] }, target: PAIR2, holdMs: 30_000 },
+          onEvent: (e) => events.push(e),
+          afterPhase: async (phase) => {
+            if (phase === 'copied' && when === 'lag gate') await kill();
+          },
+        }),
+        (err) => isShardKitError(err) && /--abort again/.test(err.message),
+      );
+      assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen');
+      assert.deepEqual(events.filter((e) => e.phase === 'copied').length > 0, when === 'lag gate');
+      const id = leftAborting(await map(), span, PAIR1.master);
+      // The target's side of the abort ran: the connection and the copy are gone already.
+      assert.deepEqual(await moveConnections(PAIR2.master), []);
+      for (let s = span[0]; s <= span[1]; s++) assert.deepEqual((await tablesIn(PAIR2.master, db(s))).filter((t) => objectTables.includes(t)), []);
+
+      const restarted = Date.now();
+      await restart();
+      // The range never froze: with its master back, the moving shards serve again, before any --abort.
+      await ackedOn(w.ledger, [0, 1, 2, 3], restarted);
+      const aborted = await runMove({ store: store(), engine: engine(), hosts: Object.keys(hosts), moveId: id, abort: true });
+      assert.equal(aborted.outcome, 'aborted');
+      await cleanlyAborted(span, PAIR1.master, PAIR2.master);
+      await moveAgain(span, PAIR2);
+      await ackedOn(w.ledger, [span[0], span[1]], Date.now());
+    } finally {
+      await restart();
+      await w.stop();
+    }
+    // Only after the body passed: a failed test may leave rows fenced aside, which this check would misreport.
+    const ledger = w.ledger;
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`source killed (${when}): ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  };
+
+  test('kill -9 of the source master inside the copy (the dump): the move aborts, --abort completes once it is back, a new move succeeds, 0 acknowledged writes lost', async () => {
+    await sourceDies([0, 1], 'dump');
+  });
+
+  test('kill -9 of the source master at the lag gate: the move aborts, --abort completes once it is back, a new move succeeds, 0 acknowledged writes lost', async () => {
+    await sourceDies([2, 3], 'lag gate');
+  });
+
+  test('kill -9 of the target master during the catch-up: no switch, the source serves again (fence undone, freeze expired), --abort completes once the target is back, a new move verifies clean', async () => {
+    const span: [number, number] = [4, 5];
+    const HOLD_MS = 5000;
+    const w = load([4, 5, 6, 7]);
+    const events: MoveEvent[] = [];
+    let atFence: string[] = [];
+    let atAbort: string[] = [];
+    let fencedAt = 0;
+    let abortingAt = 0;
+    const fencedRows = async () => (await Promise.all([4, 5].map(async (s) => (await ids(PAIR2.master, `${db(s)}_moved`)).map((x) => `${s}:${x}`)))).flat();
+    try {
+      await ackedOn(w.ledger, [4, 5, 6, 7], Date.now());
+      await assert.rejects(
+        runMove({
+          store: store(), engine: engine(), hosts: Object.keys(hosts), start: { span: { first: 4, last: 5 }, target: PAIR1, holdMs: HOLD_MS },
+          onEvent: (e) => events.push(e),
+          afterPhase: async (phase) => {
+            if (phase === 'fenced') {
+              fencedAt = Date.now();
+              atFence = await fencedRows();
+              // The catch-up comes next: the target dies before it.
+              await cluster.instance(PAIR1.master).kill();
+            }
+            if (phase === 'aborting') {
+              abortingAt = Date.now();
+              atAbort = await fencedRows();
+            }
+          },
+        }),
+        (err) => isShardKitError(err) && /--abort again/.test(err.message),
+      );
+      assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
+      assert.ok(atFence.length >= 20, `the fence moved shards 4..5 aside (${atFence.length} rows)`);
+      assert.deepEqual(atAbort, atFence, 'nothing was written on the fenced source');
+      // Every write acknowledged while the source was fenced had committed before the fence.
+      const fencedAcks = w.ledger.acked.filter((a) => a.at > fencedAt && a.at < abortingAt).map((a) => pinterestId.decode(a.id)).filter((p) => p.shard <= 5);
+      for (const p of fencedAcks) assert.ok(atFence.includes(`${p.shard}:${p.localId}`), `write ${p.shard}:${p.localId} acknowledged after the fence is in the fenced copy`);
+
+      leftAborting(await map(), span, PAIR2.master);
+      // The source serves again although the target is down: the fence is undone...
+      for (const s of [4, 5]) {
+        assert.ok((await tablesIn(PAIR2.master, db(s))).includes('pins'), `shard ${s} is live on the source again`);
+        assert.deepEqual(await tablesIn(PAIR2.master, `${db(s)}_moved`), []);
+      }
+      // ...and the freeze expires by its hold budget: the services write there without any --abort.
+      const failedAt = Date.now();
+      await ackedOn(w.ledger, [4, 5], failedAt);
+
+      await restart();
+      // What the restarted target's move connection does before --abort (the runbook tells it).
+      const conn = (await adminQuery<Record<string, unknown>>(PAIR1.master, 'SHOW ALL SLAVES STATUS')).filter((r) => String(r.Connection_name).startsWith('move_'));
+      console.log(`restarted target: ${JSON.stringify(conn.map((r) => ({ io: r.Slave_IO_Running, sql: r.Slave_SQL_Running, doTable: r.Replicate_Do_Table, doDomains: r.Replicate_Do_Domain_Ids, error: r.Last_SQL_Error })))}`);
+      const id = (await map()).moves().find((x) => x.range[0] === 4)!.id;
+      const aborted = await runMove({ store: store(), engine: engine(), hosts: Object.keys(hosts), moveId: id, abort: true });
+      assert.equal(aborted.outcome, 'aborted');
+      await cleanlyAborted(span, PAIR2.master, PAIR1.master);
+      await moveAgain(span, PAIR1);
+      await ackedOn(w.ledger, [4, 5], Date.now());
+    } finally {
+      await restart();
+      await w.stop();
+    }
+    // Only after the body passed: a failed test may leave rows fenced aside, which this check would misreport.
+    const ledger = w.ledger;
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`target killed at catch-up: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  });
+});

@@ -1,0 +1,258 @@
+/**
+ * kill -9 of a master during a PostgreSQL shard move, on a real dev cluster (`dev up --engine
+ * postgres`: object shards 0..3 on PG001A, then `dev add-pair`: PG002A/PG002B), with two services
+ * (ShardKit instances following the file topology store) writing and keeping a ledger of the
+ * writes they acknowledged. The mover runs in this process, on the same store.
+ * - the source master killed at the lag gate (after the copy, before the freeze): the move aborts
+ *   by itself; the abort drops the subscription and the copy on the target but cannot reach the
+ *   source, so the record stays 'aborting'. Restarted, the source serves, --abort completes (no
+ *   publication, subscription or slot left) and a new move of the range succeeds;
+ * - the target master killed after the fence (the catch-up): no switch; the abort puts the source
+ *   back in service although the target is down (nothing was written on the fenced source), the
+ *   freeze expires by its hold budget and the services write there again; with the target
+ *   restarted --abort completes, and a new move succeeds with a clean verify.
+ * - the source master killed while prepare waits for the initial copy (the target runs no table
+ *   sync worker until then, so the copy cannot have finished): restarted, the subscription's copy
+ *   picks up by itself and the same mover run switches the range, verify clean.
+ * Every test ends with 0 acknowledged writes lost (each on the host the final map names).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { devAddPair } from '../../src/ops/dev/dev-add-pair.js';
+import { pgServer } from '../../src/ops/dev/dev-postgres.js';
+import { createTopologyStore } from '../../src/topology/index.js';
+import type { TopologyStore } from '../../src/topology/topology-store.js';
+import type { HostPair } from '../../src/topology/shard-map.js';
+import { resolveSchema } from '../../src/config/config.js';
+import { isShardKitError } from '../../src/errors.js';
+import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
+import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../../src/moves/postgres/postgres-move-engine.js';
+import type { Ledger } from '../failover/ledger.js';
+import { ackedOn, leftAborting, lostWrites, startLoad } from './crash-ledger.js';
+
+const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
+const PAIR1 = { master: 'PG001A', slave: 'PG001B' };
+const PAIR2 = { master: 'PG002A', slave: 'PG002B' };
+
+describe('moves on PostgreSQL: kill -9 of the source or the target master during a move (real PostgreSQL 15)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-pgcrash-'));
+  const configPath = join(dir, 'shardkit.json');
+  let c: DevCluster;
+  let store: TopologyStore;
+  let engine: PostgresMoveEngine;
+  let hosts: string[];
+  const kits: ShardKit[] = [];
+  const sql = async <T extends Record<string, unknown>>(host: string, text: string, values: unknown[] = []) => pgServer(c, host).sql<T>(text, values, 'shardkit');
+  const tablesIn = async (host: string, ns: string): Promise<string[]> =>
+    (await sql<{ t: string }>(host, "SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 1", [ns])).map((r) => r.t);
+  const ids = async (host: string, ns: string): Promise<string[]> =>
+    (await tablesIn(host, ns)).includes('pins') ? (await sql<{ id: string }>(host, `SELECT local_id::text AS id FROM "${ns}".pins ORDER BY local_id`)).map((r) => r.id) : [];
+  const map = async () => (await store.read())!;
+  /** Publications, subscriptions and slots a move may leave behind. */
+  const replicationLeft = async (): Promise<string[]> => {
+    const out: string[] = [];
+    for (const h of [PAIR1.master, PAIR2.master]) {
+      for (const r of await sql<{ n: string }>(h, "SELECT 'pub ' || pubname AS n FROM pg_publication UNION ALL SELECT 'sub ' || subname FROM pg_subscription UNION ALL SELECT 'slot ' || slot_name FROM pg_replication_slots WHERE slot_type = 'logical'")) out.push(`${h}: ${r.n}`);
+    }
+    return out;
+  };
+  const lost = async (ledger: Ledger) => lostWrites(ledger, await map(), (host, shard) => ids(host, db(shard)));
+  const load = (shards: number[]) => startLoad(kits, shards);
+  const move = (options: Omit<Parameters<typeof runMove>[0], 'store' | 'engine' | 'hosts'>) => runMove({ store, engine, hosts, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES, ...options });
+  const cleanlyAborted = async (span: [number, number], source: string, target: string) => {
+    const m = await map();
+    assert.deepEqual(m.moves().filter((x) => x.range[0] === span[0]), []);
+    for (let s = span[0]; s <= span[1]; s++) {
+      assert.equal(m.locate(s).master, source);
+      assert.equal(m.rangeOf(s)?.frozen, undefined, `shard ${s} is not frozen`);
+      assert.ok((await tablesIn(source, db(s))).includes('pins'), `shard ${s} is live on the source`);
+      assert.deepEqual(await tablesIn(source, `${db(s)}_moved`), []);
+      assert.deepEqual(await tablesIn(target, db(s)), [], `no copy of shard ${s} on the target`);
+    }
+    assert.deepEqual(await replicationLeft(), [], 'no publication, subscription or slot left');
+  };
+  const moveAgain = async (span: [number, number], target: HostPair) => {
+    const result = await move({ start: { span: { first: span[0], last: span[1] }, target, holdMs: 30_000 } });
+    assert.equal(result.outcome, 'switched');
+    assert.deepEqual(result.verify?.mismatches, []);
+    for (let s = span[0]; s <= span[1]; s++) assert.equal((await map()).locate(s).master, target.master);
+    assert.deepEqual(await replicationLeft(), []);
+  };
+
+  before(async () => {
+    await devUp({ dir, engine: 'postgres', pairs: 1, shards: 4, modShards: 4 });
+    await devAddPair(dir);
+    c = DevCluster.require(dir);
+    const config = c.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    hosts = Object.keys(config.hosts);
+    engine = new PostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config) });
+    store = createTopologyStore(config.topologyStore, { dataDir: dir });
+    for (let i = 0; i < 2; i++) kits.push(await ShardKit.open({ configPath, dataDir: dir }));
+    for (let s = 0; s <= 3; s++) for (let i = 0; i < 10; i++) await kits[0]!.objects.create('pin', { s, i }, { shard: s });
+  });
+  after(async () => {
+    for (const k of kits) await k.close();
+    await engine?.close();
+    await store?.close();
+    try {
+      const cl = DevCluster.open(dir);
+      if (cl) await devClusterDown(cl);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('kill -9 of the source master at the lag gate: the move aborts, --abort completes once it is back, a new move succeeds, 0 acknowledged writes lost', async () => {
+    const span: [number, number] = [0, 1];
+    const w = load([0, 1, 2, 3]);
+    const events: MoveEvent[] = [];
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      await assert.rejects(
+        move({
+          start: { span: { first: 0, last: 1 }, target: PAIR2, holdMs: 30_000 }, onEvent: (e) => events.push(e),
+          afterPhase: async (phase) => {
+            if (phase === 'copied') await pgServer(c, PAIR1.master).kill();
+          },
+        }),
+        (err) => isShardKitError(err) && /--abort again/.test(err.message),
+      );
+      assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen');
+      const id = leftAborting(await map(), span, PAIR1.master);
+      // The target's side of the abort ran: subscription and copy gone.
+      assert.deepEqual((await sql<{ n: string }>(PAIR2.master, 'SELECT subname AS n FROM pg_subscription')), []);
+      for (const s of [0, 1]) assert.deepEqual(await tablesIn(PAIR2.master, db(s)), []);
+
+      const restarted = Date.now();
+      await pgServer(c, PAIR1.master).start();
+      // The range never froze: with its master back the moving shards serve, before any --abort.
+      await ackedOn(w.ledger, [0, 1, 2, 3], restarted);
+      const aborted = await move({ moveId: id, abort: true });
+      assert.equal(aborted.outcome, 'aborted');
+      await cleanlyAborted(span, PAIR1.master, PAIR2.master);
+      await moveAgain(span, PAIR2);
+      await ackedOn(w.ledger, [0, 1], Date.now());
+    } finally {
+      await pgServer(c, PAIR1.master).start();
+      await w.stop();
+    }
+    // Only after the body passed: a failed test may leave rows fenced aside, which this check would misreport.
+    const ledger = w.ledger;
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`source killed at the lag gate: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  });
+
+  test('kill -9 of the target master during the catch-up: no switch, the source serves again (fence undone, freeze expired), --abort completes once the target is back, a new move verifies clean', async () => {
+    const span: [number, number] = [2, 3];
+    const HOLD_MS = 5000;
+    const w = load([0, 1, 2, 3]);
+    const events: MoveEvent[] = [];
+    let atFence: string[] = [];
+    let atAbort: string[] = [];
+    let fencedAt = 0;
+    let abortingAt = 0;
+    const fencedRows = async () => (await Promise.all([2, 3].map(async (s) => (await ids(PAIR1.master, `${db(s)}_moved`)).map((x) => `${s}:${x}`)))).flat();
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      await assert.rejects(
+        move({
+          start: { span: { first: 2, last: 3 }, target: PAIR2, holdMs: HOLD_MS }, onEvent: (e) => events.push(e),
+          afterPhase: async (phase) => {
+            if (phase === 'fenced') {
+              fencedAt = Date.now();
+              atFence = await fencedRows();
+              await pgServer(c, PAIR2.master).kill();
+            }
+            if (phase === 'aborting') {
+              abortingAt = Date.now();
+              atAbort = await fencedRows();
+            }
+          },
+        }),
+        (err) => isShardKitError(err) && /--abort again/.test(err.message),
+      );
+      assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
+      assert.ok(atFence.length >= 20, `the fence moved shards 2..3 aside (${atFence.length} rows)`);
+      assert.deepEqual(atAbort, atFence, 'nothing was written on the fenced source');
+      const fencedAcks = w.ledger.acked.filter((a) => a.at > fencedAt && a.at < abortingAt).map((a) => pinterestId.decode(a.id)).filter((p) => p.shard >= 2);
+      for (const p of fencedAcks) assert.ok(atFence.includes(`${p.shard}:${p.localId}`), `write ${p.shard}:${p.localId} acknowledged after the fence is in the fenced copy`);
+
+      leftAborting(await map(), span, PAIR1.master);
+      for (const s of [2, 3]) {
+        assert.ok((await tablesIn(PAIR1.master, db(s))).includes('pins'), `shard ${s} is live on the source again`);
+        assert.deepEqual(await tablesIn(PAIR1.master, `${db(s)}_moved`), []);
+      }
+      // The freeze expires by its hold budget: the services write to the source without any --abort.
+      await ackedOn(w.ledger, [2, 3], Date.now());
+
+      await pgServer(c, PAIR2.master).start();
+      const id = (await map()).moves().find((x) => x.range[0] === 2)!.id;
+      const aborted = await move({ moveId: id, abort: true });
+      assert.equal(aborted.outcome, 'aborted');
+      await cleanlyAborted(span, PAIR1.master, PAIR2.master);
+      await moveAgain(span, PAIR2);
+      await ackedOn(w.ledger, [2, 3], Date.now());
+    } finally {
+      await pgServer(c, PAIR2.master).start();
+      await w.stop();
+    }
+    // Only after the body passed: a failed test may leave rows fenced aside, which this check would misreport.
+    const ledger = w.ledger;
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`target killed at catch-up: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  });
+
+  test('kill -9 of the source master while prepare waits for the initial copy: once it is back the copy picks up and the same mover run switches, verify clean, 0 acknowledged writes lost', async () => {
+    // Shards 0..1 are on PG002A now: they move back to PG001A, and PG002A is the source that dies.
+    const span: [number, number] = [0, 1];
+    assert.equal((await map()).locate(0).master, PAIR2.master);
+    const w = load([0, 1, 2, 3]);
+    const source = pgServer(c, PAIR2.master);
+    const syncWorkers = async (n: number | undefined) => {
+      await sql(PAIR1.master, n === undefined ? 'ALTER SYSTEM RESET max_sync_workers_per_subscription' : `ALTER SYSTEM SET max_sync_workers_per_subscription = ${n}`);
+      await sql(PAIR1.master, 'SELECT pg_reload_conf()');
+    };
+    let crash: Promise<void> | undefined;
+    let phases: string[] = [];
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      // No table sync worker on the target: the initial copy waits, so the source dies inside it.
+      await syncWorkers(0);
+      const result = await move({
+        start: { span: { first: 0, last: 1 }, target: PAIR1, holdMs: 30_000 },
+        onEvent: (e) => phases.push(e.phase),
+        // The first progress report comes from prepare's wait for the copy.
+        onProgress: () => {
+          crash ??= (async () => {
+            await source.kill();
+            await source.start();
+            await syncWorkers(undefined);
+          })();
+        },
+      });
+      await crash;
+      assert.equal(result.outcome, 'switched');
+      assert.deepEqual(result.verify?.mismatches, []);
+      phases = phases.filter((p, i, a) => a.indexOf(p) === i);
+      assert.deepEqual(phases, ['started', 'copied', 'frozen', 'fenced', 'switched']);
+      for (const s of span) assert.equal((await map()).locate(s).master, PAIR1.master);
+      assert.deepEqual(await replicationLeft(), []);
+      await ackedOn(w.ledger, [0, 1], Date.now());
+    } finally {
+      await crash?.catch(() => undefined);
+      await source.start();
+      await syncWorkers(undefined);
+      await w.stop();
+    }
+    const ledger = w.ledger;
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`source killed inside the copy: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  });
+});
