@@ -25,9 +25,9 @@ export interface WcLedger {
 
 export const newWcLedger = (): WcLedger => ({ batches: [], errors: new Map(), tornReads: [], reads: 0 });
 
-/** 3 row keys of writer w's n-th batch, all on one mod shard (chosen round-robin over `shards`). */
-export function batchRows(w: number, n: number, shards: number): string[] {
-  const target = (w + n) % shards;
+/** 3 row keys of writer w's n-th batch, all on one mod shard (chosen round-robin over `onShards`, default all `shards`). */
+export function batchRows(w: number, n: number, shards: number, onShards?: readonly number[]): string[] {
+  const target = onShards !== undefined ? onShards[(w + n) % onShards.length]! : (w + n) % shards;
   const out: string[] = [];
   for (let i = 0; out.length < 3; i++) {
     const row = `u${w}-${n}-${i}`;
@@ -58,9 +58,9 @@ export async function readRows(url: string, dataset: string, rows: string[]): Pr
 /**
  * `writers` loops per service URL (urls() is read on every write: a restarted service has a new
  * port) until `until` resolves; a failed write is counted and a new batch is tried after a short
- * sleep. With `reader`, one more loop reads the batch writer 0 has in flight and records a torn read.
+ * sleep (`onShards`: only rows on those wide-column shards). With `reader`, one more loop reads the batch writer 0 has in flight and records a torn read.
  */
-export async function wcWriteLoad(urls: () => string[], dataset: string, shards: number, until: Promise<void>, options: { writers?: number; reader?: boolean; ledger?: WcLedger } = {}): Promise<WcLedger> {
+export async function wcWriteLoad(urls: () => string[], dataset: string, shards: number, until: Promise<void>, options: { writers?: number; reader?: boolean; ledger?: WcLedger; onShards?: readonly number[] } = {}): Promise<WcLedger> {
   const ledger = options.ledger ?? newWcLedger();
   let stop = false;
   void until.then(() => (stop = true));
@@ -71,7 +71,7 @@ export async function wcWriteLoad(urls: () => string[], dataset: string, shards:
     for (let n = 0; !stop; n++) {
       const url = urls()[w % urls().length]!;
       const value = `${w}:${n}`;
-      const batch: WcBatch = { rows: batchRows(w, n, shards), value, acked: false, at: 0 };
+      const batch: WcBatch = { rows: batchRows(w, n, shards, options.onShards), value, acked: false, at: 0 };
       ledger.batches.push(batch);
       if (w === 0) inFlight = batch;
       let code: string;

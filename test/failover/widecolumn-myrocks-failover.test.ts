@@ -13,6 +13,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { modShard } from '../../src/ids/mod-shard.js';
 import { myrocksDevExtension } from '../../src/cli/actions/widecolumn-myrocks-dev.js';
 import { DevCluster } from '../../src/ops/dev-cluster.js';
 import { devHostAdmin } from '../../src/ops/failover/host-admin.js';
@@ -64,21 +65,37 @@ describe('wide-column on MyRocks: planned failover, kill -9 of a service, kill -
   test('planned failover while two services write wide-column cells and objects: every acknowledged cell on the new master, the slave holds the same cells', async (t) => {
     let releasePins!: () => void;
     const pins = httpWriteLoad(services, [0, 1], new Promise<void>((r) => (releasePins = r)), 1, newLedger());
-    let result: { newMaster: string } | undefined;
+    let result: { newMaster: string; writePauseMs: number } | undefined;
+    let switched = 0;
     const ledger = await wcLoad(async () => {
       const res = await shardkit(['failover', 'MySQL001A', '--dir', fx.dir, '--json']);
       assert.equal(res.code, 0, res.stderr);
-      result = JSON.parse(res.stdout) as { newMaster: string };
+      result = JSON.parse(res.stdout) as { newMaster: string; writePauseMs: number };
+      switched = Date.now();
     });
     releasePins();
     const pinLedger = await pins;
     assert.equal(result!.newMaster, 'MySQL001B');
     assert.deepEqual(ledger.tornReads, []);
+    // Held, not refused: with the default hold budget (2 s) no write failed at all (no 503: SHARD_MOVING past
+    // the budget, SHARD_UNAVAILABLE from the read-only master), wide-column or object.
+    const refusals = (errors: Map<string, number>) => [...errors];
+    assert.deepEqual(refusals(ledger.errors), [], `wide-column writes refused during a ${result!.writePauseMs} ms write pause`);
+    assert.deepEqual(refusals(pinLedger.errors), [], `object writes refused during a ${result!.writePauseMs} ms write pause`);
     // Every read now goes to the new master (the map names it for every wide-column shard).
     const check = await checkBatches(services[1]!.url, DATASET, ledger.batches);
     assert.deepEqual(check.lost, []);
     assert.deepEqual(check.torn, []);
     assert.deepEqual(await missingOn(fx.cluster, 'MySQL001B', pinLedger.acked), []);
+    // Later writes went to the new master: the batches acknowledged after the switch are in its
+    // wcNNNNN tables (the old master is read-only and replicates from it).
+    const later = ledger.batches.filter((b) => b.acked && b.at > switched);
+    assert.ok(later.length > 0);
+    for (const b of later) {
+      const db = `wc${String(modShard(b.rows[0]!, WC_SHARDS)).padStart(5, '0')}`;
+      const rows = await fx.cluster.instance('MySQL001B').admin<Array<{ n: number }>>({ sql: `SELECT COUNT(*) AS n FROM ${db}.${DATASET} WHERE nts <= 0 AND row_key IN (?, ?, ?) AND v = ?`, values: [...b.rows, b.value] });
+      assert.equal(Number(rows[0]!.n), 6, `batch ${b.value} (acknowledged after the switch) is on the new master`);
+    }
 
     // The slave (the old master) holds the same cells: pair verify compares every table, and the
     // wide-column shards' tables are among them.
@@ -90,7 +107,7 @@ describe('wide-column on MyRocks: planned failover, kill -9 of a service, kill -
     const sums = await tableChecksums(devHostAdmin(DevCluster.require(fx.dir)), 'MySQL001A');
     const wcTables = [...sums.keys()].filter((k) => /^wc\d{5}\.events$/.test(k));
     assert.equal(wcTables.length, WC_SHARDS, [...sums.keys()].join(', '));
-    t.diagnostic(`${check.acked} acknowledged batches (${check.acked * 6} cells), 0 lost, ${ledger.reads} reads of in-flight batches, none torn; ${pinLedger.acked.length} pins; verify: ${v.tables} tables equal (${wcTables.length} wide-column); wc errors ${JSON.stringify([...ledger.errors])}`);
+    t.diagnostic(`write pause ${result!.writePauseMs} ms; ${check.acked} acknowledged batches (${check.acked * 6} cells, ${later.length} after the switch), 0 lost, ${ledger.reads} reads of in-flight batches, none torn; ${pinLedger.acked.length} pins; verify: ${v.tables} tables equal (${wcTables.length} wide-column); wc errors ${JSON.stringify([...ledger.errors])}`);
   });
 
   test('kill -9 of a service mid-load, restart: every acknowledged cell is there and every batch whole or absent', async (t) => {

@@ -211,4 +211,86 @@ describe('moves on MariaDB with MyRocks wide-column shards', () => {
     assert.equal(await show(), before, 'a refused move changes nothing');
     assert.deepEqual(await tablesIn(SOURCE, `${wc(2)}_moved`), [], 'nothing fenced');
   });
+
+  test('batch put, batch get, versions>1 and time-range reads from a service with a stale map meet the fence of a move of shard 2, re-read the map and go once to the target', async () => {
+    const rowsOn = (shard: number, n: number): string[] => {
+      const out: string[] = [];
+      for (let i = 0; out.length < n; i++) if (wcEngine.shardOf(`fence-${i}`) === shard) out.push(`fence-${i}`);
+      return out;
+    };
+    // Shard 2 moves; shard 3 stays on the source: one batch statement on the source reads both.
+    const moving = rowsOn(2, 3);
+    const staying = rowsOn(3, 2);
+    const T0 = 1_700_000_000_000;
+    for (const row of [...moving, ...staying]) {
+      await wcEngine.putRow(DATASET, row, [1, 2, 3, 4].flatMap((k) => [{ column: 'c', value: `v${k}`, timestamp: T0 + k }, { column: 'e', value: `e${k}`, timestamp: T0 + k }]));
+    }
+    // A service whose watch missed the freeze: its map names the source until it re-reads the
+    // store, which it does only when it meets the fence.
+    let staleMap = ShardMap.fromJSON((await store().read())!.toJSON());
+    assert.equal(staleMap.locateModShard(2).master, SOURCE);
+    let refreshes = 0;
+    const reader = store();
+    const stale = new MyrocksEngine({
+      hosts, storage, shardMap: () => staleMap,
+      refreshMap: async () => {
+        refreshes++;
+        const m = await reader.read();
+        if (m !== undefined && m.version > staleMap.version) staleMap = m;
+      },
+    });
+    try {
+      await stale.getRow(DATASET, moving[0]!); // the catalogue is loaded before the fence
+      type Settled<T> = { ok: true; value: T } | { ok: false; err: unknown };
+      const settle = <T>(p: Promise<T>): Promise<Settled<T>> => p.then((value) => ({ ok: true as const, value }), (err: unknown) => ({ ok: false as const, err }));
+      let ops: {
+        put: Promise<Settled<unknown>>;
+        get: Promise<Settled<import('../../src/widecolumn/types.js').RowResult[]>>;
+        deep: Promise<Settled<import('../../src/widecolumn/types.js').RowResult>>;
+        range: Promise<Settled<import('../../src/widecolumn/types.js').RowResult>>;
+      } | undefined;
+      const result = await runMove({
+        store: store(), engine: mover, hosts: Object.keys(hosts), start: { span: { first: 2, last: 2 }, target: TARGET, holdMs: 30_000 },
+        afterPhase: (phase) => {
+          // Sent after the fence, not awaited here (they wait for the switch the mover makes next).
+          if (phase !== 'fenced') return;
+          ops = {
+            put: settle(stale.batchPutRows(DATASET, [...moving, ...staying].map((row) => ({ row, items: [{ column: 'b', value: 'across-the-fence' }] })))),
+            get: settle(stale.batchGetRows(DATASET, [...moving, ...staying].map((row) => ({ row, columns: ['c'], versions: 2 })))),
+            deep: settle(stale.getRow(DATASET, moving[1]!, { versions: 3 })),
+            range: settle(stale.getRow(DATASET, moving[2]!, { columns: ['c', 'e'], versions: 4, start: T0 + 2, end: T0 + 4 })),
+          };
+        },
+      });
+      assert.equal(result.outcome, 'switched');
+      const put = await ops!.put;
+      const get = await ops!.get;
+      const deep = await ops!.deep;
+      const range = await ops!.range;
+      const failed = Object.entries({ put, get, deep, range }).filter(([, r]) => !r.ok).map(([name, r]) => `${name}: ${String((r as { err: unknown }).err)}`);
+      assert.deepEqual(failed, [], 'every operation across the fence was answered');
+      assert.ok(refreshes >= 1, 'the stale engine met the fence and re-read the map');
+      assert.equal(staleMap.locateModShard(2).master, TARGET.master);
+      assert.equal(staleMap.locateModShard(3).master, SOURCE);
+      const values = (r: import('../../src/widecolumn/types.js').RowResult, col: string) => r.columns.find((c) => c.column === col)?.cells.map((c) => c.value.toString()) ?? [];
+      if (!get.ok || !deep.ok || !range.ok) throw new Error('unreachable');
+      assert.deepEqual(get.value.map((r) => [r.row, values(r, 'c')]), [...moving, ...staying].map((row) => [row, ['v4', 'v3']]));
+      assert.deepEqual(values(deep.value, 'c'), ['v4', 'v3', 'v2']);
+      assert.deepEqual(values(deep.value, 'e'), ['e4', 'e3', 'e2']);
+      assert.deepEqual([values(range.value, 'c'), values(range.value, 'e')], [['v3', 'v2'], ['e3', 'e2']]);
+      // The batch put landed on the target for shard 2 (nothing on the fenced source copy), and on
+      // the source for shard 3.
+      const onTarget = await cells(TARGET.master, wc(2));
+      const fencedCopy = await cells(SOURCE, `${wc(2)}_moved`);
+      const stayed = await cells(SOURCE, wc(3));
+      for (const row of moving) {
+        assert.ok(onTarget.has(`${row}/b/across-the-fence`), `${row} put across the fence is on the target`);
+        assert.ok(!fencedCopy.has(`${row}/b/across-the-fence`), `${row} put is not on the fenced source`);
+      }
+      for (const row of staying) assert.ok(stayed.has(`${row}/b/across-the-fence`), `${row} (shard 3) stayed on the source`);
+      console.log(`across the fence of shard 2: batch put, batch get, versions=3 and time-range reads answered from the target after ${refreshes} map re-reads`);
+    } finally {
+      await stale.close();
+    }
+  });
 });

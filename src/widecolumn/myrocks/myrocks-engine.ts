@@ -56,6 +56,9 @@ interface CellRow {
 
 const EMPTY = Buffer.alloc(0);
 
+/** The error of a statement that met a move's fence (table renamed away) or a planned failover's (read-only master). */
+const isFenceError = (err: unknown): err is ShardKitError => isShardKitError(err, 'SHARD_UNAVAILABLE') && (err.details?.missingTable === true || err.details?.readOnly === true);
+
 /** Key of a row's cells: SHA-256 of the row key. */
 const cellKey = (raw: Buffer): Buffer => createHash('sha256').update(raw).digest();
 /** Key of a row's head records: SHA-256 of a prefix no row key hash can equal, then the row key. */
@@ -204,19 +207,33 @@ export class MyrocksEngine implements WideColumnEngine {
     try {
       return await run();
     } catch (err) {
-      if (!isShardKitError(err, 'SHARD_UNAVAILABLE') || (err.details?.missingTable !== true && err.details?.readOnly !== true)) throw err;
-      await this.refreshMap?.().catch(() => undefined);
-      const map = this.shardMap();
-      const moving = modShardFreeze(map, shard) !== undefined || map.moves().some((m) => m.source.master === host && (m.kind === 'failover' || (m.range[0] <= shard && shard <= m.range[1])));
-      if (!moving && this.hostOf(shard) === host) throw err;
-      await this.hold(shard);
-      if (this.hostOf(shard) === host) throw movingError(shard, map.rangeOf(shard)?.frozen?.id, 0, err);
+      if (!isFenceError(err)) throw err;
+      await this.afterFence([shard], host, err);
       try {
         return await run();
       } catch (again) {
-        if (isShardKitError(again, 'SHARD_UNAVAILABLE') && (again.details?.missingTable === true || again.details?.readOnly === true)) throw movingError(shard, undefined, 0, again);
+        if (isFenceError(again)) throw movingError(shard, undefined, 0, again);
         throw again;
       }
+    }
+  }
+
+  /**
+   * After a statement on `host` for `shards` met a fence: re-reads the map and waits out the
+   * freeze of each shard the map shows moving off `host`. Returns when each of those has a new
+   * master to go to (the others, read in the same statement, go again where they are); rethrows
+   * `err` when the map shows none of them moving (a table dropped by hand, a host made read-only
+   * by an operator), and SHARD_MOVING when one is still on `host` after its hold.
+   */
+  private async afterFence(shards: readonly number[], host: string, err: unknown): Promise<void> {
+    await this.refreshMap?.().catch(() => undefined);
+    const map = this.shardMap();
+    const moving = shards.filter((shard) => this.hostOf(shard) !== host || modShardFreeze(map, shard) !== undefined
+      || map.moves().some((m) => m.source.master === host && (m.kind === 'failover' || (m.range[0] <= shard && shard <= m.range[1]))));
+    if (moving.length === 0) throw err;
+    for (const shard of moving) {
+      await this.hold(shard);
+      if (this.hostOf(shard) === host) throw movingError(shard, map.rangeOf(shard)?.frozen?.id, 0, err);
     }
   }
 
@@ -351,6 +368,8 @@ export class MyrocksEngine implements WideColumnEngine {
       after: Buffer | null;
       columns: Array<{ raw: Buffer; cells: import('../types.js').Cell[] }>;
       result: RowResult | null;
+      /** Already read again once after meeting a fence. */
+      fenceRetried: boolean;
     }
     const states: State[] = reads.map((v) => ({
       v,
@@ -362,6 +381,7 @@ export class MyrocksEngine implements WideColumnEngine {
       after: v.columns ? null : v.marker,
       columns: [],
       result: null,
+      fenceRetried: false,
     }));
     // Rounds: the first reads every row's page; a row whose candidate columns turned out empty
     // (expired, outside the time range) while more follow needs another (rare).
@@ -395,34 +415,51 @@ export class MyrocksEngine implements WideColumnEngine {
           };
         });
         const shard = list.length === 1 ? list[0]!.shard : undefined;
-        const listing = rr.filter(needsDirectory);
         let found: RowFound[];
-        if (listing.length === 0) {
-          const { sql, values } = buildPageStatement(rr);
-          found = collectPage(rr, await this.onHost<PageRow[]>(host, sql, values, shard));
-        } else {
-          // Columns first, then their cells: two statements, so one transaction (one snapshot).
-          found = await this.mapped(host, shard, () => this.pools.get(host).transaction(async (q) => {
-            const dir = directoryStatement(listing);
-            const lists = collectDirectory(listing, (await q<{ i: number | string; col: Buffer }>(dir.sql, dir.values)).rows);
-            const exhausted = new Map<RowRead, boolean>();
-            listing.forEach((r, i) => {
-              r.columns = lists[i]!;
-              exhausted.set(r, lists[i]!.length < r.candidates);
-            });
-            const withColumns = rr.filter((r) => r.columns === null || r.columns.length > 0);
-            const page = buildPageStatement(withColumns);
-            const rows = withColumns.length > 0 ? collectPage(withColumns, (await q<PageRow>(page.sql, page.values)).rows) : [];
-            return rr.map((r) => {
-              const f = rows[withColumns.indexOf(r)] ?? { looked: r.columns ?? [], exhausted: true, columns: [] };
-              return exhausted.has(r) ? { ...f, looked: r.columns!, exhausted: exhausted.get(r)! } : f;
-            });
-          }));
+        try {
+          found = await this.readRound(host, shard, rr);
+        } catch (err) {
+          // The statement met a move's fence (a carried wcNNNNN table renamed away): like a
+          // single-row write, the map is re-read and the freeze waited out, and these rows are
+          // read again in the next round, grouped by the new map. A read changes nothing, so
+          // running it again is always safe; once per row, then SHARD_MOVING.
+          if (!isFenceError(err)) throw err;
+          const again = list.find((s) => s.fenceRetried);
+          if (again !== undefined) throw movingError(again.shard, undefined, 0, err);
+          await this.afterFence([...new Set(list.map((s) => s.shard))], host, err);
+          for (const s of list) s.fenceRetried = true;
+          return;
         }
         list.forEach((s, i) => this.advance(s, rr[i]!, found[i]!));
       }));
     }
     return states.map((s) => s.result!);
+  }
+
+  /** One round of reads on one host: one statement, or, when columns must be listed first, two in one transaction. */
+  private async readRound(host: string, shard: number | undefined, rr: RowRead[]): Promise<RowFound[]> {
+    const listing = rr.filter(needsDirectory);
+    if (listing.length === 0) {
+      const { sql, values } = buildPageStatement(rr);
+      return collectPage(rr, await this.onHost<PageRow[]>(host, sql, values, shard));
+    }
+    // Columns first, then their cells: two statements, so one transaction (one snapshot).
+    return this.mapped(host, shard, () => this.pools.get(host).transaction(async (q) => {
+      const dir = directoryStatement(listing);
+      const lists = collectDirectory(listing, (await q<{ i: number | string; col: Buffer }>(dir.sql, dir.values)).rows);
+      const exhausted = new Map<RowRead, boolean>();
+      listing.forEach((r, i) => {
+        r.columns = lists[i]!;
+        exhausted.set(r, lists[i]!.length < r.candidates);
+      });
+      const withColumns = rr.filter((r) => r.columns === null || r.columns.length > 0);
+      const page = buildPageStatement(withColumns);
+      const rows = withColumns.length > 0 ? collectPage(withColumns, (await q<PageRow>(page.sql, page.values)).rows) : [];
+      return rr.map((r) => {
+        const f = rows[withColumns.indexOf(r)] ?? { looked: r.columns ?? [], exhausted: true, columns: [] };
+        return exhausted.has(r) ? { ...f, looked: r.columns!, exhausted: exhausted.get(r)! } : f;
+      });
+    }));
   }
 
   /** Adds what one statement found to a row's page; sets the result once the page is complete. */
