@@ -3,17 +3,27 @@ import { ShardKitError, isShardKitError } from '../errors.js';
 import { parseId } from '../ids/codec.js';
 import { modShard } from '../ids/mod-shard.js';
 import { pinterestId } from '../ids/pinterest-id.js';
-import type { KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
-import { holdWhileFrozen, movingError } from '../topology/freeze-hold.js';
+import type { Fleet, KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
+import { holdWhileFrozen, modShardFreeze, modShardMoving, movingError } from '../topology/freeze-hold.js';
 import { activeFreeze } from '../topology/range-freeze.js';
-import type { ShardMap } from '../topology/shard-map.js';
+import type { RangeFreeze, ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import { KitCache, type KitCacheOptions } from './kit-cache.js';
 import { ShardTraffic } from './shard-traffic.js';
 import type { ShardErrorEvent } from './types.js';
 
-/** Storage calls that change a shard: held while the shard's range is frozen by a move. */
-const WRITE_OPS = new Set(['insert', 'update', 'delete', 'mapping-add', 'mapping-remove']);
+/** Storage calls that change a shard: held while the shard is frozen by a move or a planned failover. */
+const WRITE_OPS = new Set(['insert', 'update', 'delete', 'mapping-add', 'mapping-remove', 'lookup-put', 'lookup-delete']);
+
+/**
+ * The freeze that holds writes to `shard` of `fleet` at `now`: an object shard's own range
+ * freeze, or, for a mod shard (lookups), the freeze of the move or failover that carries it
+ * (modShardFreeze: only object ranges are frozen in the map).
+ */
+const FREEZE_OF: Record<Fleet, (map: ShardMap, shard: number, now: number) => RangeFreeze | undefined> = {
+  objects: activeFreeze,
+  lookups: modShardFreeze,
+};
 
 
 /** An object ID that passed every check: well formed, known type, shard in the map. */
@@ -172,13 +182,14 @@ export class KitContext {
    * the clocks say). Returns the map to route with: the switched one, the unfrozen one (aborted),
    * or, with `orMoving`, SHARD_MOVING when the budget ran out first.
    */
-  async holdWhileFrozen(shard: number, orMoving: boolean): Promise<ShardMap> {
+  async holdWhileFrozen(shard: number, orMoving: boolean, fleet: Fleet = 'objects'): Promise<ShardMap> {
     const map = this.current ?? (await this.map());
-    if (activeFreeze(map, shard) === undefined) return map;
+    const freezeOf = FREEZE_OF[fleet];
+    if (freezeOf(map, shard, Date.now()) === undefined) return map;
     return holdWhileFrozen({
       map: () => this.current ?? map,
       next: (ms) => this.nextMap(ms),
-      freezeOf: (m, s, now) => activeFreeze(m, s, now),
+      freezeOf,
       checkOpen: () => {
         if (this.closed) throw new ShardKitError('CLOSED', 'this ShardKit is closed');
       },
@@ -189,19 +200,23 @@ export class KitContext {
    * A storage call met the fence (SHARD_MOVED: the shard's tables are gone from `ref.host`): reload
    * the map, wait out a freeze, and run `work` once on the shard's master. The fenced call changed
    * nothing, so running it again is safe. Still on the same host, or fenced again: SHARD_MOVING.
+   * Object shards and mod shards (lookups, carried by a move or a failover of their host) alike.
    */
   async afterFence<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, fenceError: unknown, isCallerError?: (err: unknown) => boolean): Promise<T> {
     let map = await this.refresh();
-    const moving = (m: ShardMap) => m.rangeOf(ref.shard)?.frozen !== undefined || m.moves().some((x) => x.range[0] <= ref.shard && ref.shard <= x.range[1]);
+    const moving = (m: ShardMap) => (ref.fleet === 'lookups'
+      ? modShardMoving(m, ref.shard, ref.host)
+      : m.rangeOf(ref.shard)?.frozen !== undefined || m.moves().some((x) => x.range[0] <= ref.shard && ref.shard <= x.range[1]));
     // A table missing on a server backend is a fence only when a move touches the shard; without
     // one it is what it says (shardkit init / schema apply), reported as it came.
-    if (!isShardKitError(fenceError, 'SHARD_MOVED') && !moving(map) && this.objectRef(map, ref.shard).host === ref.host) {
+    if (!isShardKitError(fenceError, 'SHARD_MOVED') && !moving(map) && this.refOf(map, ref).host === ref.host) {
       this.reportFailure(ref, op, fenceError);
       throw fenceError;
     }
-    map = await this.holdWhileFrozen(ref.shard, true);
-    const next = this.objectRef(map, ref.shard);
-    if (next.host === ref.host) throw movingError(ref.shard, map.rangeOf(ref.shard)?.frozen?.id, 0, fenceError);
+    map = await this.holdWhileFrozen(ref.shard, true, ref.fleet);
+    const next = this.refOf(map, ref);
+    // The freeze's id even when its budget ran out (now = 0: every recorded freeze counts).
+    if (next.host === ref.host) throw movingError(ref.shard, FREEZE_OF[ref.fleet](map, ref.shard, 0)?.id, 0, fenceError);
     try {
       return await work(next);
     } catch (err) {
@@ -248,14 +263,23 @@ export class KitContext {
   }
 
   lookupRef(map: ShardMap, key: string): ShardRef {
-    const shard = modShard(key, map.modShardCount);
+    return this.modRef(map, modShard(key, map.modShardCount));
+  }
+
+  modRef(map: ShardMap, shard: number): ShardRef {
     return { host: map.locateModShard(shard).master, shard, fleet: 'lookups' };
+  }
+
+  /** `ref`'s shard routed by `map` (its master there). */
+  private refOf(map: ShardMap, ref: ShardRef): ShardRef {
+    return ref.fleet === 'objects' ? this.objectRef(map, ref.shard) : this.modRef(map, ref.shard);
   }
 
   /**
    * Calls the backend with `ref` (or, across a move's cutover, the shard's new master: `work`
-   * must use the ref it is given). Writes to a frozen object shard wait for the switch, up to the
-   * hold budget; a call that meets the fence is retried once on the new master (afterFence).
+   * must use the ref it is given). Writes to a frozen shard (an object shard, or a mod shard
+   * carried by a move or a planned failover) wait for the switch, up to the hold budget; a call
+   * that meets the fence is retried once on the new master (afterFence).
    * Storage failures (not bad input) are announced as 'shard-error'.
    */
   call<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
@@ -265,12 +289,12 @@ export class KitContext {
   }
 
   private route<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
-    if (ref.fleet === 'objects' && WRITE_OPS.has(op) && this.current !== undefined && activeFreeze(this.current, ref.shard) !== undefined) {
-      return this.holdWhileFrozen(ref.shard, true).then((map) => this.route(this.objectRef(map, ref.shard), op, work, isCallerError));
+    if (WRITE_OPS.has(op) && this.current !== undefined && FREEZE_OF[ref.fleet](this.current, ref.shard, Date.now()) !== undefined) {
+      return this.holdWhileFrozen(ref.shard, true, ref.fleet).then((map) => this.route(this.refOf(map, ref), op, work, isCallerError));
     }
     // A rejection handler rather than an async frame: this wraps every storage call.
     return work(ref).then(undefined, (err: unknown) => {
-      if (ref.fleet === 'objects' && isFenceError(err)) return this.afterFence(ref, op, work, err, isCallerError);
+      if (isFenceError(err)) return this.afterFence(ref, op, work, err, isCallerError);
       if (!isCallerError?.(err)) this.reportFailure(ref, op, err);
       throw err;
     });

@@ -15,7 +15,9 @@ export class Lookups {
     checkLookupKey(key);
     const target = this.ctx.locate(map, id, 'id');
     const ref = this.ctx.lookupRef(map, key);
-    await this.ctx.call(ref, 'lookup-put', () => this.ctx.backend.putLookup(ref, def.table, key, target.id));
+    // Held while the mod shard is frozen, retried once after the fence (KitContext.call): the
+    // backend gets the ref call() hands over, which is the new master after a switch.
+    await this.ctx.call(ref, 'lookup-put', (r) => this.ctx.backend.putLookup(r, def.table, key, target.id));
   }
 
   async get(keyspace: string, key: string): Promise<bigint | undefined> {
@@ -23,7 +25,7 @@ export class Lookups {
     const def = this.ctx.keyspace(keyspace);
     checkLookupKey(key);
     const ref = this.ctx.lookupRef(map, key);
-    return this.ctx.call(ref, 'lookup-get', () => this.ctx.backend.getLookup(ref, def.table, key));
+    return this.ctx.call(ref, 'lookup-get', (r) => this.ctx.backend.getLookup(r, def.table, key));
   }
 
   /** True when the key existed. */
@@ -32,7 +34,7 @@ export class Lookups {
     const def = this.ctx.keyspace(keyspace);
     checkLookupKey(key);
     const ref = this.ctx.lookupRef(map, key);
-    return this.ctx.call(ref, 'lookup-delete', () => this.ctx.backend.deleteLookup(ref, def.table, key));
+    return this.ctx.call(ref, 'lookup-delete', (r) => this.ctx.backend.deleteLookup(r, def.table, key));
   }
 
   /** The mod shard of a key (md5(key) mod N). */

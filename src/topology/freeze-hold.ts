@@ -75,6 +75,18 @@ export function modShardFreeze(map: ShardMap, shard: number, now: number = Date.
   return undefined;
 }
 
+/**
+ * Whether `map` shows mod shard `shard` moving off `host`: it has switched away, its writes are
+ * frozen, or a move or failover from `host` still touches it. A statement on `host` that meets a
+ * fence (table missing, read-only master) is then the move's or failover's fence, to wait out and
+ * retry once; otherwise it is what it says (a table dropped by hand, a host made read-only by an
+ * operator). Shared by the kit's lookups and the MyRocks wide-column engine.
+ */
+export function modShardMoving(map: ShardMap, shard: number, host: string): boolean {
+  return map.locateModShard(shard).master !== host || modShardFreeze(map, shard) !== undefined
+    || map.moves().some((m) => m.source.master === host && (m.kind === 'failover' || (m.range[0] <= shard && shard <= m.range[1])));
+}
+
 export function movingError(shard: number, moveId: string | undefined, heldMs: number, cause?: unknown): ShardKitError {
   return new ShardKitError(
     'SHARD_MOVING',

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { ShardKitError, isShardKitError } from '../../errors.js';
 import { modShard } from '../../ids/mod-shard.js';
 import type { ShardMap } from '../../topology/shard-map.js';
-import { holdWhileFrozen, modShardFreeze, movingError } from '../../topology/freeze-hold.js';
+import { holdWhileFrozen, modShardFreeze, modShardMoving, movingError } from '../../topology/freeze-hold.js';
 import { HostPools } from '../../storage/sql/host-pools.js';
 import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/mysql-backend.js';
 import { mapMysqlError } from '../../storage/mysql/mysql-errors.js';
@@ -228,8 +228,7 @@ export class MyrocksEngine implements WideColumnEngine {
   private async afterFence(shards: readonly number[], host: string, err: unknown): Promise<void> {
     await this.refreshMap?.().catch(() => undefined);
     const map = this.shardMap();
-    const moving = shards.filter((shard) => this.hostOf(shard) !== host || modShardFreeze(map, shard) !== undefined
-      || map.moves().some((m) => m.source.master === host && (m.kind === 'failover' || (m.range[0] <= shard && shard <= m.range[1]))));
+    const moving = shards.filter((shard) => modShardMoving(map, shard, host));
     if (moving.length === 0) throw err;
     for (const shard of moving) {
       await this.hold(shard);
