@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/move-state.js';
 import { assertError, createObject, makeApp } from '../http/http-fixture.js';
+import { keyOn, sharedHostsMap } from '../kit/shared-hosts-map.js';
 
 test('HTTP: a write held past a freeze\'s budget is 503 SHARD_MOVING with Retry-After: 1; reads of the shard go on', async () => {
   const f = await makeApp();
@@ -24,6 +25,32 @@ test('HTTP: a write held past a freeze\'s budget is 503 SHARD_MOVING with Retry-
     // Other errors carry no Retry-After.
     const missing = await f.app.inject({ method: 'GET', url: '/v1/objects/1' });
     assert.equal(missing.headers['retry-after'], undefined);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('HTTP: a lookup PUT or DELETE on a mod shard a move carries, held past the budget, is 503 SHARD_MOVING with Retry-After: 1; the GET is answered', async () => {
+  const f = await makeApp({ shardMap: sharedHostsMap() });
+  try {
+    const user = await createObject(f.app, 'user', {}, { shard: 9 });
+    const key = keyOn(1, 'http');
+    const url = `/v1/lookups/email/${encodeURIComponent(key)}`;
+    const put = await f.app.inject({ method: 'PUT', url, payload: { id: user.id } });
+    assert.ok(put.statusCode < 300, put.body);
+    await casMoveState(f.topology, (m) => addMove(m, { id: 'http-lookups', span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, holdMs: 1500 }));
+    await casMoveState(f.topology, (m) => advanceMove(m, 'http-lookups', ['started'], 'copied', { modShards: true }));
+    await casMoveState(f.topology, (m) => freezeMove(m, 'http-lookups'));
+    const [again, del] = await Promise.all([
+      f.app.inject({ method: 'PUT', url, payload: { id: user.id } }),
+      f.app.inject({ method: 'DELETE', url }),
+    ]);
+    for (const res of [again, del]) {
+      assertError(res, 503, 'SHARD_MOVING', res.request?.method ?? '');
+      assert.equal(res.headers['retry-after'], '1');
+    }
+    const get = await f.app.inject({ method: 'GET', url });
+    assert.equal(get.statusCode, 200, get.body);
   } finally {
     await f.cleanup();
   }
