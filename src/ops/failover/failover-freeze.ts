@@ -8,9 +8,9 @@ import { ShardMap, type ShardMapJson, type ShardRange } from '../../topology/sha
  * (src/moves/move-state.ts, kind 'failover'): services hold writes to a frozen object range up to
  * the hold budget instead of failing them while the master is read-only, and release them on the
  * map that names the new master. Mod-shard ranges are not frozen themselves: the MyRocks
- * wide-column engine holds writes to the mod shards of a host under failover by this record
- * (modShardFreeze in src/topology/freeze-hold.ts); the kit's lookups meet the read-only fence
- * and fail with a retryable SHARD_UNAVAILABLE.
+ * wide-column engine and the kit's lookups hold writes to the mod shards of a host under failover
+ * by this record (modShardFreeze in src/topology/freeze-hold.ts). A host that masters no object
+ * range gets no record, so its lookups meet the read-only fence (retryable SHARD_UNAVAILABLE).
  *
  * Every function here is a pure map transition for casMoveState().
  */
