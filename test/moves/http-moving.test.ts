@@ -10,7 +10,10 @@ test('HTTP: a write held past a freeze\'s budget is 503 SHARD_MOVING with Retry-
     const board = await createObject(f.app, 'board', { v: 1 }, { shard: 2 });
     await casMoveState(f.topology, (m) => addMove(m, { id: 'http-hold', span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, holdMs: 1500 }));
     await casMoveState(f.topology, (m) => advanceMove(m, 'http-hold', ['started'], 'copied'));
-    await casMoveState(f.topology, (m) => freezeMove(m, 'http-hold'));
+    // frozenAt ten minutes ahead: the freeze stays in force however slow the machine is, and each
+    // write is still held only its budget from when it arrives (freeze-hold.ts), so the outcome
+    // does not depend on how soon after the freeze the writes are sent.
+    await casMoveState(f.topology, (m) => freezeMove(m, 'http-hold', Date.now() + 600_000));
     const [patch, create] = await Promise.all([
       f.app.inject({ method: 'PATCH', url: `/v1/objects/${board.id}`, payload: { v: 2 } }),
       f.app.inject({ method: 'POST', url: '/v1/objects/pin', payload: { data: {}, near: board.id } }),
@@ -40,7 +43,10 @@ test('HTTP: a lookup PUT or DELETE on a mod shard a move carries, held past the 
     assert.ok(put.statusCode < 300, put.body);
     await casMoveState(f.topology, (m) => addMove(m, { id: 'http-lookups', span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, holdMs: 1500 }));
     await casMoveState(f.topology, (m) => advanceMove(m, 'http-lookups', ['started'], 'copied', { modShards: true }));
-    await casMoveState(f.topology, (m) => freezeMove(m, 'http-lookups'));
+    // frozenAt ten minutes ahead: the freeze stays in force however slow the machine is, and each
+    // write is still held only its budget from when it arrives (freeze-hold.ts), so the outcome
+    // does not depend on how soon after the freeze the writes are sent.
+    await casMoveState(f.topology, (m) => freezeMove(m, 'http-lookups', Date.now() + 600_000));
     const [again, del] = await Promise.all([
       f.app.inject({ method: 'PUT', url, payload: { id: user.id } }),
       f.app.inject({ method: 'DELETE', url }),
