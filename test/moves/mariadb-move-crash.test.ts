@@ -10,6 +10,12 @@
  *   puts the source back in service although the target is down, nothing was written on the
  *   fenced source, the freeze expires by its hold budget and the services write to the source
  *   again; with the target restarted --abort completes and a new move succeeds with a clean verify.
+ * - the target master restarted while the move's connection exists (after the catch-up kill above,
+ *   and with the mover gone at the lag gate): the connection does not start with the server
+ *   (skip-slave-start on dev servers), so the restarted target applies none of the source's writes
+ *   outside the move, although it holds tables of the source's other shards under the same names
+ *   (planted empty copies); --abort, or --resume, completes; a connection found running without
+ *   its filter is stopped and the move refused.
  * Every test ends with 0 acknowledged writes lost (each on the host the final map names).
  */
 import { describe, test, before, after } from 'node:test';
@@ -25,6 +31,7 @@ import { ShardMap, type HostPair, type ShardMapJson } from '../../src/topology/s
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import type { MoveAdmin } from '../../src/moves/mariadb/move-admin.js';
+import { connectionStatus, startFiltered } from '../../src/moves/mariadb/move-replication.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
@@ -74,7 +81,70 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
     (await adminQuery<{ Connection_name: string }>(host, 'SHOW ALL SLAVES STATUS')).map((r) => r.Connection_name).filter((n) => n.startsWith('move_'));
   const map = async () => (await store().read())!;
 
+  /**
+   * Empty copies of the object tables of `shards` (as `source` has them) on `target`, binlogged
+   * there (its slave follows): shards that are not moving, which the target holds under the same
+   * names, so a move connection applying the source's domain without its filter would fill them
+   * silently instead of stopping at a missing table. Returns what to drop afterwards.
+   */
+  const plantDecoys = async (source: string, target: string, shards: number[]): Promise<string[]> => {
+    const planted: string[] = [];
+    const c = await admin.connect(target);
+    try {
+      for (const s of shards) {
+        const have = await tablesIn(target, db(s));
+        await c.query(`CREATE DATABASE IF NOT EXISTS \`${db(s)}\``);
+        await c.query(`USE \`${db(s)}\``);
+        for (const t of (await tablesIn(source, db(s))).filter((x) => objectTables.includes(x) && !have.includes(x))) {
+          const [ddl] = await adminQuery<Record<string, string>>(source, `SHOW CREATE TABLE \`${db(s)}\`.\`${t}\``);
+          await c.query(ddl!['Create Table']!);
+          planted.push(`\`${db(s)}\`.\`${t}\``);
+        }
+      }
+    } finally {
+      await c.end();
+    }
+    assert.ok(planted.length > 0, `decoy tables planted on ${target}`);
+    return planted;
+  };
+  const decoyRows = async (target: string, planted: string[]): Promise<number> =>
+    (await adminQuery<{ n: string | number }>(target, planted.map((t) => `SELECT COUNT(*) AS n FROM ${t}`).join(' UNION ALL '))).reduce((n, r) => n + Number(r.n), 0);
+  const dropDecoys = async (target: string, planted: string[]) => {
+    if (planted.length > 0) await adminQuery(target, `DROP TABLE IF EXISTS ${planted.join(', ')}`);
+  };
+  /**
+   * Once the restarted target's move connection is settled: stopped, or caught up with the
+   * source's domain as of now (what an unfiltered connection would have applied by then). The
+   * bound is a hang guard only.
+   */
+  const settled = async (source: string, target: string) => {
+    const [src] = await adminQuery<{ d: string; pos: string }>(source, 'SELECT @@GLOBAL.gtid_domain_id AS d, @@GLOBAL.gtid_binlog_pos AS pos');
+    const head = src!.pos.split(',').find((x) => x.startsWith(`${src!.d}-`));
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const rows = (await adminQuery<Record<string, unknown>>(target, 'SHOW ALL SLAVES STATUS')).filter((r) => String(r.Connection_name).startsWith('move_'));
+      if (rows.every((r) => r.Slave_IO_Running !== 'Yes' && r.Slave_SQL_Running !== 'Yes')) return rows;
+      const [w] = await adminQuery<{ w: string | number }>(target, 'SELECT MASTER_GTID_WAIT(?, 1) AS w', [head]);
+      if (Number(w!.w) === 0) return rows;
+      if (Date.now() > deadline) throw new Error(`the move connection on ${target} neither stopped nor reached ${head} within 120 s`);
+    }
+  };
+  /** The restarted target applied nothing outside the move, and its move connection waits stopped. */
+  const appliedNothingElse = async (source: string, target: string, planted: string[], decoyShards: number[], w: { ledger: Ledger }) => {
+    // Writes on the decoy shards after the restart, then whatever an unfiltered connection would apply of them.
+    await ackedOn(w.ledger, decoyShards, Date.now());
+    const conn = await settled(source, target);
+    assert.equal(await decoyRows(target, planted), 0, `the restarted ${target} applied none of ${source}'s writes to shards ${decoyShards.join(',')} (not moving)`);
+    assert.equal(conn.length, 1, 'the move connection is still there');
+    assert.deepEqual(conn.map((r) => [r.Slave_IO_Running, r.Slave_SQL_Running]), [['No', 'No']], 'the move connection did not start with the server');
+  };
+
   const lost = async (ledger: Ledger) => lostWrites(ledger, await map(), (host, shard) => ids(host, db(shard)));
+  /** Only after a test's body passed: a failed test may leave rows fenced aside, which this check would misreport. */
+  const noneLost = async (ledger: Ledger, what: string) => {
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`${what}: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  };
   const load = (shards: number[]) => startLoad(kits, shards);
   /** A completed abort: no record, no freeze, no connection or copy on the target, the source live. */
   const cleanlyAborted = async (span: [number, number], source: string, target: string) => {
@@ -200,6 +270,8 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
     let fencedAt = 0;
     let abortingAt = 0;
     const fencedRows = async () => (await Promise.all([4, 5].map(async (s) => (await ids(PAIR2.master, `${db(s)}_moved`)).map((x) => `${s}:${x}`)))).flat();
+    // Shards 6..7 stay on the source; the target holds (empty) tables of the same names.
+    const planted = await plantDecoys(PAIR2.master, PAIR1.master, [6, 7]);
     try {
       await ackedOn(w.ledger, [4, 5, 6, 7], Date.now());
       await assert.rejects(
@@ -239,22 +311,89 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
       await ackedOn(w.ledger, [4, 5], failedAt);
 
       await restart();
-      // What the restarted target's move connection does before --abort (the runbook tells it).
-      const conn = (await adminQuery<Record<string, unknown>>(PAIR1.master, 'SHOW ALL SLAVES STATUS')).filter((r) => String(r.Connection_name).startsWith('move_'));
-      console.log(`restarted target: ${JSON.stringify(conn.map((r) => ({ io: r.Slave_IO_Running, sql: r.Slave_SQL_Running, doTable: r.Replicate_Do_Table, doDomains: r.Replicate_Do_Domain_Ids, error: r.Last_SQL_Error })))}`);
+      // The restarted target's move connection waits, stopped, for --abort: nothing of shards 6..7 reaches it.
+      await appliedNothingElse(PAIR2.master, PAIR1.master, planted, [6, 7], w);
       const id = (await map()).moves().find((x) => x.range[0] === 4)!.id;
       const aborted = await runMove({ store: store(), engine: engine(), hosts: Object.keys(hosts), moveId: id, abort: true });
       assert.equal(aborted.outcome, 'aborted');
       await cleanlyAborted(span, PAIR2.master, PAIR1.master);
+      assert.equal(await decoyRows(PAIR1.master, planted), 0, 'nothing of shards 6..7 on the target after the abort');
       await moveAgain(span, PAIR1);
       await ackedOn(w.ledger, [4, 5], Date.now());
     } finally {
       await restart();
       await w.stop();
+      await dropDecoys(PAIR1.master, planted);
     }
-    // Only after the body passed: a failed test may leave rows fenced aside, which this check would misreport.
-    const ledger = w.ledger;
-    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
-    console.log(`target killed at catch-up: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+    await noneLost(w.ledger, 'target killed at catch-up');
+  });
+  test('the target master restarted while the mover is gone (lag gate): the move connection stays stopped, nothing of the source\'s other shards reaches the target, --resume switches with a clean verify', async () => {
+    // After the tests above: shards 0..3 and 6..7 on MySQL002A, 4..5 on MySQL001A. Shards 6..7 move
+    // to MySQL001A, which holds (empty) tables of shards 0..1 of the source.
+    const span: [number, number] = [6, 7];
+    assert.equal((await map()).locate(0).master, PAIR2.master);
+    const planted = await plantDecoys(PAIR2.master, PAIR1.master, [0, 1]);
+    const w = load([0, 1, 6, 7]);
+    let dead = false;
+    // The mover's store: it stops answering when the mover "dies", so the runner cannot even abort.
+    const live = store();
+    const dying = new Proxy(live, {
+      get(t, p) {
+        if (dead) throw new Error('the mover died');
+        const v = Reflect.get(t, p) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+    try {
+      await ackedOn(w.ledger, [0, 1, 6, 7], Date.now());
+      await assert.rejects(
+        runMove({
+          store: dying, engine: engine(), hosts: Object.keys(hosts), start: { span: { first: 6, last: 7 }, target: PAIR1, holdMs: 30_000 },
+          afterPhase: async (phase) => {
+            if (phase === 'copied') {
+              // The target dies and comes back while its move connection runs; then the mover dies too.
+              await cluster.instance(PAIR1.master).kill();
+              await restart();
+              dead = true;
+              throw new Error('the mover died');
+            }
+          },
+        }),
+        /the mover died/,
+      );
+      const rec = (await map()).moves().find((x) => x.range[0] === 6);
+      assert.equal(rec?.phase, 'copied', 'the record waits in its phase for --resume');
+      await appliedNothingElse(PAIR2.master, PAIR1.master, planted, [0, 1], w);
+      const resumed = await runMove({ store: store(), engine: engine(), hosts: Object.keys(hosts), moveId: rec!.id });
+      assert.equal(resumed.outcome, 'switched');
+      assert.deepEqual(resumed.verify?.mismatches, []);
+      for (let s = span[0]; s <= span[1]; s++) assert.equal((await map()).locate(s).master, PAIR1.master);
+      assert.equal(await decoyRows(PAIR1.master, planted), 0, 'nothing of shards 0..1 on the target after the move');
+      assert.deepEqual(await moveConnections(PAIR1.master), []);
+      await ackedOn(w.ledger, [0, 1, 6, 7], Date.now());
+    } finally {
+      await restart();
+      await w.stop();
+      await dropDecoys(PAIR1.master, planted);
+    }
+    await noneLost(w.ledger, 'target restarted, mover gone, --resume');
+  });
+
+  test('a move connection found running without its table filter (a target started without skip-slave-start) is stopped and the move refused', async () => {
+    const name = 'move_unfiltered_guard';
+    const c = await admin.connect(PAIR1.master);
+    try {
+      // Pointed at a closed port: the SQL thread runs (as after a server start), with nothing to apply.
+      await c.query(`CHANGE MASTER '${name}' TO MASTER_HOST = '127.0.0.1', MASTER_PORT = 1, MASTER_USER = 'nobody', MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1, DO_DOMAIN_IDS = (2)`);
+      await c.query(`START SLAVE '${name}'`);
+      assert.equal((await connectionStatus(c, name))?.sqlRunning, true);
+      await assert.rejects(startFiltered(c, name, ['db00006.pins']), (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /without its table filter/.test(err.message) && /--abort/.test(err.message));
+      const st = await connectionStatus(c, name);
+      assert.deepEqual([st?.ioRunning, st?.sqlRunning, st?.doTables], [false, false, ''], 'stopped, and not re-filtered');
+    } finally {
+      await c.query(`STOP SLAVE '${name}'`).catch(() => undefined);
+      await c.query(`RESET SLAVE '${name}' ALL`).catch(() => undefined);
+      await c.end();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import mysql from 'mysql2/promise';
 import type { DevCluster } from '../../src/ops/dev-cluster.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
@@ -76,5 +76,23 @@ describe('dev cluster fences: read-only masters, the app user, gtid domains, sem
     const st = await c.status();
     assert.equal(st.find((r) => r.name === 'MySQL002B')!.replication, 'running');
     assert.equal(st.length, 4);
+  });
+  test('pair members start with skip-slave-start (a move connection must not start unfiltered with the server): a killed slave replicates again after dev up; a cluster made before gets the option', async () => {
+    const { DevCluster, devUp } = await import('../../src/ops/dev-cluster.js');
+    const c = DevCluster.require(fx.dir);
+    for (const name of ['MySQL001A', 'MySQL001B']) assert.match(readFileSync(c.instance(name).configFile, 'utf8'), /^skip-slave-start$/m, `${name}'s my.cnf`);
+    // The slave's own connection is started by dev up, not by the server.
+    await c.instance('MySQL001B').kill();
+    await devUp({ dir: fx.dir, skipInit: true });
+    const st = await DevCluster.require(fx.dir).status();
+    assert.equal(st.find((r) => r.name === 'MySQL001B')!.replication, 'running');
+    // A member recorded without the option (an older cluster) gets it at the next dev up.
+    const specFile = `${c.instance('MySQL001B').dir}/instance.json`;
+    const spec = JSON.parse(readFileSync(specFile, 'utf8')) as { settings: Record<string, unknown> };
+    delete spec.settings['skip-slave-start'];
+    writeFileSync(specFile, JSON.stringify(spec));
+    await devUp({ dir: fx.dir, skipInit: true });
+    assert.equal((JSON.parse(readFileSync(specFile, 'utf8')) as { settings: Record<string, unknown> }).settings['skip-slave-start'], true);
+    assert.match(readFileSync(c.instance('MySQL001B').configFile, 'utf8'), /^skip-slave-start$/m);
   });
 });

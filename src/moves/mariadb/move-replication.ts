@@ -81,8 +81,18 @@ export async function createConnection(c: Conn, admin: MoveAdmin, name: string, 
  * Sets the connection's table filter (replicate_do_table is per connection in multi-source
  * replication, set through default_master_connection) and starts it. The filter is not persisted
  * by the server: every (re)start goes through here.
+ *
+ * A target master restarted without skip-slave-start starts the connection by itself with no
+ * filter, and applies the source's whole GTID domain (docs/moves.md, "A master died during a
+ * move"). The mover never runs it with an empty filter, so one found running that way ran
+ * unfiltered: it is stopped at once and the move refused (abort it), not quietly re-filtered.
  */
 export async function startFiltered(c: Conn, name: string, doTables: readonly string[]): Promise<void> {
+  const st = await connectionStatus(c, name);
+  if (st !== undefined && (st.ioRunning || st.sqlRunning) && st.doTables.trim() === '') {
+    await c.query(`STOP SLAVE '${name}'`);
+    throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' was running without its table filter (the target master restarted without skip-slave-start): it may have applied the source's writes to tables outside the move. It is stopped now; abort the move (shards move --abort) and check the target's own shards (docs/moves.md, "A master died during a move")`);
+  }
   await c.query(`STOP SLAVE '${name}'`);
   await c.query('SET @@SESSION.default_master_connection = ?', [name]);
   try {

@@ -24,6 +24,11 @@ export function replicationSettings(role: string, options: { pair?: number; semi
     // Reconnect quickly after the master restarts (default 60 s).
     slave_net_timeout: 10,
     read_only: true,
+    // No replication connection starts with the server: `dev up` starts a slave's own ('')
+    // connection, and a shard move's named connection `move_<id>` restarted by the server would
+    // run without its table filter (MariaDB keeps per-connection replicate_do_table set by SET
+    // GLOBAL in memory only) and apply the source's writes to every table (docs/moves.md).
+    'skip-slave-start': true,
     ...(options.pair !== undefined ? { gtid_domain_id: options.pair } : {}),
     ...(options.semiSync ? {
       rpl_semi_sync_master_enabled: true,
@@ -34,7 +39,11 @@ export function replicationSettings(role: string, options: { pair?: number; semi
   };
 }
 
-/** Points a slave at its master with GTID (slave_pos) the first time; later only makes sure it runs. */
+/**
+ * Points a slave at its master with GTID (slave_pos) the first time; later only makes sure it
+ * runs. START SLAVE starts the default ('') connection only: a move's named connection on the
+ * same server stays stopped (skip-slave-start) until the mover starts it with its filter.
+ */
 export async function setupReplication(cluster: DevCluster, slave: DevServer): Promise<void> {
   const inst = cluster.instance(slave.name);
   const master = cluster.instance(slave.master!);

@@ -75,6 +75,11 @@ export async function ensureInstances(c: DevCluster, extraSettings: Map<string, 
   const instances: MariadbInstance[] = [];
   for (const s of c.state.servers) {
     let inst = existing.get(s.name);
+    if (inst && isPairMember(s) && inst.settings['skip-slave-start'] === undefined) {
+      // A cluster made before pair members got skip-slave-start (dev-replication.ts): from its next start.
+      inst.settings['skip-slave-start'] = true;
+      inst.writeFiles();
+    }
     if (!inst) {
       const port = await pickFreePort(usedPorts);
       usedPorts.add(port);
