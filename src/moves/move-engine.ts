@@ -44,6 +44,12 @@ export interface MoveEngine {
   lag(move: MoveRecord): Promise<number>;
   /** The lag (in lag()'s unit) under which the runner may freeze, when the caller gives none (default 0). */
   readonly maxLag?: number;
+  /**
+   * Optional, after the lag gate and before the freeze (services still write): work the engine
+   * would otherwise do under the freeze, such as raising id counters on the target. Idempotent;
+   * the runner waits for the lag again afterwards.
+   */
+  beforeFreeze?(move: MoveRecord): Promise<void>;
   /** Makes the source refuse every read and write of the moving shards, after draining in-flight work. */
   fence(move: MoveRecord): Promise<void>;
   /** After the fence: the target holds everything the source acknowledged. */

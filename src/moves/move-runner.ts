@@ -50,7 +50,8 @@ export interface MoveResult {
  * mover killed anywhere can be resumed (--resume) or rolled back (--abort):
  *
  *   started  -> engine.prepare (copy / check the target)              -> copied
- *   copied   -> wait for lag <= maxLag, freeze (services hold writes)  -> frozen
+ *   copied   -> wait for lag <= maxLag, engine.beforeFreeze (then the
+ *               lag again), freeze (services hold writes)             -> frozen
  *   frozen   -> engine.fence: the source refuses everything           -> fenced
  *   fenced   -> engine.catchUp, engine.verify (clean or no switch),
  *               then the compare-and-set switch                        -> switched
@@ -109,6 +110,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
 
   let resumed = options.start === undefined;
   let frozeAt: number | undefined;
+  let fencedHere = false;
   let verify: VerifyReport | undefined;
   try {
     for (;;) {
@@ -122,7 +124,14 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
           break;
         }
         case 'copied': {
-          await waitForLag(engine, m, options.maxLag ?? engine.maxLag ?? 0, options.lagWaitMs ?? 60_000, (lag) => emit(id, 'copied', { lag }));
+          const maxLag = options.maxLag ?? engine.maxLag ?? 0;
+          const lagWaitMs = options.lagWaitMs ?? 60_000;
+          await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
+          if (engine.beforeFreeze !== undefined) {
+            // Work taken out of the freeze; it may take a while, so the lag is checked again after it.
+            await engine.beforeFreeze(m);
+            await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
+          }
           frozeAt = Date.now();
           map = await cas((x) => freezeMove(x, id, frozeAt));
           emit(id, 'frozen', { holdMs: m.holdMs });
@@ -136,6 +145,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             resumed = false;
           }
           await engine.fence(m);
+          fencedHere = true;
           map = await cas((x) => advanceMove(x, id, ['frozen'], 'fenced'));
           emit(id, 'fenced');
           await options.afterPhase?.('fenced');
@@ -147,8 +157,9 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             map = await cas((x) => freezeMove(x, id, frozeAt));
             resumed = false;
           }
-          // The fence is idempotent: a resumed mover re-applies it before trusting the source to be still.
-          await engine.fence(m);
+          // The fence is idempotent: a resumed mover re-applies it before trusting the source to be
+          // still (this run's own fence, just recorded, needs no second pass under the freeze).
+          if (!fencedHere) await engine.fence(m);
           await engine.catchUp(m, onProgress);
           verify = await engine.verify(m);
           if (verify.mismatches.length > 0) {

@@ -19,7 +19,7 @@ import { fleetTables } from '../../src/storage/shard-names.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
-import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
+import { FENCE_DOMAIN_ID, MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
@@ -449,5 +449,75 @@ describe('moves on MariaDB: the mover', () => {
     }
     const again = await cli(['shards', 'verify', '3..3', '--json', ...args]);
     assert.equal(again.code, 0, again.stdout);
+  });
+  test('a move back to the original pair: the fence is binlogged in its own domain (the source\'s slave follows it, the target never replays it), pair histories stay equal, and ids never repeat (AUTO_INCREMENT raised before the freeze, altered under it only past the margin)', async () => {
+    // Shards 0..1 went to pair 2 in the first test; they come back to pair 1 (drop-moved removed their old copies there).
+    const from = TARGET;
+    const to = { master: SOURCE, slave: 'MySQL001B' };
+    assert.ok(objectTables.includes('boards'), `the dev schema has boards: ${objectTables.join(',')}`);
+    for (let s = 0; s <= 1; s++) for (let i = 0; i < 5; i++) await kit.objects.create('board', { back: s, i }, { shard: s });
+    const serverId = async (host: string) => Number((await adminQuery<{ n: number | string }>(host, 'SELECT @@GLOBAL.server_id AS n'))[0]!.n);
+    const gtid = async (host: string) => (await adminQuery<{ p: string }>(host, 'SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0]!.p;
+    const fenceEntry = (pos: string) => pos.split(',').find((x) => x.startsWith(`${FENCE_DOMAIN_ID}-`));
+    const counter = async (host: string, database: string, table: string) =>
+      BigInt((await adminQuery<{ n: string | number }>(host, 'SELECT AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', [database, table]))[0]!.n);
+    // Ids the source hands out without a row reaching the target (a rolled-back insert): only the counter knows them.
+    const burn = async (table: string, n: number) => {
+      const c = await admin.connect(from.master);
+      try {
+        await c.query('BEGIN');
+        for (let i = 0; i < n; i++) await c.query(`INSERT INTO \`${db(1)}\`.\`${table}\` (data) VALUES ('{"burnt":true}')`);
+        await c.query('ROLLBACK');
+      } finally {
+        await c.end();
+      }
+    };
+    let altered: number | undefined;
+    const margined = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin), autoIncrementMargin: 5, onStep: (step, n) => { if (step === 'auto-increment: tables altered (count)') altered = n; } });
+    const sourceFenceBefore = fenceEntry(await gtid(from.master));
+    const result = await runMove({
+      store: store(), engine: margined, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: to, holdMs: 30_000 },
+      afterPhase: async (phase) => {
+        // Before the margin is set: covered by it. Under the freeze (services hold writes; the fence has not run): past it.
+        if (phase === 'copied') {
+          await burn('boards', 3);
+          await burn('pins', 3);
+        }
+        if (phase === 'frozen') await burn('pins', 10);
+      },
+    });
+    assert.equal(result.outcome, 'switched');
+    assert.deepEqual(result.verify?.mismatches, []);
+    assert.equal((await kit.shardMap()).locate(0).master, to.master);
+    // The fence ran in its own domain on the source, which its slave applied too...
+    const fenced = fenceEntry(await gtid(from.master));
+    assert.ok(fenced !== undefined && fenced !== sourceFenceBefore, `the source binlogged the fence in domain ${FENCE_DOMAIN_ID}: ${await gtid(from.master)}`);
+    for (let i = 0; i < 200 && (await gtid(from.slave)) !== (await gtid(from.master)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await gtid(from.slave), await gtid(from.master), 'the source pair\'s slave followed the fence');
+    assert.deepEqual(await tablesIn(from.slave, `${db(0)}_moved`), await tablesIn(from.master, `${db(0)}_moved`));
+    assert.ok((await tablesIn(from.slave, `${db(0)}_moved`)).includes('pins'));
+    // ...and the target never replayed it: no dbNNNNN_moved there, no fence GTID of the source's server.
+    for (const host of [to.master, to.slave]) {
+      for (const s of [0, 1]) assert.deepEqual(await tablesIn(host, `${db(s)}_moved`), [], `${host} holds no ${db(s)}_moved`);
+      const entry = fenceEntry(await gtid(host));
+      assert.ok(entry === undefined || !entry.startsWith(`${FENCE_DOMAIN_ID}-${await serverId(from.master)}-`), `${host} has no fence GTID of the source: ${entry}`);
+    }
+    assert.deepEqual(await moveConnections(to.master), []);
+    for (let i = 0; i < 200 && (await gtid(to.slave)) !== (await gtid(to.master)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await gtid(to.slave), await gtid(to.master), 'the target pair\'s GTID histories are equal');
+    // Every row came back.
+    for (const s of [0, 1]) assert.deepEqual(await ids(to.master, db(s), 'pins'), await ids(from.master, `${db(s)}_moved`, 'pins'));
+    // New ids on the target continue past every id the source handed out, the burnt ones included.
+    for (const [type, table] of [['pin', 'pins'], ['board', 'boards']] as const) {
+      const sourceNext = await counter(from.master, `${db(1)}_moved`, table);
+      const made = await kit.objects.create(type, { after: 'move back' }, { shard: 1 });
+      const local = BigInt(pinterestId.decode(made.id).localId);
+      assert.ok(local >= sourceNext, `new ${type} id ${local} on the target is below the source's counter ${sourceNext}: an id the source handed out is reused`);
+      assert.ok((await ids(to.master, db(1), table)).includes(String(local)));
+    }
+    // Only pins of shard 1 passed the margin before the fence: one ALTER under the freeze (boards' burnt ids were covered before it).
+    assert.equal(altered, 1, 'tables altered under the freeze');
+    // drop-moved removes the source's fenced copies (binlogged in the source's domain: the move connection is gone).
+    assert.equal(await margined.dropMoved(result.move), 2);
   });
 });

@@ -63,7 +63,29 @@ export interface MariadbMoveEngineOptions {
   maxLag?: number;
   /** How long catch-up waits (MASTER_GTID_WAIT) for the target to apply the source's last transaction. Default 30 s. */
   catchUpTimeoutS?: number;
+  /**
+   * The gtid_domain_id the replicated fence is binlogged in on the source (default
+   * FENCE_DOMAIN_ID). Not the source's own domain: the move connection applies only that one
+   * (DO_DOMAIN_IDS), so the fence reaches the source's slave but never the target.
+   */
+  fenceDomainId?: number;
+  /** Connections the replicated fence renames on, in parallel, a group of whole shards each. Default 4. */
+  fenceConnections?: number;
+  /**
+   * How far past the source's AUTO_INCREMENT beforeFreeze sets the target's (default 1000): ids
+   * the source hands out between then and the fence stay below it, so under the freeze normally
+   * no table needs an ALTER. A table whose source counter passed it is altered under the freeze.
+   */
+  autoIncrementMargin?: number;
+  /** Told how long each step of fence, catch-up and verify took (bench/moves-mariadb.bench.ts prints them). */
+  onStep?: (step: string, ms: number) => void;
 }
+
+/**
+ * Default gtid_domain_id of the replicated fence's statements on the source (see fenceDomainId).
+ * It must be no pair's own gtid_domain_id; the dev cluster numbers pairs' domains 1, 2, ...
+ */
+export const FENCE_DOMAIN_ID = 1_000_000;
 
 type Conn = mysql.Connection;
 const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
@@ -84,12 +106,16 @@ const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
  *            connection: both members of the target pair keep equal GTID histories.
  *   lag      source transactions (its domain's seq_no) not yet applied on the target: the
  *            runner freezes only under maxLag (vitess#9525);
- *   fence    as below; the RENAME is binlogged, matches the filter, and is applied on the target
- *            too (its copy moves into dbNNNNN_moved there, which prepare created);
+ *   beforeFreeze  (after the lag gate, services still writing) dbNNNNN_moved created on the
+ *            source, the target's AUTO_INCREMENT raised to the source's + autoIncrementMargin,
+ *            and the connections of the freeze opened (fence, catch-up and verify reuse them);
+ *   fence    as below, but binlogged in the fence domain (FENCE_DOMAIN_ID) and split by shards
+ *            over fenceConnections connections: the source's slave follows it, the move
+ *            connection skips it (DO_DOMAIN_IDS), so the target's copy stays in dbNNNNN;
  *   catchUp  reads the source's gtid_binlog_pos only now that the fence holds (vitess#16563),
- *            MASTER_GTID_WAIT on the target, removes the connection, renames the copy back
- *            into dbNNNNN (binlogged on the target: its slave follows) and sets AUTO_INCREMENT
- *            past the source's;
+ *            MASTER_GTID_WAIT on the target, and alters AUTO_INCREMENT only where the source's
+ *            counter went past what beforeFreeze set;
+ *   afterSwitch  removes the connection (outside the freeze);
  *   undo     removes the connection and the target's copy, then as below.
  *
  * Without `admin`, everything is copied under the freeze (like the embedded engine):
@@ -114,11 +140,82 @@ export class MariadbMoveEngine implements MoveEngine {
   readonly kind = 'mariadb';
   readonly maxLag: number;
   private readonly options: MariadbMoveEngineOptions;
+  /** Per move id: connections beforeFreeze opened for the freeze (fence, catch-up, verify reuse them; afterSwitch/undo close them). */
+  private readonly held = new Map<string, FreezeConns>();
+  /** Per move id: the target AUTO_INCREMENT values beforeFreeze set (`dbNNNNN.t`); counters never go down, so catch-up need not read them again. */
+  private readonly raised = new Map<string, Map<string, bigint>>();
+
 
   constructor(options: MariadbMoveEngineOptions) {
     if (options.tables.length === 0) throw new ShardKitError('INVALID_CONFIG', 'the schema has no object tables to move');
     this.options = options;
     this.maxLag = options.admin !== undefined ? (options.maxLag ?? 50) : 0;
+  }
+
+  /** Runs one step of the freeze path, telling onStep how long it took. */
+  private async step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      this.options.onStep?.(name, performance.now() - t0);
+    }
+  }
+
+  private get fenceDomain(): number {
+    return this.options.fenceDomainId ?? FENCE_DOMAIN_ID;
+  }
+
+  /** An admin connection to the source whose statements are binlogged in the fence domain (replicated to the source's slave, never to the target). */
+  private async fenceConnection(host: string): Promise<Conn> {
+    const c = await this.options.admin!.connect(host);
+    try {
+      await c.query(`SET SESSION gtid_domain_id = ${this.fenceDomain}`);
+      await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
+    } catch (err) {
+      c.destroy();
+      throw err;
+    }
+    return c;
+  }
+
+  /** Opens every connection the replicated freeze path uses, all at once. */
+  private async openFreezeConns(move: MoveRecord): Promise<FreezeConns> {
+    const width = Math.max(1, Math.min(this.options.fenceConnections ?? 4, this.shards(move).length));
+    const admin = this.options.admin!;
+    const opened = await Promise.allSettled<Conn>([
+      this.connect(move.source.master), admin.connect(move.source.master), this.connect(move.target.master), admin.connect(move.target.master),
+      ...Array.from({ length: width }, () => this.fenceConnection(move.source.master)),
+    ]);
+    const ok = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+    const failed = opened.find((o) => o.status === 'rejected');
+    if (failed !== undefined) {
+      for (const c of ok) c.destroy();
+      throw (failed as PromiseRejectedResult).reason;
+    }
+    // Held idle across phases: a server that dies meanwhile must fail the next query, not crash the mover with an unhandled 'error' event.
+    for (const c of ok) c.on('error', () => undefined);
+    const [src, srcAdmin, dst, dstAdmin, ...fence] = ok as [Conn, Conn, Conn, Conn, ...Conn[]];
+    return { src, srcAdmin, dst, dstAdmin, fence };
+  }
+
+  /** The freeze connections beforeFreeze holds for this move, or fresh ones (a resumed mover) closed afterwards. */
+  private async withFreezeConns<T>(move: MoveRecord, fn: (k: FreezeConns) => Promise<T>): Promise<T> {
+    const held = this.held.get(move.id);
+    if (held !== undefined) return fn(held);
+    const k = await this.step('connect', () => this.openFreezeConns(move));
+    try {
+      return await fn(k);
+    } finally {
+      await closeFreezeConns(k);
+    }
+  }
+
+  private async release(moveId: string): Promise<void> {
+    const k = this.held.get(moveId);
+    this.held.delete(moveId);
+    this.raised.delete(moveId);
+    if (k !== undefined) await closeFreezeConns(k);
   }
 
   /** True when the copy runs by dump + replication before the freeze. */
@@ -245,6 +342,7 @@ export class MariadbMoveEngine implements MoveEngine {
     const doTables = this.doTables(live);
     if (doTables.length === 0) throw new ShardKitError('INTERNAL', `shards ${move.range[0]}..${move.range[1]} have no live object tables on ${move.source.master}: nothing to move`);
     const domain = await this.withAdmin(move.source.master, sourceDomain);
+    if (domain === this.fenceDomain) throw new ShardKitError('INVALID_CONFIG', `the source ${move.source.master} runs with gtid_domain_id ${domain}, the move's fence domain: give the mover another fenceDomainId`);
     await this.withAdmin(move.target.master, async (c) => {
       if ((await connectionStatus(c, name)) !== undefined) {
         // A mover killed during an earlier prepare: the connection marks the target's copy as ours.
@@ -256,8 +354,6 @@ export class MariadbMoveEngine implements MoveEngine {
       const busy = await runningConnections(c);
       if (busy.length > 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} is replicating (connection ${busy.map((b) => `'${b}'`).join(', ')}): it must be a master with no move in progress; one move per target at a time`);
       await createConnection(c, admin, name, move.source.master, domain);
-      // The fence's RENAME reaches the target by replication: its database must be there.
-      for (const d of live) if (d.tables.length > 0) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d.moved)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
     });
     const srcTables = new Set(doTables);
     const ignore = await this.withAdmin(move.source.master, async (c) => {
@@ -301,27 +397,101 @@ export class MariadbMoveEngine implements MoveEngine {
     return head > applied ? Number(head - applied) : 0;
   }
 
-  async fence(move: MoveRecord): Promise<void> {
-    await this.withConn(move.source.master, async (c) => {
-      await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
-      const all = this.databases(move);
-      const have = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
-      const renames: string[] = [];
-      const missing: string[] = [];
-      const [dbRows] = await c.query(`SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (${all.map(() => '?').join(', ')})`, all.map((d) => d.moved));
-      const dbs = new Set((dbRows as Array<{ d: string }>).map((r) => r.d));
-      for (const d of all) {
-        const live = have.get(d.live)!;
-        if (live.length === 0) continue;
-        const clash = have.get(d.moved)!;
-        const both = live.filter((t) => clash.includes(t));
-        if (both.length > 0) throw new ShardKitError('INTERNAL', `${d.live}.${both[0]} exists both live and in ${d.moved} on ${move.source.master}: resolve by hand before moving`);
-        if (!dbs.has(d.moved)) missing.push(d.moved);
-        renames.push(...live.map((t) => `${q(d.live)}.${q(t)} TO ${q(d.moved)}.${q(t)}`));
+  /**
+   * Before the freeze: the fence's dbNNNNN_moved databases on the source (so the fence itself is
+   * only the RENAME), and with replication the target's AUTO_INCREMENT raised past the source's
+   * by autoIncrementMargin (so catch-up normally alters nothing) and the freeze's connections opened.
+   */
+  async beforeFreeze(move: MoveRecord): Promise<void> {
+    if (!this.replicated) {
+      await this.withConn(move.source.master, async (c) => {
+        for (const d of (await this.fencePlan(c, move)).missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+      });
+      return;
+    }
+    await this.release(move.id);
+    const k = await this.openFreezeConns(move);
+    this.held.set(move.id, k);
+    const c = k.fence[0]!;
+    const plan = await this.fencePlan(c, move);
+    for (const d of plan.missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    const names = plan.live.flatMap((d) => d.tables.map((t) => `${d.live}.${t}`));
+    const margin = BigInt(Math.max(0, Math.floor(this.options.autoIncrementMargin ?? 1000)));
+    const [want, have] = await Promise.all([autoIncrements(k.srcAdmin, names), autoIncrements(k.dstAdmin, names)]);
+    const raised = new Map<string, bigint>();
+    for (const name of names) {
+      const w = want.get(name);
+      const h = have.get(name);
+      if (w === undefined || h === undefined) continue;
+      if (h < w + margin) {
+        const [db, t] = [name.slice(0, name.indexOf('.')), name.slice(name.indexOf('.') + 1)];
+        await k.dstAdmin.query(`ALTER TABLE ${q(db)}.${q(t)} AUTO_INCREMENT = ${w + margin}`);
       }
-      for (const d of missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
-      // One statement for every moving table: atomic, and it waits (MDL) for the transactions in flight on them.
-      if (renames.length > 0) await c.query(`RENAME TABLE ${renames.join(', ')}`);
+      raised.set(name, h < w + margin ? w + margin : h);
+    }
+    this.raised.set(move.id, raised);
+  }
+
+  /** What the fence renames (per shard: the live tables of its databases) and which `_moved` databases it needs. */
+  private async fencePlan(c: Conn, move: MoveRecord): Promise<{ renames: Map<number, string[]>; live: Array<ShardDatabase & { tables: string[] }>; missing: string[] }> {
+    const all = this.databases(move);
+    const have = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
+    const [dbRows] = await c.query(`SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (${all.map(() => '?').join(', ')})`, all.map((d) => d.moved));
+    const dbs = new Set((dbRows as Array<{ d: string }>).map((r) => r.d));
+    const renames = new Map<number, string[]>();
+    const live: Array<ShardDatabase & { tables: string[] }> = [];
+    const missing: string[] = [];
+    for (const d of all) {
+      const tables = have.get(d.live)!;
+      if (tables.length === 0) continue;
+      const clash = have.get(d.moved)!;
+      const both = tables.filter((t) => clash.includes(t));
+      if (both.length > 0) throw new ShardKitError('INTERNAL', `${d.live}.${both[0]} exists both live and in ${d.moved} on ${move.source.master}: resolve by hand before moving`);
+      if (!dbs.has(d.moved)) missing.push(d.moved);
+      live.push({ ...d, tables });
+      renames.set(d.shard, [...(renames.get(d.shard) ?? []), ...tables.map((t) => `${q(d.live)}.${q(t)} TO ${q(d.moved)}.${q(t)}`)]);
+    }
+    return { renames, live, missing };
+  }
+
+  /**
+   * The fence: RENAME TABLE of the moving object tables into dbNNNNN_moved on the source master.
+   * RENAME waits for the metadata lock, so a transaction in flight on those tables commits before
+   * it or fails (vitess#9481). With replication the statements are binlogged in the fence domain
+   * (the source's slave follows, the move connection skips them: the target's copy stays in
+   * dbNNNNN) and run on fenceConnections connections in parallel, each one RENAME of a group of
+   * whole shards: atomic per shard, and the DDL's syncs overlap (a RENAME costs about four
+   * fdatasync per table on MariaDB 10.11, the bulk of the write pause with hundreds of tables).
+   */
+  async fence(move: MoveRecord): Promise<void> {
+    if (!this.replicated) {
+      await this.withConn(move.source.master, async (c) => {
+        await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
+        const plan = await this.fencePlan(c, move);
+        for (const d of plan.missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+        // One statement for every moving table: atomic, and it waits (MDL) for the transactions in flight on them.
+        const renames = [...plan.renames.values()].flat();
+        if (renames.length > 0) await c.query(`RENAME TABLE ${renames.join(', ')}`);
+      });
+      return;
+    }
+    await this.withFreezeConns(move, async (k) => {
+      const c = k.fence[0]!;
+      const plan = await this.step('fence: catalogue', () => this.fencePlan(c, move));
+      // Normally made by beforeFreeze; a resumed move from before it needs them here.
+      if (plan.missing.length > 0) {
+        await this.step('fence: CREATE DATABASE _moved', async () => {
+          for (const d of plan.missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+        });
+      }
+      const groups: string[][] = k.fence.map(() => []);
+      [...plan.renames.values()].forEach((r, i) => groups[i % groups.length]!.push(...r));
+      await this.step('fence: RENAME TABLE (source)', async () => {
+        const done = await Promise.allSettled(groups.map((g, i) => (g.length > 0 ? k.fence[i]!.query(`RENAME TABLE ${g.join(', ')}`) : undefined)));
+        const failed = done.find((d) => d.status === 'rejected');
+        // A group that failed (lock_wait_timeout) leaves the move partly fenced: the runner aborts, and undo renames back what moved.
+        if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+      });
     });
   }
 
@@ -355,12 +525,15 @@ export class MariadbMoveEngine implements MoveEngine {
   private async catchUpReplicated(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void> {
     const name = moveConnectionName(move);
     const all = this.databases(move);
-    // Runs under the freeze: one connection per side and role, catalogue read in one query each.
-    const src = await this.connect(move.source.master);
-    const srcAdmin = await this.options.admin!.connect(move.source.master);
-    const c = await this.options.admin!.connect(move.target.master);
-    try {
-      const srcHave = await this.presentMany(src, all.flatMap((d) => [d.live, d.moved]));
+    // Runs under the freeze, on the connections beforeFreeze opened; catalogue, source state and
+    // connection status read in one round trip each, side by side.
+    await this.withFreezeConns(move, async ({ src, srcAdmin, dstAdmin: c }) => {
+      // Read only now: the fence has drained every transaction on the moving tables (vitess#16563).
+      const [srcHave, state, st] = await this.step('catch-up: source catalogue + position, connection status', () => Promise.all([
+        this.presentMany(src, all.flatMap((d) => [d.live, d.moved])),
+        srcAdmin.query('SELECT @@GLOBAL.gtid_domain_id AS d, @@GLOBAL.gtid_binlog_pos AS p').then(([r]) => (r as Array<{ d: number | string; p: string | null }>)[0]!),
+        connectionStatus(c, name),
+      ]));
       const fenced: Array<ShardDatabase & { tables: string[] }> = [];
       for (const d of all) {
         if (srcHave.get(d.live)!.length > 0) {
@@ -368,11 +541,9 @@ export class MariadbMoveEngine implements MoveEngine {
         }
         fenced.push({ ...d, tables: srcHave.get(d.moved)! });
       }
-      const domain = await sourceDomain(srcAdmin);
-      const st = await connectionStatus(c, name);
+      const domain = Number(state.d);
       if (st !== undefined) {
-        // Read only now: the fence has drained every transaction on the moving tables (vitess#16563).
-        const pos = gtidByDomain(await binlogPos(srcAdmin)).get(domain)?.text;
+        const pos = gtidByDomain(String(state.p ?? '')).get(domain)?.text;
         const doTables = this.doTables(fenced);
         if (!st.ioRunning || !st.sqlRunning || !filterMatches(st, doTables)) {
           if (st.lastError !== '') throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' on ${move.target.master} stopped: ${st.lastError}`);
@@ -380,56 +551,80 @@ export class MariadbMoveEngine implements MoveEngine {
         }
         if (pos !== undefined) {
           const timeout = this.options.catchUpTimeoutS ?? 30;
-          const [r] = await c.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [pos, timeout]);
+          const [r] = await this.step('catch-up: MASTER_GTID_WAIT', () => c.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [pos, timeout]));
           if (Number((r as Array<{ w: number | string }>)[0]!.w) !== 0) {
             const now = await connectionStatus(c, name);
             throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} did not reach the source's position ${pos} within ${timeout} s${now?.lastError ? `: ${now.lastError}` : ''}`);
           }
         }
-        await removeConnection(c, name);
+        // The connection stays until afterSwitch (outside the freeze): nothing reaches it any more,
+        // the moving tables are fenced on the source and the fence itself is in another domain.
+      } else {
+        // Removed by a catch-up of an earlier version before a crash: make sure the position is one strict mode accepts.
+        await restoreSlavePosition(c, domain);
       }
-      await restoreSlavePosition(c, domain);
-      // The replicated fence moved the target's copy aside too: back into dbNNNNN in one RENAME
-      // (binlogged on the target: its slave follows).
-      const dstHave = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
+      // A move fenced by an earlier version (its RENAME in the source's domain) had it replayed on the
+      // target: that copy is in dbNNNNN_moved there, and goes back into dbNNNNN in one RENAME.
+      const dstHave = await this.step('catch-up: target catalogue', () => this.presentMany(c, all.flatMap((d) => [d.live, d.moved])));
       const back: string[] = [];
       for (const d of all) {
         const live = dstHave.get(d.live)!;
         back.push(...dstHave.get(d.moved)!.filter((t) => !live.includes(t)).map((t) => `${q(d.moved)}.${q(t)} TO ${q(d.live)}.${q(t)}`));
       }
-      if (back.length > 0) await c.query(`RENAME TABLE ${back.join(', ')}`);
-      const after = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
+      if (back.length > 0) {
+        await c.query(`RENAME TABLE ${back.join(', ')}`);
+        for (const d of all) await c.query(`DROP DATABASE IF EXISTS ${q(d.moved)}`);
+      }
       let done = 0;
       for (const d of fenced) {
-        if (after.get(d.moved)!.length === 0) await c.query(`DROP DATABASE IF EXISTS ${q(d.moved)}`);
-        const missing = d.tables.filter((t) => !after.get(d.live)!.includes(t));
+        const missing = d.tables.filter((t) => !dstHave.get(d.live)!.includes(t) && !dstHave.get(d.moved)!.includes(t));
         if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
         onProgress?.(++done, fenced.length);
       }
-      await this.autoIncrementPast(src, c, fenced);
-    } finally {
-      for (const x of [src, srcAdmin, c]) await x.end().catch(() => x.destroy());
-    }
+      await this.autoIncrementPast(move, src, c, fenced);
+    });
+  }
+
+  /**
+   * After the switch, outside the freeze: the move connection goes (stopped, gtid_slave_pos put
+   * back to a value strict mode accepts, then forgotten). Only a connection of this move: another
+   * move to the same target may run later, and its position is not ours to touch.
+   */
+  async afterSwitch(move: MoveRecord): Promise<void> {
+    await this.release(move.id);
+    if (!this.replicated) return;
+    const name = moveConnectionName(move);
+    await this.withAdmin(move.target.master, async (c) => {
+      if ((await connectionStatus(c, name)) === undefined) return;
+      await c.query(`STOP SLAVE '${name}'`);
+      await restoreSlavePosition(c, await this.withAdmin(move.source.master, sourceDomain));
+      await c.query(`RESET SLAVE '${name}' ALL`);
+    });
   }
 
   /** Target AUTO_INCREMENT at least the source's, so ids made on the target continue past every id the source gave out. */
-  private async autoIncrementPast(src: Conn, dst: Conn, fenced: Array<ShardDatabase & { tables: string[] }>): Promise<void> {
+  private async autoIncrementPast(move: MoveRecord, src: Conn, dst: Conn, fenced: Array<ShardDatabase & { tables: string[] }>): Promise<void> {
     const names = fenced.flatMap((x) => x.tables.map((t) => ({ live: x.live, moved: x.moved, t })));
     if (names.length === 0) return;
-    const counters = async (c: Conn, db: (x: (typeof names)[number]) => string) => {
-      const [rows] = await c.query(
-        `SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE (TABLE_SCHEMA, TABLE_NAME) IN (${names.map(() => '(?, ?)').join(', ')})`,
-        names.flatMap((x) => [db(x), x.t]),
-      );
-      return new Map((rows as Array<{ d: string; t: string; n: string | number | null }>).map((r) => [`${r.d}.${r.t}`, r.n === null ? undefined : BigInt(r.n)]));
-    };
-    const want = await counters(src, (x) => x.moved);
-    const have = await counters(dst, (x) => x.live);
-    for (const { live, moved, t } of names) {
-      const w = want.get(`${moved}.${t}`);
-      const h = have.get(`${live}.${t}`);
-      if (w !== undefined && (h === undefined || h < w)) await dst.query(`ALTER TABLE ${q(live)}.${q(t)} AUTO_INCREMENT = ${w}`);
-    }
+    // beforeFreeze raised the target's counters by a margin, and counters never go down: normally
+    // this only reads the source's. A resumed mover (nothing remembered) reads the target's too.
+    const raised = this.raised.get(move.id);
+    const [want, have] = await this.step('auto-increment: counters', () => Promise.all([
+      autoIncrements(src, names.map((x) => `${x.moved}.${x.t}`)),
+      raised ?? autoIncrements(dst, names.map((x) => `${x.live}.${x.t}`)),
+    ]));
+    let altered = 0;
+    await this.step('auto-increment: ALTER TABLE (target)', async () => {
+      for (const { live, moved, t } of names) {
+        const w = want.get(`${moved}.${t}`);
+        const h = have.get(`${live}.${t}`);
+        if (w !== undefined && (h === undefined || h < w)) {
+          await dst.query(`ALTER TABLE ${q(live)}.${q(t)} AUTO_INCREMENT = ${w}`);
+          altered++;
+        }
+      }
+    });
+    this.options.onStep?.('auto-increment: tables altered (count)', altered);
   }
 
   /** Which of our tables exist in each of `dbs`, in one catalogue query. */
@@ -449,71 +644,81 @@ export class MariadbMoveEngine implements MoveEngine {
    * primary-key chunks, which names the differing key ranges.
    */
   async verify(move: MoveRecord): Promise<VerifyReport> {
-    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+    // Under the freeze, on the connections beforeFreeze opened (a second source connection counts rows beside the checksums).
+    const held = this.held.get(move.id);
+    if (held !== undefined) return this.verifyOn(move, held.src, held.dst, held.srcAdmin);
     const src = await this.connect(move.source.master);
     try {
       const dst = await this.connect(move.target.master);
       try {
-        const all = this.databases(move);
-        const srcMap = await this.presentMany(src, all.flatMap((d) => [d.live, d.moved]));
-        const dstMap = await this.presentMany(dst, all.map((d) => d.live));
-        const pairs: Array<{ shard: number; table: string; label: string; srcDb?: string; dstDb: string; a?: string; b?: string }> = [];
-        report.shards = this.shards(move).length;
-        for (const d of all) {
-          // The source's copy is the fenced one once the fence holds, the live one before.
-          const moved = srcMap.get(d.moved)!;
-          const srcDb = moved.length > 0 ? d.moved : d.live;
-          const srcTables = moved.length > 0 ? moved : srcMap.get(srcDb)!;
-          const dstTables = dstMap.get(d.live)!;
-          for (const t of [...new Set([...srcTables, ...dstTables])]) {
-            pairs.push({
-              shard: d.shard, table: t, label: tableLabel(d.live, t), dstDb: d.live,
-              ...(srcTables.includes(t) ? { srcDb, a: `${q(srcDb)}.${q(t)}` } : {}), ...(dstTables.includes(t) ? { b: `${q(d.live)}.${q(t)}` } : {}),
-            });
-          }
-        }
-        const both = pairs.filter((p) => p.a !== undefined && p.b !== undefined);
-        const sums = async (c: Conn, names: string[]): Promise<string[]> => {
-          if (names.length === 0) return [];
-          const [rows] = await c.query(`CHECKSUM TABLE ${names.join(', ')}`);
-          return (rows as Array<{ Checksum: string | number | null }>).map((r) => String(r.Checksum));
-        };
-        const counts = async (): Promise<number[]> => {
-          if (both.length === 0) return [];
-          const [rows] = await src.query(both.map((p, i) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${p.a}`).join(' UNION ALL '));
-          const out: number[] = [];
-          for (const r of rows as Array<{ i: number | string; n: number | string }>) out[Number(r.i)] = Number(r.n);
-          return out;
-        };
-        const [sa, sb] = await Promise.all([sums(src, both.map((p) => p.a!)), sums(dst, both.map((p) => p.b!))]);
-        const n = await counts();
-        const quick = new Map<(typeof pairs)[number], number>();
-        both.forEach((p, i) => {
-          if (sa[i] !== 'null' && sa[i] === sb[i]) quick.set(p, n[i]!);
-        });
-        for (const p of pairs) {
-          report.tables++;
-          const rows = quick.get(p);
-          if (rows !== undefined) {
-            report.rows += rows;
-            report.chunks += 1;
-            continue;
-          }
-          const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: src, db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label);
-          report.rows += r.rows;
-          report.chunks += r.chunks;
-          report.mismatches.push(...r.mismatches);
-        }
+        return await this.verifyOn(move, src, dst);
       } finally {
         await dst.end().catch(() => undefined);
       }
     } finally {
       await src.end().catch(() => undefined);
     }
+  }
+
+  private async verifyOn(move: MoveRecord, src: Conn, dst: Conn, counter: Conn = src): Promise<VerifyReport> {
+    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+    const all = this.databases(move);
+    const [srcMap, dstMap] = await this.step('verify: catalogue', () => Promise.all([
+      this.presentMany(src, all.flatMap((d) => [d.live, d.moved])),
+      this.presentMany(dst, all.map((d) => d.live)),
+    ]));
+    const pairs: Array<{ shard: number; table: string; label: string; srcDb?: string; dstDb: string; a?: string; b?: string }> = [];
+    report.shards = this.shards(move).length;
+    for (const d of all) {
+      // The source's copy is the fenced one once the fence holds, the live one before.
+      const moved = srcMap.get(d.moved)!;
+      const srcDb = moved.length > 0 ? d.moved : d.live;
+      const srcTables = moved.length > 0 ? moved : srcMap.get(srcDb)!;
+      const dstTables = dstMap.get(d.live)!;
+      for (const t of [...new Set([...srcTables, ...dstTables])]) {
+        pairs.push({
+          shard: d.shard, table: t, label: tableLabel(d.live, t), dstDb: d.live,
+          ...(srcTables.includes(t) ? { srcDb, a: `${q(srcDb)}.${q(t)}` } : {}), ...(dstTables.includes(t) ? { b: `${q(d.live)}.${q(t)}` } : {}),
+        });
+      }
+    }
+    const both = pairs.filter((p) => p.a !== undefined && p.b !== undefined);
+    const sums = async (c: Conn, names: string[]): Promise<string[]> => {
+      if (names.length === 0) return [];
+      const [rows] = await c.query(`CHECKSUM TABLE ${names.join(', ')}`);
+      return (rows as Array<{ Checksum: string | number | null }>).map((r) => String(r.Checksum));
+    };
+    const counts = async (): Promise<number[]> => {
+      if (both.length === 0) return [];
+      const [rows] = await counter.query(both.map((p, i) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${p.a}`).join(' UNION ALL '));
+      const out: number[] = [];
+      for (const r of rows as Array<{ i: number | string; n: number | string }>) out[Number(r.i)] = Number(r.n);
+      return out;
+    };
+    const [sa, sb, n] = await this.step('verify: CHECKSUM TABLE both sides + COUNT(*)', () => Promise.all([sums(src, both.map((p) => p.a!)), sums(dst, both.map((p) => p.b!)), counter === src ? Promise.resolve(undefined) : counts()]));
+    const rowCounts = n ?? (await counts());
+    const quick = new Map<(typeof pairs)[number], number>();
+    both.forEach((p, i) => {
+      if (sa[i] !== 'null' && sa[i] === sb[i]) quick.set(p, rowCounts[i]!);
+    });
+    for (const p of pairs) {
+      report.tables++;
+      const rows = quick.get(p);
+      if (rows !== undefined) {
+        report.rows += rows;
+        report.chunks += 1;
+        continue;
+      }
+      const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: src, db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label);
+      report.rows += r.rows;
+      report.chunks += r.chunks;
+      report.mismatches.push(...r.mismatches);
+    }
     return report;
   }
 
   async undo(move: MoveRecord): Promise<void> {
+    await this.release(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
       for (const d of this.databases(move)) {
         const fenced = await this.present(c, d.moved);
@@ -557,6 +762,8 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   async dropMoved(move: MoveRecord): Promise<number> {
+    // A move connection left by a failed afterSwitch would replay the DROP below on the target.
+    await this.afterSwitch(move);
     let dropped = 0;
     await this.withConn(move.source.master, async (c) => {
       for (const d of this.databases(move)) {
@@ -617,7 +824,33 @@ export class MariadbMoveEngine implements MoveEngine {
     return report;
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    for (const id of [...this.held.keys()]) await this.release(id);
+  }
+}
+
+/** AUTO_INCREMENT of each `db.table` (information_schema, one query; undefined for a table without one). */
+async function autoIncrements(c: Conn, names: readonly string[]): Promise<Map<string, bigint | undefined>> {
+  if (names.length === 0) return new Map();
+  const dbs = [...new Set(names.map((n) => n.slice(0, n.indexOf('.'))))];
+  // One branch per database: `TABLE_SCHEMA = ?` lets the server open only that database's tables
+  // (an IN list over all of them made it open every table of the host: 0.1-0.6 s under the freeze).
+  const [rows] = await c.query(dbs.map(() => 'SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?').join(' UNION ALL '), dbs);
+  const wanted = new Set(names);
+  return new Map((rows as Array<{ d: string; t: string; n: string | number | null }>).filter((r) => wanted.has(`${r.d}.${r.t}`)).map((r) => [`${r.d}.${r.t}`, r.n === null ? undefined : BigInt(r.n)]));
+}
+
+interface FreezeConns {
+  /** Source master: app user, admin; target master: app user, admin; the fence's admin connections (fence domain). */
+  src: Conn;
+  srcAdmin: Conn;
+  dst: Conn;
+  dstAdmin: Conn;
+  fence: Conn[];
+}
+
+async function closeFreezeConns(k: FreezeConns): Promise<void> {
+  await Promise.all([k.src, k.srcAdmin, k.dst, k.dstAdmin, ...k.fence].map((c) => c.end().catch(() => c.destroy())));
 }
 
 async function primaryKey(c: Conn, db: string, table: string): Promise<string[]> {
