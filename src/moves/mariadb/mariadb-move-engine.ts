@@ -527,7 +527,11 @@ export class MariadbMoveEngine implements MoveEngine {
     const all = this.databases(move);
     // Runs under the freeze, on the connections beforeFreeze opened; catalogue, source state and
     // connection status read in one round trip each, side by side.
-    await this.withFreezeConns(move, async ({ src, srcAdmin, dstAdmin: c }) => {
+    await this.withFreezeConns(move, async ({ src, srcAdmin, dstAdmin: c, fence }) => {
+      // The source's AUTO_INCREMENT counters are final once the fence holds: read beside the rest
+      // of catch-up, on an idle fence connection (awaited in autoIncrementPast; never unhandled).
+      const sourceCounters = this.step('auto-increment: source counters (beside catch-up)', () => autoIncrementsIn(fence[0]!, all.map((d) => d.moved)));
+      sourceCounters.catch(() => undefined);
       // Read only now: the fence has drained every transaction on the moving tables (vitess#16563).
       const [srcHave, state, st] = await this.step('catch-up: source catalogue + position, connection status', () => Promise.all([
         this.presentMany(src, all.flatMap((d) => [d.live, d.moved])),
@@ -581,7 +585,7 @@ export class MariadbMoveEngine implements MoveEngine {
         if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
         onProgress?.(++done, fenced.length);
       }
-      await this.autoIncrementPast(move, src, c, fenced);
+      await this.autoIncrementPast(move, sourceCounters, c, fenced);
     });
   }
 
@@ -603,14 +607,14 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   /** Target AUTO_INCREMENT at least the source's, so ids made on the target continue past every id the source gave out. */
-  private async autoIncrementPast(move: MoveRecord, src: Conn, dst: Conn, fenced: Array<ShardDatabase & { tables: string[] }>): Promise<void> {
+  private async autoIncrementPast(move: MoveRecord, sourceCounters: Promise<Map<string, bigint | undefined>>, dst: Conn, fenced: Array<ShardDatabase & { tables: string[] }>): Promise<void> {
     const names = fenced.flatMap((x) => x.tables.map((t) => ({ live: x.live, moved: x.moved, t })));
     if (names.length === 0) return;
     // beforeFreeze raised the target's counters by a margin, and counters never go down: normally
     // this only reads the source's. A resumed mover (nothing remembered) reads the target's too.
     const raised = this.raised.get(move.id);
-    const [want, have] = await this.step('auto-increment: counters', () => Promise.all([
-      autoIncrements(src, names.map((x) => `${x.moved}.${x.t}`)),
+    const [want, have] = await this.step('auto-increment: counters (wait)', () => Promise.all([
+      sourceCounters,
       raised ?? autoIncrements(dst, names.map((x) => `${x.live}.${x.t}`)),
     ]));
     let altered = 0;
@@ -831,13 +835,17 @@ export class MariadbMoveEngine implements MoveEngine {
 
 /** AUTO_INCREMENT of each `db.table` (information_schema, one query; undefined for a table without one). */
 async function autoIncrements(c: Conn, names: readonly string[]): Promise<Map<string, bigint | undefined>> {
-  if (names.length === 0) return new Map();
-  const dbs = [...new Set(names.map((n) => n.slice(0, n.indexOf('.'))))];
+  const all = await autoIncrementsIn(c, [...new Set(names.map((n) => n.slice(0, n.indexOf('.'))))]);
+  return new Map(names.filter((n) => all.has(n)).map((n) => [n, all.get(n)]));
+}
+
+/** AUTO_INCREMENT of every table of `dbs`, keyed `db.table`. */
+async function autoIncrementsIn(c: Conn, dbs: readonly string[]): Promise<Map<string, bigint | undefined>> {
+  if (dbs.length === 0) return new Map();
   // One branch per database: `TABLE_SCHEMA = ?` lets the server open only that database's tables
   // (an IN list over all of them made it open every table of the host: 0.1-0.6 s under the freeze).
-  const [rows] = await c.query(dbs.map(() => 'SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?').join(' UNION ALL '), dbs);
-  const wanted = new Set(names);
-  return new Map((rows as Array<{ d: string; t: string; n: string | number | null }>).filter((r) => wanted.has(`${r.d}.${r.t}`)).map((r) => [`${r.d}.${r.t}`, r.n === null ? undefined : BigInt(r.n)]));
+  const [rows] = await c.query(dbs.map(() => 'SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t, AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?').join(' UNION ALL '), [...dbs]);
+  return new Map((rows as Array<{ d: string; t: string; n: string | number | null }>).map((r) => [`${r.d}.${r.t}`, r.n === null ? undefined : BigInt(r.n)]));
 }
 
 interface FreezeConns {
