@@ -3,10 +3,10 @@
 // Usage: node scripts/run-tests.mjs [--unit] [--list] [--no-build] [--concurrency=N] [substring ...]
 //   e.g. `ids topology` to run a subset.
 // --unit runs only the files that start no server (no MariaDB, PostgreSQL, etcd, Redis,
-// memcached or Chromium): the inner loop after each edit. It runs them a batch of files per
-// Node process (see runBatches). --list prints the chosen files; --no-build skips the build that
-// comes first when dist/ is older than src/; --concurrency sets how many test processes run at
-// once (default: the number of cores, at least 2).
+// memcached or Chromium) and are not marked `@integration`: the inner loop after each edit. It
+// runs them a batch of files per Node process (see runBatches). --list prints the chosen files;
+// --no-build skips the build that comes first when dist/ is older than src/; --concurrency sets
+// how many test processes run at once (default: the number of cores, at least 2).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, normalize, relative, resolve } from 'node:path';
@@ -31,6 +31,12 @@ const SERVER_STARTERS = [
 // another way (a child process), `@server-free` when it imports a starter only for constants.
 const SERVER_MARKER = '@needs-servers';
 const FREE_MARKER = '@server-free';
+// `@integration` marks a server-free file that is an integration test in spirit: it runs the real
+// binary as a service and kills it (-9), compiles with tsc, or drives several processes through
+// TLS and signals. Each costs seconds of CPU in child processes, so it runs in `npm test` (every
+// file, as always) but not in the one-minute `--unit` loop.
+const INTEGRATION_MARKER = '@integration';
+const isIntegration = (file) => readFileSync(file, 'utf8').includes(INTEGRATION_MARKER);
 
 const args = process.argv.slice(2);
 const unit = args.includes('--unit');
@@ -82,7 +88,7 @@ function needsServers(file, seen = new Set()) {
   return result;
 }
 
-const chosen = unit ? files.filter((f) => !needsServers(f)) : files;
+const chosen = unit ? files.filter((f) => !needsServers(f) && !isIntegration(f)) : files;
 if (chosen.length === 0) {
   console.error('no test files matched');
   process.exit(1);

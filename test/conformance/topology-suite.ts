@@ -10,6 +10,7 @@
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
+import { sampleMap, sampleMapJson, raceIncrements } from './topology-race.js';
 import { ShardMap, ShardKitError, addMove, advanceMove, casMoveState, freezeMove, switchMove, type ShardMapJson, type TopologyStore } from '../../src/index.js';
 
 export type WriteOutcome = { ok: true; version: number } | { ok: false; code: string; message: string };
@@ -35,45 +36,7 @@ export interface TopologySuiteOptions {
   supports?: { otherProcess?: boolean };
 }
 
-/** A small valid map whose master names carry `tag`, so tests can tell writes apart. */
-export function sampleMapJson(tag: string, version = 0): ShardMapJson {
-  const t = tag.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 40);
-  return {
-    version,
-    ranges: [
-      { range: [0, 7], master: `${t}-m1`, slave: `${t}-s1`, open: true },
-      { range: [8, 15], master: `${t}-m2`, slave: `${t}-s2`, open: false },
-    ],
-    modShards: { count: 16, ranges: [{ range: [0, 15], master: `${t}-mod1`, slave: `${t}-mod2` }] },
-  };
-}
-
-export function sampleMap(tag: string, version = 0): ShardMap {
-  return ShardMap.fromJSON(sampleMapJson(tag, version));
-}
-
-/**
- * The read-modify-write loop every operator tool runs: read, write with the version read, retry
- * on VERSION_CONFLICT. Returns the versions this caller won; across all racers they must be
- * distinct and contiguous, or an update was lost.
- */
-export async function raceIncrements(store: TopologyStore, rounds: number, tag: string): Promise<number[]> {
-  const won: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    for (;;) {
-      const current = await store.read();
-      const v = current?.version ?? 0;
-      try {
-        const stored = await store.write(sampleMap(`${tag}-${i}`), v);
-        won.push(stored.version);
-        break;
-      } catch (err) {
-        if (!(err instanceof ShardKitError) || err.code !== 'VERSION_CONFLICT') throw err;
-      }
-    }
-  }
-  return won;
-}
+export { sampleMapJson, sampleMap, raceIncrements } from './topology-race.js';
 
 async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
   try {

@@ -1,6 +1,8 @@
 /**
  * The real `shardkit serve` process: first start, kill -9 during a stream of acknowledged
  * writes, restart, graceful SIGTERM, and `shardkit demo seed` against it.
+ * @integration (scripts/run-tests.mjs: in `npm test`, not `npm run test:unit`): three `serve`
+ * processes, one killed with -9, and five more CLI processes (~18 s of CPU).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

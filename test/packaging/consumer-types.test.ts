@@ -2,6 +2,8 @@
  * A TypeScript consumer of the built package, strict, moduleResolution nodenext and *without*
  * skipLibCheck, compiles: what we publish in dist/*.d.ts type-checks on its own (rocksdb-native
  * and parquetjs ship no usable types, so none of ours may leak them).
+ * @integration (scripts/run-tests.mjs: in `npm test`, not `npm run test:unit`): a packaging check
+ * that runs tsc over dist/*.d.ts (~6 s of CPU), not a unit test.
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';

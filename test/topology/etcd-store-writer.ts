@@ -5,8 +5,9 @@
  */
 import { createInterface } from 'node:readline';
 import { EtcdTopologyStore } from '../../src/topology/etcd/etcd-topology-store.js';
-import { ShardMap, ShardKitError } from '../../src/index.js';
-import { raceIncrements } from '../conformance/topology-suite.js';
+import { ShardKitError } from '../../src/errors.js';
+import { ShardMap } from '../../src/topology/shard-map.js';
+import { raceIncrements } from '../conformance/topology-race.js';
 
 const [endpoint, key] = process.argv.slice(2);
 if (!endpoint || !key) throw new Error('usage: etcd-store-writer.ts <endpoint> <key>');

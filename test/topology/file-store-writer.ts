@@ -6,8 +6,9 @@
 import { createInterface } from 'node:readline';
 import { FileTopologyStore } from '../../src/topology/file/file-topology-store.js';
 import { acquireFileLock } from '../../src/topology/file/file-lock.js';
-import { ShardMap, ShardKitError } from '../../src/index.js';
-import { raceIncrements } from '../conformance/topology-suite.js';
+import { ShardKitError } from '../../src/errors.js';
+import { ShardMap } from '../../src/topology/shard-map.js';
+import { raceIncrements } from '../conformance/topology-race.js';
 
 const path = process.argv[2];
 if (!path) throw new Error('usage: file-store-writer.ts <topology.json>');

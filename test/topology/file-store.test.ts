@@ -227,7 +227,7 @@ test('file store: with fs events off, the poll alone delivers another process\'s
 test('file store: an idle watcher does not keep the process alive', async () => {
   const dir = await tempDir();
   const path = join(dir, 'topology.json');
-  const script = `import { FileTopologyStore } from ${JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)};
+  const script = `import { FileTopologyStore } from ${JSON.stringify(new URL('../../src/topology/file/file-topology-store.ts', import.meta.url).href)};
     const s = new FileTopologyStore({ path: ${JSON.stringify(path)}, pollIntervalMs: 100 });
     s.watch(() => {});
     console.log('watching');`;
