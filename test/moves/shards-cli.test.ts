@@ -1,6 +1,7 @@
 /**
  * `shardkit shards move | verify | drop-moved` on the embedded default, through the built CLI:
  * real processes, a real kill -9 of the mover in each phase, then --resume or --abort.
+ * @integration (scripts/run-tests.mjs: in `npm test`, not `npm run test:unit`): ~10 CLI processes.
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,3 +1,8 @@
+/**
+ * kill -9 of a writer process in the middle of acknowledged RocksDB writes, then reopening.
+ * @integration (scripts/run-tests.mjs: in `npm test`, not `npm run test:unit`): tsx child
+ * processes that load RocksDB, killed with -9 (~5 s of CPU).
+ */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
