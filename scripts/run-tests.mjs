@@ -7,7 +7,7 @@
 // runs them a batch of files per Node process (see runBatches). --list prints the chosen files;
 // --no-build skips the build that comes first when dist/ is older than src/; --concurrency sets
 // how many test processes run at once (default: the number of cores, at least 2).
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, normalize, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -120,32 +120,77 @@ if (!args.includes('--no-build') && !fresh) {
  * Each test file in its own Node process costs the process, tsx and every module it loads
  * (~0.5-1 s of CPU) before its first test. The unit files run instead as batches: a batch is one
  * process that imports its files one after the other, each inside a describe() named after the
- * file, so a file's before/after/beforeEach hooks stay its own. There are more batches than
- * processes at once, so the runner evens out slow and fast batches. The full suite keeps one
- * process per file (its files start servers and may set process-wide state).
+ * file, so a file's before/after/beforeEach hooks stay its own. There is one batch per process
+ * that runs at once (more batches load the same modules again: ~4 s of CPU each), and the files
+ * are dealt out by how long each took last time (TIMES, written after every --unit run; a file
+ * not timed yet counts as the median), longest first to the least loaded batch, so the batches
+ * end together. The full suite keeps one process per file (its files start servers and may set
+ * process-wide state).
  */
+const TIMES = '.tmp/unit-times.json';
+
+function readTimes() {
+  try {
+    const times = JSON.parse(readFileSync(TIMES, 'utf8'));
+    return times && typeof times === 'object' ? times : {};
+  } catch {
+    return {};
+  }
+}
+
+function dealOut(testFiles, count, times) {
+  const known = testFiles.map((f) => times[f]).filter((t) => typeof t === 'number').sort((a, b) => a - b);
+  const median = known.length > 0 ? known[Math.floor(known.length / 2)] : 1;
+  const cost = (f) => (typeof times[f] === 'number' ? times[f] : median);
+  const batches = Array.from({ length: count }, () => ({ files: [], total: 0 }));
+  for (const f of [...testFiles].sort((a, b) => cost(b) - cost(a) || a.localeCompare(b))) {
+    const least = batches.reduce((min, b) => (b.total < min.total ? b : min));
+    least.files.push(f);
+    least.total += cost(f);
+  }
+  return batches.map((b) => b.files).filter((files) => files.length > 0);
+}
+
 function runBatches(testFiles) {
-  const count = Math.min(testFiles.length, concurrency * 3);
-  const batches = Array.from({ length: count }, () => []);
-  testFiles.forEach((f, i) => batches[i % count].push(f));
+  const times = readTimes();
+  const batches = dealOut(testFiles, Math.min(testFiles.length, concurrency), times);
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-unit-'));
+  const timesLog = join(dir, 'times.tsv');
   try {
     const entries = batches.map((files, i) => {
       const entry = join(dir, `batch-${String(i + 1).padStart(2, '0')}.test.mjs`);
-      const lines = files.map((f) => `describe(${JSON.stringify(f)}, async () => { await import(${JSON.stringify(pathToFileURL(resolve(f)).href)}); });`);
-      writeFileSync(entry, `import { describe } from 'node:test';\n${lines.join('\n')}\n`);
+      // The time of a file runs from before its first test to after its last (its imports are
+      // loaded once per batch and shared, so they are not the file's).
+      const lines = files.map((f) => `describe(${JSON.stringify(f)}, async () => {
+  let start = 0;
+  before(() => { start = performance.now(); });
+  after(() => appendFileSync(${JSON.stringify(timesLog)}, ${JSON.stringify(f)} + '\\t' + Math.round(performance.now() - start) + '\\n'));
+  await import(${JSON.stringify(pathToFileURL(resolve(f)).href)});
+});`);
+      writeFileSync(entry, `import { describe, before, after } from 'node:test';\nimport { appendFileSync } from 'node:fs';\n${lines.join('\n')}\n`);
       return entry;
     });
-    return runNodeTest(entries);
+    const status = runNodeTest(entries);
+    if (existsSync(timesLog)) {
+      for (const line of readFileSync(timesLog, 'utf8').split('\n')) {
+        const [f, ms] = line.split('\t');
+        if (f && ms) times[f] = Number(ms);
+      }
+      mkdirSync(dirname(TIMES), { recursive: true });
+      writeFileSync(TIMES, `${JSON.stringify(times, null, 1)}\n`);
+    }
+    return status;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+// SHARDKIT_UNIT=1 tells the randomized model tests to run half their operation counts
+// (test/conformance/widecolumn-model.ts); the full suite runs them whole.
 function runNodeTest(testFiles) {
   const res = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...testFiles], {
     stdio: 'inherit',
-    env: { ...process.env, NODE_OPTIONS: '' },
+    env: { ...process.env, NODE_OPTIONS: '', SHARDKIT_UNIT: unit ? '1' : '' },
   });
   return res.status ?? 1;
 }

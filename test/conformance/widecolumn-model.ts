@@ -10,6 +10,9 @@
  *   each batch put whole, never an older value than one acknowledged before the read began, and a
  *   column deleted and backfilled while compactions run keeps its acknowledged cell.
  * Both parts are bounded by operation counts, never by time, so a loaded machine only runs slower.
+ * `npm test` runs the full counts; `npm run test:unit` (scripts/run-tests.mjs sets
+ * SHARDKIT_UNIT=1) half of each, with the same mix of operations and the same checks: the model
+ * runs of the RocksDB and HTTP suites were ~25 s of its CPU.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,7 +40,7 @@ function prng(seed: number): (n: number) => number {
 function seedFor(name: string): number {
   const fromEnv = process.env.WC_MODEL_SEED;
   const seed = fromEnv ? Number(fromEnv) : Math.floor(Math.random() * 2 ** 31);
-  console.log(`# wide-column model test (${name}): seed ${seed} (replay with WC_MODEL_SEED=${seed})`);
+  console.log(`# wide-column model test (${name}): seed ${seed} (replay with ${HALF ? 'SHARDKIT_UNIT=1 ' : ''}WC_MODEL_SEED=${seed})`);
   return seed;
 }
 
@@ -56,6 +59,11 @@ async function readAll(e: WideColumnEngine, ds: string, row: string, q: GetRowOp
   }
 }
 
+const HALF = process.env.SHARDKIT_UNIT === '1';
+const SEQUENTIAL_STEPS = HALF ? 200 : 400;
+const CONCURRENT_BATCHES = HALF ? 60 : 120;
+const BACKFILL_ROUNDS = HALF ? 50 : 100;
+
 const ROWS = ['u1', 'u2', 'é', 'a\u0000b'];
 const COLUMNS = ['10', '7', ' ', 'a', 'click', 'é', '😀', 'x\u0000'];
 
@@ -70,7 +78,7 @@ async function sequential(options: WideColumnSuiteOptions, maxVersions: number, 
   const pick = <T>(list: readonly T[]): T => list[rnd(list.length)]!;
   try {
     await e.putDataset('m', { maxVersions, ttlSeconds });
-    for (let step = 0; step < 400; step++) {
+    for (let step = 0; step < SEQUENTIAL_STEPS; step++) {
       const op = rnd(100);
       const where = `seed ${seed}, step ${step}`;
       if (op < 45) {
@@ -148,7 +156,7 @@ async function concurrent(options: WideColumnSuiteOptions): Promise<void> {
   const e = fx.engine;
   const crossRow = options.supports?.crossRowBatches ?? true;
   const WRITERS = 3;
-  const BATCHES = 120;
+  const BATCHES = CONCURRENT_BATCHES;
   const BATCH_ROWS = ['b0', 'b1', 'b2', 'b3'];
   const acked = new Array<number>(WRITERS).fill(-1);
   const failures: string[] = [];
@@ -170,7 +178,7 @@ async function concurrent(options: WideColumnSuiteOptions): Promise<void> {
     // (defect 1): the acknowledged backfill must stay visible until the next delete.
     const backfiller = async (row: string): Promise<void> => {
       try {
-        for (let n = 0; n < 100; n++) {
+        for (let n = 0; n < BACKFILL_ROUNDS; n++) {
           await e.putRow('c', row, [{ column: 'c', value: `new${n}`, timestamp: Date.now() - 1000 }]);
           await e.putRow('c', row, [{ column: 'c', value: `newer${n}`, timestamp: Date.now() - 500 }]);
           await e.deleteRow('c', row, ['c']);
