@@ -2,6 +2,8 @@
  * `shardkit openapi | head -1`: a reader that closes its end early must not make the CLI print
  * an EPIPE stack trace; it stops quietly with exit 0. Runs the built CLI in a shell pipeline:
  * a real pipe (a Node child's stdout is a socket with a buffer large enough to hide the bug).
+ * @integration (scripts/run-tests.mjs: in `npm test`, not `npm run test:unit`): shell pipelines of
+ * the built binary (~5 s of CPU in child processes).
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';

@@ -2,6 +2,8 @@
  * @server-free (imports the dev cluster only for its defaults; scripts/run-tests.mjs --unit)
  * The CLI defines every command cheaply and imports a command's implementation (and fastify,
  * mysql2, RocksDB, SQLite, Parquet, zod ...) only when that command runs.
+ * @integration (scripts/run-tests.mjs: in `npm test`, not `npm run test:unit`): it records what
+ * ~10 processes of the built binary load (~4 s of CPU in child processes).
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
