@@ -1,3 +1,9 @@
+/**
+ * Two processes on one data directory: both create the same SQLite shard files and write to
+ * them at once; nothing is lost and neither sees an error.
+ * @integration (scripts/run-tests.mjs: in `npm test`, not `npm run test:unit`): two tsx child
+ * processes that each open a ShardKit (~3 s of CPU).
+ */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
