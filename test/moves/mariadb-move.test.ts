@@ -24,9 +24,9 @@ import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
 import type { MoveEvent } from '../../src/moves/move-runner.js';
-import { spawn } from 'node:child_process';
 // The built binary, as before: these movers run against MariaDB servers (cli() would run them in this process).
-import { CLI, ROOT, assertBadInput, cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
+import { CLI, assertBadInput, cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
+import { killMoverAfter } from './kill-mover.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const SOURCE = 'MySQL001A';
@@ -380,21 +380,7 @@ describe('moves on MariaDB: the mover', () => {
     for (const s of [6, 7]) for (let i = 0; i < 5; i++) await kit.objects.create('pin', { s, i }, { shard: s });
     const before6 = await ids('MySQL002A', db(6), 'pins');
     const killAfterFence = async () => {
-      const child = spawn(process.execPath, [CLI, 'shards', 'move', '6..7', '--to', 'MySQL001A', '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args], {
-        cwd: ROOT, env: { ...process.env, SHARDKIT_TEST_MOVE_STOP_AFTER: 'fenced' }, stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      await new Promise<void>((resolve, reject) => {
-        child.stderr.on('data', (b: Buffer) => {
-          stderr += b.toString();
-          if (stderr.includes('stopped after fenced')) resolve();
-        });
-        child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before the fence: ${stderr}`)));
-      });
-      child.removeAllListeners('exit');
-      const exited = new Promise((r) => child.on('exit', r));
-      child.kill('SIGKILL');
-      await exited;
+      await killMoverAfter('fenced', ['6..7', '--to', 'MySQL001A', '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args]);
       // Fenced: the live tables are gone from the source.
       assert.deepEqual((await tablesIn('MySQL002A', db(6))).filter((t) => t === 'pins'), []);
     };

@@ -12,11 +12,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { myrocksDevExtension } from '../../src/cli/actions/widecolumn-myrocks-dev.js';
 import { modShard } from '../../src/ids/mod-shard.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { CLI, ROOT, cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
+import { CLI, cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
+import { killMoverAfter } from './kill-mover.js';
 import { startService, type Service } from '../failover/serve-fixture.js';
 import { checkBatches, newWcLedger, wcAckedAfter, wcWriteLoad, type WcBatch } from '../failover/wc-ledger.js';
 
@@ -66,21 +66,7 @@ describe('shards move --abort and --resume after kill -9 of the mover, with MyRo
 
   /** Starts the CLI mover of 6..7, which stops itself right after the fence; kills it with SIGKILL there. */
   const killAfterFence = async (): Promise<void> => {
-    const child = spawn(process.execPath, [CLI, 'shards', 'move', '6..7', '--to', TARGET, '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args], {
-      cwd: ROOT, env: { ...process.env, SHARDKIT_TEST_MOVE_STOP_AFTER: 'fenced' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    await new Promise<void>((resolve, reject) => {
-      child.stderr.on('data', (b: Buffer) => {
-        stderr += b.toString();
-        if (stderr.includes('stopped after fenced')) resolve();
-      });
-      child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before the fence: ${stderr}`)));
-    });
-    child.removeAllListeners('exit');
-    const exited = new Promise((r) => child.on('exit', r));
-    child.kill('SIGKILL');
-    await exited;
+    await killMoverAfter('fenced', ['6..7', '--to', TARGET, '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args]);
     // Fenced: the wide-column tables of 6..7 are renamed aside on the source.
     for (const s of MOVING) {
       assert.deepEqual(await tablesIn(SOURCE, wc(s)), [], `${wc(s)} fenced on the source`);

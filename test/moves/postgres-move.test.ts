@@ -15,7 +15,6 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +33,8 @@ import { PostgresMoveEngine } from '../../src/moves/postgres/postgres-move-engin
 import { PostgresInstance } from '../../src/ops/postgres/postgres-instance.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
-import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { CLI, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { killMoverAfter } from './kill-mover.js';
 import { ackedAfter, newLedger, writeLoad } from '../failover/ledger.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
@@ -69,23 +69,7 @@ describe('moves on PostgreSQL: shards move|verify|drop-moved with logical replic
   };
 
   /** Runs the CLI mover of 2..3 until `phase` is recorded, then kill -9. */
-  const killAfter = async (phase: string) => {
-    const child = spawn(process.execPath, [CLI, 'shards', 'move', '2..3', '--to', 'PG002A', '--to-slave', 'PG002B', '--hold-ms', '30000', '--json', ...args], {
-      cwd: ROOT, env: { ...process.env, SHARDKIT_TEST_MOVE_STOP_AFTER: phase }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    await new Promise<void>((resolve, reject) => {
-      child.stderr.on('data', (b: Buffer) => {
-        stderr += b.toString();
-        if (stderr.includes(`stopped after ${phase}`)) resolve();
-      });
-      child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before ${phase}: ${stderr}`)));
-    });
-    child.removeAllListeners('exit');
-    const exited = new Promise((r) => child.on('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  };
+  const killAfter = (phase: string) => killMoverAfter(phase, ['2..3', '--to', 'PG002A', '--to-slave', 'PG002B', '--hold-ms', '30000', '--json', ...args]);
 
   before(async () => {
     ensureBuilt();

@@ -5,7 +5,6 @@
  */
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +12,8 @@ import Database from 'better-sqlite3';
 import { defaultConfig } from '../../src/config/config.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
-import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { CLI, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { killMoverAfter } from './kill-mover.js';
 
 before(() => ensureBuilt());
 
@@ -147,27 +147,7 @@ test('bad input: one line, exit 2, and the topology is unchanged', async () => {
 });
 
 /** Runs the mover until it has recorded `phase`, then kills it with SIGKILL. */
-async function killAfter(d: Data, phase: string): Promise<void> {
-  const child = spawn(process.execPath, [CLI, 'shards', 'move', '0..3', '--to', 'MySQL002A', '--data', d.dir, '--json'], {
-    cwd: ROOT, env: { ...process.env, SHARDKIT_TEST_MOVE_STOP_AFTER: phase }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the mover never reached ${phase}: ${stderr}`)), 60_000);
-    child.stderr.on('data', (b: Buffer) => {
-      stderr += b.toString();
-      if (stderr.includes(`stopped after ${phase}`)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before ${phase}: ${stderr}`)));
-  });
-  child.removeAllListeners('exit');
-  const exited = new Promise((r) => child.on('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-}
+const killAfter = (d: Data, phase: string): Promise<void> => killMoverAfter(phase, ['0..3', '--to', 'MySQL002A', '--data', d.dir, '--json']);
 
 for (const phase of ['copied', 'frozen', 'fenced']) {
   test(`kill -9 of the mover after ${phase}: a map edit is refused, then --resume completes and --abort restores`, async () => {
