@@ -374,7 +374,28 @@ async function prepare(ctx: RunContext, skipped: SkippedShard[]): Promise<Job[]>
     });
     state.markStarted(fleet, fresh.map((j) => j.shard));
   }
+  await createEmptyTargetShards(ctx);
   return jobs;
+}
+
+/**
+ * An embedded store creates a shard's file on its first write, so a young source may lack some
+ * shards: the target still gets every shard of its map (empty), or the service restarted on it
+ * would refuse writes there until someone ran `shardkit init`.
+ */
+async function createEmptyTargetShards(ctx: RunContext): Promise<void> {
+  const { map, backend } = ctx.target;
+  for (const fleet of ['objects', 'lookups'] as const) {
+    const refs: ShardRef[] = [];
+    const masters = new Set((fleet === 'objects' ? map.objectRanges() : map.modShardRanges()).map((r) => r.master));
+    for (const host of masters) {
+      const have = new Set(await backend.listShards(host, fleet));
+      for (const shard of fleet === 'objects' ? map.shardsOnHost(host) : map.modShardsOnHost(host)) {
+        if (!have.has(shard)) refs.push({ host, shard, fleet });
+      }
+    }
+    await eachLimit(refs, ctx.o.concurrency, (ref) => backend.createShard(ref));
+  }
 }
 
 function skip(list: SkippedShard[], s: SkippedShard): void {

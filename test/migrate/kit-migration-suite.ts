@@ -6,6 +6,8 @@
  *   writes), catch-up runs, then --final while the writers go on: after it every source row is in
  *   the target byte for byte, every acknowledged write is there, the source refuses writes with a
  *   retryable SHARD_MOVING, a second run copies nothing, and ids continue past deleted ones;
+ * - a source that never wrote some shards (an embedded store creates them lazily): the target
+ *   still has every shard of its map, so the service restarted on it takes writes everywhere;
  * - kill -9 of the CLI mid-copy, then a rerun: the same result as an uninterrupted run;
  * - bad input (a target that holds other data, a missing file, --from = --to, a table option with
  *   a config source): one line, exit 2, the target unchanged.
@@ -210,6 +212,34 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
     const again = await migrateKit({ from: src.configPath, to: target.configPath, chunkRows: 64 });
     for (const r of again.rounds) assert.equal(r.upserts + r.deletes, 0, `round ${r.round} copied ${r.upserts + r.deletes}`);
     console.log(`# ${name}: ${acknowledged} acknowledged writes during the migration, ${refused.length} refused by the cutover, ${a.size} rows compared`);
+  });
+
+  test(`${name}: a source that never wrote some shards: after --final, every shard of the target takes writes`, async () => {
+    await target.reset();
+    const src = makeEmbeddedStore();
+    dirs.push(src.dir);
+    // An embedded store creates a shard on its first write: this one has object shard 2 only.
+    const kit = await ShardKit.open({ configPath: src.configPath });
+    const board = await kit.objects.create('board', { only: 2 }, { shard: 2 });
+    await kit.close();
+    const final = await migrateKit({ from: src.configPath, to: target.configPath, final: true });
+    assert.ok(final.final);
+    const tk = await ShardKit.open({ configPath: target.configPath });
+    try {
+      assert.deepEqual((await tk.objects.get(board.id)).data, { only: 2 });
+      for (let shard = 0; shard < 8; shard++) {
+        const o = await tk.objects.create('board', { shard }, { shard });
+        const p = await tk.objects.create('pin', { shard }, { shard });
+        await tk.mappings.add('board_has_pins', o.id, p.id);
+        assert.deepEqual((await tk.objects.get(o.id)).data, { shard });
+        assert.equal((await tk.mappings.list('board_has_pins', o.id)).items[0]?.id, p.id);
+      }
+      // Enough keys that every mod shard gets one.
+      for (let i = 0; i < 200; i++) await tk.lookups.put('email', `k${i}@example.com`, board.id);
+      assert.equal(await tk.lookups.get('email', 'k199@example.com'), board.id);
+    } finally {
+      await tk.close();
+    }
   });
 
   test(`${name}: kill -9 of the CLI mid-copy, then a rerun, gives the same target`, async () => {
