@@ -12,21 +12,37 @@ export interface ProgressOptions {
   mode?: 'bar' | 'json' | 'silent';
   /** Minimum time between two JSON lines. */
   intervalMs?: number;
+  /** Where the bar is drawn (default process.stderr; a test passes its own TTY-like stream). */
+  stream?: NodeJS.WritableStream;
+  /** What `done`/`total` count, after the numbers on the bar (e.g. "shards"). */
+  unit?: string;
+}
+
+/** `extra` on the bar: " | rows 1200/5000 | lag 3", in the order given; undefined values left out. */
+function describe(extra: Record<string, unknown> | undefined): string {
+  if (extra === undefined) return '';
+  return Object.entries(extra).filter(([, v]) => v !== undefined).map(([k, v]) => ` | ${k} ${String(v)}`).join('');
 }
 
 export function createProgress(label: string, total: number, options: ProgressOptions = {}): Progress {
   const mode = options.mode ?? (process.stderr.isTTY ? 'bar' : 'json');
   if (mode === 'silent') return { update() {}, finish() {} };
   if (mode === 'bar') {
+    const unit = options.unit === undefined ? '' : ` ${options.unit}`;
     const bar = new cliProgress.SingleBar(
-      { format: `${label} [{bar}] {percentage}% | {value}/{total} | {duration_formatted} elapsed, eta {eta_formatted}`, stream: process.stderr, hideCursor: true },
+      { format: `${label} [{bar}] {percentage}% | {value}/{total}${unit}{extra} | {duration_formatted} elapsed, eta {eta_formatted}`, stream: options.stream ?? process.stderr, hideCursor: true },
       cliProgress.Presets.shades_classic,
     );
-    bar.start(total, 0);
+    let shown: Record<string, unknown> | undefined;
+    bar.start(total, 0, { extra: '' });
     return {
-      update: (done) => bar.update(done),
-      finish: () => {
-        bar.update(total);
+      update: (done, extra) => {
+        shown = extra === undefined ? shown : { ...shown, ...extra };
+        bar.update(done, { extra: describe(shown) });
+      },
+      finish: (extra) => {
+        shown = extra === undefined ? shown : { ...shown, ...extra };
+        bar.update(total, { extra: describe(shown) });
         bar.stop();
       },
     };

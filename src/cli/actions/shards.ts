@@ -184,9 +184,11 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
   let moveId = '';
   let phase = '';
   let progressAt = 0;
+  let lastLag: number | undefined;
   const onEvent = (e: MoveEvent) => {
     moveId = e.moveId;
     phase = e.phase;
+    if (typeof e.detail?.lag === 'number') lastLag = e.detail.lag;
     if (jsonLines) process.stdout.write(`${JSON.stringify({ event: 'phase', ...e })}\n`);
     else process.stderr.write(`${e.moveId}: ${e.phase}${e.detail ? ` ${JSON.stringify(e.detail)}` : ''} (${e.elapsedMs} ms)\n`);
   };
@@ -207,8 +209,12 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
           process.stdout.write(`${JSON.stringify({ event: 'progress', moveId, phase, shardsDone: done, shardsTotal: total, ...rows })}\n`);
           return;
         }
-        bar ??= createProgress(`copy shards ${span.first}..${span.last}`, total, { mode: 'bar' });
-        bar.update(done);
+        bar ??= createProgress(`copy shards ${span.first}..${span.last}`, total, { mode: 'bar', unit: 'shards' });
+        bar.update(done, {
+          phase,
+          rows: rows?.rowsCopied === undefined ? undefined : `${rows.rowsCopied}${rows.rowsTotal === undefined ? '' : `/${rows.rowsTotal}`}`,
+          lag: lastLag,
+        });
       },
       ...(hook !== undefined ? { afterPhase: hook } : {}),
     });
