@@ -5,6 +5,8 @@
  *   the fence and reaches the target, or fails (a statement after the fence gets 42P01; one held
  *   past the fence's lock timeout makes the move abort, and commits on the source, which serves
  *   on). Never acknowledged and lost;
+ * - a transaction left open on the source when the copy starts: slot creation is given up after
+ *   slotWaitMs, the move aborts naming the session, and nothing is left on either server;
  * - watching a move: rows copied in the move's progress record and in the CLI's JSON progress
  *   lines, and the dashboard's move view (phase, progress with rows, lag in WAL bytes) in Chromium;
  * - `shards verify` of a master against its standby: clean through the CLI (exit 0); a standby
@@ -61,7 +63,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
     await x.connect();
     return x;
   };
-  const engine = (options: { lockTimeoutMs?: number } = {}): PostgresMoveEngine => {
+  const engine = (options: { lockTimeoutMs?: number; slotWaitMs?: number } = {}): PostgresMoveEngine => {
     const config = c.config();
     if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
     const e = new PostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config), ...options });
@@ -178,6 +180,35 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
     } finally {
       await t.end();
     }
+  });
+
+  test('a transaction left open on the source when the copy starts: the slot waits at most slotWaitMs, then the move aborts naming its pid, leaves nothing behind, and goes through once it ends', async () => {
+    const t = await client(SOURCE);
+    try {
+      // On a shard that is not moving: a logical slot waits for every transaction holding an xid.
+      await t.query('BEGIN');
+      await t.query(`INSERT INTO ${db(3)}.pins (data, ts) VALUES ('{"idle":1}', 0)`);
+      const pid = (await t.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      await assert.rejects(
+        runMove({ store: store(), engine: engine({ slotWaitMs: 2000 }), hosts: hosts(), start: { span: { first: 2, last: 2 }, target: TARGET } }),
+        (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /replication slot on PG001A waited 2000 ms/.test(err.message)
+          && err.message.includes(`pid ${pid} (idle in transaction since `) && /back on PG001A/.test(err.message),
+      );
+      // Checked while the transaction is still open: the source's walsender was waiting to make the slot.
+      assert.deepEqual(await replicationLeft(), [], 'no slot, subscription or publication left');
+      const map = await kit.shardMap();
+      assert.equal(map.locate(2).master, SOURCE);
+      assert.deepEqual(map.moves().filter((m) => m.range[0] === 2), []);
+      await kit.objects.create('pin', { during: true }, { shard: 2 });
+      await t.query('COMMIT');
+    } finally {
+      await t.end();
+    }
+    const onSource = await ids(SOURCE, db(2));
+    const r = await runMove({ store: store(), engine: engine({ slotWaitMs: 2000 }), hosts: hosts(), start: { span: { first: 2, last: 2 }, target: TARGET } });
+    assert.equal(r.outcome, 'switched');
+    assert.deepEqual(await ids(TARGET.master, db(2)), onSource, 'every row, the one written during the first try included');
+    assert.deepEqual(await replicationLeft(), []);
   });
 
   test('the CLI prints JSON progress lines with rows copied (and the copy\'s last line has every shard and row)', async () => {

@@ -35,6 +35,12 @@ export interface PostgresMoveEngineOptions {
   copyStallMs?: number;
   /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
   catchUpTimeoutMs?: number;
+  /**
+   * How long creating the replication slot may wait for transactions open on the source when the
+   * copy starts (a logical slot needs a consistent starting point). Default 60 s; then the move
+   * aborts, naming the sessions it waited for.
+   */
+  slotWaitMs?: number;
 }
 
 /**
@@ -160,6 +166,40 @@ export class PostgresMoveEngine implements MoveEngine {
     this.idle.set(host, c);
   }
 
+  /**
+   * Cannot run in a transaction block; creates the slot on the source and starts the copy. The
+   * slot waits for every transaction holding an xid on the source, whatever it touches: one left
+   * `idle in transaction` would hold the move in `started` for ever, so the wait is bounded and the
+   * error names who to look at.
+   */
+  private async createSubscription(dst: Client, move: MoveRecord, name: string): Promise<void> {
+    const waitMs = Math.max(1, Math.floor(this.options.slotWaitMs ?? 60_000));
+    await dst.query(`SET statement_timeout = ${waitMs}`);
+    try {
+      await dst.query(`CREATE SUBSCRIPTION ${qi(name)} CONNECTION ${ql(this.conninfo(move.source.master))} PUBLICATION ${qi(name)} WITH (copy_data = true, slot_name = ${ql(name)})`);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '57014') throw err;
+      const open = await this.withConn(move.source.master, (src) => src.query<{ pid: number; state: string; since: string; usename: string }>(
+        `SELECT pid, coalesce(state, '?') AS state, to_char(xact_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS since, coalesce(usename, '?') AS usename
+           FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start LIMIT 5`));
+      // The source's walsender still waits to build the slot, and would make it for good once
+      // those transactions end, with no subscription to use it (it would keep WAL for ever):
+      // ended here, its unfinished slot goes with it.
+      await this.withConn(move.source.master, async (src) => {
+        await src.query('SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL', [name]);
+        for (let i = 0; i < 100; i++) {
+          const { rows } = await src.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL', [name]);
+          if (rows.length === 0) break;
+          await sleep(100);
+        }
+      });
+      const who = open.rows.map((r) => `pid ${r.pid} (${r.state} since ${r.since}, user ${r.usename})`).join(', ');
+      throw new ShardKitError('SHARD_UNAVAILABLE', `creating the move's replication slot on ${move.source.master} waited ${waitMs} ms for transactions open there since before the copy started${who === '' ? '' : `: ${who}`}; end them (pg_stat_activity on ${move.source.master}) and start the move again`, { cause: err });
+    } finally {
+      await dst.query('RESET statement_timeout').catch(() => undefined);
+    }
+  }
+
   private async withConn<T>(host: string, fn: (c: Client) => Promise<T>): Promise<T> {
     const c = await this.acquire(host);
     try {
@@ -272,8 +312,7 @@ export class PostgresMoveEngine implements MoveEngine {
 
     await this.withConn(move.target.master, async (dst) => {
       if (!(await this.subscriptionExists(dst, move))) {
-        // Cannot run in a transaction block; creates the slot on the source and starts the copy.
-        await dst.query(`CREATE SUBSCRIPTION ${qi(name)} CONNECTION ${ql(this.conninfo(move.source.master))} PUBLICATION ${qi(name)} WITH (copy_data = true, slot_name = ${ql(name)})`);
+        await this.createSubscription(dst, move, name);
       }
       // Every table's initial copy done ('r': ready, streaming with the apply worker). A failed
       // table copy is retried by the server itself (a busy source, a worker limit): the move
