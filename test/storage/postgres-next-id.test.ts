@@ -249,22 +249,15 @@ test('through a PostgresBackend with a tight query timeout, failed calls leave n
     }));
     assert.ok(counts.failed > 0, `some calls timed out: ${JSON.stringify(counts)}`);
     assert.equal(await advisoryLocks(), 0, JSON.stringify(counts));
-    // The pool still serves calls. A 3 ms budget can still run out on a loaded machine, so a
-    // call that times out is tried again: what must not happen is a pool that stays stuck, as
-    // it would behind a lock left on an idle pooled session (every other session's call then
-    // waits for the lock and times out, attempt after attempt). Ten callers use several of
-    // the pool's sessions at once.
-    const served: bigint[] = [];
-    await Promise.all(Array.from({ length: 10 }, async () => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          served.push(...(await tight.nextInstagramIds(ref(4))));
-          return;
-        } catch (err) {
-          if (!isShardKitError(err, 'SHARD_UNAVAILABLE') || attempt >= 500) throw err;
-        }
-      }
-    }));
+    // Every pooled session is back outside any transaction: none can hold a transaction's lock.
+    const open = await sql.query<{ n: string }>("SELECT count(*)::text AS n FROM pg_stat_activity WHERE datname = $1 AND state LIKE 'idle in transaction%'", [DATABASE]);
+    assert.equal(open.rows[0]!.n, '0', 'no session idle in a transaction');
+    // The generator still serves calls: ten at once on the same shard, each needing the lock for
+    // its first jump, through a backend whose budget a loaded machine meets. Whether the 3 ms pool
+    // itself gets a call through is not asked: on a busy machine a fresh session's first call
+    // (which compiles next_id()) can take longer than 3 ms every time, and each failure replaces
+    // the session (a CI run saw 500 attempts in a row fail so, with no lock anywhere).
+    const served = (await Promise.all(Array.from({ length: 10 }, () => backend.nextInstagramIds(ref(4))))).flat();
     assert.equal(new Set(served).size, 10, 'ten calls served, ten distinct IDs');
     assert.equal(await advisoryLocks(), 0, 'and none of them left the lock behind');
   } finally {
