@@ -9,6 +9,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pickFreePort } from '../../src/ops/free-port.js';
+import { listensOn } from '../net/port-owner.js';
 
 export type CacheServerKind = 'redis' | 'memcached';
 
@@ -85,7 +86,9 @@ export class LocalCacheServer {
         });
       });
       for (let i = 0; i < 200 && !gone; i++) {
-        if (await canConnect(this.port)) {
+        // Our child, not merely someone, on the port: one that lost the port exits, and the
+        // probe must not take the other listener for it.
+        if (await canConnect(this.port) && listensOn(child.pid!, this.port)) {
           this.child = child;
           return;
         }

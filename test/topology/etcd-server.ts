@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pickFreePort } from '../../src/ops/free-port.js';
+import { listensOn } from '../net/port-owner.js';
 
 const started = new Set<ChildProcess>();
 // A test that crashes must not leave servers behind.
@@ -86,7 +87,9 @@ export class LocalEtcd {
         });
       });
       for (let i = 0; i < 300 && !gone; i++) {
-        if (await healthy(this.clientPort)) {
+        // Our child, not merely some etcd, answers: one that lost its port exits, and the probe
+        // must not take another test's etcd for it.
+        if (await healthy(this.clientPort) && listensOn(child.pid!, this.clientPort)) {
           this.child = child;
           return;
         }
