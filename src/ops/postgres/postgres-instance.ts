@@ -143,11 +143,14 @@ export class PostgresInstance {
     for (let attempt = 0; attempt < 300; attempt++) {
       if (!this.child) throw new Error(`postgres exited during startup: ${this.logTail.trim()}`);
       try {
-        await this.sql('postgres', 'SELECT 1');
-        return;
+        // Our own server, not merely one on our port: another one that took the port first also
+        // answers over TCP while ours fails to bind it and exits.
+        const [row] = await this.sql<{ dir: string }>('postgres', "SELECT current_setting('data_directory') AS dir");
+        if (row?.dir === this.dataDir) return;
       } catch {
-        await sleep(100);
+        // not up yet
       }
+      await sleep(100);
     }
     await this.stop();
     throw new Error(`postgres did not accept connections within 30 s: ${this.logTail.trim()}`);
