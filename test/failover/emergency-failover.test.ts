@@ -22,8 +22,14 @@ async function waitUntil(what: string, check: () => boolean, timeoutMs = 60_000)
   }
 }
 
+const SEMI_SYNC_WAIT_MS = 600_000;
+
 /** Load on shards 0 and 1 (both on MySQL001A), kill -9 the master, failover --emergency, load until the new master took writes. */
 async function killAndFailOver(fx: Fixture, kits: ShardKit[]): Promise<{ ledger: Ledger; result: Record<string, unknown>; tookWritesMs: number }> {
+  // The dev cluster's semi-sync master falls back to async after 2 s without its slave's ack;
+  // on a loaded CI machine an ack can take that long, and "0 lost" would then be luck. Only the
+  // master about to die waits longer: the new master, slave-less after the kill, keeps 2 s.
+  await fx.cluster.instance('MySQL001A').admin(`SET GLOBAL rpl_semi_sync_master_timeout = ${SEMI_SYNC_WAIT_MS}`);
   let release!: () => void;
   const live = newLedger();
   const running = writeLoad(kits, [0, 1], new Promise<void>((r) => (release = r)), 2, live);

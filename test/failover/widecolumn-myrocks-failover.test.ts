@@ -134,6 +134,9 @@ describe('wide-column on MyRocks: planned failover, kill -9 of a service, kill -
   test('kill -9 of the master mid-load, failover --emergency with semi-sync: 0 acknowledged cells lost, writes resume on the new master', async (t) => {
     let started = 0;
     let promoted = 0;
+    // The master about to die waits for its slave's ack for as long as it takes (the dev default
+    // falls back to async after 2 s, which a loaded machine can reach: "0 lost" would be luck).
+    await fx.cluster.instance('MySQL001B').admin('SET GLOBAL rpl_semi_sync_master_timeout = 600000');
     const ledger = await wcLoad(async (l) => {
       const base = l.batches.filter((b) => b.acked).length;
       while (l.batches.filter((b) => b.acked).length < base + 40) await sleep(20);
