@@ -63,28 +63,35 @@ async function takeUserLock(c: Conn, name: string): Promise<boolean> {
   return Number((rows as Array<{ l: number | string | null }>)[0]!.l) === 1;
 }
 
-const renameBatch = (moveId: string, tables: readonly LockedTable[]): string => [
-  // Taken and given back at once (left to right): every session's batch waits for the same "go".
-  `SELECT GET_LOCK('${goLock(moveId)}', ${GO_TIMEOUT_S}) AS go, RELEASE_LOCK('${goLock(moveId)}') AS released`,
+/**
+ * One statement (an anonymous compound statement): the server runs it to its end even when the
+ * client is gone, and sends nothing before it ends (a batch of separate statements would write
+ * each one's result to a dead socket on the way).
+ */
+const renameBlock = (moveId: string, tables: readonly LockedTable[]): string => [
+  // Taken and given back at once: every session's block waits for the same "go".
+  `BEGIN NOT ATOMIC DO GET_LOCK('${goLock(moveId)}', ${GO_TIMEOUT_S})`,
+  `DO RELEASE_LOCK('${goLock(moveId)}')`,
   ...tables.map((t) => `ALTER TABLE ${q(t.db)}.${q(t.table)} RENAME TO ${q(t.moved)}.${q(t.table)}`),
-  'UNLOCK TABLES',
+  'END',
 ].join('; ');
 
 /**
- * Right before the switch's compare-and-set: each fence session is sent one multi-statement
- * batch, `GET_LOCK(go); ALTER TABLE ... RENAME TO dbNNNNN_moved ... (under LOCK TABLES, allowed
- * for write-locked tables; RENAME TABLE is not); UNLOCK TABLES`, and this waits until the server
- * shows every session waiting for "go". From then on the fence becomes permanent whatever
- * happens to the mover: "go" is released by completeLockFence after the switch, or by the
- * server when the mover's connection dies (checked on MariaDB 10.11: the server finishes a
- * batch whose client was killed with -9). The renames run before UNLOCK TABLES on the same
- * session, so no writer waiting for the tables gets in between: it finds the table missing
- * (the fence error) and re-reads the map. They are binlogged in the fence domain (the session's
- * gtid_domain_id), like the plain fence.
+ * Right before the switch's compare-and-set: each fence session is sent one statement,
+ * `BEGIN NOT ATOMIC DO GET_LOCK(go); ALTER TABLE ... RENAME TO dbNNNNN_moved ...; END` (ALTER
+ * ... RENAME is allowed under LOCK TABLES for write-locked tables; RENAME TABLE is not), then
+ * UNLOCK TABLES; this waits until the server shows every session waiting for "go". From then on
+ * the fence becomes permanent whatever happens to the mover: "go" is released by
+ * completeLockFence after the switch, or by the server when the mover's connection dies (checked
+ * on MariaDB 10.11 over TCP and the socket: the server finishes the block of a client killed
+ * with -9, and the locks go with the session after it). A table renamed under the lock is
+ * missing for a writer waiting on it (the fence error: it re-reads the map); the others stay
+ * locked until the session unlocks or ends, so no writer gets in between. The renames are
+ * binlogged in the fence domain (the session's gtid_domain_id), like the plain fence.
  */
 export async function armLockFence(f: LockFence): Promise<void> {
   const ids = f.groups.filter((g) => g.tables.length > 0).map((g) => g.conn.threadId);
-  f.armed = f.groups.map((g) => (g.tables.length > 0 ? g.conn.query(renameBatch(f.moveId, g.tables)) : Promise.resolve()));
+  f.armed = f.groups.map((g) => (g.tables.length > 0 ? g.conn.query(renameBlock(f.moveId, g.tables)).then(() => g.conn.query('UNLOCK TABLES')) : Promise.resolve()));
   // Settled here so a failure is never unhandled; completeLockFence reads the outcome.
   const outcomes = f.armed.map((p) => p.then(() => undefined, (err: unknown) => err));
   for (let waited = 0; ; waited += 5) {
@@ -99,7 +106,7 @@ export async function armLockFence(f: LockFence): Promise<void> {
 
 /**
  * After the switch (or on the way to an abort, when armed): "go" released, the batches awaited.
- * A batch that failed stopped before its UNLOCK TABLES, so its session still blocks the tables it
+ * A block that failed stopped before its UNLOCK TABLES, so its session still blocks the tables it
  * had not renamed: they are renamed one by one on it, then unlocked.
  */
 export async function completeLockFence(f: LockFence): Promise<void> {

@@ -171,8 +171,7 @@ export class MariadbMoveEngine implements MoveEngine {
 
   /** An admin connection to the source whose statements are binlogged in the fence domain (replicated to the source's slave, never to the target). */
   private async fenceConnection(host: string): Promise<Conn> {
-    // Multi-statement: the lock fence's rename batch (lock-fence.ts armLockFence).
-    const c = await this.options.admin!.connect(host, { multipleStatements: true });
+    const c = await this.options.admin!.connect(host);
     try {
       await c.query(`SET SESSION gtid_domain_id = ${this.fenceDomain}`);
       await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
@@ -649,7 +648,8 @@ export class MariadbMoveEngine implements MoveEngine {
    * move to the same target may run later, and its position is not ours to touch.
    */
   async afterSwitch(move: MoveRecord): Promise<void> {
-    await this.release(move.id);
+    // Services write to the target by now; only writers with a stale map wait for these renames.
+    await this.step('after the switch: lock fence completed (renames on the source)', () => this.release(move.id));
     if (!this.replicated) return;
     const name = moveConnectionName(move);
     // A mover killed after arming the lock fence: its renames finish on the server, then this goes on.

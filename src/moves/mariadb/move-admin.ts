@@ -6,11 +6,8 @@ import type mysql from 'mysql2/promise';
  * dev cluster's sockets or the config's admin account; the mover never learns which.
  */
 export interface MoveAdmin {
-  /**
-   * An admin connection to `host`; the caller closes it. `multipleStatements`: the fence sends
-   * its rename as one batch the server finishes even if the mover dies (mariadb-move-engine.ts).
-   */
-  connect(host: string, options?: { multipleStatements?: boolean }): Promise<mysql.Connection>;
+  /** An admin connection to `host`; the caller closes it. */
+  connect(host: string): Promise<mysql.Connection>;
   /** The host's address as another server's replication connection reaches it. */
   address(host: string): { host: string; port: number };
   /** The account a replication connection logs in with. */

@@ -13,7 +13,7 @@ export interface Credentials {
 /** How the fleet tools reach a host as an administrator (SUPER: read_only, CHANGE MASTER, dumps). */
 export interface HostAdmin {
   /** An admin connection to `host`; the caller closes it. */
-  connect(host: string, options?: { connectTimeoutMs?: number; multipleStatements?: boolean }): Promise<mysql.Connection>;
+  connect(host: string, options?: { connectTimeoutMs?: number }): Promise<mysql.Connection>;
   /** The host's address as the slaves and the mariadb-dump client reach it. */
   address(host: string): { host: string; port: number };
   /** Client arguments for mariadb / mariadb-dump to log in to `host` as admin. */
@@ -32,7 +32,7 @@ export async function adminQuery<T = Array<Record<string, unknown>>>(admin: Host
 /** The dev cluster's servers: root over each unix socket, its replication user. */
 export function devHostAdmin(cluster: DevCluster): HostAdmin {
   return {
-    connect: (host, options = {}) => cluster.instance(host).connect(options.multipleStatements ? { multipleStatements: true } : {}),
+    connect: (host) => cluster.instance(host).connect(),
     address: (host) => ({ host: '127.0.0.1', port: cluster.instance(host).port }),
     clientArgs: (host) => [`--socket=${cluster.instance(host).socket}`],
     replication: { user: cluster.state.replUser, password: cluster.state.replPassword },
@@ -58,7 +58,7 @@ export function configHostAdmin(config: ShardKitConfig, env: NodeJS.ProcessEnv =
   };
   const adminPassword = env.SHARDKIT_ADMIN_PASSWORD;
   return {
-    connect: (host, options = {}) => mysql.createConnection({ ...address(host), user: adminUser, ...(adminPassword !== undefined ? { password: adminPassword } : {}), connectTimeout: options.connectTimeoutMs ?? 5000, ...(options.multipleStatements ? { multipleStatements: true } : {}) }),
+    connect: (host, options = {}) => mysql.createConnection({ ...address(host), user: adminUser, ...(adminPassword !== undefined ? { password: adminPassword } : {}), connectTimeout: options.connectTimeoutMs ?? 5000 }),
     address,
     clientArgs: (host) => {
       const a = address(host);

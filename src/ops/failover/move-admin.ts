@@ -5,7 +5,7 @@ import type { HostAdmin } from './host-admin.js';
 /** The MariaDB mover's admin access from the fleet tools' own (dev cluster sockets or config accounts). */
 export function moveAdmin(admin: HostAdmin): MoveAdmin {
   return {
-    connect: (host, options) => admin.connect(host, options),
+    connect: (host) => admin.connect(host),
     address: (host) => admin.address(host),
     replication: admin.replication,
     dumpCopy: (from, to, databases, options) => dumpCopy(admin, from, to, databases, options),

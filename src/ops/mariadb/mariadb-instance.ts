@@ -346,9 +346,8 @@ export class MariadbInstance {
   }
 
   /** An admin connection over the socket (root via unix_socket auth, no password). Close it after use. */
-  async connect(options: { database?: string; multipleStatements?: boolean } = {}): Promise<mysql.Connection> {
+  async connect(options: { database?: string } = {}): Promise<mysql.Connection> {
     return mysql.createConnection({
-      ...(options.multipleStatements ? { multipleStatements: true } : {}),
       socketPath: this.socket,
       user: userInfo().username,
       connectTimeout: 5000,
