@@ -510,6 +510,11 @@ export class MariadbMoveEngine implements MoveEngine {
         const groups: LockedGroup[] = held.fence.map((conn) => ({ conn, tables: [] }));
         const shards = [...new Set(plan.live.map((d) => d.shard))];
         for (const d of plan.live) groups[shards.indexOf(d.shard) % groups.length]!.tables.push(...d.tables.map((table): LockedTable => ({ db: d.live, moved: d.moved, table })));
+        // Renamed after the switch in this order: a writer with a stale map blocked on a table gets
+        // the fence error as soon as its table is renamed, so each table name goes for all of the
+        // session's shards at once, in the fleet's order (object types first, then mappings).
+        const rank = (t: string): number => (this.tables.includes(t) ? this.tables.indexOf(t) : this.tables.length);
+        for (const g of groups) g.tables.sort((a, b) => rank(a.table) - rank(b.table) || a.table.localeCompare(b.table) || a.db.localeCompare(b.db));
         const lock = await this.step('fence: LOCK TABLES (source)', () => lockFence(move.id, held.srcAdmin, groups));
         this.locks.set(move.id, lock);
         return;
