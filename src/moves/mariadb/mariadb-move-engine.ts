@@ -110,13 +110,20 @@ const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
  *   beforeFreeze  (after the lag gate, services still writing) dbNNNNN_moved created on the
  *            source, the target's AUTO_INCREMENT raised to the source's + autoIncrementMargin,
  *            and the connections of the freeze opened (fence, catch-up and verify reuse them);
- *   fence    as below, but binlogged in the fence domain (FENCE_DOMAIN_ID) and split by shards
- *            over fenceConnections connections: the source's slave follows it, the move
- *            connection skips it (DO_DOMAIN_IDS), so the target's copy stays in dbNNNNN;
+ *   fence    the lock fence (lock-fence.ts): LOCK TABLES ... WRITE of the moving tables, split
+ *            by shards over fenceConnections connections (drains in-flight transactions, blocks
+ *            later ones; no DDL, so no fdatasync under the freeze). A resumed mover (no held
+ *            connections) fences as below instead, binlogged in the fence domain
+ *            (FENCE_DOMAIN_ID): the source's slave follows it, the move connection skips it
+ *            (DO_DOMAIN_IDS), so the target's copy stays in dbNNNNN;
  *   catchUp  reads the source's gtid_binlog_pos only now that the fence holds (vitess#16563),
  *            MASTER_GTID_WAIT on the target, and alters AUTO_INCREMENT only where the source's
  *            counter went past what beforeFreeze set;
- *   afterSwitch  removes the connection (outside the freeze);
+ *   verify   the source's checksums on the sessions that hold its locks;
+ *   beforeSwitch  arms the lock fence: each locking session gets one block that waits for the
+ *            mover's "go" lock, renames its tables into dbNNNNN_moved (fence domain) and ends;
+ *            the server runs it even if the mover dies, so the fence becomes permanent;
+ *   afterSwitch  releases "go" (the renames run, outside the freeze), then removes the connection;
  *   undo     removes the connection and the target's copy, then as below.
  *
  * Without `admin`, everything is copied under the freeze (like the embedded engine):
