@@ -57,6 +57,12 @@ export interface MoveEngine {
   /** Source against target, shard by shard, in primary-key chunks. */
   verify(move: MoveRecord): Promise<VerifyReport>;
   /**
+   * Optional, after a clean verify and right before the switch's compare-and-set, under the
+   * freeze: an engine whose fence only blocks the source so far (MariaDB's lock fence) makes sure
+   * it becomes permanent even if the mover dies from here on. Idempotent.
+   */
+  beforeSwitch?(move: MoveRecord): Promise<void>;
+  /**
    * Optional, after the switch (outside the freeze): tear down what the move kept running, such
    * as a replication stream. Best effort and idempotent: a failure is reported, the switch stands,
    * and dropMoved does it again.

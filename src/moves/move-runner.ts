@@ -167,6 +167,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             throw new ShardKitError('INTERNAL', `verify found ${verify.mismatches.length} mismatching chunk(s) between source and target (first: shard ${first.shard} ${first.table} keys ${first.fromKey}..${first.toKey}, ${first.sourceRows} vs ${first.targetRows} rows): not switching`);
           }
           emit(id, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
+          await engine.beforeSwitch?.(m);
           map = await cas((x) => switchMove(x, id));
           const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
           emit(id, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });

@@ -65,6 +65,16 @@ describe('moves on MariaDB: the mover', () => {
   const ids = async (host: string, database: string, table: string): Promise<string[]> =>
     (await query<{ id: string }>(host, `SELECT local_id AS id FROM \`${database}\`.\`${table}\` ORDER BY local_id`)).map((r) => String(r.id));
 
+  /** One write on `host` that fails (lock_wait_timeout) rather than waits for ever if the tables are still locked. */
+  const writeWithin = async (host: string, sql: string): Promise<void> => {
+    const c = await mysql.createConnection({ host: hosts[host]!.host, port: hosts[host]!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) });
+    try {
+      await c.query('SET SESSION lock_wait_timeout = 20');
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
   const adminQuery = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
     const c = await admin.connect(host);
     try {
@@ -381,8 +391,11 @@ describe('moves on MariaDB: the mover', () => {
     const before6 = await ids('MySQL002A', db(6), 'pins');
     const killAfterFence = async () => {
       await killMoverAfter('fenced', ['6..7', '--to', 'MySQL001A', '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args]);
-      // Fenced: the live tables are gone from the source.
-      assert.deepEqual((await tablesIn('MySQL002A', db(6))).filter((t) => t === 'pins'), []);
+      // The mover held the lock fence (LOCK TABLES, nothing renamed yet): the locks died with its
+      // connections, so the source's tables are live and take writes again (the freeze expires).
+      assert.deepEqual((await tablesIn('MySQL002A', db(6))).filter((t) => t === 'pins'), ['pins']);
+      assert.deepEqual(await tablesIn('MySQL002A', `${db(6)}_moved`), []);
+      await writeWithin('MySQL002A', `INSERT INTO \`${db(6)}\`.\`boards\` (data) VALUES ('{"afterKill":true}')`);
     };
 
     await killAfterFence();
@@ -505,5 +518,38 @@ describe('moves on MariaDB: the mover', () => {
     assert.equal(altered, 1, 'tables altered under the freeze');
     // drop-moved removes the source's fenced copies (binlogged in the source's domain: the move connection is gone).
     assert.equal(await margined.dropMoved(result.move), 2);
+  });
+  test('kill -9 of the CLI mover right after the switch, its lock fence armed: the server still renames the source\'s tables aside, a stale write blocked on them gets the fence error (never lands), --resume finishes', async () => {
+    // Shards 4..5 are on MySQL001A since the CLI test; they go back to pair 2.
+    const args = ['--config', configPath, '--data', clusterDir];
+    // Written by hand: the CLI's store (not this file's kit) knows where 4..5 are.
+    for (const s of [4, 5]) for (let i = 0; i < 3; i++) await writeWithin('MySQL001A', `INSERT INTO \`${db(s)}\`.\`pins\` (data) VALUES ('{"killSwitched":${i}}')`);
+    const before4 = await ids('MySQL001A', db(4), 'pins');
+    let stale: Promise<string> | undefined;
+    await killMoverAfter('switched', ['4..5', '--to', 'MySQL002A', '--to-slave', 'MySQL002B', '--hold-ms', '30000', '--json', ...args], async () => {
+      // A service with a stale map deletes on the source: the lock fence (still held) blocks it.
+      const c = await mysql.createConnection({ host: hosts.MySQL001A!.host, port: hosts.MySQL001A!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) });
+      await c.query('SET SESSION lock_wait_timeout = 60');
+      stale = c.query(`DELETE FROM \`${db(4)}\`.\`pins\` ORDER BY local_id LIMIT 1`).then(() => 'deleted', (err: { code?: string }) => String(err.code)).finally(() => c.end().catch(() => undefined));
+      for (let waited = 0; ; waited += 20) {
+        const waiting = await adminQuery<{ n: number | string }>('MySQL001A', "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for table metadata lock' AND INFO LIKE 'DELETE FROM%'");
+        if (Number(waiting[0]!.n) > 0) break;
+        if (waited > 30_000) throw new Error('the stale write never waited for the fence');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
+    // The mover is dead; its armed rename blocks were already on the server: they rename and unlock.
+    assert.equal(await stale, 'ER_NO_SUCH_TABLE', 'the stale write met the fence instead of landing on the source');
+    // pins is renamed (the stale write saw it missing); the other tables follow in the same block.
+    const liveLeft = async () => (await tablesIn('MySQL001A', db(4))).filter((t) => objectTables.includes(t));
+    for (let waited = 0; (await liveLeft()).length > 0 && waited < 60_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(await liveLeft(), []);
+    assert.ok((await tablesIn('MySQL001A', `${db(4)}_moved`)).includes('pins'));
+    assert.deepEqual(await ids('MySQL001A', `${db(4)}_moved`, 'pins'), before4, 'nothing deleted on the source');
+    assert.deepEqual(await ids('MySQL002A', db(4), 'pins'), before4, 'every row on the target');
+    const resumed = await cli(['shards', 'move', '4..5', '--resume', '--json', ...args]);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.equal((JSON.parse(resumed.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'switched');
+    assert.deepEqual(await moveConnections('MySQL002A'), [], 'the move connection removed by the resumed mover');
   });
 });

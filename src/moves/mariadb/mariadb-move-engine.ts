@@ -6,6 +6,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
+import { armLockFence, completeLockFence, lockFence, MAX_FENCE_SESSIONS, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
 import {
   binlogPos, connectionStatus, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
 } from './move-replication.js';
@@ -109,13 +110,20 @@ const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
  *   beforeFreeze  (after the lag gate, services still writing) dbNNNNN_moved created on the
  *            source, the target's AUTO_INCREMENT raised to the source's + autoIncrementMargin,
  *            and the connections of the freeze opened (fence, catch-up and verify reuse them);
- *   fence    as below, but binlogged in the fence domain (FENCE_DOMAIN_ID) and split by shards
- *            over fenceConnections connections: the source's slave follows it, the move
- *            connection skips it (DO_DOMAIN_IDS), so the target's copy stays in dbNNNNN;
+ *   fence    the lock fence (lock-fence.ts): LOCK TABLES ... WRITE of the moving tables, split
+ *            by shards over fenceConnections connections (drains in-flight transactions, blocks
+ *            later ones; no DDL, so no fdatasync under the freeze). A resumed mover (no held
+ *            connections) fences as below instead, binlogged in the fence domain
+ *            (FENCE_DOMAIN_ID): the source's slave follows it, the move connection skips it
+ *            (DO_DOMAIN_IDS), so the target's copy stays in dbNNNNN;
  *   catchUp  reads the source's gtid_binlog_pos only now that the fence holds (vitess#16563),
  *            MASTER_GTID_WAIT on the target, and alters AUTO_INCREMENT only where the source's
  *            counter went past what beforeFreeze set;
- *   afterSwitch  removes the connection (outside the freeze);
+ *   verify   the source's checksums on the sessions that hold its locks;
+ *   beforeSwitch  arms the lock fence: each locking session gets one block that waits for the
+ *            mover's "go" lock, renames its tables into dbNNNNN_moved (fence domain) and ends;
+ *            the server runs it even if the mover dies, so the fence becomes permanent;
+ *   afterSwitch  releases "go" (the renames run, outside the freeze), then removes the connection;
  *   undo     removes the connection and the target's copy, then as below.
  *
  * Without `admin`, everything is copied under the freeze (like the embedded engine):
@@ -144,6 +152,8 @@ export class MariadbMoveEngine implements MoveEngine {
   private readonly held = new Map<string, FreezeConns>();
   /** Per move id: the target AUTO_INCREMENT values beforeFreeze set (`dbNNNNN.t`); counters never go down, so catch-up need not read them again. */
   private readonly raised = new Map<string, Map<string, bigint>>();
+  /** Per move id: the lock fence this process holds (fence -> beforeSwitch arms it -> afterSwitch completes it). */
+  private readonly locks = new Map<string, LockFence>();
 
 
   constructor(options: MariadbMoveEngineOptions) {
@@ -172,6 +182,8 @@ export class MariadbMoveEngine implements MoveEngine {
     try {
       await c.query(`SET SESSION gtid_domain_id = ${this.fenceDomain}`);
       await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
+      // Verify may read the locked tables' rows on it (as on the target's admin connection): the same zone on both sides.
+      await c.query("SET time_zone = '+00:00'");
     } catch (err) {
       c.destroy();
       throw err;
@@ -181,7 +193,7 @@ export class MariadbMoveEngine implements MoveEngine {
 
   /** Opens every connection the replicated freeze path uses, all at once. */
   private async openFreezeConns(move: MoveRecord): Promise<FreezeConns> {
-    const width = Math.max(1, Math.min(this.options.fenceConnections ?? 4, this.shards(move).length));
+    const width = Math.max(1, Math.min(this.options.fenceConnections ?? 4, this.shards(move).length, MAX_FENCE_SESSIONS));
     const admin = this.options.admin!;
     const opened = await Promise.allSettled<Conn>([
       this.connect(move.source.master), admin.connect(move.source.master), this.connect(move.target.master), admin.connect(move.target.master),
@@ -196,6 +208,12 @@ export class MariadbMoveEngine implements MoveEngine {
     // Held idle across phases: a server that dies meanwhile must fail the next query, not crash the mover with an unhandled 'error' event.
     for (const c of ok) c.on('error', () => undefined);
     const [src, srcAdmin, dst, dstAdmin, ...fence] = ok as [Conn, Conn, Conn, Conn, ...Conn[]];
+    try {
+      await dstAdmin.query("SET time_zone = '+00:00'");
+    } catch (err) {
+      for (const c of ok) c.destroy();
+      throw err;
+    }
     return { src, srcAdmin, dst, dstAdmin, fence };
   }
 
@@ -211,11 +229,26 @@ export class MariadbMoveEngine implements MoveEngine {
     }
   }
 
+  /**
+   * Drops what this process holds for the move. An armed lock fence is completed first (its
+   * renames run: the fence becomes permanent, undo renames back after it); an unarmed one just
+   * goes with its connections (nothing was renamed, the source serves again).
+   */
   private async release(moveId: string): Promise<void> {
     const k = this.held.get(moveId);
+    const lock = this.locks.get(moveId);
     this.held.delete(moveId);
     this.raised.delete(moveId);
+    this.locks.delete(moveId);
+    let failed: unknown;
+    if (lock !== undefined) await completeLockFence(lock).catch((err: unknown) => { failed = err; });
     if (k !== undefined) await closeFreezeConns(k);
+    if (failed !== undefined) throw failed;
+  }
+
+  /** A lock fence of a mover that died after arming it may still be renaming on the source: wait for it. */
+  private async settledFence(c: Conn, move: MoveRecord): Promise<void> {
+    if (this.replicated) await waitFenceSessions(c, move.id);
   }
 
   /** True when the copy runs by dump + replication before the freeze. */
@@ -433,7 +466,7 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   /** What the fence renames (per shard: the live tables of its databases) and which `_moved` databases it needs. */
-  private async fencePlan(c: Conn, move: MoveRecord): Promise<{ renames: Map<number, string[]>; live: Array<ShardDatabase & { tables: string[] }>; missing: string[] }> {
+  private async fencePlan(c: Conn, move: MoveRecord): Promise<{ renames: Map<number, string[]>; live: Array<ShardDatabase & { tables: string[] }>; missing: string[]; alreadyFenced: number }> {
     const all = this.databases(move);
     const have = await this.presentMany(c, all.flatMap((d) => [d.live, d.moved]));
     const [dbRows] = await c.query(`SELECT SCHEMA_NAME AS d FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (${all.map(() => '?').join(', ')})`, all.map((d) => d.moved));
@@ -441,6 +474,7 @@ export class MariadbMoveEngine implements MoveEngine {
     const renames = new Map<number, string[]>();
     const live: Array<ShardDatabase & { tables: string[] }> = [];
     const missing: string[] = [];
+    const alreadyFenced = all.reduce((n, d) => n + have.get(d.moved)!.length, 0);
     for (const d of all) {
       const tables = have.get(d.live)!;
       if (tables.length === 0) continue;
@@ -451,7 +485,7 @@ export class MariadbMoveEngine implements MoveEngine {
       live.push({ ...d, tables });
       renames.set(d.shard, [...(renames.get(d.shard) ?? []), ...tables.map((t) => `${q(d.live)}.${q(t)} TO ${q(d.moved)}.${q(t)}`)]);
     }
-    return { renames, live, missing };
+    return { renames, live, missing, alreadyFenced };
   }
 
   /**
@@ -475,8 +509,28 @@ export class MariadbMoveEngine implements MoveEngine {
       });
       return;
     }
+    const held = this.held.get(move.id);
+    if (held !== undefined && this.locks.has(move.id)) return;
+    if (held !== undefined) {
+      const plan = await this.step('fence: catalogue', () => this.fencePlan(held.fence[0]!, move));
+      if (plan.missing.length === 0 && plan.alreadyFenced === 0) {
+        const groups: LockedGroup[] = held.fence.map((conn) => ({ conn, tables: [] }));
+        const shards = [...new Set(plan.live.map((d) => d.shard))];
+        for (const d of plan.live) groups[shards.indexOf(d.shard) % groups.length]!.tables.push(...d.tables.map((table): LockedTable => ({ db: d.live, moved: d.moved, table })));
+        // Renamed after the switch in this order: a writer with a stale map blocked on a table gets
+        // the fence error as soon as its table is renamed, so each table name goes for all of the
+        // session's shards at once, in the fleet's order (object types first, then mappings).
+        const rank = (t: string): number => (this.tables.includes(t) ? this.tables.indexOf(t) : this.tables.length);
+        for (const g of groups) g.tables.sort((a, b) => rank(a.table) - rank(b.table) || a.table.localeCompare(b.table) || a.db.localeCompare(b.db));
+        const lock = await this.step('fence: LOCK TABLES (source)', () => lockFence(move.id, held.srcAdmin, groups));
+        this.locks.set(move.id, lock);
+        return;
+      }
+    }
+    // A resumed mover (or a source already partly fenced): the permanent fence, renamed under the freeze.
     await this.withFreezeConns(move, async (k) => {
       const c = k.fence[0]!;
+      await this.settledFence(c, move);
       const plan = await this.step('fence: catalogue', () => this.fencePlan(c, move));
       // Normally made by beforeFreeze; a resumed move from before it needs them here.
       if (plan.missing.length > 0) {
@@ -527,10 +581,14 @@ export class MariadbMoveEngine implements MoveEngine {
     const all = this.databases(move);
     // Runs under the freeze, on the connections beforeFreeze opened; catalogue, source state and
     // connection status read in one round trip each, side by side.
+    // With the lock fence the source's tables are still live (locked by this process), else renamed aside.
+    const lock = this.locks.get(move.id);
+    const locked = lock === undefined ? undefined : new Set(lock.groups.flatMap((g) => g.tables.map((t) => `${t.db}.${t.table}`)));
     await this.withFreezeConns(move, async ({ src, srcAdmin, dstAdmin: c, fence }) => {
       // The source's AUTO_INCREMENT counters are final once the fence holds: read beside the rest
-      // of catch-up, on an idle fence connection (awaited in autoIncrementPast; never unhandled).
-      const sourceCounters = this.step('auto-increment: source counters (beside catch-up)', () => autoIncrementsIn(fence[0]!, all.map((d) => d.moved)));
+      // of catch-up, on a fence connection (information_schema needs no lock the fence blocks;
+      // awaited in autoIncrementPast; never unhandled).
+      const sourceCounters = this.step('auto-increment: source counters (beside catch-up)', () => autoIncrementsIn(fence[0]!, all.map((d) => (locked !== undefined ? d.live : d.moved))));
       sourceCounters.catch(() => undefined);
       // Read only now: the fence has drained every transaction on the moving tables (vitess#16563).
       const [srcHave, state, st] = await this.step('catch-up: source catalogue + position, connection status', () => Promise.all([
@@ -540,6 +598,13 @@ export class MariadbMoveEngine implements MoveEngine {
       ]));
       const fenced: Array<ShardDatabase & { tables: string[] }> = [];
       for (const d of all) {
+        if (locked !== undefined) {
+          const live = srcHave.get(d.live)!;
+          const loose = live.filter((t) => !locked.has(`${d.live}.${t}`));
+          if (loose.length > 0 || srcHave.get(d.moved)!.length > 0) throw new ShardKitError('INTERNAL', `${d.live}.${loose[0] ?? '?'} on ${move.source.master} is not under the move's fence: refusing to catch up`);
+          fenced.push({ ...d, tables: live });
+          continue;
+        }
         if (srcHave.get(d.live)!.length > 0) {
           throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} still has live tables of the move: refusing to catch up on a shard that is not fenced`);
         }
@@ -585,7 +650,7 @@ export class MariadbMoveEngine implements MoveEngine {
         if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
         onProgress?.(++done, fenced.length);
       }
-      await this.autoIncrementPast(move, sourceCounters, c, fenced);
+      await this.autoIncrementPast(move, sourceCounters, c, fenced, locked !== undefined);
     });
   }
 
@@ -595,9 +660,12 @@ export class MariadbMoveEngine implements MoveEngine {
    * move to the same target may run later, and its position is not ours to touch.
    */
   async afterSwitch(move: MoveRecord): Promise<void> {
-    await this.release(move.id);
+    // Services write to the target by now; only writers with a stale map wait for these renames.
+    await this.step('after the switch: lock fence completed (renames on the source)', () => this.release(move.id));
     if (!this.replicated) return;
     const name = moveConnectionName(move);
+    // A mover killed after arming the lock fence: its renames finish on the server, then this goes on.
+    await this.withAdmin(move.source.master, (c) => this.settledFence(c, move));
     await this.withAdmin(move.target.master, async (c) => {
       if ((await connectionStatus(c, name)) === undefined) return;
       await c.query(`STOP SLAVE '${name}'`);
@@ -606,9 +674,19 @@ export class MariadbMoveEngine implements MoveEngine {
     });
   }
 
+  /**
+   * Right before the switch's compare-and-set: the lock fence is armed (lock-fence.ts), so from
+   * here on the source's tables get renamed aside even if this process dies. A move fenced by
+   * RENAME (resumed) needs nothing.
+   */
+  async beforeSwitch(move: MoveRecord): Promise<void> {
+    const lock = this.locks.get(move.id);
+    if (lock !== undefined && lock.armed === undefined) await this.step('arm the fence (rename batches queued)', () => armLockFence(lock));
+  }
+
   /** Target AUTO_INCREMENT at least the source's, so ids made on the target continue past every id the source gave out. */
-  private async autoIncrementPast(move: MoveRecord, sourceCounters: Promise<Map<string, bigint | undefined>>, dst: Conn, fenced: Array<ShardDatabase & { tables: string[] }>): Promise<void> {
-    const names = fenced.flatMap((x) => x.tables.map((t) => ({ live: x.live, moved: x.moved, t })));
+  private async autoIncrementPast(move: MoveRecord, sourceCounters: Promise<Map<string, bigint | undefined>>, dst: Conn, fenced: Array<ShardDatabase & { tables: string[] }>, sourceLive: boolean): Promise<void> {
+    const names = fenced.flatMap((x) => x.tables.map((t) => ({ live: x.live, moved: sourceLive ? x.live : x.moved, t })));
     if (names.length === 0) return;
     // beforeFreeze raised the target's counters by a margin, and counters never go down: normally
     // this only reads the source's. A resumed mover (nothing remembered) reads the target's too.
@@ -650,7 +728,7 @@ export class MariadbMoveEngine implements MoveEngine {
   async verify(move: MoveRecord): Promise<VerifyReport> {
     // Under the freeze, on the connections beforeFreeze opened (a second source connection counts rows beside the checksums).
     const held = this.held.get(move.id);
-    if (held !== undefined) return this.verifyOn(move, held.src, held.dst, held.srcAdmin);
+    if (held !== undefined) return this.verifyOn(move, held.src, held.dst, held.srcAdmin, this.locks.get(move.id), held.dstAdmin);
     const src = await this.connect(move.source.master);
     try {
       const dst = await this.connect(move.target.master);
@@ -664,7 +742,17 @@ export class MariadbMoveEngine implements MoveEngine {
     }
   }
 
-  private async verifyOn(move: MoveRecord, src: Conn, dst: Conn, counter: Conn = src): Promise<VerifyReport> {
+  /**
+   * With a lock fence (`lock`), the source's tables are readable only on the sessions that lock
+   * them: each session checksums its own tables, and the rows are counted on the target (`dstCounter`;
+   * equal checksums mean equal rows), all side by side.
+   */
+  private async verifyOn(move: MoveRecord, src: Conn, dst: Conn, counter: Conn = src, lock?: LockFence, dstCounter?: Conn): Promise<VerifyReport> {
+    const owner = new Map<string, Conn>(lock?.groups.flatMap((g) => g.tables.map((t) => [`${t.db}.${t.table}`, g.conn] as const)) ?? []);
+    const srcConn = (db: string, table: string): Conn => owner.get(`${db}.${table}`) ?? src;
+    // A locked table is read on its (admin) fence session: the chunks it is compared with come from
+    // an admin connection to the target too, so both sides decode values alike.
+    const dstRows = lock !== undefined && dstCounter !== undefined ? dstCounter : dst;
     const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
     const all = this.databases(move);
     const [srcMap, dstMap] = await this.step('verify: catalogue', () => Promise.all([
@@ -692,14 +780,28 @@ export class MariadbMoveEngine implements MoveEngine {
       const [rows] = await c.query(`CHECKSUM TABLE ${names.join(', ')}`);
       return (rows as Array<{ Checksum: string | number | null }>).map((r) => String(r.Checksum));
     };
+    // The source's checksums, each table on the connection that may read it (one statement per connection).
+    const sourceSums = async (): Promise<string[]> => {
+      const byConn = new Map<Conn, number[]>();
+      both.forEach((p, i) => {
+        const c = srcConn(p.srcDb!, p.table);
+        byConn.set(c, [...(byConn.get(c) ?? []), i]);
+      });
+      const out: string[] = [];
+      await Promise.all([...byConn].map(async ([c, idx]) => {
+        const got = await sums(c, idx.map((i) => both[i]!.a!));
+        idx.forEach((i, j) => { out[i] = got[j]!; });
+      }));
+      return out;
+    };
     const counts = async (): Promise<number[]> => {
       if (both.length === 0) return [];
-      const [rows] = await counter.query(both.map((p, i) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${p.a}`).join(' UNION ALL '));
+      const [rows] = await (lock !== undefined && dstCounter !== undefined ? dstCounter : counter).query(both.map((p, i) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${lock !== undefined && dstCounter !== undefined ? p.b : p.a}`).join(' UNION ALL '));
       const out: number[] = [];
       for (const r of rows as Array<{ i: number | string; n: number | string }>) out[Number(r.i)] = Number(r.n);
       return out;
     };
-    const [sa, sb, n] = await this.step('verify: CHECKSUM TABLE both sides + COUNT(*)', () => Promise.all([sums(src, both.map((p) => p.a!)), sums(dst, both.map((p) => p.b!)), counter === src ? Promise.resolve(undefined) : counts()]));
+    const [sa, sb, n] = await this.step('verify: CHECKSUM TABLE both sides + COUNT(*)', () => Promise.all([sourceSums(), sums(dst, both.map((p) => p.b!)), counter === src ? Promise.resolve(undefined) : counts()]));
     const rowCounts = n ?? (await counts());
     const quick = new Map<(typeof pairs)[number], number>();
     both.forEach((p, i) => {
@@ -713,7 +815,7 @@ export class MariadbMoveEngine implements MoveEngine {
         report.chunks += 1;
         continue;
       }
-      const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: src, db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label);
+      const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: srcConn(p.srcDb, p.table), db: p.srcDb } : undefined, p.b !== undefined ? { c: dstRows, db: p.dstDb } : undefined, undefined, p.label);
       report.rows += r.rows;
       report.chunks += r.chunks;
       report.mismatches.push(...r.mismatches);
@@ -724,6 +826,7 @@ export class MariadbMoveEngine implements MoveEngine {
   async undo(move: MoveRecord): Promise<void> {
     await this.release(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
+      await this.settledFence(c, move);
       for (const d of this.databases(move)) {
         const fenced = await this.present(c, d.moved);
         const live = await this.present(c, d.live);
@@ -770,6 +873,7 @@ export class MariadbMoveEngine implements MoveEngine {
     await this.afterSwitch(move);
     let dropped = 0;
     await this.withConn(move.source.master, async (c) => {
+      await this.settledFence(c, move);
       for (const d of this.databases(move)) {
         if ((await this.present(c, d.live)).length > 0) {
           throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} has live tables of the move: refusing to drop shard ${d.shard} (move ${move.id})`);
