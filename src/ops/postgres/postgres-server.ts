@@ -49,6 +49,16 @@ function osUser(name: string): { uid: number; gid: number } | undefined {
   return undefined;
 }
 
+/** The state letter of /proc/<pid>/stat (R, S, T (stopped), Z ...), or undefined when it is gone. */
+function procState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return undefined;
+  }
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -204,6 +214,17 @@ export class PostgresServer {
   async kill(): Promise<void> {
     const pid = this.pid;
     if (pid === undefined) return;
+    // Stopped first, so that it forks no child between the listing below and its SIGKILL: such a
+    // child outlives it (a walsender in CREATE_REPLICATION_SLOT waits for the dead server's
+    // transactions for ever), holds its shared memory and no restart can happen (seen in
+    // test/moves/postgres-move-crash: `pre-existing shared memory block ... is still in use`).
+    try {
+      process.kill(pid, 'SIGSTOP');
+      // The signal is delivered asynchronously: wait (briefly) until it has stopped.
+      for (let i = 0; i < 50 && procState(pid) !== 'T' && alive(pid); i++) await sleep(10);
+    } catch {
+      // already gone
+    }
     const children = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((p) => {
       try {
         const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
