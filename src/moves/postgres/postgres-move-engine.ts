@@ -200,6 +200,30 @@ export class PostgresMoveEngine implements MoveEngine {
     }
   }
 
+  /**
+   * What a stalled copy is waiting for, for the operator (and for a CI log, where the servers are
+   * gone afterwards): the tables not ready and their state (i init, d copying, f/s syncing), the
+   * target's workers, and what the source's walsenders are doing. Best effort: never the error.
+   */
+  private async stallReport(dst: Client, move: MoveRecord, name: string): Promise<string> {
+    const parts: string[] = [];
+    try {
+      const { rows } = await dst.query<{ t: string; s: string }>(
+        `SELECT r.srrelid::regclass::text AS t, r.srsubstate::text AS s FROM pg_subscription_rel r JOIN pg_subscription x ON x.oid = r.srsubid
+          WHERE x.subname = $1 AND r.srsubstate <> 'r' ORDER BY 1 LIMIT 5`, [name]);
+      parts.push(`not ready: ${rows.map((r) => `${r.t} (${r.s})`).join(', ') || 'none'}`);
+      const { rows: w } = await dst.query<{ rel: string | null; pid: number }>('SELECT relid::regclass::text AS rel, pid FROM pg_stat_subscription WHERE subname = $1 AND pid IS NOT NULL', [name]);
+      parts.push(`workers on ${move.target.master}: ${w.map((r) => `${r.rel ?? 'apply'} pid ${r.pid}`).join(', ') || 'none'}`);
+      const { rows: ws } = await this.withConn(move.source.master, (src) => src.query<{ pid: number; st: string; wait: string; q: string }>(
+        `SELECT pid, coalesce(state, '?') AS st, coalesce(wait_event_type || ':' || wait_event, '-') AS wait, left(coalesce(query, ''), 60) AS q
+           FROM pg_stat_activity WHERE backend_type = 'walsender' ORDER BY pid LIMIT 8`));
+      parts.push(`walsenders on ${move.source.master}: ${ws.map((r) => `pid ${r.pid} ${r.st} ${r.wait} "${r.q}"`).join(', ') || 'none'}`);
+    } catch (err) {
+      parts.push(`(report cut short: ${(err as Error).message})`);
+    }
+    return `; ${parts.join('; ')}`;
+  }
+
   private async withConn<T>(host: string, fn: (c: Client) => Promise<T>): Promise<T> {
     const c = await this.acquire(host);
     try {
@@ -336,7 +360,7 @@ export class PostgresMoveEngine implements MoveEngine {
           lastReady = ready;
           progressAt = Date.now();
         } else if (Date.now() - progressAt > stallMs) {
-          throw new ShardKitError('SHARD_UNAVAILABLE', `the initial copy from ${move.source.master} to ${move.target.master} made no progress for ${stallMs} ms (${ready} of ${total} tables copied, ${st?.errors ?? 0} replication error(s): see the target's server log)`);
+          throw new ShardKitError('SHARD_UNAVAILABLE', `the initial copy from ${move.source.master} to ${move.target.master} made no progress for ${stallMs} ms (${ready} of ${total} tables copied, ${st?.errors ?? 0} replication error(s): see the target's server log)${await this.stallReport(dst, move, name)}`);
         }
         await sleep(100);
       }
