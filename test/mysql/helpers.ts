@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { CLI, ensureBuilt } from '../cli/cli-harness.js';
+import { listeningSockets } from '../net/port-owner.js';
+import { processRunning } from '../../src/ops/proc-stat.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 ensureBuilt();
@@ -30,37 +32,12 @@ export function mariadbClient(socket: string, sql: string): string[][] {
   return res.stdout.split('\n').filter((l) => l !== '').map((l) => l.split('\t'));
 }
 
-/** Local addresses of the TCP sockets listening on `port` (from /proc/net/tcp and tcp6). */
+/** Local addresses of the TCP sockets listening on `port`. */
 export function listeningAddresses(port: number): string[] {
-  const out: string[] = [];
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const cols = line.trim().split(/\s+/);
-      if (cols.length < 4 || cols[3] !== '0A') continue; // 0A = LISTEN
-      const [addr, portHex] = cols[1]!.split(':');
-      if (parseInt(portHex!, 16) !== port) continue;
-      out.push(addr!.length === 8 ? addr!.match(/../g)!.reverse().map((h) => parseInt(h, 16)).join('.') : `ipv6:${addr}`);
-    }
-  }
-  return out;
+  return listeningSockets(port).map((x) => x.address);
 }
 
+/** True while `pid` runs (not a zombie). */
 export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return true;
-  }
+  return processRunning(pid);
 }

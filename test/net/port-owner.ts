@@ -9,10 +9,15 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 const LISTEN = '0A';
 
-/** Socket inodes in LISTEN state on `port` (any local address, IPv4 and IPv6). */
-function listeningInodes(port: number): Set<string> {
-  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  const inodes = new Set<string>();
+/** One TCP socket in LISTEN state: its local address (dotted IPv4, or `ipv6:` and the hex) and socket inode. */
+export interface ListeningSocket {
+  address: string;
+  inode: string;
+}
+
+/** The sockets listening on `port` (any local address, IPv4 and IPv6), from /proc/net/tcp and tcp6. */
+export function listeningSockets(port: number): ListeningSocket[] {
+  const out: ListeningSocket[] = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
     try {
@@ -23,15 +28,19 @@ function listeningInodes(port: number): Set<string> {
     for (const line of text.split('\n').slice(1)) {
       // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
       const f = line.trim().split(/\s+/);
-      if (f.length > 9 && f[1]!.endsWith(`:${hexPort}`) && f[3] === LISTEN) inodes.add(f[9]!);
+      if (f.length <= 9 || f[3] !== LISTEN) continue;
+      const [addr, portHex] = f[1]!.split(':');
+      if (parseInt(portHex!, 16) !== port) continue;
+      const address = addr!.length === 8 ? addr!.match(/../g)!.reverse().map((h) => parseInt(h, 16)).join('.') : `ipv6:${addr}`;
+      out.push({ address, inode: f[9]! });
     }
   }
-  return inodes;
+  return out;
 }
 
 /** True when process `pid` holds a socket listening on `port`. */
 export function listensOn(pid: number, port: number): boolean {
-  const inodes = listeningInodes(port);
+  const inodes = new Set(listeningSockets(port).map((x) => x.inode));
   if (inodes.size === 0) return false;
   let fds: string[];
   try {

@@ -8,6 +8,7 @@ import mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
 import { findMariadbBinaries, type MariadbBinaries } from './mariadb-binaries.js';
 import { pickFreePort } from '../free-port.js';
+import { processRunning } from '../proc-stat.js';
 
 /** Extra `[mysqld]` settings, e.g. `{ auto_increment_increment: 2, auto_increment_offset: 1, read_only: true }`. */
 export type MysqldSettings = Record<string, string | number | boolean>;
@@ -82,22 +83,6 @@ const MAX_SOCKET_PATH = 107;
 function formatValue(v: string | number | boolean): string {
   if (typeof v === 'boolean') return v ? 'ON' : 'OFF';
   return String(v);
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  // A killed child of this process stays a zombie until reaped: that is not running.
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return true;
-  }
 }
 
 /**
@@ -176,7 +161,7 @@ export class MariadbInstance {
       return undefined;
     }
     const pid = Number(text);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || !processAlive(pid)) return undefined;
+    if (!Number.isSafeInteger(pid) || pid <= 0 || !processRunning(pid)) return undefined;
     // Guard against pid reuse after a crash: the process must be a mariadbd using our config.
     try {
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
@@ -321,7 +306,7 @@ export class MariadbInstance {
       return;
     }
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-    while (processAlive(pid)) {
+    while (processRunning(pid)) {
       if (Date.now() > deadline) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -342,7 +327,7 @@ export class MariadbInstance {
     } catch {
       return;
     }
-    while (processAlive(pid)) await sleep(20);
+    while (processRunning(pid)) await sleep(20);
   }
 
   /** An admin connection over the socket (root via unix_socket auth, no password). Close it after use. */

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import { DEFAULT_POSTGRES_BIN, superuserQuery } from './postgres-instance.js';
+import { procStat, processRunning } from '../proc-stat.js';
 
 /** What identifies one persistent local PostgreSQL server; saved as `<dir>/instance.json`. */
 export interface PostgresServerSpec {
@@ -47,27 +48,6 @@ function osUser(name: string): { uid: number; gid: number } | undefined {
     if (f[0] === name && f.length >= 4) return { uid: Number(f[2]), gid: Number(f[3]) };
   }
   return undefined;
-}
-
-/** The state letter of /proc/<pid>/stat (R, S, T (stopped), Z ...), or undefined when it is gone. */
-function procState(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return undefined;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
@@ -177,7 +157,7 @@ export class PostgresServer {
   get pid(): number | undefined {
     try {
       const pid = Number(readFileSync(join(this.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-      return Number.isSafeInteger(pid) && pid > 0 && alive(pid) ? pid : undefined;
+      return Number.isSafeInteger(pid) && pid > 0 && processRunning(pid) ? pid : undefined;
     } catch {
       return undefined;
     }
@@ -221,17 +201,12 @@ export class PostgresServer {
     try {
       process.kill(pid, 'SIGSTOP');
       // The signal is delivered asynchronously: wait (briefly) until it has stopped.
-      for (let i = 0; i < 50 && procState(pid) !== 'T' && alive(pid); i++) await sleep(10);
+      for (let i = 0; i < 50 && procStat(pid)?.state !== 'T' && processRunning(pid); i++) await sleep(10);
     } catch {
       // already gone
     }
     const children = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((p) => {
-      try {
-        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-      } catch {
-        return false;
-      }
+      return procStat(p)?.ppid === pid;
     });
     for (const p of [pid, ...children]) {
       try {
@@ -240,7 +215,7 @@ export class PostgresServer {
         // already gone
       }
     }
-    for (const p of [pid, ...children]) while (alive(p)) await sleep(20);
+    for (const p of [pid, ...children]) while (processRunning(p)) await sleep(20);
   }
 
   /** Rewrites the standby's primary_conninfo (it is in postgresql.auto.conf, written by pg_basebackup -R). */
