@@ -33,6 +33,7 @@ import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.j
 import type { MoveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { connectionStatus, startFiltered } from '../../src/moves/mariadb/move-replication.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { adminProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
 import { devUp, type DevCluster } from '../../src/ops/dev-cluster.js';
@@ -65,20 +66,8 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
   };
   const engine = (override?: Partial<MoveAdmin>) => new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: { ...moveAdmin(admin), ...override } });
 
-  const adminQuery = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
-    const c = await admin.connect(host);
-    try {
-      return (await c.query(sql, params))[0] as T[];
-    } finally {
-      await c.end();
-    }
-  };
-  const tablesIn = async (host: string, database: string): Promise<string[]> =>
-    (await adminQuery<{ t: string }>(host, 'SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME', [database])).map((r) => r.t);
-  const ids = async (host: string, database: string): Promise<string[]> =>
-    (await tablesIn(host, database)).includes('pins') ? (await adminQuery<{ id: string }>(host, `SELECT local_id AS id FROM \`${database}\`.pins ORDER BY local_id`)).map((r) => String(r.id)) : [];
-  const moveConnections = async (host: string): Promise<string[]> =>
-    (await adminQuery<{ Connection_name: string }>(host, 'SHOW ALL SLAVES STATUS')).map((r) => r.Connection_name).filter((n) => n.startsWith('move_'));
+  const { query: adminQuery, tablesIn, ids: idsOf, moveConnections } = adminProbe(() => admin);
+  const ids = async (host: string, database: string): Promise<string[]> => ((await tablesIn(host, database)).includes('pins') ? idsOf(host, database, 'pins') : []);
   const map = async () => (await store().read())!;
 
   /**

@@ -21,6 +21,7 @@ import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import { FENCE_DOMAIN_ID, MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { adminProbe, userConnection, userProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
 import type { MoveEvent } from '../../src/moves/move-runner.js';
@@ -52,22 +53,11 @@ describe('moves on MariaDB: the mover', () => {
     stores.push(s);
     return s;
   };
-  const query = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
-    const c = await mysql.createConnection({ host: hosts[host]!.host, port: hosts[host]!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), supportBigNumbers: true, bigNumberStrings: true });
-    try {
-      return (await c.query(sql, params))[0] as T[];
-    } finally {
-      await c.end();
-    }
-  };
-  const tablesIn = async (host: string, database: string): Promise<string[]> =>
-    (await query<{ t: string }>(host, 'SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME', [database])).map((r) => r.t);
-  const ids = async (host: string, database: string, table: string): Promise<string[]> =>
-    (await query<{ id: string }>(host, `SELECT local_id AS id FROM \`${database}\`.\`${table}\` ORDER BY local_id`)).map((r) => String(r.id));
+  const { query, tablesIn, ids } = userProbe(() => hosts, () => storage);
 
   /** One write on `host` that fails (lock_wait_timeout) rather than waits for ever if the tables are still locked. */
   const writeWithin = async (host: string, sql: string): Promise<void> => {
-    const c = await mysql.createConnection({ host: hosts[host]!.host, port: hosts[host]!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) });
+    const c = await userConnection(hosts, storage, host);
     try {
       await c.query('SET SESSION lock_wait_timeout = 20');
       await c.query(sql);
@@ -75,16 +65,7 @@ describe('moves on MariaDB: the mover', () => {
       await c.end();
     }
   };
-  const adminQuery = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
-    const c = await admin.connect(host);
-    try {
-      return (await c.query(sql, params))[0] as T[];
-    } finally {
-      await c.end();
-    }
-  };
-  const moveConnections = async (host: string): Promise<string[]> =>
-    (await adminQuery<{ Connection_name: string }>(host, 'SHOW ALL SLAVES STATUS')).map((r) => r.Connection_name).filter((n) => n.startsWith('move_'));
+  const { query: adminQuery, moveConnections } = adminProbe(() => admin);
 
   before(async () => {
     const started = await startTestCluster({ pairs: 2, shards: 8, prefix: 'shardkit-mariamove-' });
@@ -217,7 +198,7 @@ describe('moves on MariaDB: the mover', () => {
   });
 
   test('a transaction held open on a moving shard across the freeze commits before the fence and reaches the target', async () => {
-    const c = await mysql.createConnection({ host: hosts[SOURCE]!.host, port: hosts[SOURCE]!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) });
+    const c = await userConnection(hosts, storage, SOURCE);
     let committed = false;
     try {
       await c.query('BEGIN');
@@ -528,7 +509,7 @@ describe('moves on MariaDB: the mover', () => {
     let stale: Promise<string> | undefined;
     await killMoverAfter('switched', ['4..5', '--to', 'MySQL002A', '--to-slave', 'MySQL002B', '--hold-ms', '30000', '--json', ...args], async () => {
       // A service with a stale map deletes on the source: the lock fence (still held) blocks it.
-      const c = await mysql.createConnection({ host: hosts.MySQL001A!.host, port: hosts.MySQL001A!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) });
+      const c = await userConnection(hosts, storage, 'MySQL001A');
       await c.query('SET SESSION lock_wait_timeout = 60');
       stale = c.query(`DELETE FROM \`${db(4)}\`.\`pins\` ORDER BY local_id LIMIT 1`).then(() => 'deleted', (err: { code?: string }) => String(err.code)).finally(() => c.end().catch(() => undefined));
       for (let waited = 0; ; waited += 20) {

@@ -10,7 +10,6 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import mysql from 'mysql2/promise';
 import { isShardKitError } from '../../src/errors.js';
 import { myrocksDevExtension } from '../../src/cli/actions/widecolumn-myrocks-dev.js';
 import { resolveSchema } from '../../src/config/config.js';
@@ -23,6 +22,7 @@ import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/m
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { MyrocksEngine } from '../../src/widecolumn/myrocks/index.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { userProbe } from './mariadb-probe.js';
 import { cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
 
 const SOURCE = 'MySQL001A';
@@ -44,16 +44,7 @@ describe('moves on MariaDB with MyRocks wide-column shards', () => {
     stores.push(s);
     return s;
   };
-  const query = async <T>(host: string, sql: string, params: unknown[] = []): Promise<T[]> => {
-    const c = await mysql.createConnection({ host: hosts[host]!.host, port: hosts[host]!.port, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) });
-    try {
-      return (await c.query(sql, params))[0] as T[];
-    } finally {
-      await c.end();
-    }
-  };
-  const tablesIn = async (host: string, database: string): Promise<string[]> =>
-    (await query<{ t: string }>(host, 'SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME', [database])).map((r) => r.t);
+  const { query, tablesIn } = userProbe(() => hosts, () => storage);
   /** Cells (not head records) on `host` in `database`.events, as `row/col/value`. */
   const cells = async (host: string, database: string): Promise<Set<string>> =>
     new Set((await query<{ k: string }>(host, `SELECT CONCAT(CAST(row_key AS CHAR), '/', CAST(col AS CHAR), '/', CAST(v AS CHAR)) AS k FROM \`${database}\`.\`${DATASET}\` WHERE nts <= 0`)).map((r) => r.k));
