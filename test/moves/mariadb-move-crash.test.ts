@@ -29,6 +29,7 @@ import { fleetTables } from '../../src/storage/shard-names.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap, type HostPair, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
+import { casMoveState, forgetMove } from '../../src/moves/move-state.js';
 import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import type { MoveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { connectionStatus, startFiltered } from '../../src/moves/mariadb/move-replication.js';
@@ -374,6 +375,69 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
       await dropDecoys(PAIR1.master, planted);
     }
     await noneLost(w.ledger, 'target restarted, mover gone, --resume');
+  });
+
+  test('kill -9 of the source master right after the fence: no switch, nothing acknowledged lost or left on the target, the source serves again once back (its lock fence died with it), --abort completes, a new move verifies clean', async () => {
+    const span: [number, number] = [0, 1];
+    const HOLD_MS = 5000;
+    // The moves of the tests above are done: drop-moved, so that this move's record is the range's only one.
+    for (const m of (await map()).moves().filter((x) => x.phase === 'switched')) {
+      const mover = engine();
+      try {
+        await mover.dropMoved(m);
+      } finally {
+        await mover.close();
+      }
+      await casMoveState(store(), (x) => forgetMove(x, m.id));
+    }
+    const before = await map();
+    assert.deepEqual(before.moves(), []);
+    const source = before.locate(span[0]).master;
+    assert.equal(before.locate(span[1]).master, source);
+    const from = source === PAIR1.master ? PAIR1 : PAIR2;
+    const to = source === PAIR1.master ? PAIR2 : PAIR1;
+    const w = load([0, 1, 2, 3]);
+    const events: MoveEvent[] = [];
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      await assert.rejects(
+        runMove({
+          store: store(), engine: engine(), hosts: Object.keys(hosts), start: { span: { first: span[0], last: span[1] }, target: to, holdMs: HOLD_MS },
+          onEvent: (e) => events.push(e),
+          afterPhase: async (phase) => {
+            // The fence holds (the source's moving tables locked by the mover): the source dies before the catch-up.
+            if (phase === 'fenced') await cluster.instance(from.master).kill();
+          },
+        }),
+        (err) => isShardKitError(err) && /--abort again/.test(err.message),
+      );
+      assert.equal(events.filter((e) => e.phase === 'fenced').length, 1, 'the fence was recorded');
+      assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
+      leftAborting(await map(), span, from.master);
+      // The target's side of the abort ran: no move connection, no copy of the moving shards.
+      assert.deepEqual(await moveConnections(to.master), []);
+      for (let s = span[0]; s <= span[1]; s++) assert.deepEqual((await tablesIn(to.master, db(s))).filter((t) => objectTables.includes(t)), []);
+
+      const restarted = Date.now();
+      await restart();
+      // The lock fence lived in the mover's sessions on the dead server: the tables are live, and
+      // once the freeze has expired by its budget the services write there without any --abort.
+      for (let s = span[0]; s <= span[1]; s++) {
+        assert.ok((await tablesIn(from.master, db(s))).includes('pins'), `shard ${s} is live on the restarted source`);
+        assert.deepEqual(await tablesIn(from.master, `${db(s)}_moved`), []);
+      }
+      await ackedOn(w.ledger, [0, 1, 2, 3], restarted);
+      const id = (await map()).moves().find((x) => x.range[0] === span[0])!.id;
+      const aborted = await runMove({ store: store(), engine: engine(), hosts: Object.keys(hosts), moveId: id, abort: true });
+      assert.equal(aborted.outcome, 'aborted');
+      await cleanlyAborted(span, from.master, to.master);
+      await moveAgain(span, to);
+      await ackedOn(w.ledger, [span[0], span[1]], Date.now());
+    } finally {
+      await restart();
+      await w.stop();
+    }
+    await noneLost(w.ledger, 'source killed after the fence');
   });
 
   test('a move connection found running without its table filter (a target started without skip-slave-start) is stopped and the move refused', async () => {
