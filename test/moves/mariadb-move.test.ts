@@ -19,6 +19,7 @@ import { fleetTables } from '../../src/storage/shard-names.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
+import { addMove } from '../../src/moves/move-state.js';
 import { FENCE_DOMAIN_ID, MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe, userConnection, userProbe } from './mariadb-probe.js';
@@ -532,5 +533,44 @@ describe('moves on MariaDB: the mover', () => {
     assert.equal(resumed.code, 0, resumed.stderr);
     assert.equal((JSON.parse(resumed.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'switched');
     assert.deepEqual(await moveConnections('MySQL002A'), [], 'the move connection removed by the resumed mover');
+  });
+
+  test('a resumed prepare loads the copy into the target\'s slave only after that slave applied its master\'s binlog (the DROP of the old copy): the slave keeps the copy', async () => {
+    const m0 = (await store().read())!;
+    const span = [[0, 1], [2, 3], [4, 5], [6, 7]].find(([a, b]) => m0.rangeOf(a!)!.range[1] >= b! && m0.rangeOf(a!)!.frozen === undefined)!;
+    const from = m0.locate(span[0]!).master;
+    const to = from === 'MySQL001A' ? { master: 'MySQL002A', slave: 'MySQL002B' } : { master: 'MySQL001A', slave: 'MySQL001B' };
+    const move = ShardMap.fromJSON(addMove(m0, { span: { first: span[0]!, last: span[1]! }, target: to, hosts: hostNames() })).moves().find((x) => x.range[0] === span[0] && x.phase === 'started')!;
+    const mover = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) });
+    const copied = async (host: string) => (await Promise.all(span.map(async (s) => (await tablesIn(host, db(s!))).filter((t) => objectTables.includes(t)).map((t) => `${db(s!)}.${t}`)))).flat();
+    try {
+      await mover.prepare(move);
+      assert.ok((await copied(to.slave)).length > 0, 'the first copy reached the slave');
+      // The slave stops applying: the resumed prepare's DROP of the first copy, binlogged on the
+      // master, waits in its relay log (or on the master) until the slave runs again.
+      await adminQuery(to.slave, 'STOP ALL SLAVES');
+      let settled = false;
+      const second = mover.prepare(move);
+      second.then(() => (settled = true), () => (settled = true));
+      // Let the slave run again once the prepare waits for it (or, on code that does not wait, once it is done).
+      for (let i = 0; i < 6000 && !settled; i++) {
+        const [w] = await adminQuery<{ n: string | number }>(to.slave, "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT MASTER_GTID_WAIT%'");
+        if (Number(w!.n) > 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await adminQuery(to.slave, 'START ALL SLAVES');
+      await second;
+      const [pos] = await adminQuery<{ p: string }>(to.master, 'SELECT @@GLOBAL.gtid_binlog_pos AS p');
+      const [w] = await adminQuery<{ w: string | number }>(to.slave, 'SELECT MASTER_GTID_WAIT(?, 60) AS w', [pos!.p]);
+      assert.equal(Number(w!.w), 0, 'the slave caught up');
+      const onMaster = await copied(to.master);
+      assert.ok(onMaster.length > 0);
+      assert.deepEqual(await copied(to.slave), onMaster, 'the slave holds the copy its master holds');
+      for (const s of span) assert.deepEqual(await ids(to.slave, db(s!), 'pins'), await ids(to.master, db(s!), 'pins'));
+    } finally {
+      await adminQuery(to.slave, 'START ALL SLAVES').catch(() => undefined);
+      await mover.undo(move);
+      await mover.close();
+    }
   });
 });

@@ -368,6 +368,20 @@ export class MariadbMoveEngine implements MoveEngine {
     }
   }
 
+  /**
+   * The dump is loaded into the target's slave directly (binlog off), beside that slave's own
+   * replication from the target master. Anything the master binlogged before (a resumed prepare's
+   * DROP of an old copy, say) must be applied on the slave first: applied later, it would land on
+   * the freshly loaded tables (a drop removes them under the loader: ER_NO_SUCH_TABLE).
+   */
+  private async slaveCaughtUp(master: string, slave: string): Promise<void> {
+    const pos = await this.withAdmin(master, async (c) => ((await c.query('SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0] as Array<{ p: string }>)[0]!.p);
+    if (pos === '') return;
+    const timeout = this.options.catchUpTimeoutS ?? 30;
+    const w = await this.withAdmin(slave, async (c) => Number(((await c.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [pos, timeout]))[0] as Array<{ w: number | string }>)[0]!.w));
+    if (w !== 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target's slave ${slave} did not reach its master ${master}'s position ${pos} within ${timeout} s: it must replicate its master before a move loads a copy into it`);
+  }
+
   private async prepareReplicated(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
     const admin = this.options.admin!;
     const name = moveConnectionName(move);
@@ -394,6 +408,7 @@ export class MariadbMoveEngine implements MoveEngine {
       return (rows as Array<{ t: string }>).map((r) => r.t).filter((t) => !srcTables.has(t));
     });
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
+    if (move.target.slave !== undefined) await this.slaveCaughtUp(move.target.master, move.target.slave);
     const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), { ignoreTables: ignore });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
