@@ -22,6 +22,10 @@ import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/m
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { MyrocksEngine } from '../../src/widecolumn/myrocks/index.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { MysqlBackend } from '../../src/storage/mysql/index.js';
+import { modShard } from '../../src/ids/mod-shard.js';
+import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { userProbe } from './mariadb-probe.js';
 import { cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
 
@@ -282,6 +286,57 @@ describe('moves on MariaDB with MyRocks wide-column shards', () => {
       console.log(`across the fence of shard 2: batch put, batch get, versions=3 and time-range reads answered from the target after ${refreshes} map re-reads`);
     } finally {
       await stale.close();
+    }
+  });
+
+  test('lookups of a service whose map missed the freeze: put, get and delete on mod shard 3 sent after the fence of its move are answered from the target, nothing lands on the fenced source', async () => {
+    const config = fx.cluster.config();
+    const schema = resolveSchema(config);
+    const mem = store();
+    assert.equal((await mem.read())!.locateModShard(3).master, SOURCE);
+    // A paused watch: the service sees the map only when it re-reads the store (on meeting the fence).
+    const paused: TopologyStore = { read: () => mem.read(), write: (m, v) => mem.write(m, v), watch: () => () => {}, close: async () => undefined };
+    const backend = new MysqlBackend({ hosts, storage, schema });
+    const kit = new ShardKit({ backend, schema, topology: paused });
+    const modShards = (await mem.read())!.modShardCount;
+    const keyOn = (tag: string) => {
+      for (let i = 0; ; i++) if (modShard(`${tag}-${i}`, modShards) === 3) return `${tag}-${i}`;
+    };
+    const [kept, gone, fresh] = [keyOn('kept'), keyOn('gone'), keyOn('fresh')];
+    const onHost = (host: string, key: string) => backend.getLookup({ host, shard: 3, fleet: 'lookups' }, 'lookup_email', key);
+    try {
+      await kit.ready();
+      const user = await kit.objects.create('user', {}, { shard: 4 });
+      await kit.lookups.put('email', kept, user.id);
+      await kit.lookups.put('email', gone, user.id);
+      type Settled<T> = { ok: true; value: T } | { ok: false; err: unknown };
+      const settle = <T>(p: Promise<T>): Promise<Settled<T>> => p.then((value) => ({ ok: true as const, value }), (err: unknown) => ({ ok: false as const, err }));
+      let ops: { put: Promise<Settled<void>>; get: Promise<Settled<bigint | undefined>>; del: Promise<Settled<boolean>> } | undefined;
+      const result = await runMove({
+        store: store(), engine: mover, hosts: Object.keys(hosts), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 },
+        afterPhase: (phase) => {
+          // Sent after the fence, not awaited here: the service still routes mod shard 3 to the source.
+          if (phase !== 'fenced') return;
+          ops = { put: settle(kit.lookups.put('email', fresh, user.id)), get: settle(kit.lookups.get('email', kept)), del: settle(kit.lookups.delete('email', gone)) };
+        },
+      });
+      assert.equal(result.outcome, 'switched');
+      const [put, get, del] = [await ops!.put, await ops!.get, await ops!.del];
+      const failed = Object.entries({ put, get, del }).filter(([, r]) => !r.ok).map(([name, r]) => `${name}: ${String((r as { err: unknown }).err)}`);
+      assert.deepEqual(failed, [], 'every lookup across the fence was answered');
+      assert.equal(get.ok && get.value, user.id);
+      assert.equal(del.ok && del.value, true);
+      assert.equal((await kit.shardMap()).locateModShard(3).master, TARGET.master, 'the service re-read the map');
+      assert.equal(await onHost(TARGET.master, fresh), user.id, 'the put is on the target');
+      assert.equal(await onHost(TARGET.master, gone), undefined, 'the delete happened on the target');
+      assert.equal(await onHost(TARGET.master, kept), user.id);
+      // The source's copy was fenced aside with the move: the put is not there, the deleted key still is.
+      const fencedCopy = (await query<{ k: string }>(SOURCE, 'SELECT CAST(`key` AS CHAR) AS k FROM `db00003_moved`.`lookup_email`')).map((r) => r.k);
+      assert.ok(!fencedCopy.includes(fresh), 'nothing written on the fenced source');
+      assert.ok(fencedCopy.includes(gone) && fencedCopy.includes(kept));
+    } finally {
+      await kit.close();
+      await backend.close();
     }
   });
 });
