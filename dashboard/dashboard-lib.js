@@ -168,6 +168,16 @@ export function formatDuration(seconds) {
 }
 
 /**
+ * Bytes as on the CLI's progress bar (src/ops/progress.ts formatBytes): 512 B, 12.3 KiB, 4.0 MiB.
+ * @param {number} n
+ */
+export function formatBytes(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  const i = n <= 0 ? 0 : Math.min(units.length - 1, Math.floor(Math.log2(n) / 10));
+  return i === 0 ? `${n} B` : `${(n / 2 ** (10 * i)).toFixed(1)} ${units[i]}`;
+}
+
+/**
  * @param {number | undefined} perSecond
  */
 export function formatRate(perSecond) {
@@ -293,6 +303,7 @@ export function moveProgress(move, now) {
   const parts = [];
   if (p.shardsDone !== undefined) parts.push(`${p.shardsDone}${p.shardsTotal !== undefined ? `/${p.shardsTotal}` : ''} shards`);
   if (p.rowsCopied !== undefined) parts.push(`${p.rowsCopied.toLocaleString('en-US')}${p.rowsTotal !== undefined ? `/${p.rowsTotal.toLocaleString('en-US')}` : ''} rows`);
+  if (p.bytesCopied !== undefined) parts.push(`${formatBytes(p.bytesCopied)} copied`);
   const age = Math.max(0, Math.round((now - p.at) / 1000));
   return { progress: parts.length > 0 ? parts.join(', ') : '–', lag: p.lag === undefined ? '–' : String(p.lag), updated: `${age} s ago` };
 }

@@ -27,6 +27,8 @@ export interface RowProgress {
   rowsCopied?: number;
   /** What the source held when the copy started (writes during the copy can take rowsCopied past it). */
   rowsTotal?: number;
+  /** Bytes of the copy streamed so far, for engines that stream one (MariaDB: the dump, while it runs). */
+  bytesCopied?: number;
 }
 
 /** Shards done of total, and rows where the engine knows them. */

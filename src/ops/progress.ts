@@ -18,6 +18,13 @@ export interface ProgressOptions {
   unit?: string;
 }
 
+/** Bytes as people read them on a progress line: 512 B, 12.3 KiB, 4.0 MiB, 1.2 GiB. */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  const i = n <= 0 ? 0 : Math.min(units.length - 1, Math.floor(Math.log2(n) / 10));
+  return i === 0 ? `${n} B` : `${(n / 2 ** (10 * i)).toFixed(1)} ${units[i]}`;
+}
+
 /** `extra` on the bar: " | rows 1200/5000 | lag 3", in the order given; undefined values left out. */
 function describe(extra: Record<string, unknown> | undefined): string {
   if (extra === undefined) return '';

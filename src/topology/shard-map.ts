@@ -77,6 +77,8 @@ export interface MoveProgress {
   /** Rows copied so far, of rowsTotal, for engines that report rows. */
   rowsCopied?: number;
   rowsTotal?: number;
+  /** Bytes of the copy streamed so far (MariaDB: the dump), while rows are not known yet. */
+  bytesCopied?: number;
   /** How far the target is behind the source, in the engine's unit (MoveEngine.lag). */
   lag?: number;
   /** Wall-clock ms of the last update. */
@@ -133,6 +135,7 @@ const moveSchema = z.object({
     shardsTotal: z.number().int().min(0).optional(),
     rowsCopied: z.number().int().min(0).optional(),
     rowsTotal: z.number().int().min(0).optional(),
+    bytesCopied: z.number().int().min(0).optional(),
     lag: z.number().min(0).optional(),
     at: epochMs,
   }).strict().optional(),

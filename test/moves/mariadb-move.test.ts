@@ -129,6 +129,7 @@ describe('moves on MariaDB: the mover', () => {
     await progress(10);
     const at: Record<string, number> = {};
     const rowsCopied: number[] = [];
+    const bytes: Array<{ done: number; bytes: number }> = [];
     const result = await runMove({
       store: store(), engine, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: TARGET, holdMs: 30_000 },
       onEvent: (e) => {
@@ -136,6 +137,7 @@ describe('moves on MariaDB: the mover', () => {
       },
       onProgress: (_done, _total, rows) => {
         if (rows?.rowsCopied !== undefined) rowsCopied.push(rows.rowsCopied);
+        if (rows?.bytesCopied !== undefined) bytes.push({ done: _done, bytes: rows.bytesCopied });
       },
     });
     // And carry on after the switch, on the moved shards too.
@@ -149,6 +151,11 @@ describe('moves on MariaDB: the mover', () => {
     assert.ok(result.verify!.rows >= 40, `verified ${result.verify!.rows} rows`);
     // The pre-copy reports the rows the dump brought (10+ acknowledged per shard before the move).
     assert.ok(rowsCopied.length > 0 && rowsCopied.at(-1)! >= 20, `rows copied reported: ${JSON.stringify(rowsCopied)}`);
+    // While the dump streams, its bytes (no rows yet, no shard done); the last report carries the total.
+    const streaming = bytes.filter((b) => b.done === 0);
+    assert.ok(streaming.length > 0 && streaming.every((b, i) => b.bytes > 0 && (i === 0 || b.bytes >= streaming[i - 1]!.bytes)), `bytes reported while the dump ran: ${JSON.stringify(bytes)}`);
+    assert.equal(bytes.at(-1)!.done, 2);
+    assert.equal(bytes.at(-1)!.bytes, streaming.at(-1)!.bytes, 'the final report carries the dump\'s total bytes');
     const map = await kit.shardMap();
     assert.equal(map.locate(0).master, TARGET.master);
     assert.equal(map.locate(1).master, TARGET.master);

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { createProgress } from '../../src/ops/progress.js';
+import { createProgress, formatBytes } from '../../src/ops/progress.js';
 
 /** A stream that says it is a terminal, and keeps what was drawn on it. */
 function fakeTty(): { stream: PassThrough & { isTTY: boolean; columns: number }; text: () => string } {
@@ -34,4 +34,8 @@ test('a bar without extra numbers draws no empty separators', () => {
   p.update(1);
   p.finish();
   assert.match(tty.text(), /100% \| 2\/2 \| .* elapsed/);
+});
+
+test('formatBytes (the bar\'s bytes): below 1 KiB as they are, then one decimal of the largest binary unit', () => {
+  assert.deepEqual([0, 1023, 1024, 1536, 10 * 1024 ** 2, 3 * 1024 ** 3 + 1, 2 * 1024 ** 5].map(formatBytes), ['0 B', '1023 B', '1.0 KiB', '1.5 KiB', '10.0 MiB', '3.0 GiB', '2048.0 TiB']);
 });

@@ -10,7 +10,7 @@ import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
 import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../../moves/postgres/postgres-move-engine.js';
 import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-engine.js';
-import { createProgress, type Progress } from '../../ops/progress.js';
+import { createProgress, formatBytes, type Progress } from '../../ops/progress.js';
 import { DevCluster } from '../../ops/dev/dev-cluster.js';
 import { configHostAdmin, devHostAdmin } from '../../ops/failover/host-admin.js';
 import { moveAdmin } from '../../ops/failover/move-admin.js';
@@ -213,6 +213,7 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
         bar.update(done, {
           phase,
           rows: rows?.rowsCopied === undefined ? undefined : `${rows.rowsCopied}${rows.rowsTotal === undefined ? '' : `/${rows.rowsTotal}`}`,
+          bytes: rows?.bytesCopied === undefined ? undefined : formatBytes(rows.bytesCopied),
           lag: lastLag,
         });
       },

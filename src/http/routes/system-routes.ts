@@ -43,6 +43,7 @@ const move = {
         shardsTotal: { type: 'integer' },
         rowsCopied: { type: 'integer' },
         rowsTotal: { type: 'integer' },
+        bytesCopied: { type: 'integer' },
         lag: { type: 'number' },
         at: { type: 'integer' },
       },

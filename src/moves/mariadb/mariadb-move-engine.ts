@@ -409,14 +409,19 @@ export class MariadbMoveEngine implements MoveEngine {
     });
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
     if (move.target.slave !== undefined) await this.slaveCaughtUp(move.target.master, move.target.slave);
-    const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), { ignoreTables: ignore });
+    // While the dump runs only its bytes are known (rows are counted once it is loaded).
+    let bytesCopied = 0;
+    const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
+      ignoreTables: ignore,
+      ...(onProgress !== undefined ? { onBytes: (b: number) => onProgress(0, this.shards(move).length, { bytesCopied: (bytesCopied = b) }) } : {}),
+    });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
       // Rows copied, for the dashboard and the CLI's progress lines: the dump's rows, counted once it is loaded.
       if (onProgress !== undefined) {
         const [n] = await c.query(`SELECT ${doTables.map((t) => `(SELECT COUNT(*) FROM ${t.split('.').map(q).join('.')})`).join(' + ')} AS n`);
         const rows = Number((n as Array<{ n: number | string }>)[0]!.n);
-        onProgress(this.shards(move).length, this.shards(move).length, { rowsCopied: rows, rowsTotal: rows });
+        onProgress(this.shards(move).length, this.shards(move).length, { rowsCopied: rows, rowsTotal: rows, bytesCopied });
       }
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
       await setMovePosition(c, at);

@@ -14,7 +14,8 @@ export interface MoveAdmin {
   replication: { user: string; password?: string };
   /**
    * A consistent copy of `databases` (less `ignoreTables`, `db.table`) from `from` into every
-   * host of `to`, binlog off on the targets; returns the snapshot's GTID position.
+   * host of `to`, binlog off on the targets; returns the snapshot's GTID position. `onBytes` is
+   * told the bytes streamed so far, now and then while the copy runs.
    */
-  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[] }): Promise<string>;
+  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number) => void }): Promise<string>;
 }

@@ -6,7 +6,12 @@ import type { HostAdmin } from './host-admin.js';
 export interface DumpCopyOptions {
   /** `db.table` names the dump leaves out (a shard move copies only the object tables of a database). */
   ignoreTables?: readonly string[];
+  /** Told the bytes of the dump streamed so far: at most every `BYTES_EVERY_MS`, and once at the end. */
+  onBytes?: (bytes: number) => void;
 }
+
+/** How often onBytes hears about a running dump. */
+export const BYTES_EVERY_MS = 250;
 
 /**
  * Copies `databases` from `from` to `to` with `mariadb-dump --single-transaction --gtid` piped
@@ -30,8 +35,15 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
   // not near the top: scan the whole stream, carrying a short tail across chunk borders. (Only
   // the first 1 MB used to be scanned: any dump larger than that failed with "no GTID position".)
   let carry = '';
+  let bytes = 0;
+  let toldAt = 0;
   const scan = new Transform({
     transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      if (options.onBytes !== undefined && Date.now() - toldAt >= BYTES_EVERY_MS) {
+        toldAt = Date.now();
+        options.onBytes(bytes);
+      }
       const text = carry + chunk.toString('latin1');
       const m = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(text);
       if (m) position = m[1]!;
@@ -58,5 +70,6 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
   await Promise.all([exited(dump, 'mariadb-dump'), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
   if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
   if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
+  options.onBytes?.(bytes);
   return position;
 }
