@@ -101,13 +101,37 @@ async function main(): Promise<void> {
 
     const store = createTopologyStore(config.topologyStore, { dataDir: dir });
     const storage = config.storage;
-    const engine = new PostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema: resolveSchema(config) });
+    // Where the time goes: each engine step, and each compare-and-set on the topology store.
+    const steps = new Map<string, { ms: number; n: number }>();
+    let recording = true;
+    const note = (name: string, ms: number) => {
+      if (!recording) return;
+      const x = steps.get(name) ?? { ms: 0, n: 0 };
+      steps.set(name, { ms: x.ms + ms, n: x.n + 1 });
+    };
+    const write = store.write.bind(store);
+    let casSeq = 0;
+    store.write = async (...args: Parameters<typeof store.write>) => {
+      const t0 = performance.now();
+      try {
+        return await write(...args);
+      } finally {
+        note(`topology CAS #${++casSeq}`, performance.now() - t0);
+      }
+    };
+    const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (frozen || name.startsWith('topology')) note(name, ms); }, hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema: resolveSchema(config) });
     const events: Array<MoveEvent & { at: number }> = [];
+    // Engine steps are recorded from the freeze on (the copy's are not the pause).
+    let frozen = false;
     const load = loadavg()[0]!.toFixed(1);
     const result = await runMove({
       store, engine, hosts: Object.keys(config.hosts), maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       start: { span: MOVING, target: { master: pair.master, slave: pair.slave } },
-      onEvent: (e) => events.push({ ...e, at: Date.now() }),
+      onEvent: (e) => {
+        events.push({ ...e, at: Date.now() });
+        if (e.phase === 'frozen') frozen = true;
+        if (e.phase === 'switched') recording = false;
+      },
     });
     const at = (phase: string, n = 0) => events.filter((e) => e.phase === phase)[n]!.at;
     const startedAt = at('started');
@@ -162,6 +186,9 @@ async function main(): Promise<void> {
     console.log(`freeze -> fence ${fencedAt - frozeAt} ms, fence -> caught up + verified ${verifiedAt - fencedAt} ms, -> switch ${switchedAt - verifiedAt} ms; freeze to switch ${result.freezeToSwitchMs} ms`);
     console.log(`verify alone (after the load): ${verifyMs} ms for ${rows} rows in ${verifyAgain.chunks} chunks (${verifyAgain.mismatches.length} differing chunks: writes after the switch)`);
     console.log(`acknowledged creates: ${acked.length}, lost: ${lost}; errors by type: ${JSON.stringify(errors)}; drop-moved removed ${dropped} schemas`);
+    console.log('| step under the freeze (engine onStep; topology CAS = store.write, all of the move) | ms | calls |');
+    console.log('| --- | ---: | ---: |');
+    for (const [name, x] of steps) console.log(`| ${name} | ${name.endsWith('(count)') ? x.ms : x.ms.toFixed(1)} | ${x.n} |`);
   } catch (err) {
     // The target's log says why a subscription failed.
     const log = join(dir, 'servers', 'PG002A', 'postgres.log');

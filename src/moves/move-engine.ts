@@ -56,8 +56,29 @@ export interface MoveEngine {
   fence(move: MoveRecord): Promise<void>;
   /** After the fence: the target holds everything the source acknowledged. */
   catchUp(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void>;
-  /** Source against target, shard by shard, in primary-key chunks. */
+  /**
+   * Source against target, shard by shard, in primary-key chunks. Under the freeze (after
+   * catchUp) this is the full comparison, unless the engine has verifyBeforeFreeze; it is also
+   * `shards verify`'s comparison of a move's source and target at any time.
+   */
   verify(move: MoveRecord): Promise<VerifyReport>;
+  /**
+   * Optional, for engines that replicate before the freeze (the copy is complete by then):
+   * the full comparison, after the lag gate and before the freeze while services still write,
+   * each table compared at a consistent point of the running replication. A mismatch makes the
+   * runner abort with nothing frozen (vitess#6951: no cutover until the copy is complete and
+   * verified). With it, verifyFenced replaces verify under the freeze.
+   */
+  verifyBeforeFreeze?(move: MoveRecord): Promise<VerifyReport>;
+  /**
+   * Optional, with verifyBeforeFreeze: the check under the freeze, after catchUp. It guarantees
+   * what the full verify would for the tables verifyBeforeFreeze could not settle (written
+   * throughout), and that every table it compared is still there on both sides; the others
+   * were equal at a consistent point and have since received only replicated changes, all of
+   * them applied (catchUp). Without a verifyBeforeFreeze of the same process (a resumed mover),
+   * it is the full verify.
+   */
+  verifyFenced?(move: MoveRecord): Promise<VerifyReport>;
   /**
    * Optional, after a clean verify and right before the switch's compare-and-set, under the
    * freeze: an engine whose fence only blocks the source so far (MariaDB's lock fence) makes sure

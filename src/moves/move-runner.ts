@@ -51,10 +51,13 @@ export interface MoveResult {
  *
  *   started  -> engine.prepare (copy / check the target)              -> copied
  *   copied   -> wait for lag <= maxLag, engine.beforeFreeze (then the
- *               lag again), freeze (services hold writes)             -> frozen
+ *               lag again), engine.verifyBeforeFreeze where the engine
+ *               has it (clean, or the move aborts with nothing frozen;
+ *               then the lag again), freeze (services hold writes)    -> frozen
  *   frozen   -> engine.fence: the source refuses everything           -> fenced
- *   fenced   -> engine.catchUp, engine.verify (clean or no switch),
- *               then the compare-and-set switch                        -> switched
+ *   fenced   -> engine.catchUp, then engine.verifyFenced after a
+ *               verifyBeforeFreeze, else engine.verify (clean or no
+ *               switch), then the compare-and-set switch               -> switched
  *
  * Any failure before the switch aborts the move (the range goes back to the source, the freeze is
  * lifted: vitess#9525/#17326) unless the process dies, in which case the record stays for
@@ -132,6 +135,13 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             await engine.beforeFreeze(m);
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
+          if (engine.verifyBeforeFreeze !== undefined) {
+            // The full comparison while services still write (vitess#6951: never a cutover of a copy that does not verify).
+            const pre = await engine.verifyBeforeFreeze(m);
+            refuseMismatches(pre);
+            emit(id, 'copied', { verified: true, rows: pre.rows, chunks: pre.chunks });
+            await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
+          }
           frozeAt = Date.now();
           map = await cas((x) => freezeMove(x, id, frozeAt));
           emit(id, 'frozen', { holdMs: m.holdMs });
@@ -161,11 +171,8 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
           // still (this run's own fence, just recorded, needs no second pass under the freeze).
           if (!fencedHere) await engine.fence(m);
           await engine.catchUp(m, onProgress);
-          verify = await engine.verify(m);
-          if (verify.mismatches.length > 0) {
-            const first = verify.mismatches[0]!;
-            throw new ShardKitError('INTERNAL', `verify found ${verify.mismatches.length} mismatching chunk(s) between source and target (first: shard ${first.shard} ${first.table} keys ${first.fromKey}..${first.toKey}, ${first.sourceRows} vs ${first.targetRows} rows): not switching`);
-          }
+          verify = engine.verifyFenced !== undefined ? await engine.verifyFenced(m) : await engine.verify(m);
+          refuseMismatches(verify);
           emit(id, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
           await engine.beforeSwitch?.(m);
           map = await cas((x) => switchMove(x, id));
@@ -218,6 +225,13 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     emit(moveId, 'aborted');
     return { move: m, outcome: 'aborted' };
   }
+}
+
+/** A verify that found differences stops the move (the caller aborts it: the range stays on the source). */
+function refuseMismatches(report: VerifyReport): void {
+  if (report.mismatches.length === 0) return;
+  const first = report.mismatches[0]!;
+  throw new ShardKitError('INTERNAL', `verify found ${report.mismatches.length} mismatching chunk(s) between source and target (first: shard ${first.shard} ${first.table} keys ${first.fromKey}..${first.toKey}, ${first.sourceRows} vs ${first.targetRows} rows): not switching`);
 }
 
 /** The lag gate: polls the engine's lag (reported about once a second) until it is at most maxLag. */

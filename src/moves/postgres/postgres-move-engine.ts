@@ -10,7 +10,7 @@ import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js
 import { undoTargetThenSource } from '../undo-order.js';
 import { copiedRows, countRows } from './postgres-copy-progress.js';
 import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
-import { compareChunks, sameAggregate, tableAggregates, type TableSide } from './postgres-verify.js';
+import { compareChunks, sameAggregate, settleTables, tableAggregates, type TablePair, type TableSide } from './postgres-verify.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
 export interface PostgresMoveHost {
@@ -41,6 +41,8 @@ export interface PostgresMoveEngineOptions {
    * aborts, naming the sessions it waited for.
    */
   slotWaitMs?: number;
+  /** Told how long each step of fence, catch-up and verify took (bench/moves-postgres.bench.ts prints them). */
+  onStep?: (step: string, ms: number) => void;
 }
 
 /**
@@ -67,6 +69,18 @@ export function replicationName(moveId: string): string {
 }
 
 type Client = pg.Client;
+
+/** One shard in a verify: where its tables are on the source and which exist on each side. */
+interface VerifyPlan {
+  s: number;
+  srcNs: string;
+  srcTables: string[];
+  dstTables: string[];
+  tables: string[];
+}
+
+/** Rounds of verifyBeforeFreeze for tables written meanwhile; what is still being written after them is compared under the freeze. */
+const PRE_FREEZE_ROUNDS = 6;
 
 /**
  * Shard moves on PostgreSQL (storage backend postgres), with logical replication:
@@ -108,6 +122,16 @@ export class PostgresMoveEngine implements MoveEngine {
     if (this.tables.length === 0) throw new ShardKitError('INVALID_CONFIG', 'the schema has no object tables to move');
   }
 
+  /** Runs one step of the freeze path, telling onStep how long it took. */
+  private async step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      this.options.onStep?.(name, performance.now() - t0);
+    }
+  }
+
   private address(host: string): PostgresMoveHost & { user: string } {
     const h = this.options.hosts[host];
     if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
@@ -134,6 +158,7 @@ export class PostgresMoveEngine implements MoveEngine {
     } catch (err) {
       throw new ShardKitError('SHARD_UNAVAILABLE', `cannot connect to ${host} for the move: ${(err as Error).message}`, { cause: err });
     }
+    this.hostOf.set(c, host);
     return c;
   }
 
@@ -145,6 +170,12 @@ export class PostgresMoveEngine implements MoveEngine {
   private readonly idle = new Map<string, Client>();
   private readonly hostOf = new WeakMap<Client, string>();
   private failed = new WeakSet<Client>();
+  /** Per move id: what verifyBeforeFreeze left for verifyFenced (this process only: a resumed mover verifies in full). */
+  private readonly preVerified = new Map<string, { unsettled: Set<string>; rows: number; tables: number }>();
+  /** Per move id: the fence's plan, read by beforeFreeze. */
+  private readonly fencePlans = new Map<string, Map<number, string[]>>();
+  /** Per move id, after a fence of this process that fenced every shard: the identity sequences' values it read under its locks. */
+  private readonly fenced = new Map<string, Map<string, bigint>>();
 
   private async acquire(host: string): Promise<Client> {
     const c = this.idle.get(host);
@@ -152,9 +183,7 @@ export class PostgresMoveEngine implements MoveEngine {
       this.idle.delete(host);
       return c;
     }
-    const fresh = await this.connect(host);
-    this.hostOf.set(fresh, host);
-    return fresh;
+    return this.step(`connect ${host}`, () => this.connect(host));
   }
 
   private release(c: Client): void {
@@ -377,31 +406,77 @@ export class PostgresMoveEngine implements MoveEngine {
     });
   }
 
-  async fence(move: MoveRecord): Promise<void> {
+  /**
+   * Before the freeze (services still write): each shard's dbNNNNN_moved schema created on the
+   * source (empty; undo drops it again), the fence's plan read (which tables it locks and moves),
+   * and a connection to each master left open, so that nothing under the freeze waits for a new
+   * connection or reads the catalogue twice.
+   */
+  async beforeFreeze(move: MoveRecord): Promise<void> {
+    const shards = this.shards(move);
     await this.withConn(move.source.master, async (c) => {
+      const { rows } = await c.query<{ n: string }>('SELECT nspname AS n FROM pg_namespace WHERE nspname = ANY($1::text[])', [shards.map(movedSchema)]);
+      const have = new Set(rows.map((r) => r.n));
+      const missing = shards.map(movedSchema).filter((ns) => !have.has(ns));
+      if (missing.length > 0) await c.query(missing.map((ns) => `CREATE SCHEMA IF NOT EXISTS ${qi(ns)}`).join(';\n'));
+      this.fencePlans.set(move.id, await this.fencePlan(c, move));
+    });
+    await this.withConn(move.target.master, async () => undefined);
+  }
+
+  /** Per shard, the live object tables the fence moves aside (none: fenced already, a resumed mover). */
+  private async fencePlan(c: Client, move: MoveRecord): Promise<Map<number, string[]>> {
+    const shards = this.shards(move);
+    const have = await this.presentIn(c, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]);
+    const plan = new Map<number, string[]>();
+    for (const s of shards) {
+      const live = have.get(shardDatabaseName(s))!;
+      const clash = have.get(movedSchema(s))!.filter((t) => live.includes(t));
+      if (clash.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${clash[0]} exists both live and in ${movedSchema(s)} on ${move.source.master}: resolve by hand before moving`);
+      plan.set(s, live);
+    }
+    return plan;
+  }
+
+  async fence(move: MoveRecord): Promise<void> {
+    const planned = this.fencePlans.get(move.id);
+    this.fencePlans.delete(move.id);
+    await this.withConn(move.source.master, async (c) => {
+      // The plan beforeFreeze read, or the catalogue now (a resumed mover). A table of the plan
+      // that is gone since makes LOCK fail: the move aborts.
+      const plan = planned ?? await this.step('fence: catalogue', () => this.fencePlan(c, move));
+      const locks: string[] = [];
+      const moves: string[] = [];
+      const fencedNow: number[] = [];
+      for (const [s, live] of plan) {
+        if (live.length === 0) continue; // fenced already (a resumed mover)
+        fencedNow.push(s);
+        moves.push(`CREATE SCHEMA IF NOT EXISTS ${qi(movedSchema(s))}`);
+        for (const t of live) {
+          locks.push(`${qi(shardDatabaseName(s))}.${qi(t)}`);
+          moves.push(`ALTER TABLE ${qi(shardDatabaseName(s))}.${qi(t)} SET SCHEMA ${qi(movedSchema(s))}`);
+        }
+      }
       await c.query('BEGIN');
       try {
         await c.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs ?? 10_000))}`);
-        const shards = this.shards(move);
-        const have = await this.presentIn(c, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]);
-        const locks: string[] = [];
-        const moves: string[] = [];
-        for (const s of shards) {
-          const live = have.get(shardDatabaseName(s))!;
-          if (live.length === 0) continue; // fenced already (a resumed mover)
-          const clash = have.get(movedSchema(s))!.filter((t) => live.includes(t));
-          if (clash.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${clash[0]} exists both live and in ${movedSchema(s)} on ${move.source.master}: resolve by hand before moving`);
-          moves.push(`CREATE SCHEMA IF NOT EXISTS ${qi(movedSchema(s))}`);
-          for (const t of live) {
-            locks.push(`${qi(shardDatabaseName(s))}.${qi(t)}`);
-            moves.push(`ALTER TABLE ${qi(shardDatabaseName(s))}.${qi(t)} SET SCHEMA ${qi(movedSchema(s))}`);
-          }
+        if (locks.length > 0) {
+          // ACCESS EXCLUSIVE on every moving table at once waits for every transaction in
+          // flight on them. Then the shards' sequence values, while no insert can advance the
+          // identity ones (after the renames, the server resets every session's catalogue
+          // caches, and the read would cost tens of ms under the freeze). next_id()'s could
+          // still be advanced by a service that has not seen the freeze; its ids carry their
+          // millisecond, and the target hands out later ones. Then the renames, in one round
+          // trip, and one transaction (all fenced or none).
+          await this.step('fence: LOCK TABLE (source)', () => c.query(`LOCK TABLE ${locks.join(', ')} IN ACCESS EXCLUSIVE MODE`));
+          const sequences = await this.step('fence: identity sequences (source)', () => readSequences(c, fencedNow.map((s) => shardDatabaseName(s))));
+          await this.step('fence: ALTER TABLE SET SCHEMA (source)', () => c.query(moves.join(';\n')));
+          await this.step('fence: COMMIT', () => c.query('COMMIT'));
+          // Every shard fenced here: catch-up needs no catalogue check, and takes those values.
+          if (fencedNow.length === plan.size) this.fenced.set(move.id, sequences);
+        } else {
+          await c.query('COMMIT');
         }
-        // ACCESS EXCLUSIVE on every moving table at once waits for every transaction in flight
-        // on them; then the renames, all in one round trip (the pause is being measured) and one
-        // transaction (all fenced or none).
-        if (locks.length > 0) await c.query([`LOCK TABLE ${locks.join(', ')} IN ACCESS EXCLUSIVE MODE`, ...moves].join(';\n'));
-        await c.query('COMMIT');
       } catch (err) {
         await c.query('ROLLBACK').catch(() => undefined);
         if ((err as { code?: string }).code === '55P03') throw new ShardKitError('SHARD_UNAVAILABLE', `the fence on ${move.source.master} waited longer than its lock timeout for transactions on the moving tables`, { cause: err });
@@ -412,16 +487,20 @@ export class PostgresMoveEngine implements MoveEngine {
 
   async catchUp(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void> {
     await this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
-      const live = await this.presentIn(src, this.shards(move).map((x) => shardDatabaseName(x)));
+      const fenced = this.fenced.get(move.id);
+      this.fenced.delete(move.id);
+      // Not fenced by this process (a resumed mover): make sure the fence holds.
+      const live = fenced !== undefined ? undefined : await this.step('catch-up: source catalogue', () => this.presentIn(src, this.shards(move).map((x) => shardDatabaseName(x))));
       for (const s of this.shards(move)) {
-        if (live.get(shardDatabaseName(s))!.length > 0) {
+        if ((live?.get(shardDatabaseName(s))!.length ?? 0) > 0) {
           throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
         }
       }
       // After a resumed catch-up that already finished, the subscription may be gone (afterSwitch): nothing to wait for.
-      if (await this.subscriptionExists(dst, move)) await this.waitApplied(src, dst, move, true);
-      await this.advanceSequences(src, dst, move);
-      onProgress?.(this.shards(move).length, this.shards(move).length);
+      if (await this.step('catch-up: subscription exists?', () => this.subscriptionExists(dst, move))) await this.step('catch-up: marker applied (waitApplied)', () => this.waitApplied(src, dst, move, true));
+      await this.step('catch-up: advanceSequences', () => this.advanceSequences(src, dst, move, fenced));
+      // No onProgress here: the copy reported every shard done before the freeze, and a
+      // progress write now would be one more map version under the freeze.
       // The subscription stays until afterSwitch: dropping it here would lengthen the write pause,
       // and nothing flows through it any more (the source is fenced).
     }));
@@ -452,27 +531,24 @@ export class PostgresMoveEngine implements MoveEngine {
    * source's (a deleted row's id is never reused: the source's counter counts, not max(id)).
    * Three statements whatever the number of shards: this runs while services hold writes.
    */
-  private async advanceSequences(src: Client, dst: Client, move: MoveRecord): Promise<void> {
+  private async advanceSequences(src: Client, dst: Client, move: MoveRecord, fenced?: Map<string, bigint>): Promise<void> {
     const shards = this.shards(move);
-    const read = async (c: Client, schemas: string[]) => (await c.query<{ ns: string; seq: string; last: string | null }>(
-      'SELECT schemaname AS ns, sequencename AS seq, last_value::text AS last FROM pg_sequences WHERE schemaname = ANY($1::text[])', [schemas])).rows;
-    const source = new Map<string, bigint>();
-    for (const r of await read(src, [...shards.map(movedSchema), ...shards.map((x) => shardDatabaseName(x))])) {
-      if (r.last === null) continue; // never used
-      const ns = r.ns.endsWith('_moved') ? r.ns.slice(0, -'_moved'.length) : r.ns;
-      const key = `${ns}.${r.seq}`;
-      const v = BigInt(r.last);
-      if ((source.get(key) ?? -1n) < v) source.set(key, v);
-    }
+    // The values the fence read under its locks, or (a resumed mover) read now.
+    const [source, target] = await Promise.all([
+      fenced ?? this.step('sequences: read source', () => readSequences(src, [...shards.map(movedSchema), ...shards.map((x) => shardDatabaseName(x))])),
+      this.step('sequences: read target', () => readSequences(dst, shards.map((x) => shardDatabaseName(x)), true)),
+    ]);
     const names: string[] = [];
     const values: string[] = [];
-    for (const r of await read(dst, shards.map((x) => shardDatabaseName(x)))) {
-      const want = source.get(`${r.ns}.${r.seq}`);
-      if (want === undefined || (r.last !== null && BigInt(r.last) >= want)) continue;
-      names.push(`${qi(r.ns)}.${qi(r.seq)}`);
+    for (const [key, have] of target) {
+      const want = source.get(key);
+      if (want === undefined || (have !== undefined && have >= want)) continue;
+      const [ns, seq] = key.split('.') as [string, string];
+      names.push(`${qi(ns)}.${qi(seq)}`);
       values.push(want.toString());
     }
-    if (names.length > 0) await dst.query('SELECT setval(u.s::regclass, u.v, true) FROM unnest($1::text[], $2::bigint[]) AS u(s, v)', [names, values]);
+    this.options.onStep?.('sequences: setval (count)', names.length);
+    if (names.length > 0) await this.step('sequences: setval (target)', () => dst.query('SELECT setval(u.s::regclass, u.v, true) FROM unnest($1::text[], $2::bigint[]) AS u(s, v)', [names, values]));
   }
 
   /**
@@ -489,56 +565,130 @@ export class PostgresMoveEngine implements MoveEngine {
     }));
   }
 
+  /** Each moving shard's object tables on the source (the fenced copy once the fence holds, the live one before) and on the target. */
+  private async verifyPlan(src: Client, dst: Client, move: MoveRecord): Promise<VerifyPlan[]> {
+    const shards = this.shards(move);
+    const [onSrc, onDst] = await this.step('verify: catalogue', () => Promise.all([
+      this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
+      this.presentIn(dst, shards.map((x) => shardDatabaseName(x))),
+    ]));
+    return shards.map((s) => {
+      const moved = onSrc.get(movedSchema(s))!;
+      const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
+      const srcTables = moved.length > 0 ? moved : onSrc.get(srcNs)!;
+      const dstTables = onDst.get(shardDatabaseName(s))!;
+      return { s, srcNs, srcTables, dstTables, tables: this.tables.filter((t) => srcTables.includes(t) || dstTables.includes(t)) };
+    });
+  }
+
   async verify(move: MoveRecord): Promise<VerifyReport> {
-    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
-    await this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
-      // While the subscription runs, a table may differ only because the target has not applied
-      // the last writes yet: wait for the target to reach the source's position, then compare again.
-      const sync = (await this.subscriptionExists(dst, move)) ? () => this.waitApplied(src, dst, move) : undefined;
-      const shards = this.shards(move);
-      const [onSrc, onDst] = await Promise.all([
-        this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
-        this.presentIn(dst, shards.map((x) => shardDatabaseName(x))),
-      ]);
-      // The source's copy is the fenced one once the fence holds, the live one before.
-      const plan = shards.map((s) => {
-        const moved = onSrc.get(movedSchema(s))!;
-        const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
-        const srcTables = moved.length > 0 ? moved : onSrc.get(srcNs)!;
-        const dstTables = onDst.get(shardDatabaseName(s))!;
-        return { s, srcNs, srcTables, dstTables, tables: this.tables.filter((t) => srcTables.includes(t) || dstTables.includes(t)) };
-      });
-      const key = (s: number, t: string) => `${s}.${t}`;
-      // Whole tables first, every shard's in one statement per side, both sides at once: two
-      // round trips in the usual, clean case (this runs while services hold writes).
-      const totals = () => Promise.all([
-        tableAggregates(src, plan.flatMap((p) => p.srcTables.map((t) => ({ name: key(p.s, t), table: `${qi(p.srcNs)}.${qi(t)}` })))),
-        tableAggregates(dst, plan.flatMap((p) => p.dstTables.map((t) => ({ name: key(p.s, t), table: `${qi(shardDatabaseName(p.s))}.${qi(t)}` })))),
-      ]);
-      let [a, b] = await totals();
-      const differs = () => plan.some((p) => p.tables.some((t) => !sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))));
-      if (sync !== undefined && differs()) {
-        await sync();
-        [a, b] = await totals();
-      }
-      const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
-      for (const p of plan) {
-        report.shards++;
-        for (const t of p.tables) {
-          report.tables++;
-          if (sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))) {
-            report.rows += a.get(key(p.s, t))?.rows ?? 0;
-            report.chunks++;
-            continue;
-          }
-          // Only a table that differs is read in chunks, to name the rows.
-          const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync);
-          report.rows += r.rows;
-          report.chunks += r.chunks;
-          report.mismatches.push(...r.mismatches);
-        }
-      }
+    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      const plan = await this.verifyPlan(src, dst, move);
+      return this.compareTables(src, dst, move, plan);
     }));
+  }
+
+  /**
+   * Before the freeze, while the subscription still streams the services' writes: every table
+   * compared whole at a consistent point (settleTables: the source's aggregates before and after
+   * the target's, with the marker in between), up to PRE_FREEZE_ROUNDS rounds for the tables
+   * written meanwhile. A table whose source held still and whose target differs is read in
+   * chunks, which name the rows (a mismatch: the runner aborts before anything is frozen).
+   * What stays unsettled (written in every round, or a difference the chunks did not confirm) is
+   * remembered for verifyFenced, with the rows of the tables found equal.
+   */
+  async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
+    this.preVerified.delete(move.id);
+    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      if (!(await this.subscriptionExists(dst, move))) return this.compareTables(src, dst, move, await this.verifyPlan(src, dst, move));
+      const plan = await this.verifyPlan(src, dst, move);
+      const pairs: TablePair[] = plan.flatMap((p) => p.tables.map((t) => ({
+        name: `${p.s}.${t}`,
+        ...(p.srcTables.includes(t) ? { a: `${qi(p.srcNs)}.${qi(t)}` } : {}),
+        ...(p.dstTables.includes(t) ? { b: `${qi(shardDatabaseName(p.s))}.${qi(t)}` } : {}),
+      })));
+      const settled = await settleTables(src, dst, pairs, () => this.waitApplied(src, dst, move, true), PRE_FREEZE_ROUNDS);
+      const report: VerifyReport = { shards: plan.length, tables: pairs.length, rows: 0, chunks: settled.equal.size, mismatches: [] };
+      for (const x of settled.equal.values()) report.rows += x.rows;
+      const unsettled = new Set(settled.unsettled);
+      if (settled.differ.length > 0) {
+        const named = await this.compareTables(src, dst, move, plan, new Set(settled.differ));
+        report.rows += named.rows;
+        report.chunks += named.chunks;
+        report.mismatches.push(...named.mismatches);
+        // A difference the chunk comparison did not confirm (the table was written meanwhile) is checked again under the freeze.
+        for (const name of settled.differ) if (!named.mismatches.some((m) => `${m.shard}.${m.table}` === name)) unsettled.add(name);
+      }
+      if (report.mismatches.length === 0) this.preVerified.set(move.id, { unsettled, rows: report.rows, tables: pairs.length });
+      this.options.onStep?.('verify before the freeze: tables left for the freeze (count)', unsettled.size);
+      return report;
+    }));
+  }
+
+  /**
+   * Under the freeze, after catchUp: with a verifyBeforeFreeze of this process, the catalogue on
+   * both sides (every table the copy had is still there on each) and a comparison of only the
+   * tables it left unsettled (exact now: the source is fenced and the target has applied
+   * everything); every other table was equal at a consistent point and has since received only
+   * what the subscription applied, in commit order, up to the catch-up's marker. Without one (a
+   * resumed mover), the full verify.
+   */
+  async verifyFenced(move: MoveRecord): Promise<VerifyReport> {
+    const pre = this.preVerified.get(move.id);
+    if (pre === undefined) return this.verify(move);
+    this.preVerified.delete(move.id);
+    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      const plan = await this.verifyPlan(src, dst, move);
+      const now = plan.reduce((n, p) => n + p.tables.length, 0);
+      if (now !== pre.tables) {
+        // Tables appeared or went since the comparison before the freeze: compare them all.
+        return this.compareTables(src, dst, move, plan);
+      }
+      const r = await this.compareTables(src, dst, move, plan, pre.unsettled);
+      return { ...r, tables: now, rows: r.rows + pre.rows, chunks: r.chunks + (pre.tables - pre.unsettled.size) };
+    }));
+  }
+
+  /**
+   * Source against target, table by table (only the tables named `${shard}.${table}` in `only`
+   * when given): hash aggregates of whole tables first, every shard's in one statement per side,
+   * both sides at once (two round trips in the usual, clean case); only a table that differs is
+   * read in chunks, to name the rows. While the subscription runs, a table may differ only
+   * because the target has not applied the last writes yet: the marker is awaited and the
+   * aggregates read again, and each chunk is compared at the marker's point.
+   */
+  private async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>): Promise<VerifyReport> {
+    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+    const sync = (await this.step('verify: subscription exists?', () => this.subscriptionExists(dst, move))) ? () => this.step('verify: marker applied (sync)', () => this.waitApplied(src, dst, move)) : undefined;
+    const key = (s: number, t: string) => `${s}.${t}`;
+    const wanted = (s: number, t: string) => only === undefined || only.has(key(s, t));
+    const totals = () => this.step('verify: table aggregates both sides', () => Promise.all([
+      tableAggregates(src, plan.flatMap((p) => p.srcTables.filter((t) => wanted(p.s, t)).map((t) => ({ name: key(p.s, t), table: `${qi(p.srcNs)}.${qi(t)}` })))),
+      tableAggregates(dst, plan.flatMap((p) => p.dstTables.filter((t) => wanted(p.s, t)).map((t) => ({ name: key(p.s, t), table: `${qi(shardDatabaseName(p.s))}.${qi(t)}` })))),
+    ]));
+    let [a, b] = await totals();
+    const differs = () => plan.some((p) => p.tables.some((t) => wanted(p.s, t) && !sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))));
+    if (sync !== undefined && differs()) {
+      await sync();
+      [a, b] = await totals();
+    }
+    const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
+    for (const p of plan) {
+      report.shards++;
+      for (const t of p.tables) {
+        if (!wanted(p.s, t)) continue;
+        report.tables++;
+        if (sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))) {
+          report.rows += a.get(key(p.s, t))?.rows ?? 0;
+          report.chunks++;
+          continue;
+        }
+        const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync);
+        report.rows += r.rows;
+        report.chunks += r.chunks;
+        report.mismatches.push(...r.mismatches);
+      }
+    }
     return report;
   }
 
@@ -549,16 +699,23 @@ export class PostgresMoveEngine implements MoveEngine {
    * otherwise (verify's recheck) they only end the wait.
    */
   private async waitApplied(src: Client, dst: Client, move: MoveRecord, required = false): Promise<void> {
-    const { rows: [m] } = await src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`);
+    const { rows: [m] } = await this.step('marker: UPDATE (source)', () => src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`));
     if (m === undefined) {
       if (required) throw new ShardKitError('INTERNAL', `the marker row of move ${move.id} is missing on ${move.source.master}`);
       return;
     }
     const limit = this.options.catchUpTimeoutMs ?? 60_000;
     const deadline = Date.now() + limit;
+    const t0 = performance.now();
+    let polls = 0;
     for (;;) {
+      polls++;
       const { rows } = await dst.query<{ n: string }>(`SELECT n::text AS n FROM ${this.markerTable(move)} WHERE id = 1`);
-      if (rows.length > 0 && BigInt(rows[0]!.n) >= BigInt(m.n)) return;
+      if (rows.length > 0 && BigInt(rows[0]!.n) >= BigInt(m.n)) {
+        this.options.onStep?.('marker: until applied on the target', performance.now() - t0);
+        this.options.onStep?.('marker: target polls (count)', polls);
+        return;
+      }
       if (Date.now() > deadline) {
         if (required) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} did not apply the source's last writes within ${limit} ms (subscription ${replicationName(move.id)})`);
         return;
@@ -568,6 +725,9 @@ export class PostgresMoveEngine implements MoveEngine {
   }
 
   async undo(move: MoveRecord): Promise<void> {
+    this.preVerified.delete(move.id);
+    this.fencePlans.delete(move.id);
+    this.fenced.delete(move.id);
     const name = replicationName(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
       await c.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
@@ -635,6 +795,32 @@ export class PostgresMoveEngine implements MoveEngine {
     this.idle.clear();
     await Promise.all(all.map((c) => c.end().catch(() => undefined)));
   }
+}
+
+/**
+ * The used sequences of `schemas` (`dbNNNNN.seq` -> last value; a dbNNNNN_moved schema's count
+ * as dbNNNNN's, where the fence moved them).
+ */
+async function readSequences(c: Client, schemas: string[], unused: true): Promise<Map<string, bigint | undefined>>;
+async function readSequences(c: Client, schemas: string[]): Promise<Map<string, bigint>>;
+async function readSequences(c: Client, schemas: string[], unused = false): Promise<Map<string, bigint | undefined>> {
+  // Not the pg_sequences view: its plan filters pg_namespace once per sequence of the server
+  // (tens of ms on a source with many shards, under the freeze).
+  const { rows } = await c.query<{ ns: string; seq: string; last: string | null }>(
+    `SELECT n.nspname AS ns, c.relname AS seq, pg_sequence_last_value(c.oid)::text AS last
+       FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind = 'S' WHERE n.nspname = ANY($1::text[])`, [schemas]);
+  const out = new Map<string, bigint | undefined>();
+  for (const r of rows) {
+    if (r.last === null) {
+      if (unused) out.set(`${r.ns}.${r.seq}`, undefined);
+      continue; // never used
+    }
+    const ns = r.ns.endsWith('_moved') ? r.ns.slice(0, -'_moved'.length) : r.ns;
+    const key = `${ns}.${r.seq}`;
+    const v = BigInt(r.last);
+    if ((out.get(key) ?? -1n) < v) out.set(key, v);
+  }
+  return out;
 }
 
 /** Drops a subscription and its slot on the source; when the source cannot be reached, drops it here only (the slot is dropped later by dropSlot). */

@@ -164,3 +164,48 @@ export async function compareChunks(shard: number, table: string, a: TableSide |
   }
   return out;
 }
+
+/** A table of both sides for settleTables: its name in the report, and its qualified name on each side (undefined: missing there). */
+export interface TablePair {
+  name: string;
+  a?: string;
+  b?: string;
+}
+
+export interface SettleResult {
+  /** Equal at a consistent point: the aggregate both sides had then. */
+  equal: Map<string, Aggregate>;
+  /** The source held still across the comparison and the target differed: a real difference, to be named chunk by chunk. */
+  differ: string[];
+  /** Written throughout every round: never compared at a consistent point. */
+  unsettled: string[];
+}
+
+/**
+ * Compares whole tables between `a` (the source, written on) and `b` (its replica), while both
+ * still change. One round: `a`'s aggregates (one statement, one snapshot), then `sync` (the
+ * replica has applied at least that much), then `b`'s, then `a`'s again. A table whose `a`
+ * aggregates are the same before and after did not change in between, so `b` (at some point in
+ * between) must hold the same rows: equal, or a real difference. A table written in between
+ * takes part in the next round, up to `rounds`; each round is shorter, as fewer tables remain.
+ */
+export async function settleTables(a: pg.Client, b: pg.Client, tables: TablePair[], sync: () => Promise<void>, rounds: number): Promise<SettleResult> {
+  const out: SettleResult = { equal: new Map(), differ: [], unsettled: [] };
+  const read = (c: pg.Client, side: 'a' | 'b', of: TablePair[]) => tableAggregates(c, of.flatMap((t) => (t[side] === undefined ? [] : [{ name: t.name, table: t[side]! }])));
+  let pending = tables;
+  for (let round = 0; round < rounds && pending.length > 0; round++) {
+    const before = await read(a, 'a', pending);
+    await sync();
+    const replica = await read(b, 'b', pending);
+    const after = await read(a, 'a', pending);
+    const next: TablePair[] = [];
+    for (const t of pending) {
+      if (!sameAggregate(before.get(t.name), after.get(t.name))) next.push(t);
+      else if (sameAggregate(before.get(t.name), replica.get(t.name))) out.equal.set(t.name, before.get(t.name) ?? { rows: 0, hash: '0' });
+      else out.differ.push(t.name);
+    }
+    pending = next;
+  }
+  out.unsettled = pending.map((t) => t.name);
+  return out;
+}
