@@ -55,6 +55,7 @@ export interface MoveResult {
  *               has it (clean, or the move aborts with nothing frozen;
  *               then the lag again), freeze (services hold writes)    -> frozen
  *   frozen   -> engine.fence: the source refuses everything           -> fenced
+ *               (recorded while engine.catchUp runs)
  *   fenced   -> engine.catchUp, then engine.verifyFenced after a
  *               verifyBeforeFreeze, else engine.verify (clean or no
  *               switch), then the compare-and-set switch               -> switched
@@ -113,7 +114,6 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
 
   let resumed = options.start === undefined;
   let frozeAt: number | undefined;
-  let fencedHere = false;
   let verify: VerifyReport | undefined;
   try {
     for (;;) {
@@ -155,11 +155,16 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             resumed = false;
           }
           await engine.fence(m);
-          fencedHere = true;
-          map = await cas((x) => advanceMove(x, id, ['frozen'], 'fenced'));
-          emit(id, 'fenced');
-          await options.afterPhase?.('fenced');
-          break;
+          // The record of the fence is written while the catch-up runs (both under the freeze):
+          // the catch-up changes nothing a resumed mover depends on (it fences again anyway, the
+          // fence is idempotent), and verify and the switch wait for the record (and the hook).
+          const recorded = (async () => {
+            map = await cas((x) => advanceMove(x, id, ['frozen'], 'fenced'));
+            emit(id, 'fenced');
+            await options.afterPhase?.('fenced');
+          })();
+          recorded.catch(() => undefined); // awaited in cutover; this only keeps it from being unhandled meanwhile
+          return await cutover(m, recorded);
         }
         case 'fenced': {
           if (resumed) {
@@ -167,20 +172,10 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             map = await cas((x) => freezeMove(x, id, frozeAt));
             resumed = false;
           }
-          // The fence is idempotent: a resumed mover re-applies it before trusting the source to be
-          // still (this run's own fence, just recorded, needs no second pass under the freeze).
-          if (!fencedHere) await engine.fence(m);
-          await engine.catchUp(m, onProgress);
-          verify = engine.verifyFenced !== undefined ? await engine.verifyFenced(m) : await engine.verify(m);
-          refuseMismatches(verify);
-          emit(id, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
-          await engine.beforeSwitch?.(m);
-          map = await cas((x) => switchMove(x, id));
-          const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
-          emit(id, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });
-          await options.afterPhase?.('switched');
-          await afterSwitch(requireMove(map, id));
-          return { move: requireMove(map, id), outcome: 'switched', ...(freezeToSwitchMs !== undefined ? { freezeToSwitchMs } : {}), verify };
+          // Only a resumed mover gets here: the fence is idempotent, and it is re-applied before
+          // the source is trusted to be still.
+          await engine.fence(m);
+          return await cutover(m, undefined);
         }
         case 'switched':
           await afterSwitch(m);
@@ -202,6 +197,29 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     }
     if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${m.source.master}: ${err.message}`, { cause: err });
     throw err;
+  }
+
+  // Under the freeze, fenced: catch-up, verify, the compare-and-set switch. `recorded`: the
+  // fence's record (and its hook), still being written when this run has just fenced.
+  async function cutover(m: MoveRecord, recorded: Promise<void> | undefined): Promise<MoveResult> {
+    const moveId = m.id;
+    try {
+      await engine.catchUp(m, onProgress);
+    } finally {
+      // A failed catch-up aborts only once the record is written (no compare-and-set races the abort's).
+      if (recorded !== undefined) await recorded.catch(() => undefined);
+    }
+    await recorded;
+    verify = engine.verifyFenced !== undefined ? await engine.verifyFenced(m) : await engine.verify(m);
+    refuseMismatches(verify);
+    emit(moveId, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
+    await engine.beforeSwitch?.(m);
+    map = await cas((x) => switchMove(x, moveId));
+    const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
+    emit(moveId, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });
+    await options.afterPhase?.('switched');
+    await afterSwitch(requireMove(map, moveId));
+    return { move: requireMove(map, moveId), outcome: 'switched', ...(freezeToSwitchMs !== undefined ? { freezeToSwitchMs } : {}), verify };
   }
 
   // Outside the freeze; the switch stands whatever happens here (drop-moved cleans up again).

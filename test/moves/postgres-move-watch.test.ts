@@ -12,7 +12,12 @@
  * - `shards verify` of a master against its standby: clean through the CLI (exit 0); a standby
  *   whose replay is paused is waited for (clean once it resumes) or reported (an error, never a
  *   stale comparison); a server that is not the master's standby is refused; and the chunk
- *   comparison itself, on two servers, names a changed, a missing and an extra row.
+ *   comparison itself, on two servers, names a changed, a missing and an extra row;
+ * - verify before the freeze (vitess#6951): a row changed by hand on the target after the copy
+ *   makes the move abort before anything is frozen; a resumed mover (no comparison of its own
+ *   before the freeze) compares in full under the freeze and refuses a row changed meanwhile;
+ *   the whole-table comparison of a live source (settleTables) tells a table written during the
+ *   comparison (unsettled, left for the freeze) from one that differs.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,7 +38,7 @@ import { isShardKitError } from '../../src/errors.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import type { MoveEngine, RowProgress } from '../../src/moves/move-engine.js';
 import { PostgresMoveEngine, replicationName } from '../../src/moves/postgres/postgres-move-engine.js';
-import { compareChunks, CHUNK_ROWS } from '../../src/moves/postgres/postgres-verify.js';
+import { compareChunks, CHUNK_ROWS, settleTables } from '../../src/moves/postgres/postgres-verify.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { cli, ensureBuilt } from '../cli/cli-harness.js';
 
@@ -323,6 +328,95 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
     }
     await assert.rejects(e.verifyReplica(3, SOURCE, TARGET.master), (err) => isShardKitError(err, 'INVALID_CONFIG') && /PG002A is not a standby/.test(err.message));
     await assert.rejects(e.verifyReplica(3, SOURCE, TARGET.slave), (err) => isShardKitError(err, 'INVALID_CONFIG') && /PG002B is not a standby of PG001A \(system identifier/.test(err.message));
+  });
+
+  test('vitess#6951 before the freeze: a row changed by hand on the target after the copy makes the move abort with nothing frozen; the range is back on the source, nothing left behind', async () => {
+    const before = await ids(SOURCE, db(4));
+    const events: MoveEvent[] = [];
+    const s = store();
+    await assert.rejects(
+      runMove({
+        store: s, engine: engine(), hosts: hosts(), start: { span: { first: 4, last: 4 }, target: TARGET },
+        onEvent: (e) => events.push(e),
+        afterPhase: async (phase) => {
+          if (phase === 'copied') await sql(TARGET.master, `UPDATE ${db(4)}.pins SET data = '{"by":"hand"}' WHERE local_id = (SELECT min(local_id) FROM ${db(4)}.pins)`);
+        },
+      }),
+      (err) => isShardKitError(err) && /verify found 1 mismatching chunk/.test(err.message) && /shard 4 pins/.test(err.message) && /back on PG001A/.test(err.message),
+    );
+    assert.deepEqual(events.filter((e) => e.phase === 'frozen' || e.phase === 'fenced'), [], 'never frozen, never fenced');
+    const map = (await s.read())!;
+    assert.deepEqual(map.moves(), []);
+    assert.equal(map.locate(4).master, SOURCE);
+    assert.deepEqual(await ids(SOURCE, db(4)), before);
+    assert.deepEqual(await ids(SOURCE, `${db(4)}_moved`), []);
+    assert.deepEqual(await ids(TARGET.master, db(4)), []);
+    assert.deepEqual(await replicationLeft(), []);
+  });
+
+  test('a resumed mover compares in full under the freeze: a row changed by hand on the target while the mover was gone is found, and the range goes back to the source', async () => {
+    const before = await ids(SOURCE, db(5));
+    const s = store();
+    let moveId: string | undefined;
+    let dead!: () => void;
+    const stopped = new Promise<void>((r) => (dead = r));
+    // The first mover stops for good right after recording the fence (as if killed there).
+    void runMove({
+      store: s, engine: engine(), hosts: hosts(), start: { span: { first: 5, last: 5 }, target: TARGET, holdMs: 60_000 },
+      onEvent: (e) => (moveId ??= e.moveId),
+      afterPhase: (phase) => (phase === 'fenced' ? (dead(), new Promise<void>(() => {})) : undefined),
+    });
+    await stopped;
+    await sql(TARGET.master, `UPDATE ${db(5)}.pins SET data = '{"by":"hand"}' WHERE local_id = (SELECT max(local_id) FROM ${db(5)}.pins)`);
+    await assert.rejects(
+      runMove({ store: store(), engine: engine(), hosts: hosts(), moveId: moveId! }),
+      (err) => isShardKitError(err) && /verify found 1 mismatching chunk/.test(err.message) && /shard 5 pins/.test(err.message) && /back on PG001A/.test(err.message),
+    );
+    const map = (await s.read())!;
+    assert.deepEqual(map.moves(), []);
+    assert.equal(map.locate(5).master, SOURCE);
+    assert.deepEqual(await ids(SOURCE, db(5)), before);
+    assert.deepEqual(await ids(TARGET.master, db(5)), []);
+  });
+
+  test('settleTables on two servers: equal tables settle, a table written during every round stays unsettled (left for the freeze), a table that differs while the source holds still is reported', async () => {
+    for (const h of [SOURCE, TARGET.master]) {
+      await sql(h, 'DROP SCHEMA IF EXISTS settle_scratch CASCADE');
+      await sql(h, 'CREATE SCHEMA settle_scratch');
+      for (const t of ['quiet', 'busy', 'changed']) {
+        await sql(h, `CREATE TABLE settle_scratch.${t} (id bigint PRIMARY KEY, v text NOT NULL)`);
+        await sql(h, `INSERT INTO settle_scratch.${t} SELECT g, 'row ' || g FROM generate_series(1, 50) g`);
+      }
+    }
+    await sql(TARGET.master, "UPDATE settle_scratch.changed SET v = 'by hand' WHERE id = 7");
+    const a = await client(SOURCE);
+    const b = await client(TARGET.master);
+    try {
+      const tables = ['quiet', 'busy', 'changed'].map((t) => ({ name: t, a: `settle_scratch.${t}`, b: `settle_scratch.${t}` }));
+      // Each sync is a write on the source's busy table that the "replica" has applied by the time sync returns.
+      let n = 100;
+      const writeBusy = async () => {
+        n++;
+        for (const x of [a, b]) await x.query(`INSERT INTO settle_scratch.busy VALUES (${n}, 'live')`);
+      };
+      const busy = await settleTables(a, b, tables, writeBusy, 3);
+      assert.deepEqual([...busy.equal.keys()], ['quiet']);
+      assert.equal(busy.equal.get('quiet')!.rows, 50);
+      assert.deepEqual(busy.differ, ['changed']);
+      assert.deepEqual(busy.unsettled, ['busy']);
+      // The writes stop after the first round: busy settles in the second.
+      let first = true;
+      const once = await settleTables(a, b, tables, async () => {
+        if (first) await writeBusy();
+        first = false;
+      }, 3);
+      assert.deepEqual([...once.equal.keys()].sort(), ['busy', 'quiet']);
+      assert.deepEqual(once.unsettled, []);
+    } finally {
+      await a.end();
+      await b.end();
+      for (const h of [SOURCE, TARGET.master]) await sql(h, 'DROP SCHEMA IF EXISTS settle_scratch CASCADE');
+    }
   });
 
   test('the chunk comparison on two servers names a changed, a missing and an extra row, chunk by chunk; a difference the sync resolves is rechecked away', async () => {

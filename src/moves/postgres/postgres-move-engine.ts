@@ -172,6 +172,8 @@ export class PostgresMoveEngine implements MoveEngine {
   private failed = new WeakSet<Client>();
   /** Per move id: what verifyBeforeFreeze left for verifyFenced (this process only: a resumed mover verifies in full). */
   private readonly preVerified = new Map<string, { unsettled: Set<string>; rows: number; tables: number }>();
+  /** Per move id: the target's sequence values (undefined: never used), read by beforeFreeze. */
+  private readonly targetSequences = new Map<string, Map<string, bigint | undefined>>();
   /** Per move id: the fence's plan, read by beforeFreeze. */
   private readonly fencePlans = new Map<string, Map<number, string[]>>();
   /** Per move id, after a fence of this process that fenced every shard: the identity sequences' values it read under its locks. */
@@ -421,7 +423,11 @@ export class PostgresMoveEngine implements MoveEngine {
       if (missing.length > 0) await c.query(missing.map((ns) => `CREATE SCHEMA IF NOT EXISTS ${qi(ns)}`).join(';\n'));
       this.fencePlans.set(move.id, await this.fencePlan(c, move));
     });
-    await this.withConn(move.target.master, async () => undefined);
+    // The target's sequences: nothing moves them before the switch (the subscription applies
+    // rows with their ids; identity columns take them as given), so catch-up needs not read them.
+    await this.withConn(move.target.master, async (dst) => {
+      this.targetSequences.set(move.id, await readSequences(dst, shards.map((x) => shardDatabaseName(x)), true));
+    });
   }
 
   /** Per shard, the live object tables the fence moves aside (none: fenced already, a resumed mover). */
@@ -536,8 +542,9 @@ export class PostgresMoveEngine implements MoveEngine {
     // The values the fence read under its locks, or (a resumed mover) read now.
     const [source, target] = await Promise.all([
       fenced ?? this.step('sequences: read source', () => readSequences(src, [...shards.map(movedSchema), ...shards.map((x) => shardDatabaseName(x))])),
-      this.step('sequences: read target', () => readSequences(dst, shards.map((x) => shardDatabaseName(x)), true)),
+      this.targetSequences.get(move.id) ?? this.step('sequences: read target', () => readSequences(dst, shards.map((x) => shardDatabaseName(x)), true)),
     ]);
+    this.targetSequences.delete(move.id);
     const names: string[] = [];
     const values: string[] = [];
     for (const [key, have] of target) {
@@ -728,6 +735,7 @@ export class PostgresMoveEngine implements MoveEngine {
     this.preVerified.delete(move.id);
     this.fencePlans.delete(move.id);
     this.fenced.delete(move.id);
+    this.targetSequences.delete(move.id);
     const name = replicationName(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
       await c.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
