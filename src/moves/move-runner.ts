@@ -157,12 +157,15 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
           await engine.fence(m);
           // The record of the fence is written while the catch-up runs (both under the freeze):
           // the catch-up changes nothing a resumed mover depends on (it fences again anyway, the
-          // fence is idempotent), and verify and the switch wait for the record (and the hook).
+          // fence is idempotent), and verify and the switch wait for the record. With a test
+          // hook, whose "after fenced" means nothing else has run yet (a mover stopped or killed
+          // there, the target killed before the catch-up), the record comes first as before.
           const recorded = (async () => {
             map = await cas((x) => advanceMove(x, id, ['frozen'], 'fenced'));
             emit(id, 'fenced');
             await options.afterPhase?.('fenced');
           })();
+          if (options.afterPhase !== undefined) await recorded;
           recorded.catch(() => undefined); // awaited in cutover; this only keeps it from being unhandled meanwhile
           return await cutover(m, recorded);
         }
