@@ -70,6 +70,22 @@ export class MoveProgressWriter {
     }
   }
 
+  /**
+   * Holds progress writes until resume() (a pending update waits), after the write in flight:
+   * the runner holds them from just before the freeze to the switch, so that its own
+   * compare-and-sets there never wait for one, and services adopt no extra map version then.
+   */
+  async hold(): Promise<void> {
+    this.paused++;
+    this.clearTimer();
+    await this.inFlight;
+  }
+
+  resume(): void {
+    this.paused--;
+    this.schedule();
+  }
+
   /** Stops writing (a pending update is dropped) and waits for a write in flight. */
   async close(): Promise<void> {
     this.closed = true;

@@ -114,6 +114,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
 
   let resumed = options.start === undefined;
   let frozeAt: number | undefined;
+  let holding = false;
   let verify: VerifyReport | undefined;
   try {
     for (;;) {
@@ -141,6 +142,12 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             refuseMismatches(pre);
             emit(id, 'copied', { verified: true, rows: pre.rows, chunks: pre.chunks });
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
+          }
+          // No progress write from here to the switch (or the abort): none in flight delays the
+          // freeze's compare-and-set, and frozeAt is the moment it is written.
+          if (!holding) {
+            holding = true;
+            await progress.hold();
           }
           frozeAt = Date.now();
           map = await cas((x) => freezeMove(x, id, frozeAt));
@@ -218,6 +225,10 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     emit(moveId, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
     await engine.beforeSwitch?.(m);
     map = await cas((x) => switchMove(x, moveId));
+    if (holding) {
+      holding = false;
+      progress.resume();
+    }
     const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
     emit(moveId, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });
     await options.afterPhase?.('switched');

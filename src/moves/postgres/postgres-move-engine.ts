@@ -178,6 +178,8 @@ export class PostgresMoveEngine implements MoveEngine {
   private readonly fencePlans = new Map<string, Map<number, string[]>>();
   /** Per move id, after a fence of this process that fenced every shard: the identity sequences' values it read under its locks. */
   private readonly fenced = new Map<string, Map<string, bigint>>();
+  /** Per move id, after such a fence: the tables it moved aside, per shard (verifyFenced needs not read the source's catalogue, whose caches the renames reset). */
+  private readonly fencedTables = new Map<string, Map<number, string[]>>();
 
   private async acquire(host: string): Promise<Client> {
     const c = this.idle.get(host);
@@ -479,7 +481,10 @@ export class PostgresMoveEngine implements MoveEngine {
           await this.step('fence: ALTER TABLE SET SCHEMA (source)', () => c.query(moves.join(';\n')));
           await this.step('fence: COMMIT', () => c.query('COMMIT'));
           // Every shard fenced here: catch-up needs no catalogue check, and takes those values.
-          if (fencedNow.length === plan.size) this.fenced.set(move.id, sequences);
+          if (fencedNow.length === plan.size) {
+            this.fenced.set(move.id, sequences);
+            this.fencedTables.set(move.id, plan);
+          }
         } else {
           await c.query('COMMIT');
         }
@@ -503,8 +508,13 @@ export class PostgresMoveEngine implements MoveEngine {
         }
       }
       // After a resumed catch-up that already finished, the subscription may be gone (afterSwitch): nothing to wait for.
-      if (await this.step('catch-up: subscription exists?', () => this.subscriptionExists(dst, move))) await this.step('catch-up: marker applied (waitApplied)', () => this.waitApplied(src, dst, move, true));
-      await this.step('catch-up: advanceSequences', () => this.advanceSequences(src, dst, move, fenced));
+      // The sequences are raised while the marker travels (pg queues the statements of both on
+      // the same two connections; the marker's wait mostly sleeps between polls).
+      const subscribed = await this.step('catch-up: subscription exists?', () => this.subscriptionExists(dst, move));
+      await Promise.all([
+        subscribed ? this.step('catch-up: marker applied (waitApplied)', () => this.waitApplied(src, dst, move, true)) : undefined,
+        this.step('catch-up: advanceSequences', () => this.advanceSequences(src, dst, move, fenced)),
+      ]);
       // No onProgress here: the copy reported every shard done before the freeze, and a
       // progress write now would be one more map version under the freeze.
       // The subscription stays until afterSwitch: dropping it here would lengthen the write pause,
@@ -573,10 +583,12 @@ export class PostgresMoveEngine implements MoveEngine {
   }
 
   /** Each moving shard's object tables on the source (the fenced copy once the fence holds, the live one before) and on the target. */
-  private async verifyPlan(src: Client, dst: Client, move: MoveRecord): Promise<VerifyPlan[]> {
+  private async verifyPlan(src: Client, dst: Client, move: MoveRecord, fencedTables?: Map<number, string[]>): Promise<VerifyPlan[]> {
     const shards = this.shards(move);
+    // The source's side is known when this process's fence just moved every table aside.
+    const known = fencedTables === undefined ? undefined : new Map(shards.flatMap((s) => [[movedSchema(s), fencedTables.get(s) ?? []], [shardDatabaseName(s), []]]));
     const [onSrc, onDst] = await this.step('verify: catalogue', () => Promise.all([
-      this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
+      known ?? this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
       this.presentIn(dst, shards.map((x) => shardDatabaseName(x))),
     ]));
     return shards.map((s) => {
@@ -642,10 +654,12 @@ export class PostgresMoveEngine implements MoveEngine {
    */
   async verifyFenced(move: MoveRecord): Promise<VerifyReport> {
     const pre = this.preVerified.get(move.id);
-    if (pre === undefined) return this.verify(move);
+    const fencedTables = this.fencedTables.get(move.id);
     this.preVerified.delete(move.id);
+    this.fencedTables.delete(move.id);
+    if (pre === undefined) return this.verify(move);
     return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
-      const plan = await this.verifyPlan(src, dst, move);
+      const plan = await this.verifyPlan(src, dst, move, fencedTables);
       const now = plan.reduce((n, p) => n + p.tables.length, 0);
       if (now !== pre.tables) {
         // Tables appeared or went since the comparison before the freeze: compare them all.
@@ -735,6 +749,7 @@ export class PostgresMoveEngine implements MoveEngine {
     this.preVerified.delete(move.id);
     this.fencePlans.delete(move.id);
     this.fenced.delete(move.id);
+    this.fencedTables.delete(move.id);
     this.targetSequences.delete(move.id);
     const name = replicationName(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
