@@ -72,8 +72,8 @@ export class MoveProgressWriter {
 
   /**
    * Holds progress writes until resume() (a pending update waits), after the write in flight:
-   * the runner holds them from just before the freeze to the switch, so that its own
-   * compare-and-sets there never wait for one, and services adopt no extra map version then.
+   * the runner holds them around the freeze's compare-and-set, so that the freeze starts
+   * without waiting for one.
    */
   async hold(): Promise<void> {
     this.paused++;

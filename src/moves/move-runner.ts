@@ -114,7 +114,6 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
 
   let resumed = options.start === undefined;
   let frozeAt: number | undefined;
-  let holding = false;
   let verify: VerifyReport | undefined;
   try {
     for (;;) {
@@ -143,14 +142,17 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             emit(id, 'copied', { verified: true, rows: pre.rows, chunks: pre.chunks });
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
-          // No progress write from here to the switch (or the abort): none in flight delays the
-          // freeze's compare-and-set, and frozeAt is the moment it is written.
-          if (!holding) {
-            holding = true;
-            await progress.hold();
-          }
+          // No progress write in flight delays the freeze's compare-and-set (frozeAt is the
+          // moment it is written). Under the freeze, progress is written again as the engine
+          // reports it (an engine that copies there, like SQLite, shows its shards on the
+          // dashboard; PostgreSQL's catch-up reports none).
+          await progress.hold();
           frozeAt = Date.now();
-          map = await cas((x) => freezeMove(x, id, frozeAt));
+          try {
+            map = await cas((x) => freezeMove(x, id, frozeAt));
+          } finally {
+            progress.resume();
+          }
           emit(id, 'frozen', { holdMs: m.holdMs });
           await options.afterPhase?.('frozen');
           break;
@@ -225,10 +227,6 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     emit(moveId, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
     await engine.beforeSwitch?.(m);
     map = await cas((x) => switchMove(x, moveId));
-    if (holding) {
-      holding = false;
-      progress.resume();
-    }
     const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
     emit(moveId, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });
     await options.afterPhase?.('switched');
