@@ -24,6 +24,7 @@ import { devHostAdmin } from '../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../src/ops/failover/move-admin.js';
 import { fleetTables } from '../src/storage/shard-names.js';
 import { createTopologyStore } from '../src/topology/index.js';
+import { moveSteps } from './move-steps.js';
 import { ShardMap } from '../src/topology/shard-map.js';
 import { isShardKitError } from '../src/errors.js';
 import { pinterestId } from '../src/ids/pinterest-id.js';
@@ -104,23 +105,8 @@ async function main(): Promise<void> {
     if ((await store.read()) === undefined) await store.write(ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) }), 0);
     const storage = config.storage;
     // Where the time goes: each engine step, and each compare-and-set on the topology store.
-    const steps = new Map<string, { ms: number; n: number }>();
-    let recording = true;
-    const note = (name: string, ms: number) => {
-      if (!recording) return;
-      const x = steps.get(name) ?? { ms: 0, n: 0 };
-      steps.set(name, { ms: x.ms + ms, n: x.n + 1 });
-    };
-    const write = store.write.bind(store);
-    let casSeq = 0;
-    store.write = async (...args: Parameters<typeof store.write>) => {
-      const t0 = performance.now();
-      try {
-        return await write(...args);
-      } finally {
-        note(`topology CAS #${++casSeq}`, performance.now() - t0);
-      }
-    };
+    const steps = moveSteps(store);
+    const note = steps.note;
     const engine = new MariadbMoveEngine({
       onStep: note,
       // SHARDKIT_BENCH_FENCE_CONNECTIONS compares fence widths (default: the engine's, 4).
@@ -131,7 +117,7 @@ async function main(): Promise<void> {
     const events: Array<MoveEvent & { at: number }> = [];
     const startedAt = Date.now();
     const result = await runMove({ store, engine, hosts: Object.keys(config.hosts), start: { span: MOVING, target: { master: 'MySQL002A', slave: 'MySQL002B' } }, onEvent: (e) => events.push({ ...e, at: Date.now() }) });
-    recording = false;
+    steps.stop();
     const at = (phase: string, n = 0) => events.filter((e) => e.phase === phase)[n]!.at;
     const copiedAt = at('copied');
     const frozeAt = at('frozen');
@@ -185,9 +171,7 @@ async function main(): Promise<void> {
     console.log(`start -> copied (dump + load + replication start) ${copiedAt - startedAt} ms (${Math.round(copyRows / copySec)} rows/s), lag gate ${frozeAt - copiedAt} ms, freeze -> fence ${fencedAt - frozeAt} ms, fence -> caught up + verified ${verifiedAt - fencedAt} ms, -> switch ${switchedAt - verifiedAt} ms; freeze to switch ${result.freezeToSwitchMs} ms; start -> cutover ${switchedAt - startedAt} ms`);
     console.log(`verify alone (after, ${verifyAgain.rows} rows, ${verifyAgain.tables} tables): ${verifyMs} ms`);
     console.log(`acknowledged creates: ${acked.length}, lost: ${lost}; live moved tables left on the source: ${Number((live as Array<{ n: number }>)[0]!.n)}; errors by type: ${JSON.stringify(errors)}`);
-    console.log('| step (engine onStep; topology CAS = store.write) | ms | calls |');
-    console.log('| --- | ---: | ---: |');
-    for (const [name, x] of steps) console.log(`| ${name} | ${name.endsWith('(count)') ? x.ms : x.ms.toFixed(1)} | ${x.n} |`);
+    for (const line of steps.lines('step (engine onStep; topology CAS = store.write)')) console.log(line);
   } finally {
     await (cluster ?? DevCluster.open(dir))?.down().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });

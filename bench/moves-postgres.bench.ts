@@ -24,6 +24,7 @@ import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../src/moves/po
 import { devClusterDown, devUp, DevCluster } from '../src/ops/dev-cluster.js';
 import { devAddPair } from '../src/ops/dev/dev-add-pair.js';
 import { createTopologyStore } from '../src/topology/index.js';
+import { moveSteps } from './move-steps.js';
 
 const SHARDS = 64;
 const MOVING = { first: 0, last: 31 };
@@ -102,23 +103,8 @@ async function main(): Promise<void> {
     const store = createTopologyStore(config.topologyStore, { dataDir: dir });
     const storage = config.storage;
     // Where the time goes: each engine step, and each compare-and-set on the topology store.
-    const steps = new Map<string, { ms: number; n: number }>();
-    let recording = true;
-    const note = (name: string, ms: number) => {
-      if (!recording) return;
-      const x = steps.get(name) ?? { ms: 0, n: 0 };
-      steps.set(name, { ms: x.ms + ms, n: x.n + 1 });
-    };
-    const write = store.write.bind(store);
-    let casSeq = 0;
-    store.write = async (...args: Parameters<typeof store.write>) => {
-      const t0 = performance.now();
-      try {
-        return await write(...args);
-      } finally {
-        note(`topology CAS #${++casSeq}`, performance.now() - t0);
-      }
-    };
+    const steps = moveSteps(store);
+    const note = steps.note;
     const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (frozen || name.startsWith('topology')) note(name, ms); }, hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema: resolveSchema(config) });
     const events: Array<MoveEvent & { at: number }> = [];
     // Engine steps are recorded from the freeze on (the copy's are not the pause).
@@ -130,7 +116,7 @@ async function main(): Promise<void> {
       onEvent: (e) => {
         events.push({ ...e, at: Date.now() });
         if (e.phase === 'frozen') frozen = true;
-        if (e.phase === 'switched') recording = false;
+        if (e.phase === 'switched') steps.stop();
       },
     });
     const at = (phase: string, n = 0) => events.filter((e) => e.phase === phase)[n]!.at;
@@ -186,9 +172,7 @@ async function main(): Promise<void> {
     console.log(`freeze -> fence ${fencedAt - frozeAt} ms, fence -> caught up + verified ${verifiedAt - fencedAt} ms, -> switch ${switchedAt - verifiedAt} ms; freeze to switch ${result.freezeToSwitchMs} ms`);
     console.log(`verify alone (after the load): ${verifyMs} ms for ${rows} rows in ${verifyAgain.chunks} chunks (${verifyAgain.mismatches.length} differing chunks: writes after the switch)`);
     console.log(`acknowledged creates: ${acked.length}, lost: ${lost}; errors by type: ${JSON.stringify(errors)}; drop-moved removed ${dropped} schemas`);
-    console.log('| step under the freeze (engine onStep; topology CAS = store.write, all of the move) | ms | calls |');
-    console.log('| --- | ---: | ---: |');
-    for (const [name, x] of steps) console.log(`| ${name} | ${name.endsWith('(count)') ? x.ms : x.ms.toFixed(1)} | ${x.n} |`);
+    for (const line of steps.lines('step under the freeze (engine onStep; topology CAS = store.write, all of the move)')) console.log(line);
   } catch (err) {
     // The target's log says why a subscription failed.
     const log = join(dir, 'servers', 'PG002A', 'postgres.log');
