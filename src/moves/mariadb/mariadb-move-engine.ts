@@ -7,6 +7,7 @@ import type { ChunkMismatch, MoveEngine, MoveProgressFn, VerifyReport } from '..
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
 import { armLockFence, completeLockFence, lockFence, MAX_FENCE_SESSIONS, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
+import { timedStep, type OnStep } from '../step-timer.js';
 import {
   binlogPos, connectionStatus, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
 } from './move-replication.js';
@@ -79,7 +80,7 @@ export interface MariadbMoveEngineOptions {
    */
   autoIncrementMargin?: number;
   /** Told how long each step of fence, catch-up and verify took (bench/moves-mariadb.bench.ts prints them). */
-  onStep?: (step: string, ms: number) => void;
+  onStep?: OnStep;
 }
 
 /**
@@ -163,13 +164,8 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   /** Runs one step of the freeze path, telling onStep how long it took. */
-  private async step<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const t0 = performance.now();
-    try {
-      return await fn();
-    } finally {
-      this.options.onStep?.(name, performance.now() - t0);
-    }
+  private step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    return timedStep(this.options.onStep, name, fn);
   }
 
   private get fenceDomain(): number {

@@ -11,6 +11,7 @@ import { undoTargetThenSource } from '../undo-order.js';
 import { copiedRows, countRows } from './postgres-copy-progress.js';
 import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
 import { compareChunks, sameAggregate, settleTables, tableAggregates, type TablePair, type TableSide } from './postgres-verify.js';
+import { timedStep, type OnStep } from '../step-timer.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
 export interface PostgresMoveHost {
@@ -42,7 +43,7 @@ export interface PostgresMoveEngineOptions {
    */
   slotWaitMs?: number;
   /** Told how long each step of fence, catch-up and verify took (bench/moves-postgres.bench.ts prints them). */
-  onStep?: (step: string, ms: number) => void;
+  onStep?: OnStep;
 }
 
 /**
@@ -123,13 +124,8 @@ export class PostgresMoveEngine implements MoveEngine {
   }
 
   /** Runs one step of the freeze path, telling onStep how long it took. */
-  private async step<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const t0 = performance.now();
-    try {
-      return await fn();
-    } finally {
-      this.options.onStep?.(name, performance.now() - t0);
-    }
+  private step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    return timedStep(this.options.onStep, name, fn);
   }
 
   private address(host: string): PostgresMoveHost & { user: string } {
