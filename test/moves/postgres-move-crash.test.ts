@@ -213,12 +213,16 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     console.log(`target killed at catch-up: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
   });
 
-  test('kill -9 of the source master while prepare waits for the initial copy: once it is back the copy picks up and the same mover run switches, verify clean, 0 acknowledged writes lost', async () => {
+  test('kill -9 of the source master while prepare waits for the initial copy: once it is back the copy picks up and the same mover run switches (or, when PostgreSQL leaves a table sync stalled, the run aborts cleanly after copyStallMs and a new move switches), verify clean, 0 acknowledged writes lost', async () => {
     // Shards 0..1 are on PG002A now: they move back to PG001A, and PG002A is the source that dies.
     const span: [number, number] = [0, 1];
     assert.equal((await map()).locate(0).master, PAIR2.master);
     const w = load([0, 1, 2, 3]);
     const source = pgServer(c, PAIR2.master);
+    // Its own engine, with a shorter stall limit than the default 5 minutes (see below).
+    const config = c.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const stallEngine = new PostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config), copyStallMs: 60_000 });
     let crash: Promise<void> | undefined;
     let phases: string[] = [];
     try {
@@ -227,7 +231,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       // max_sync_workers_per_subscription on the command line (src/ops/postgres/postgres-server.ts),
       // which outranks ALTER SYSTEM, so an ALTER SYSTEM SET ... = 0 here changed nothing
       // (pg_settings.source stays 'command line'). The source dies while they copy.
-      const result = await move({
+      const run = runMove({
+        store, engine: stallEngine, hosts, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
         start: { span: { first: 0, last: 1 }, target: PAIR1, holdMs: 30_000 },
         onEvent: (e) => phases.push(e.phase),
         // The first progress report comes from prepare's wait for the copy.
@@ -238,11 +243,27 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
           })();
         },
       });
+      const outcome = await run.then((result) => ({ result }), (err: unknown) => ({ err }));
       await crash;
-      assert.equal(result.outcome, 'switched');
-      assert.deepEqual(result.verify?.mismatches, []);
-      phases = phases.filter((p, i, a) => a.indexOf(p) === i);
-      assert.deepEqual(phases, ['started', 'copied', 'frozen', 'fenced', 'switched']);
+      if ('err' in outcome) {
+        // Seen in 2 of about 15 runs of this file (2026-11-27): after the publisher's crash one
+        // table stayed in state 'f' (copy done, not caught up) with no table sync worker started
+        // for it again, so the copy never finishes. The mover's answer is the documented one: no
+        // table ready for copyStallMs, the move aborts, the stall named, and everything is back
+        // on the source; a new move then succeeds.
+        const err = outcome.err;
+        assert.ok(isShardKitError(err, 'SHARD_UNAVAILABLE') && /made no progress/.test(err.message) && /not ready: /.test(err.message), `only a stalled copy may stop this move: ${String(err)}`);
+        console.log(`source killed inside the copy: the copy stalled (${(err as Error).message.slice(0, 300)}); aborted, moving again`);
+        assert.deepEqual(phases.filter((p) => p === 'frozen'), [], 'never frozen');
+        await cleanlyAborted(span, PAIR2.master, PAIR1.master);
+        await moveAgain(span, PAIR1);
+      } else {
+        const result = outcome.result;
+        assert.equal(result.outcome, 'switched');
+        assert.deepEqual(result.verify?.mismatches, []);
+        phases = phases.filter((p, i, a) => a.indexOf(p) === i);
+        assert.deepEqual(phases, ['started', 'copied', 'frozen', 'fenced', 'switched']);
+      }
       for (const s of span) assert.equal((await map()).locate(s).master, PAIR1.master);
       assert.deepEqual(await replicationLeft(), []);
       await ackedOn(w.ledger, [0, 1], Date.now());
@@ -250,6 +271,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       await crash?.catch(() => undefined);
       await source.start();
       await w.stop();
+      await stallEngine.close();
     }
     const ledger = w.ledger;
     assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
