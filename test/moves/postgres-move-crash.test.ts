@@ -70,7 +70,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   const move = (options: Omit<Parameters<typeof runMove>[0], 'store' | 'engine' | 'hosts'>) => runMove({ store, engine, hosts, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES, ...options });
   const cleanlyAborted = async (span: [number, number], source: string, target: string) => {
     const m = await map();
-    assert.deepEqual(m.moves().filter((x) => x.range[0] === span[0]), []);
+    // (An earlier move of the same range that switched keeps its record until drop-moved.)
+    assert.deepEqual(m.moves().filter((x) => x.range[0] === span[0] && x.phase !== 'switched'), []);
     for (let s = span[0]; s <= span[1]; s++) {
       assert.equal(m.locate(s).master, source);
       assert.equal(m.rangeOf(s)?.frozen, undefined, `shard ${s} is not frozen`);
