@@ -367,6 +367,17 @@ describe('moves on MariaDB: the mover', () => {
     assert.equal(verified.code, 0, verified.stderr);
     assert.deepEqual((JSON.parse(verified.stdout) as { mismatches: unknown[] }).mismatches, []);
 
+    // An operator runs `dev up` again after the move (docs/moves.md): it must not give the old
+    // source its moved shards' object tables back. Those empty tables would let a service with a
+    // stale map write there (the missing-table fence gone) and make drop-moved refuse.
+    const again = await cli(['dev', 'up', '--dir', clusterDir, '--json']);
+    assert.equal(again.code, 0, again.stderr);
+    // The database also holds mod shard 4's lookup tables, which stay there.
+    const objectTablesOf = async (shard: number) => (await tablesIn('MySQL002A', db(shard))).filter((t) => objectTables.includes(t));
+    assert.deepEqual(await objectTablesOf(4), [], 'dev up re-created shard 4 on its old source');
+    assert.deepEqual(await objectTablesOf(5), [], 'dev up re-created shard 5 on its old source');
+    await assert.rejects(writeWithin('MySQL002A', `INSERT INTO \`${db(4)}\`.\`pins\` (data) VALUES ('{"stale":true}')`), /doesn't exist|Unknown database/);
+
     const dropped = await cli(['shards', 'drop-moved', '--json', ...args]);
     assert.equal(dropped.code, 0, dropped.stderr);
     assert.equal((JSON.parse(dropped.stdout) as { dropped: Array<{ files: number }> }).dropped[0]!.files, 2);

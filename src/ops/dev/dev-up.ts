@@ -3,7 +3,6 @@ import { join, resolve } from 'node:path';
 import { parseConfig } from '../../config/config.js';
 import { ShardKitError, isShardKitError } from '../../errors.js';
 import { mysqlBackendFromConfig } from '../../kit/backends-from-config.js';
-import { ShardMap } from '../../topology/shard-map.js';
 import { findMariadbBinaries } from '../mariadb/mariadb-binaries.js';
 import { MariadbInstance, type MysqldSettings } from '../mariadb/mariadb-instance.js';
 import { pickFreePort } from '../free-port.js';
@@ -13,7 +12,7 @@ import { setupAccounts } from './dev-accounts.js';
 import { DevCluster } from './dev-cluster.js';
 import type { DevClusterExtension } from './dev-cluster-view.js';
 import { isPairMember, newState, pairOf, writeJsonAtomic } from './dev-cluster-state.js';
-import { applyMasterFence } from './dev-writable.js';
+import { applyMasterFence, liveShardMap } from './dev-writable.js';
 import { replicationSettings, setupReplication } from './dev-replication.js';
 
 export type { DevUpOptions, DevUpResult } from './dev-up-options.js';
@@ -178,7 +177,9 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
     const config = c.config();
     const backend = mysqlBackendFromConfig(config);
     try {
-      init = await initShards(backend, ShardMap.fromJSON(config.shardMap), { concurrencyPerHost: 4, ...(options.onInitProgress ? { onProgress: options.onInitProgress } : {}) });
+      // The live map, not the config's seed: a moved range's old source must not get its object
+      // tables back (that would undo the missing-table fence and break drop-moved).
+      init = await initShards(backend, await liveShardMap(c), { concurrencyPerHost: 4, ...(options.onInitProgress ? { onProgress: options.onInitProgress } : {}) });
     } finally {
       await backend.close();
     }
