@@ -4,26 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { devClusterDown, devClusterStatus, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { shardkit } from '../mysql/helpers.js';
 import { ackedAfter, newLedger, writeLoad } from './ledger.js';
-
-/** Acknowledged pins that the PostgreSQL server `host` does not hold. */
-async function missingOnPg(c: DevCluster, host: string, acked: Array<{ id: bigint }>): Promise<bigint[]> {
-  const server = pgServer(c, host);
-  const have = new Set<string>();
-  for (const shard of [0, 1]) {
-    const rows = await server.sql<{ id: string }>(`SELECT local_id::text AS id FROM db${String(shard).padStart(5, '0')}.pins`, [], 'shardkit');
-    for (const r of rows) have.add(`${shard}:${r.id}`);
-  }
-  return acked.map((a) => a.id).filter((id) => {
-    const p = pinterestId.decode(id);
-    return !have.has(`${p.shard}:${p.localId}`);
-  });
-}
+import { missingOnPg } from './pg-ledger.js';
 
 describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote(), rebuild-slave with pg_basebackup (real PostgreSQL 15)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-pgpair-'));
@@ -90,6 +76,13 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     }
     const ledger = await running;
     assert.ok(ledger.acked.some((a) => a.at > started), 'writes resumed on the new master');
+    // Asynchronous standby: what the killed master acknowledged and never sent is lost, and the
+    // failover says how much at most (commits in its WAL past what the standby received).
+    const report = JSON.parse(res.stdout) as { divergedTransactions?: number; syncStandby?: boolean };
+    assert.equal(report.syncStandby, false);
+    assert.equal(typeof report.divergedTransactions, 'number', res.stdout);
+    const lost = await missingOnPg(c, 'PG001A', ledger.acked.filter((a) => a.at < started));
+    assert.ok(lost.length <= report.divergedTransactions!, `${lost.length} acknowledged writes lost, ${report.divergedTransactions} reported`);
 
     await devUp({ dir, skipInit: true });
     await assert.rejects(pgServer(c, 'PG001B').sql("INSERT INTO db00000.pins (data) VALUES ('{}')", [], 'shardkit'), /read-only transaction/);
@@ -105,5 +98,22 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     const bad = await shardkit(['failover', 'PG001B', '--dir', dir]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /not a master/);
+  });
+  test('asynchronous standby: writes the dead master acknowledged and never sent are counted by failover --emergency', async () => {
+    const c = DevCluster.require(dir);
+    // The standby is down while the master acknowledges five writes, then the master dies.
+    await pgServer(c, 'PG001B').stop();
+    const acked = [];
+    for (let i = 0; i < 5; i++) acked.push(await kit.objects.create('pin', { unsent: i }, { shard: i % 2 }));
+    await pgServer(c, 'PG001A').kill();
+    await pgServer(c, 'PG001B').start();
+    const res = await shardkit(['failover', 'PG001A', '--emergency', '--dir', dir, '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const report = JSON.parse(res.stdout) as { divergedTransactions?: number };
+    const lost = await missingOnPg(c, 'PG001B', acked);
+    assert.equal(lost.length, 5, 'the five writes never reached the standby');
+    assert.ok(report.divergedTransactions! >= lost.length, `${lost.length} acknowledged writes lost, ${report.divergedTransactions} reported`);
+    const text = await shardkit(['pair', 'rebuild-slave', 'PG001B', '--dir', dir]);
+    assert.equal(text.code, 0, text.stderr);
   });
 });

@@ -27,6 +27,7 @@ export interface UpOptions {
   modShards?: number;
   init: boolean;
   semiSync?: boolean;
+  sync?: boolean;
   engine?: string;
   json?: boolean;
 }
@@ -43,7 +44,7 @@ export async function devUpCommand(opts: UpOptions, extensions: DevClusterExtens
     ...(opts.pairs !== undefined ? { pairs: opts.pairs } : {}),
     ...(opts.shards !== undefined ? { shards: opts.shards } : {}),
     ...(opts.modShards !== undefined ? { modShards: opts.modShards } : {}),
-    ...(opts.semiSync ? { semiSync: true } : {}),
+    ...(opts.semiSync || opts.sync ? { semiSync: true } : {}),
     ...(opts.engine !== undefined ? { engine: engineOption(opts.engine) } : {}),
     skipInit: !opts.init,
     extensions,

@@ -45,6 +45,9 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
     process.stdout.write(`${r.kind} failover: ${r.newMaster} is master of the ranges of ${r.oldMaster} (map version ${r.mapVersion}, GTID ${r.position || '-'})\n`);
     if (r.kind === 'planned') process.stdout.write(`${r.frozenRanges ? `writes to ${r.frozenRanges} frozen object range(s) were held` : 'writes were refused'} for ${r.writePauseMs} ms; ${r.oldMaster} now replicates from ${r.newMaster}\n`);
     else process.stdout.write(`${r.oldMaster} ${r.oldMasterFenced ? 'answered and is read-only' : 'is down'}; rebuild it: shardkit pair rebuild-slave ${r.newMaster}${opts.dir ? ` --dir ${opts.dir}` : ''}\n`);
+    if (r.divergedTransactions !== undefined && r.divergedTransactions > 0) {
+      process.stdout.write(`${r.oldMaster} committed ${r.divergedTransactions} transaction(s) ${r.newMaster} never received: ${r.syncStandby ? 'none was acknowledged (synchronous standby)' : 'each may have been acknowledged, the writes this failover lost'}\n`);
+    }
   }
 }
 

@@ -57,6 +57,7 @@ export function register(program: Command): void {
     .option('--mod-shards <n>', 'mod shards (lookup fleet) on the same pairs (first run only; default: --shards)', intOption('--mod-shards', 1, 65536))
     .option('--engine <engine>', 'mariadb (default) or postgres: PostgreSQL 15 master/standby pairs (streaming replication from pg_basebackup; first run only; default 1 pair, 16 shards)')
     .option('--semi-sync', 'semi-synchronous replication (AFTER_SYNC, 2 s timeout) on every pair, so an emergency failover loses no acknowledged write while the slave is connected (first run only)')
+    .option('--sync', 'commits wait for the slave: on PostgreSQL a synchronous standby per pair (synchronous_standby_names; a master blocks while its standby is down), on MariaDB the same as --semi-sync (first run only)')
     .option('--no-init', 'start the servers but do not create the shards')
     .option('--json', 'print `dev status --json` when done');
   for (const o of devUpExtensionOptions) {

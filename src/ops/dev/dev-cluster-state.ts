@@ -33,7 +33,10 @@ export interface DevClusterState {
   appPassword: string;
   replUser: string;
   replPassword: string;
-  /** Semi-synchronous replication (AFTER_SYNC) on every pair; absent on clusters made before it existed. */
+  /**
+   * Commits wait for the slave: semi-synchronous replication (AFTER_SYNC) on MariaDB, a synchronous
+   * standby on PostgreSQL. Absent on clusters made before it existed.
+   */
   semiSync?: boolean;
   servers: DevServer[];
 }

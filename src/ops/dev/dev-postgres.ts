@@ -12,6 +12,7 @@ import { pad3, writeJsonAtomic, type DevClusterState, type DevServer } from './d
 import type { DevServerDetail } from './dev-status.js';
 import type { DevUpOptions, DevUpResult } from './dev-up-options.js';
 import { liveShardMap, mastersOf } from './dev-writable.js';
+import { setSyncStandby } from '../postgres/pg-sync-standby.js';
 
 export const PG_DATABASE = 'shardkit';
 
@@ -40,14 +41,14 @@ function pgMasters(c: DevCluster, map: ShardMap): Set<string> {
 
 export const isPostgresCluster = (c: DevCluster): boolean => c.state.engine === 'postgres';
 
-function newPgState(pairs: number, shards: number, modShards: number): DevClusterState {
+function newPgState(pairs: number, shards: number, modShards: number, sync: boolean): DevClusterState {
   const servers: DevServer[] = [];
   for (let i = 1; i <= pairs; i++) {
     servers.push({ name: pgName(i, 'master'), role: 'master', dir: join('servers', pgName(i, 'master')), pair: i });
     servers.push({ name: pgName(i, 'slave'), role: 'slave', master: pgName(i, 'master'), dir: join('servers', pgName(i, 'slave')), pair: i });
   }
   // Trust authentication on loopback: the dev servers have no passwords.
-  return { version: 1, engine: 'postgres', pairs, shards, modShards, appUser: 'postgres', appPassword: '', replUser: 'postgres', replPassword: '', servers };
+  return { version: 1, engine: 'postgres', pairs, shards, modShards, appUser: 'postgres', appPassword: '', replUser: 'postgres', replPassword: '', ...(sync ? { semiSync: true } : {}), servers };
 }
 
 function pgShardMap(state: DevClusterState): ShardMapJson {
@@ -80,7 +81,7 @@ export async function devUpPostgres(options: DevUpOptions): Promise<DevUpResult>
       if (!Number.isInteger(n) || n < pairs || n % pairs !== 0 || n > 65536) throw new ShardKitError('INVALID_ARGUMENT', `${what} must be a multiple of --pairs (${pairs}) in ${pairs}..65536, got ${n}`);
     }
     mkdirSync(join(dir, 'servers'), { recursive: true });
-    cluster = new DevCluster(dir, newPgState(pairs, shards, modShards));
+    cluster = new DevCluster(dir, newPgState(pairs, shards, modShards, options.semiSync === true));
     cluster.save();
   }
   const c = cluster;
@@ -146,6 +147,8 @@ export async function devUpPostgres(options: DevUpOptions): Promise<DevUpResult>
     log(`wrote ${c.configPath}`);
   }
 
+  await applyPgSync(c);
+
   let init: ShardInitResult | undefined;
   if (!options.skipInit) {
     const config = c.config();
@@ -157,6 +160,23 @@ export async function devUpPostgres(options: DevUpOptions): Promise<DevUpResult>
     }
   }
   return { cluster: c, created, started, ...(init ? { init } : {}) };
+}
+
+/**
+ * Every running master the live map names gets its pair's standby as its synchronous standby on a
+ * cluster made with --sync (commits wait for it), or none (asynchronous). A standby marked for
+ * rebuild is never waited for: the master would block every commit until the rebuild.
+ */
+export async function applyPgSync(c: DevCluster): Promise<void> {
+  const json = (await liveShardMap(c)).toJSON();
+  const slaveOfMaster = new Map<string, string | undefined>();
+  for (const r of [...json.ranges, ...json.modShards.ranges]) slaveOfMaster.set(r.master, r.slave);
+  for (const [master, slave] of slaveOfMaster) {
+    const server = pgServer(c, master);
+    if (!server.isRunning()) continue;
+    const usable = slave !== undefined && c.state.servers.some((s) => s.name === slave && !s.rebuild);
+    await setSyncStandby(server, c.state.semiSync && usable ? slave : undefined);
+  }
 }
 
 /** `dev status` rows of a postgres cluster: a standby's replication is its WAL receiver's state. */
@@ -228,6 +248,7 @@ export async function devAddPairPostgres(c: DevCluster, log: (m: string) => void
   sl.markStandby();
   log(`starting ${slave.name} on 127.0.0.1:${sl.port}`);
   await sl.start();
+  if (c.state.semiSync) await setSyncStandby(m, slave.name);
 
   const config = JSON.parse(readFileSync(c.configPath, 'utf8')) as ConfigInput;
   const hosts = { ...(config.hosts ?? {}) } as Record<string, unknown>;

@@ -11,7 +11,10 @@ export interface DevUpOptions {
   extensions?: DevClusterExtension[];
   /** mariadb (default) or postgres (first run only; later runs use the cluster's). */
   engine?: 'mariadb' | 'postgres';
-  /** Semi-synchronous replication (AFTER_SYNC) on every pair (first run only). */
+  /**
+   * Commits wait for the slave on every pair (first run only): semi-synchronous replication
+   * (AFTER_SYNC) on MariaDB, a synchronous standby on PostgreSQL (`--sync` or `--semi-sync`).
+   */
   semiSync?: boolean;
   /** Skip creating the shards (tests that only need servers). */
   skipInit?: boolean;

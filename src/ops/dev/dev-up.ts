@@ -136,7 +136,7 @@ export async function devUp(options: DevUpOptions): Promise<DevUpResult> {
     throw new ShardKitError('INVALID_ARGUMENT', `the cluster in ${resolve(options.dir)} is a ${existing.state.engine ?? 'mariadb'} cluster: use another directory for --engine ${options.engine}`);
   }
   if ((existing?.state.engine ?? options.engine) === 'postgres') {
-    if (options.semiSync || (options.extensions ?? []).length > 0) throw new ShardKitError('INVALID_ARGUMENT', '--semi-sync and extensions (ticket servers) are MariaDB dev cluster options');
+    if ((options.extensions ?? []).length > 0) throw new ShardKitError('INVALID_ARGUMENT', 'extensions (ticket servers, MyRocks) are MariaDB dev cluster options');
     return (await import('./dev-postgres.js')).devUpPostgres(options);
   }
   findMariadbBinaries();

@@ -22,6 +22,14 @@ export interface FailoverResult {
   writePauseMs: number;
   /** Planned: how many object ranges were frozen (services held their writes) during the switch. */
   frozenRanges?: number;
+  /**
+   * PostgreSQL emergency: transactions the old master committed that the new one never received
+   * (read from the old master's WAL after it stopped). Without a synchronous standby each may have
+   * been acknowledged to a client: the writes the failover lost. With one, none was acknowledged.
+   */
+  divergedTransactions?: number;
+  /** PostgreSQL: whether the pair's commits waited for the standby (dev up --sync). */
+  syncStandby?: boolean;
 }
 
 export interface FailoverOptions {

@@ -12,6 +12,7 @@ import type { PostgresServer } from '../postgres/postgres-server.js';
 import type { FailoverResult } from './emergency-failover.js';
 import { slaveOf } from './failover-context.js';
 import { setSlave } from './set-slave.js';
+import { setSyncStandby } from '../postgres/pg-sync-standby.js';
 
 /**
  * Failover and rebuild-slave for a PostgreSQL dev cluster (`dev up --engine postgres`): promote
@@ -91,6 +92,8 @@ export async function pgPlannedFailover(c: DevCluster, master: string, options: 
     await sleep(20);
   }
   const position = await promote(next);
+  // Before the map names it: its copied auto.conf may name itself as its synchronous standby.
+  await setSyncStandby(next, c.state.semiSync ? master : undefined);
   const mapVersion = await cas(c, (m) => promoteSlave(m, master));
   const writePauseMs = Date.now() - fencedAt;
   old.markStandby();
@@ -98,6 +101,22 @@ export async function pgPlannedFailover(c: DevCluster, master: string, options: 
   await old.start();
   recordRoles(c, slave, master, false);
   return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs };
+}
+
+/**
+ * Commits in the stopped old master's WAL past what the standby received (read before the
+ * promotion, when nothing more can arrive). Undefined when the old master's WAL cannot be read
+ * (its disk is gone): the loss is then unknown, not zero.
+ */
+async function diverged(old: PostgresServer, standby: PostgresServer): Promise<number | undefined> {
+  if (old.isRunning()) return undefined;
+  const [r] = await standby.sql<{ lsn: string | null }>('SELECT pg_last_wal_receive_lsn()::text AS lsn');
+  if (!r?.lsn) return undefined;
+  try {
+    return await old.commitsAfter(r.lsn);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Emergency: the master is gone; promote the standby, compare-and-set the map; the old master needs a rebuild. */
@@ -114,10 +133,16 @@ export async function pgEmergencyFailover(c: DevCluster, master: string): Promis
     oldMasterFenced = true;
   }
   old.markStandby();
+  const divergedTransactions = await diverged(old, next);
   const position = await promote(next);
+  // No standby until rebuild-slave: waiting for one would block every commit.
+  await setSyncStandby(next, undefined);
   const mapVersion = await cas(c, (m) => promoteSlave(m, master));
   recordRoles(c, slave, master, true);
-  return { kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started };
+  return {
+    kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started,
+    ...(divergedTransactions !== undefined ? { divergedTransactions } : {}), syncStandby: c.state.semiSync === true,
+  };
 }
 
 export interface PgRebuildResult {
@@ -149,6 +174,7 @@ export async function pgRebuildSlave(c: DevCluster, master: string, options: { s
     if (Date.now() > deadline) throw new ShardKitError('INTERNAL', `${slave} was rebuilt but does not stream from ${master}`);
     await sleep(50);
   }
+  if (c.state.semiSync) await setSyncStandby(source, slave);
   const mapVersion = await cas(c, (m) => setSlave(m, master, slave));
   recordRoles(c, master, slave, false);
   return { master, slave, mapVersion };

@@ -102,16 +102,28 @@ export class PostgresServer {
     if (statSync(path).isDirectory()) for (const f of readdirSync(path)) this.own(join(path, f));
   }
 
-  private run(bin: string, args: string[], timeoutMs = 120_000): Promise<string> {
+  private run(bin: string, args: string[], timeoutMs = 120_000, options: { stdoutOnError?: boolean } = {}): Promise<string> {
     return new Promise((done, fail) => {
       execFile(join(this.binDir, bin), args, {
         ...(this.runAs ? { uid: this.runAs.uid, gid: this.runAs.gid } : {}),
-        cwd: this.dir, timeout: timeoutMs, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' },
+        cwd: this.dir, timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' },
       }, (err, stdout, stderr) => {
-        if (err) fail(new ShardKitError('INTERNAL', `${bin} for ${this.name} failed: ${(stderr || err.message).trim().split('\n').slice(-2).join(' | ')}`));
+        if (err && !(options.stdoutOnError && err.code !== undefined && typeof err.code === 'number')) fail(new ShardKitError('INTERNAL', `${bin} for ${this.name} failed: ${(stderr || err.message).trim().split('\n').slice(-2).join(' | ')}`));
         else done(stdout);
       });
     });
+  }
+
+  /**
+   * Transactions this (stopped) server committed in its WAL at or after `lsn`: after a crash, what
+   * it may have acknowledged that a standby which received WAL up to `lsn` lacks. pg_waldump reads
+   * to the end of the WAL and exits non-zero there, which is the normal end here.
+   */
+  async commitsAfter(lsn: string): Promise<number> {
+    const control = await this.run('pg_controldata', ['-D', this.dataDir]);
+    const tli = /Latest checkpoint's TimeLineID:\s*(\d+)/.exec(control)?.[1] ?? '1';
+    const out = await this.run('pg_waldump', ['-p', join(this.dataDir, 'pg_wal'), '-t', tli, '-s', lsn, '-r', 'Transaction'], 120_000, { stdoutOnError: true });
+    return out.split('\n').filter((l) => /desc: COMMIT\b/.test(l)).length;
   }
 
   /** The LSN of the last checkpoint in the control file: after a clean stop, the end of its WAL. */
@@ -169,7 +181,8 @@ export class PostgresServer {
 
   async start(): Promise<void> {
     if (this.isRunning()) return;
-    const opts = [`-p ${this.port}`, `-k ${this.dir}`, ...Object.entries(SETTINGS).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
+    // cluster_name names this server's WAL receiver on its primary (synchronous_standby_names).
+    const opts = [`-p ${this.port}`, `-k ${this.dir}`, `-c cluster_name=${this.name}`, ...Object.entries(SETTINGS).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
     // Right after a kill -9 the old backends may still hold the shared memory for a moment.
     for (let attempt = 0; ; attempt++) {
       try {
