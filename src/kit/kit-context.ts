@@ -43,6 +43,8 @@ export interface StoreContextOptions {
   random?: () => number;
   /** Read-through cache of objects and mapping lists (none: every read goes to the backend). */
   cache?: KitCacheOptions;
+  /** Hosts declared after the backend was made (see ShardKitOptions.hostSource). */
+  hostSource?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
 }
 
 /**
@@ -73,6 +75,8 @@ export class KitContext {
   private refreshing: Promise<ShardMap> | undefined;
   /** Held writes waiting for the next map. */
   private mapWaiters = new Set<() => void>();
+  private readonly hostSource: StoreContextOptions['hostSource'];
+  private learning: Promise<void> | undefined;
 
   constructor(options: StoreContextOptions) {
     if (options.topology === undefined && options.shardMap === undefined) {
@@ -81,6 +85,7 @@ export class KitContext {
     this.backend = options.backend;
     this.schema = options.schema;
     this.topology = options.topology;
+    this.hostSource = options.backend.learnHosts === undefined ? undefined : options.hostSource;
     this.random = options.random ?? Math.random;
     if (options.topology === undefined) this.current = options.shardMap;
     this.seed = options.shardMap;
@@ -141,6 +146,9 @@ export class KitContext {
     const changed = this.current !== undefined && this.current.version !== map.version;
     this.current = map;
     if (changed) {
+      // A map that names a pair added since this process started: learn its address now rather
+      // than on the first request routed there.
+      if (this.hostSource && map.hostNames().some((h) => !this.backend.knowsHost!(h))) this.learnHosts().catch(() => {});
       this.events.emit('topology', map);
       const waiters = [...this.mapWaiters];
       this.mapWaiters.clear();
@@ -218,6 +226,7 @@ export class KitContext {
     // The freeze's id even when its budget ran out (now = 0: every recorded freeze counts).
     if (next.host === ref.host) throw movingError(ref.shard, FREEZE_OF[ref.fleet](map, ref.shard, 0)?.id, 0, fenceError);
     try {
+      if (this.hostSource && !this.backend.knowsHost!(next.host)) await this.learnHosts().catch(() => {});
       return await work(next);
     } catch (err) {
       if (isFenceError(err)) throw movingError(ref.shard, undefined, 0, err);
@@ -295,9 +304,33 @@ export class KitContext {
     // A rejection handler rather than an async frame: this wraps every storage call.
     return work(ref).then(undefined, (err: unknown) => {
       if (isFenceError(err)) return this.afterFence(ref, op, work, err, isCallerError);
+      if (this.hostSource && isShardKitError(err, 'HOST_UNKNOWN')) return this.afterUnknownHost(ref, op, work, err, isCallerError);
       if (!isCallerError?.(err)) this.reportFailure(ref, op, err);
       throw err;
     });
+  }
+
+  /** Reads the host source again (concurrent callers share one read) and gives the backend the hosts it lacks. */
+  learnHosts(): Promise<void> {
+    this.learning ??= (async () => {
+      this.backend.learnHosts!(await this.hostSource!());
+    })().finally(() => {
+      this.learning = undefined;
+    });
+    return this.learning;
+  }
+
+  /**
+   * The map routed to a host this process has no address for: learn the hosts again, then route
+   * once more. Still unknown: HOST_UNKNOWN (503, retryable), never a client error.
+   */
+  private async afterUnknownHost<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, err: unknown, isCallerError?: (err: unknown) => boolean): Promise<T> {
+    await this.learnHosts().catch(() => {});
+    if (!this.backend.knowsHost!(ref.host)) {
+      this.reportFailure(ref, op, err);
+      throw err;
+    }
+    return this.route(ref, op, work, isCallerError);
   }
 
   /** What call() does with a rejection, for callers that await the backend themselves. */

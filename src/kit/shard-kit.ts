@@ -31,6 +31,11 @@ export interface ShardKitOptions {
   /** Random source for placing new objects (tests pass a seeded one). */
   random?: () => number;
   /**
+   * Where hosts added after this kit started are declared (ShardKit.open: the config file, read
+   * again when the map names a host the backend does not know). None: such a host is HOST_UNKNOWN.
+   */
+  hostSource?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
+  /**
    * Read-through cache of objects and mapping lists (docs/caching.md): a Cache, or one with its
    * TTL and key prefix. None by default.
    */
@@ -93,8 +98,10 @@ export class ShardKit {
     const cache: KitCacheOptions | undefined = spec === undefined
       ? undefined
       : { cache: await createCache(spec), ttlSeconds: spec.ttlSeconds ?? DEFAULT_CACHE_TTL_SECONDS, ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}) };
+    const configPath = options.configPath;
     const kit = new ShardKit({
       backend, schema, topology, shardMap: seed, ownsResources: true,
+      ...(options.config === undefined && configPath !== undefined ? { hostSource: () => loadConfigFile(configPath).hosts } : {}),
       ...(cache ? { cache } : {}),
       ...(options.random ? { random: options.random } : {}),
     });

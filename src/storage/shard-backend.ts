@@ -180,5 +180,13 @@ export interface ShardBackend {
   getLookup(ref: ShardRef, table: string, key: string): Promise<bigint | undefined>;
   deleteLookup(ref: ShardRef, table: string, key: string): Promise<boolean>;
 
+  /**
+   * Server backends: adds hosts declared after the backend was made (a pair added to a running
+   * fleet), keeping the address of every host it knows. Returns the names added.
+   */
+  learnHosts?(hosts: Record<string, unknown>): string[];
+  /** Server backends: whether `host` has an address here. */
+  knowsHost?(host: string): boolean;
+
   close(): Promise<void>;
 }

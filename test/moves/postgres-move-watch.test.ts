@@ -54,6 +54,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
   const args = ['--config', configPath, '--data', dir];
   let c: DevCluster;
   let kit: ShardKit;
+  let early: ShardKit;
   const stores: TopologyStore[] = [];
   const engines: PostgresMoveEngine[] = [];
   const sql = async <T extends Record<string, unknown>>(host: string, text: string, values: unknown[] = []) => pgServer(c, host).sql<T>(text, values, 'shardkit');
@@ -92,6 +93,9 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
   before(async () => {
     ensureBuilt();
     await devUp({ dir, engine: 'postgres', pairs: 1, shards: 8, modShards: 4 });
+    // A service already running when the operator adds a pair, as on a live site.
+    early = await ShardKit.open({ configPath, dataDir: dir });
+    await early.objects.create('pin', { early: 'before add-pair' }, { shard: 0 });
     const added = await cli(['dev', 'add-pair', '--dir', dir, '--json']);
     assert.equal(added.code, 0, added.stderr);
     c = DevCluster.require(dir);
@@ -100,6 +104,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
   });
   after(async () => {
     await kit?.close();
+    await early?.close();
     for (const e of engines) await e.close();
     for (const s of stores) await s.close();
     try {
@@ -152,6 +157,11 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
       // The fence waited for t1: the phase after the freeze came once t1 committed.
       assert.deepEqual(events.map((e) => e.phase).filter((p, i, a) => a.indexOf(p) === i), ['started', 'copied', 'frozen', 'fenced', 'switched']);
       assert.deepEqual(await replicationLeft(), []);
+      // The service started before `dev add-pair` writes to the moved shard without a restart:
+      // it learns PG002A's address from its config file (the old code answered INVALID_CONFIG, a 400).
+      const o = await early.objects.create('pin', { early: 'after the move' }, { shard: 0 });
+      assert.ok((await ids(TARGET.master, db(0))).includes(String(pinterestId.decode(o.id).localId)), 'written on the target');
+      assert.deepEqual((await early.objects.get(o.id)).data, { early: 'after the move' });
     } finally {
       await t1.end();
       await t2.end();

@@ -43,6 +43,15 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
   /** The pool for one declared host (created on first use). */
   protected abstract newPool(host: string, address: A): P;
 
+  /** Hosts declared after this backend was made (a pair added to a running fleet); see ShardBackend.learnHosts. */
+  learnHosts(hosts: Record<string, unknown>): string[] {
+    return this.pools.learn(hosts as Record<string, A>);
+  }
+
+  knowsHost(host: string): boolean {
+    return this.pools.has(host);
+  }
+
   /** Later createShard calls use this schema (schema apply). */
   setSchema(schema: SchemaDef): void {
     this.tables = new SchemaTables(schema);
