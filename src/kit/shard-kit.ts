@@ -47,7 +47,10 @@ export interface ShardKitOptions {
 export interface OpenOptions {
   /** A config object (validated here) ... */
   config?: ConfigInput | ShardKitConfig;
-  /** ... or the path of a config file. */
+  /**
+   * ... or the path of a config file. With `config` too, the file is only where hosts added later
+   * are read from (a pair added to a running fleet: see ShardKitOptions.hostSource).
+   */
   configPath?: string;
   /** Base for relative paths (SQLite host dirs, topology file); default: the config file's directory. */
   dataDir?: string;
@@ -101,7 +104,7 @@ export class ShardKit {
     const configPath = options.configPath;
     const kit = new ShardKit({
       backend, schema, topology, shardMap: seed, ownsResources: true,
-      ...(options.config === undefined && configPath !== undefined ? { hostSource: () => loadConfigFile(configPath).hosts } : {}),
+      ...(configPath !== undefined ? { hostSource: () => loadConfigFile(configPath).hosts } : {}),
       ...(cache ? { cache } : {}),
       ...(options.random ? { random: options.random } : {}),
     });

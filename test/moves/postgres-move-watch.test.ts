@@ -28,6 +28,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { chromium } from 'playwright-core';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { loadConfigFile } from '../../src/config/config.js';
 import { buildApp } from '../../src/http/app.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
@@ -94,7 +95,8 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
     ensureBuilt();
     await devUp({ dir, engine: 'postgres', pairs: 1, shards: 8, modShards: 4 });
     // A service already running when the operator adds a pair, as on a live site.
-    early = await ShardKit.open({ configPath, dataDir: dir });
+    // Opened as `serve --config` opens it: the parsed config, and the file to read hosts from later.
+    early = await ShardKit.open({ config: loadConfigFile(configPath), configPath, dataDir: dir });
     await early.objects.create('pin', { early: 'before add-pair' }, { shard: 0 });
     const added = await cli(['dev', 'add-pair', '--dir', dir, '--json']);
     assert.equal(added.code, 0, added.stderr);

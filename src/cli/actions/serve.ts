@@ -150,7 +150,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const tokens = tokenSet(options, admin);
   const https = tlsOptions(options);
   const { path, config } = ensureConfig(dataDir, options.config, log);
-  const kit = await ShardKit.open({ config, dataDir });
+  const kit = await ShardKit.open({ config, configPath: path, dataDir });
   let extensions: Extension[] = [];
   try {
     extensions = await openExtensions(config, dataDir, options, log, kit);
