@@ -33,6 +33,11 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     assert.deepEqual(st.map((r) => [r.name, r.role, r.replication]), [['PG001A', 'master', '-'], ['PG001B', 'slave', 'running']]);
     const pin = await kit.objects.create('pin', { hello: 'pg' }, { shard: 1 });
     assert.deepEqual((await kit.objects.get(pin.id)).data, { hello: 'pg' });
+    // Idle for a while after its last write, a standby that replayed everything is 0 s behind
+    // (the old status showed the time since the last replayed commit as lag).
+    await sleep(1600);
+    for (let i = 0; i < 100 && (await devClusterStatus(DevCluster.require(dir)))[1]!.replicationLagSeconds !== 0; i++) await sleep(100);
+    assert.equal((await devClusterStatus(DevCluster.require(dir)))[1]!.replicationLagSeconds, 0);
   });
 
   test('planned failover under load: 0 acknowledged writes lost, the old master streams from the new one', async () => {

@@ -188,7 +188,9 @@ export async function devPgStatus(c: DevCluster): Promise<DevServerDetail[]> {
     if (s.rebuild) row.replication = 'needs rebuild (shardkit pair rebuild-slave)';
     else if (pid !== null && s.role === 'slave') {
       try {
-        const [r] = await server.sql<{ status: string | null; lag: string | null }>("SELECT (SELECT status FROM pg_stat_wal_receiver) AS status, EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::text AS lag");
+        // An idle master sends nothing, so the time since the last replayed commit grows without
+        // any lag: a standby that replayed all it received is 0 s behind.
+        const [r] = await server.sql<{ status: string | null; lag: string | null }>("SELECT (SELECT status FROM pg_stat_wal_receiver) AS status, CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN '0' ELSE EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::text END AS lag");
         row.replication = r?.status === 'streaming' ? 'running' : `not streaming (${r?.status ?? 'no WAL receiver'})`;
         row.replicationLagSeconds = r?.lag == null ? null : Math.max(0, Math.round(Number(r.lag)));
       } catch (err) {
