@@ -9,7 +9,7 @@ import { mergePatch } from './merge-patch.js';
 import type { KitCache } from './kit-cache.js';
 import { isFenceError, type LocatedId, type KitContext } from './kit-context.js';
 import { KitObject } from './kit-object.js';
-import type { CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
+import type { CreateManyItem, CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
 
 /** Thrown inside an update transaction to roll it back; never leaves this module. */
 class Abort {
@@ -42,6 +42,57 @@ export class Objects {
     }
     const id = pinterestId.encode({ shard, type: def.id, localId: row.localId });
     return new KitObject(id, def.name, shard, undefined, text, row.createdAt);
+  }
+
+  /**
+   * Creates up to MAX_CREATE_MANY objects of one type, each placed as create() places it. The
+   * objects of one shard are written in one transaction (one commit: the cost of one create), the
+   * shards at once. Every item is checked before anything is written; a shard that fails leaves
+   * none of its objects, and the whole call rejects, naming how many objects other shards wrote.
+   * Results in the order of `items`.
+   */
+  async createMany(type: string, items: readonly CreateManyItem[]): Promise<KitObject[]> {
+    if (!Array.isArray(items)) throw new ShardKitError('INVALID_ARGUMENT', 'items must be an array');
+    if (items.length > MAX_CREATE_MANY) throw new ShardKitError('INVALID_ARGUMENT', `at most ${MAX_CREATE_MANY} objects per createMany, got ${items.length}`);
+    const map = await this.ctx.map();
+    const def = this.ctx.type(type);
+    const byShard = new Map<number, number[]>();
+    const texts = items.map((item, i) => {
+      if (!isPlainObject(item) || !isPlainObject(item.data)) throw new ShardKitError('INVALID_ARGUMENT', `items[${i}].data must be a JSON object`);
+      const text = encodeData(item.data);
+      const shard = this.placement(map, item);
+      const list = byShard.get(shard);
+      if (list) list.push(i);
+      else byShard.set(shard, [i]);
+      return text;
+    });
+    const out = new Array<KitObject>(items.length);
+    let written = 0;
+    const results = await Promise.allSettled([...byShard].map(async ([shard, indexes]) => {
+      let ref = this.ctx.objectRef(map, shard);
+      const batch = indexes.map((i) => texts[i]!);
+      const backend = this.ctx.backend;
+      const rows = await this.ctx.call(ref, 'insert', (r) => (backend.insertObjects
+        ? backend.insertObjects((ref = r), def.table, batch)
+        : sequential(batch, (text) => backend.insertObject((ref = r), def.table, text))));
+      if (rows.some((row) => row.localId > PINTEREST_MAX_LOCAL_ID)) {
+        for (const row of rows) await backend.deleteObject(ref, def.table, row.localId);
+        throw new ShardKitError('SHARD_CLOSED', `shard ${shard} has used every local id of type ${def.name}`);
+      }
+      rows.forEach((row, k) => {
+        const i = indexes[k]!;
+        out[i] = new KitObject(pinterestId.encode({ shard, type: def.id, localId: row.localId }), def.name, shard, undefined, batch[k]!, row.createdAt);
+      });
+      written += rows.length;
+    }));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      if (written === 0) throw failed.reason;
+      const err = failed.reason as unknown;
+      const cause = err instanceof ShardKitError ? err : new ShardKitError('INTERNAL', String(err));
+      throw new ShardKitError(cause.code, `${cause.message} (createMany: ${written} of ${items.length} objects were written on other shards)`, { cause: err, details: { written } });
+    }
+    return out;
   }
 
   /** The object, or NOT_FOUND when it does not exist or was deleted. */
@@ -281,6 +332,16 @@ export class Objects {
     }
     return map.pickOpenShard(this.ctx.random());
   }
+}
+
+/** The most objects one createMany (and one HTTP batchCreate) takes. */
+export const MAX_CREATE_MANY = 1000;
+
+/** A backend without insertObjects: one insert after the other (not atomic). */
+async function sequential<T>(items: string[], fn: (text: string) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  for (const text of items) out.push(await fn(text));
+  return out;
 }
 
 function toObject(loc: LocatedId, row: ObjectRecord): KitObject | undefined {

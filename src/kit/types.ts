@@ -21,6 +21,11 @@ export interface CreateOptions {
   shard?: number;
 }
 
+/** One object of createMany: its data and, as for create, where to put it. */
+export interface CreateManyItem extends CreateOptions {
+  data: JsonObject;
+}
+
 export interface UpdateOptions {
   /** Only update when the current etag is one of these ('*' matches any existing object). */
   ifMatch?: string | readonly string[];

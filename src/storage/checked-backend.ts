@@ -87,6 +87,19 @@ export abstract class CheckedBackend implements ShardBackend {
     }
   }
 
+  insertObjects(ref: ShardRef, table: string, data: string[]): Promise<ObjectRecord[]> {
+    try {
+      this.tables.check('types', ref, table);
+      if (!Array.isArray(data)) throw new ShardKitError('INVALID_ARGUMENT', 'data must be an array');
+      for (const d of data) checkText(d);
+      this.open();
+      if (data.length === 0) return Promise.resolve([]);
+      return Promise.resolve(this._insertObjects(ref, table, data));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
   getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]> {
     try {
       this.tables.ref(ref);
@@ -366,6 +379,7 @@ export abstract class CheckedBackend implements ShardBackend {
   protected abstract _dropShard(ref: ShardRef): void | Promise<void>;
   protected abstract _listShards(host: string, fleet: Fleet): number[] | Promise<number[]>;
   protected abstract _insertObject(ref: ShardRef, table: string, data: string): ObjectRecord | Promise<ObjectRecord>;
+  protected abstract _insertObjects(ref: ShardRef, table: string, data: string[]): ObjectRecord[] | Promise<ObjectRecord[]>;
   /** `keys` is never empty. */
   protected abstract _getObjects(ref: ShardRef, keys: ObjectKey[]): (ObjectRecord | undefined)[] | Promise<(ObjectRecord | undefined)[]>;
   /** `fn` already refuses a result that is neither a string nor undefined. */

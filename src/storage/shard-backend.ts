@@ -144,6 +144,11 @@ export interface ShardBackend {
   listShards(host: string, fleet: Fleet): Promise<number[]>;
 
   insertObject(ref: ShardRef, table: string, data: string): Promise<ObjectRecord>;
+  /**
+   * Several rows of one table on one shard in one transaction: all or none. Records in the order
+   * of `data`. Optional: the kit inserts one at a time on a backend without it.
+   */
+  insertObjects?(ref: ShardRef, table: string, data: string[]): Promise<ObjectRecord[]>;
   /** One round trip per call; results in the order of `keys`, undefined where absent. */
   getObjects(ref: ShardRef, keys: ObjectKey[]): Promise<(ObjectRecord | undefined)[]>;
   /**

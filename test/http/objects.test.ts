@@ -151,3 +151,29 @@ test('concurrent PATCH with If-Match and retry on 412 loses no update', async ()
     await f.cleanup();
   }
 });
+
+test('POST /v1/objects/{type}:batchCreate: 201 with the objects in request order, each readable; bad items are 400 and write nothing', async () => {
+  const f = await makeApp();
+  try {
+    const board = await createObject(f.app, 'board', { name: 'b' }, { shard: 5 });
+    const res = await f.app.inject({ method: 'POST', url: '/v1/objects/pin:batchCreate', payload: { items: [{ data: { n: 0 }, near: board.id }, { data: { n: 1 }, shard: 7 }, { data: { n: 2 } }] } });
+    assert.equal(res.statusCode, 201, res.body);
+    const objects = (res.json() as { objects: Array<{ id: string; type: string; shard: number; data: unknown }> }).objects;
+    assert.deepEqual(objects.map((o) => [o.type, o.data]), [['pin', { n: 0 }], ['pin', { n: 1 }], ['pin', { n: 2 }]]);
+    assert.deepEqual([objects[0]!.shard, objects[1]!.shard], [5, 7]);
+    for (const o of objects) {
+      const got = await f.app.inject({ method: 'GET', url: `/v1/objects/${o.id}` });
+      assert.deepEqual(got.json(), o);
+    }
+    // A bad item anywhere: 400 naming it, nothing written (the next local id on shard 7 is 2).
+    assertError(await f.app.inject({ method: 'POST', url: '/v1/objects/pin:batchCreate', payload: { items: [{ data: { ok: 1 }, shard: 7 }, { data: {}, near: 12 }] } }), 400, 'INVALID_ID');
+    assertError(await f.app.inject({ method: 'POST', url: '/v1/objects/pin:batchCreate', payload: { items: [{ data: { ok: 1 }, shard: 7, extra: 1 }] } }), 400, 'INVALID_ARGUMENT');
+    assertError(await f.app.inject({ method: 'POST', url: '/v1/objects/pin:batchCreate', payload: { items: [] } }), 400, 'INVALID_ARGUMENT');
+    assertError(await f.app.inject({ method: 'POST', url: '/v1/objects/pin:batchCreate', payload: { items: Array.from({ length: 1001 }, () => ({ data: {} })) } }), 400, 'INVALID_ARGUMENT');
+    assertError(await f.app.inject({ method: 'POST', url: '/v1/objects/nope:batchCreate', payload: { items: [{ data: {} }] } }), 404, 'UNKNOWN_TYPE');
+    const next = await createObject(f.app, 'pin', {}, { shard: 7 });
+    assert.equal(pinterestId.decode(next.id).localId, 2);
+  } finally {
+    await f.cleanup();
+  }
+});

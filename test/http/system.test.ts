@@ -104,6 +104,7 @@ test('/openapi.json documents every route with its schemas; /docs serves the UI'
       'GET /v1/topology',
       'PATCH /v1/objects/{id}',
       'POST /v1/objects/{type}',
+      'POST /v1/objects/{type}:batchCreate',
       'PUT /v1/lookups/{keyspace}',
       'PUT /v1/lookups/{keyspace}/{key}',
       'PUT /v1/mappings/{name}/{from}/{to}',

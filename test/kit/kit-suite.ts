@@ -57,6 +57,36 @@ export function runKitSuite(name: string, start: () => Promise<KitTarget>): void
       assert.deepEqual(many.map((o) => o?.type), ['board', undefined, 'pin']);
     }));
 
+    test('createMany: objects of one shard in one transaction, every shard, request order; bad items write nothing', () => withKit(async (kit) => {
+      const board = await kit.objects.create('board', { name: 'batch' }, { shard: 1 });
+      const items = [
+        { data: { n: 0 }, shard: 2 },
+        { data: { n: 1 }, near: board.id.toString() },
+        { data: { n: 2 }, shard: 2 },
+        { data: { n: 3 }, shard: 0 },
+        { data: { n: 4 }, shard: 3 },
+      ];
+      const made = await kit.objects.createMany('pin', items);
+      assert.deepEqual(made.map((o) => o.data), items.map((i) => i.data));
+      assert.deepEqual([made[0]!.shard, made[1]!.shard, made[2]!.shard, made[4]!.shard], [2, 1, 2, 3]);
+      assert.equal(new Set(made.map((o) => o.id)).size, 5);
+      const read = await kit.objects.getMany(made.map((o) => o.id));
+      assert.deepEqual(read.map((o) => o?.data), items.map((i) => i.data));
+      // Checked before anything is written: a bad item anywhere rejects the whole call.
+      const before = await kit.objects.createMany('pin', [{ data: { probe: true }, shard: 2 }]);
+      const next = pinterestId.decode(before[0]!.id).localId;
+      await expectCode(kit.objects.createMany('pin', [{ data: { ok: 1 }, shard: 2 }, { data: { bad: 1 }, near: 'x' }]), 'INVALID_ID');
+      await expectCode(kit.objects.createMany('pin', [{ data: { ok: 1 }, shard: 2 }, { data: { bad: 1 }, shard: 99999 }]), 'INVALID_ARGUMENT');
+      await expectCode(kit.objects.createMany('nope', [{ data: {} }]), 'UNKNOWN_TYPE');
+      await expectCode(kit.objects.createMany('pin', Array.from({ length: 1001 }, () => ({ data: {} }))), 'INVALID_ARGUMENT');
+      await expectCode(kit.objects.createMany('pin', [{ data: [] as unknown as Record<string, never> }]), 'INVALID_ARGUMENT');
+      const after = await kit.objects.create('pin', { after: true }, { shard: 2 });
+      assert.ok(pinterestId.decode(after.id).localId > next);
+      const onShard2 = await kit.objects.getMany(Array.from({ length: pinterestId.decode(after.id).localId - next - 1 }, (_, k) => pinterestId.encode({ shard: 2, type: 1, localId: next + 1 + k })));
+      assert.deepEqual(onShard2.filter((o) => o !== undefined && (o.data as { ok?: number; bad?: number }).ok !== undefined), [], 'nothing of the refused calls was written');
+      assert.deepEqual(await kit.objects.createMany('pin', []), []);
+    }));
+
     test('IDs above 2^53 round-trip exactly: objects, getMany, update, mappings, lookups', () => withKit(async (kit) => {
       const big = OBJECT_SHARDS[HOST_B];
       const board = await kit.objects.create('board', { name: 'big' }, { shard: big[0]! });

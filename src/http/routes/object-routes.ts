@@ -3,6 +3,7 @@ import { ShardKitError } from '../../errors.js';
 import type { ShardKit } from '../../kit/shard-kit.js';
 import type { KitObject } from '../../kit/kit-object.js';
 import type { JsonObject } from '../../kit/types.js';
+import { MAX_CREATE_MANY } from '../../kit/index.js';
 import { parseId } from '../../ids/codec.js';
 import { pinterestId } from '../../ids/pinterest-id.js';
 import { formatEtag, ifMatchTags, ifNoneMatchHits } from '../entity-tags.js';
@@ -21,6 +22,13 @@ const createBody = {
     shard: { type: 'integer', minimum: 0, maximum: 65535 },
   },
   required: ['data'],
+  additionalProperties: false,
+} as const;
+
+const batchCreateBody = {
+  type: 'object',
+  properties: { items: { type: 'array', minItems: 1, maxItems: MAX_CREATE_MANY, items: createBody } },
+  required: ['items'],
   additionalProperties: false,
 } as const;
 
@@ -50,6 +58,25 @@ export function objectRoutes(kit: ShardKit) {
         ...(shard !== undefined ? { shard } : {}),
       });
       return sendObject(reply.code(201).header('location', `/v1/objects/${obj.id}`), obj);
+    });
+
+    // The regex keeps `pin:batchCreate` from matching the create route's `:type` above.
+    app.post<{ Params: { type: string }; Body: { items: Array<{ data: JsonObject; near?: unknown; shard?: number }> } }>('/v1/objects/:type(^[A-Za-z0-9_]+)::batchCreate', {
+      schema: {
+        tags: ['objects'],
+        summary: 'Create many objects of one type',
+        description: `1..${MAX_CREATE_MANY} items, each placed as by create. The objects of one shard are written in one transaction, the shards in parallel, so filling a fleet costs one commit per shard and request. Every item is checked before anything is written (a bad one: 400 naming it, nothing written). If a shard fails, none of its objects is written and the error says how many other shards wrote. Objects come back in request order.`,
+        params: { type: 'object', properties: { type: nameParam }, required: ['type'] },
+        body: batchCreateBody,
+        response: { 201: { type: 'object', properties: { objects: { type: 'array', items: objectBody } }, required: ['objects'] }, ...errorResponses },
+      },
+    }, async (request, reply) => {
+      const items = request.body.items.map((item, i) => {
+        if (item.near !== undefined && typeof item.near !== 'string') throw new ShardKitError('INVALID_ID', `items[${i}].near must be an ID as a decimal string`);
+        return { data: item.data, ...(item.near !== undefined ? { near: item.near } : {}), ...(item.shard !== undefined ? { shard: item.shard } : {}) };
+      });
+      const objects = await kit.objects.createMany(request.params.type, items);
+      return reply.code(201).type(JSON_TYPE).send(`{"objects":[${objects.map((o) => o.toWireJson()).join(',')}]}`);
     });
 
     app.get<{ Params: { id: string } }>('/v1/objects/:id', {

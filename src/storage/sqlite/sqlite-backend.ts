@@ -122,6 +122,15 @@ export class SqliteBackend extends CheckedBackend {
     });
   }
 
+  protected _insertObjects(ref: ShardRef, table: string, data: string[]): ObjectRecord[] {
+    return this.run(ref, () => {
+      const file = this.files.writable(ref);
+      const ts = Date.now();
+      const insert = file.stmt(this.sql.get(table)!.insert!);
+      return file.transaction(() => data.map((text) => ({ localId: Number(insert.run(text, ts).lastInsertRowid), data: text, createdAt: new Date(ts) })));
+    });
+  }
+
   protected _getObjects(ref: ShardRef, keys: ObjectKey[]): (ObjectRecord | undefined)[] {
     const out: (ObjectRecord | undefined)[] = new Array(keys.length).fill(undefined);
     return this.inExisting(ref, out, (file) => {
