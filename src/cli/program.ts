@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { fail, EXIT_BAD_INPUT } from './run-action.js';
+import { VERSION } from '../util/version.js';
 import { registerCommands } from './commands/index.js';
 
 /**
@@ -11,7 +12,7 @@ import { registerCommands } from './commands/index.js';
 export async function runCli(argv: readonly string[]): Promise<void> {
   const program = new Command('shardkit')
     .description('Sharded object, mapping and lookup store with 64-bit IDs, ticket servers and a wide-column store')
-    .version('0.1.0')
+    .version(VERSION)
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });

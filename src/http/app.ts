@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { VERSION } from '../util/version.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import AjvCompiler from '@fastify/ajv-compiler';
@@ -126,7 +127,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       openapi: '3.0.3',
       info: {
         title: 'shardkit',
-        version: '0.1.0',
+        version: VERSION,
         description: 'Sharded objects, mappings and lookups (the Pinterest design). IDs are 64-bit integers sent as decimal strings. Errors are `{"error":{"code","message"}}` with a stable code.',
       },
       // Every tag a route of ours or of a module's plugin uses, so each group has its description

@@ -23,7 +23,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   // config composes the schemas the modules below it own.
   config: ['errors', 'ids', 'topology', 'cache', 'storage', 'tickets', 'widecolumn'],
   kit: ['errors', 'ids', 'topology', 'cache', 'storage', 'config'],
-  http: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'widecolumn'],
+  http: ['util', 'errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'widecolumn'],
   // moves runs beside the service like ops: it edits the map and copies shards between hosts.
   moves: ['errors', 'ids', 'topology', 'storage'],
   ops: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'moves'],
