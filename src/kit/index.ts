@@ -4,5 +4,6 @@ export { mergePatch } from './merge-patch.js';
 export { encodeCursor, decodeCursor, type CursorList } from './cursor-codec.js';
 export { createBackend, type BackendFactoryOptions } from './backend-factory.js';
 export type * from './types.js';
+export type * from './typed-schema.js';
 export { type ShardStats, type ShardStatsOptions, type ShardStatsRange } from './shard-stats.js';
 export { MAX_CREATE_MANY } from './objects.js';

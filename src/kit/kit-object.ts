@@ -6,26 +6,28 @@ import type { JsonObject, ShardObject } from './types.js';
  * An object read from its shard. Keeps the stored text: the etag is computed from it, `data`
  * is parsed from it on first access, and the HTTP service sends it as is.
  */
-export class KitObject implements ShardObject {
+export class KitObject<D extends object = JsonObject, T extends string = string> implements ShardObject<D> {
   readonly id: bigint;
-  readonly type: string;
+  /** The type name; with a typed schema, the literal that narrows `data` (`if (o.type === 'user')`). */
+  readonly type: T;
   readonly shard: number;
   readonly createdAt: Date;
   readonly #text: string;
-  #data: JsonObject | undefined;
+  #data: D | undefined;
   #etag: string | undefined;
 
   constructor(id: bigint, type: string, shard: number, data: JsonObject | undefined, text: string, createdAt: Date) {
     this.id = id;
-    this.type = type;
+    // The kit builds objects from names the schema validated: the literal type is the caller's view.
+    this.type = type as T;
     this.shard = shard;
-    this.#data = data;
+    this.#data = data as D | undefined;
     this.createdAt = createdAt;
     this.#text = text;
   }
 
-  get data(): JsonObject {
-    return (this.#data ??= JSON.parse(this.#text) as JsonObject);
+  get data(): D {
+    return (this.#data ??= JSON.parse(this.#text) as D);
   }
 
   /** The data as stored (JSON text), kept so it can be cached or sent without serializing again. */
@@ -38,7 +40,7 @@ export class KitObject implements ShardObject {
   }
 
   /** The wire form: `{"id","type","shard","data","createdAt"}` with the ID as a string. */
-  toJSON(): { id: string; type: string; shard: number; data: JsonObject; createdAt: string } {
+  toJSON(): { id: string; type: T; shard: number; data: D; createdAt: string } {
     // (the `data` getter parses the stored text if nothing has yet)
     return { id: formatId(this.id), type: this.type, shard: this.shard, data: this.data, createdAt: this.createdAt.toISOString() };
   }

@@ -11,9 +11,9 @@ import { createBackend } from './backend-factory.js';
 import { Lookups } from './lookups.js';
 import { Mappings } from './mappings.js';
 import { Objects } from './objects.js';
+import type { AnyObject, MappingName, SchemaShape, TypedLookups, TypedMappings, TypedObjects, UntypedSchema } from './typed-schema.js';
 import { KitContext } from './kit-context.js';
 import { ShardStatsSource, type ShardStats, type ShardStatsOptions } from './shard-stats.js';
-import type { KitObject } from './kit-object.js';
 import type { CacheStats, ListOptions } from './types.js';
 import type { KitCacheOptions } from './kit-cache.js';
 
@@ -60,12 +60,13 @@ export interface OpenOptions {
 /**
  * The facade users call: objects, mappings and lookups over logical shards, routed by the live
  * shard map. `ShardKit.open({ configPath, dataDir })` builds everything from a config file;
- * `new ShardKit({ backend, schema, topology })` takes parts you built.
+ * `new ShardKit({ backend, schema, topology })` takes parts you built. With a type argument
+ * (`ShardKit.open<Schema>()`, src/kit/typed-schema.ts) names and data are typed.
  */
-export class ShardKit {
-  readonly objects: Objects;
-  readonly mappings: Mappings;
-  readonly lookups: Lookups;
+export class ShardKit<S extends SchemaShape = UntypedSchema> {
+  readonly objects: TypedObjects<S>;
+  readonly mappings: TypedMappings<S>;
+  readonly lookups: TypedLookups<S>;
   readonly backend: ShardBackend;
   readonly schema: SchemaDef;
   private readonly ctx: KitContext;
@@ -81,13 +82,14 @@ export class ShardKit {
     this.schema = options.schema;
     this.topology = options.topology;
     this.ownsResources = options.ownsResources === true;
-    this.objects = new Objects(this.ctx);
-    this.mappings = new Mappings(this.ctx);
-    this.lookups = new Lookups(this.ctx);
+    // One implementation for every schema: the typed views only narrow names and data types.
+    this.objects = new Objects(this.ctx) as unknown as TypedObjects<S>;
+    this.mappings = new Mappings(this.ctx) as unknown as TypedMappings<S>;
+    this.lookups = new Lookups(this.ctx) as unknown as TypedLookups<S>;
     this.statsSource = new ShardStatsSource(this.ctx);
   }
 
-  static async open(options: OpenOptions): Promise<ShardKit> {
+  static async open<S extends SchemaShape = UntypedSchema>(options: OpenOptions): Promise<ShardKit<S>> {
     let config: ShardKitConfig;
     if (options.config !== undefined) config = parseConfig(options.config);
     else if (options.configPath !== undefined) config = loadConfigFile(options.configPath);
@@ -102,7 +104,7 @@ export class ShardKit {
       ? undefined
       : { cache: await createCache(spec), ttlSeconds: spec.ttlSeconds ?? DEFAULT_CACHE_TTL_SECONDS, ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}) };
     const configPath = options.configPath;
-    const kit = new ShardKit({
+    const kit = new ShardKit<S>({
       backend, schema, topology, shardMap: seed, ownsResources: true,
       ...(configPath !== undefined ? { hostSource: () => loadConfigFile(configPath).hosts } : {}),
       ...(cache ? { cache } : {}),
@@ -162,10 +164,10 @@ export class ShardKit {
    * The application-level join: a page of the mapping, then a multi-get of those objects
    * (deleted ones skipped). `next` continues the mapping, so a page may hold fewer objects.
    */
-  async join(mapping: string, from: bigint | string, options: ListOptions = {}): Promise<{ objects: KitObject[]; next: string | null }> {
+  async join(mapping: MappingName<S>, from: bigint | string, options: ListOptions = {}): Promise<{ objects: Array<AnyObject<S>>; next: string | null }> {
     const page = await this.mappings.list(mapping, from, options);
     const objects = await this.objects.getMany(page.items.map((i) => i.id), { skipInvalid: true });
-    return { objects: objects.filter((o): o is KitObject => o !== undefined), next: page.next };
+    return { objects: objects.filter((o): o is AnyObject<S> => o !== undefined), next: page.next };
   }
 
   async close(): Promise<void> {

@@ -3,12 +3,12 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export type JsonObject = { [key: string]: JsonValue };
 
 /** An object as ShardKit returns it (IDs are bigint here, decimal strings on the wire). */
-export interface ShardObject {
+export interface ShardObject<D extends object = JsonObject> {
   readonly id: bigint;
   /** Type name from the schema (`pin`). */
   readonly type: string;
   readonly shard: number;
-  readonly data: JsonObject;
+  readonly data: D;
   readonly createdAt: Date;
   /** Opaque version of `data`: changes whenever the stored JSON changes (HTTP ETag). */
   readonly etag: string;
