@@ -22,6 +22,8 @@ const typeSchema = z.object({
   name: identifier,
   id: z.number().int().min(0).max(PINTEREST_MAX_TYPE),
   table: identifier.optional(),
+  /** A JSON Schema every object's data must match (checked by the kit on create, update and patch). */
+  dataSchema: z.record(z.string(), z.unknown()).optional(),
 }).strict();
 const mappingSchema = z.object({ name: identifier, from: identifier, to: identifier, table: identifier.optional() }).strict();
 const keyspaceSchema = z.union([identifier, z.object({ name: identifier, table: identifier.optional() }).strict()]);

@@ -10,6 +10,7 @@ import type { RangeFreeze, ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import { KitCache, type KitCacheOptions } from './kit-cache.js';
 import { ShardTraffic } from './shard-traffic.js';
+import type { DataCheck } from './data-validation.js';
 import type { ShardErrorEvent } from './types.js';
 
 /** Storage calls that change a shard: held while the shard is frozen by a move or a planned failover. */
@@ -45,6 +46,8 @@ export interface StoreContextOptions {
   cache?: KitCacheOptions;
   /** Hosts declared after the backend was made (see ShardKitOptions.hostSource). */
   hostSource?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
+  /** Per type name: what must hold of its data (create, update, patch). */
+  dataChecks?: ReadonlyMap<string, DataCheck>;
 }
 
 /**
@@ -59,6 +62,7 @@ export class KitContext {
   readonly cache: KitCache | undefined;
   /** Storage calls per object shard (the dashboard's heat map): counted once per call, here. */
   readonly traffic: ShardTraffic;
+  readonly dataChecks: ReadonlyMap<string, DataCheck> | undefined;
   private readonly topology: TopologyStore | undefined;
   private readonly typesByName = new Map<string, ObjectTypeDef>();
   private readonly typesById = new Map<number, ObjectTypeDef>();
@@ -86,6 +90,7 @@ export class KitContext {
     this.schema = options.schema;
     this.topology = options.topology;
     this.hostSource = options.backend.learnHosts === undefined ? undefined : options.hostSource;
+    this.dataChecks = options.dataChecks !== undefined && options.dataChecks.size > 0 ? options.dataChecks : undefined;
     this.random = options.random ?? Math.random;
     if (options.topology === undefined) this.current = options.shardMap;
     this.seed = options.shardMap;

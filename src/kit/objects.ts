@@ -9,6 +9,7 @@ import { mergePatch } from './merge-patch.js';
 import type { KitCache } from './kit-cache.js';
 import { isFenceError, type LocatedId, type KitContext } from './kit-context.js';
 import { KitObject } from './kit-object.js';
+import { checkData } from './data-validation.js';
 import type { CreateManyItem, CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
 
 /** Thrown inside an update transaction to roll it back; never leaves this module. */
@@ -31,6 +32,7 @@ export class Objects {
     const map = await this.ctx.map();
     const def = this.ctx.type(type);
     const text = encodeData(data);
+    checkData(this.ctx.dataChecks, def.name, data);
     const shard = this.placement(map, options);
     let ref = this.ctx.objectRef(map, shard);
     // The ref actually written (a move's cutover can send the insert to the new master).
@@ -60,6 +62,7 @@ export class Objects {
     const texts = items.map((item, i) => {
       if (!isPlainObject(item) || !isPlainObject(item.data)) throw new ShardKitError('INVALID_ARGUMENT', `items[${i}].data must be a JSON object`);
       const text = encodeData(item.data);
+      checkData(this.ctx.dataChecks, def.name, item.data, `items[${i}].data`);
       const shard = this.placement(map, item);
       const list = byShard.get(shard);
       if (list) list.push(i);
@@ -248,7 +251,9 @@ export class Objects {
           throw new Abort(new ShardKitError('INVALID_ARGUMENT', 'update functions must be synchronous (they run inside the row lock)'));
         }
         try {
-          return encodeData(next, 'data', Number.POSITIVE_INFINITY);
+          const encoded = encodeData(next, 'data', Number.POSITIVE_INFINITY);
+          checkData(this.ctx.dataChecks, loc.type.name, next);
+          return encoded;
         } catch (err) {
           throw new Abort(err as ShardKitError);
         }

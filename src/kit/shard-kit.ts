@@ -13,6 +13,7 @@ import { Mappings } from './mappings.js';
 import { Objects } from './objects.js';
 import type { AnyObject, MappingName, SchemaShape, TypedLookups, TypedMappings, TypedObjects, UntypedSchema } from './typed-schema.js';
 import { KitContext } from './kit-context.js';
+import { jsonSchemaChecks, standardCheck, type DataCheck, type StandardSchemaLike } from './data-validation.js';
 import { ShardStatsSource, type ShardStats, type ShardStatsOptions } from './shard-stats.js';
 import type { CacheStats, ListOptions } from './types.js';
 import type { KitCacheOptions } from './kit-cache.js';
@@ -36,6 +37,14 @@ export interface ShardKitOptions {
    */
   hostSource?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
+   * Per type name, a Standard Schema validator (zod, valibot, arktype) its data must pass on
+   * create, update and patch: INVALID_ARGUMENT naming the field otherwise. With ShardKit.open, a
+   * type's `dataSchema` (JSON Schema) in the config is checked too.
+   */
+  validators?: Record<string, StandardSchemaLike>;
+  /** @internal Checks already built (ShardKit.open: the config's dataSchema). */
+  dataChecks?: ReadonlyMap<string, DataCheck>;
+  /**
    * Read-through cache of objects and mapping lists (docs/caching.md): a Cache, or one with its
    * TTL and key prefix. None by default.
    */
@@ -55,6 +64,8 @@ export interface OpenOptions {
   /** Base for relative paths (SQLite host dirs, topology file); default: the config file's directory. */
   dataDir?: string;
   random?: () => number;
+  /** As ShardKitOptions.validators. */
+  validators?: Record<string, StandardSchemaLike>;
 }
 
 /**
@@ -76,7 +87,15 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   private closing: Promise<void> | undefined;
 
   constructor(options: ShardKitOptions) {
-    const { cache, ...rest } = options;
+    const { cache, validators, ...rest } = options;
+    const checks = new Map(options.dataChecks ?? []);
+    for (const [type, schema] of Object.entries(validators ?? {})) {
+      if (!options.schema.types.some((t) => t.name === type)) throw new ShardKitError('INVALID_ARGUMENT', `validators.${type}: no such type in the schema`);
+      const standard = standardCheck(type, schema);
+      const fromConfig = checks.get(type);
+      checks.set(type, fromConfig === undefined ? standard : (data) => fromConfig(data) ?? standard(data));
+    }
+    rest.dataChecks = checks;
     this.ctx = new KitContext(cache === undefined ? rest : { ...rest, cache: isCache(cache) ? { cache } : cache });
     this.backend = options.backend;
     this.schema = options.schema;
@@ -104,8 +123,10 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
       ? undefined
       : { cache: await createCache(spec), ttlSeconds: spec.ttlSeconds ?? DEFAULT_CACHE_TTL_SECONDS, ...(spec.keyPrefix !== undefined ? { keyPrefix: spec.keyPrefix } : {}) };
     const configPath = options.configPath;
+    const dataChecks = await jsonSchemaChecks(config.schema.types);
     const kit = new ShardKit<S>({
-      backend, schema, topology, shardMap: seed, ownsResources: true,
+      backend, schema, topology, shardMap: seed, ownsResources: true, dataChecks,
+      ...(options.validators ? { validators: options.validators } : {}),
       ...(configPath !== undefined ? { hostSource: () => loadConfigFile(configPath).hosts } : {}),
       ...(cache ? { cache } : {}),
       ...(options.random ? { random: options.random } : {}),
