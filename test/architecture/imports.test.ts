@@ -47,8 +47,9 @@ const SHARED_FOLDERS: Record<string, readonly string[]> = {
   tickets: [],
   // ops/mariadb and ops/postgres manage local servers; ops/dev (the dev cluster) builds on both,
   // and ops/failover works on dev clusters as well as fleets: they are libraries the ops
-  // features share, not alternative implementations.
-  ops: ['mariadb', 'postgres', 'dev'],
+  // features share, not alternative implementations; ops/heal (the supervisor) runs ops/failover's
+  // emergency failover.
+  ops: ['mariadb', 'postgres', 'dev', 'failover'],
 };
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));

@@ -21,6 +21,24 @@ Examples:
   $ shardkit failover MySQL001A --emergency --config prod.json --json`)
     .action(action(async (master: string, opts: FleetCliOptions & { emergency?: boolean; holdMs?: number }) => (await import('../actions/failover.js')).failoverCommand(master, opts)));
 
+  program.command('heal')
+    .description('Supervisor: probe every master and slave; a master is dead only after --dead-after failed probes AND its slave lost it too. --mode observe (default) recommends the command; --mode act runs the emergency failover (never a broken or lagging slave, never twice for a pair within --flap-window-s). One JSON line per decision on stdout; runs until SIGTERM. docs/failover.md "Automatic failover"')
+    .option('--config <file>', 'the shardkit config of a MariaDB fleet (admin and replication accounts from SHARDKIT_ADMIN_USER/_PASSWORD and SHARDKIT_REPL_USER/_PASSWORD)')
+    .option('--dir <dir>', 'a dev cluster (MariaDB or PostgreSQL)')
+    .option('--data <dir>', 'where the config\'s file topology store resolves (default: the config file\'s directory)')
+    .option('--mode <mode>', 'observe (default) or act')
+    .option('--interval-ms <ms>', 'time between probe rounds (default 1000)', intOption('--interval-ms', 50, 600_000))
+    .option('--probe-timeout-ms <ms>', 'a host that does not answer within this is unreachable (default 1000)', intOption('--probe-timeout-ms', 50, 60_000))
+    .option('--dead-after <n>', 'consecutive failed probes before a master counts as unreachable (default 3)', intOption('--dead-after', 1, 1000))
+    .option('--max-lag-s <s>', 'a slave further behind is not promoted (default 30)', intOption('--max-lag-s', 0, 86_400))
+    .option('--flap-window-s <s>', 'no second automatic failover of a pair within this (default 3600)', intOption('--flap-window-s', 0, 604_800))
+    .option('--once', 'one probe round, then exit')
+    .addHelpText('after', `
+Examples:
+  $ shardkit heal --dir ./cluster                      # observe: what would it do?
+  $ shardkit heal --config prod.json --mode act --dead-after 3 --interval-ms 1000`)
+    .action(action(async (opts: import('../actions/heal.js').HealCliOptions) => (await import('../actions/heal.js')).healCommand(opts)));
+
   const pair = program.command('pair').description('Master/slave pairs: rebuild a slave, compare master and slave (docs/failover.md)');
   fleetOptions(pair.command('rebuild-slave <master>'))
     .description('(Re)build the slave of <master> from a consistent copy (mariadb-dump --gtid; pg_basebackup on a PostgreSQL dev cluster) while writes continue, start GTID replication and record it in the map; drops the slave\'s own data (a diverged old master is rebuilt this way); in a dev cluster it starts the server')

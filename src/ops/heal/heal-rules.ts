@@ -1,0 +1,70 @@
+/**
+ * When a master is dead and what to do about it: pure functions of what the supervisor observed,
+ * so every rule is tested without servers (test/ops/heal-rules.test.ts). The rules follow
+ * Orchestrator and VTOrc: unreachable from here is not enough; the master's own slave must have
+ * lost it too, or a supervisor cut off from the fleet would fail over a healthy master.
+ */
+
+/** One probe round's view of a pair. */
+export interface PairObservation {
+  master: string;
+  slave: string;
+  /** The master answered a connect and a trivial query within the probe timeout. */
+  masterReachable: boolean;
+  /** What the master's error was when it did not. */
+  masterError?: string;
+  /** The slave answered (its replication status could be read). */
+  slaveReachable: boolean;
+  /** The slave's IO thread is connected to the master ('Yes'); 'Connecting' or 'No' is lost. */
+  slaveIoConnected?: boolean;
+  /** The slave's SQL thread runs and has no error: it can apply what it got and be promoted. */
+  slaveSqlHealthy?: boolean;
+  slaveError?: string;
+  /** Seconds behind its master when known (MariaDB reports none once the IO thread is down). */
+  slaveLagSeconds?: number | null;
+}
+
+export interface HealSettings {
+  /** Consecutive failed probes of a master before it counts as unreachable. */
+  deadAfterProbes: number;
+  /** A slave further behind than this is not promoted (its lag cannot be made up). */
+  maxLagSeconds: number;
+  /** No second automatic failover of the same pair within this window (ms). */
+  flapWindowMs: number;
+  mode: 'observe' | 'act';
+}
+
+/** What the supervisor remembers between rounds, per master. */
+export interface PairMemory {
+  failedProbes: number;
+  /** When this supervisor last failed over a pair with this master or slave (ms). */
+  lastFailoverAt?: number;
+}
+
+export type Verdict =
+  | { kind: 'healthy' }
+  | { kind: 'suspect'; reason: string }
+  | { kind: 'failover'; reason: string }
+  | { kind: 'recommend'; reason: string; command: string }
+  | { kind: 'refuse'; reason: string };
+
+export function judge(obs: PairObservation, memory: PairMemory, settings: HealSettings, now: number): Verdict {
+  if (obs.masterReachable) return { kind: 'healthy' };
+  const failed = memory.failedProbes;
+  if (failed < settings.deadAfterProbes) return { kind: 'suspect', reason: `${obs.master} unreachable (${failed} of ${settings.deadAfterProbes} probes): ${obs.masterError ?? 'no answer'}` };
+  if (!obs.slaveReachable) return { kind: 'refuse', reason: `${obs.master} and its slave ${obs.slave} are both unreachable from here: the supervisor may be the one cut off; nothing is done (${obs.slaveError ?? 'no answer'})` };
+  if (obs.slaveIoConnected) return { kind: 'suspect', reason: `${obs.master} unreachable from here, but its slave ${obs.slave} is still connected to it: not dead (a partition between the supervisor and the master?)` };
+  const reason = `${obs.master} unreachable for ${failed} probes and its slave ${obs.slave} lost it too`;
+  if (!obs.slaveSqlHealthy) return { kind: 'refuse', reason: `${reason}, but ${obs.slave} cannot apply what it received (${obs.slaveError || 'SQL thread stopped'}): promoting it would lose data; repair it or fail over by hand` };
+  if (obs.slaveLagSeconds != null && obs.slaveLagSeconds > settings.maxLagSeconds) return { kind: 'refuse', reason: `${reason}, but ${obs.slave} is ${obs.slaveLagSeconds} s behind (more than ${settings.maxLagSeconds} s): not promoted` };
+  if (memory.lastFailoverAt !== undefined && now - memory.lastFailoverAt < settings.flapWindowMs) {
+    return { kind: 'refuse', reason: `${reason}, but this pair failed over ${Math.round((now - memory.lastFailoverAt) / 1000)} s ago (anti-flapping window ${Math.round(settings.flapWindowMs / 1000)} s): a human decides` };
+  }
+  if (settings.mode === 'observe') return { kind: 'recommend', reason, command: `shardkit failover ${obs.master} --emergency` };
+  return { kind: 'failover', reason };
+}
+
+/** The memory after a round: probes counted while the master stays unreachable, reset once it answers. */
+export function remember(memory: PairMemory, obs: PairObservation): PairMemory {
+  return { ...memory, failedProbes: obs.masterReachable ? 0 : memory.failedProbes + 1 };
+}

@@ -1,0 +1,104 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ShardMap } from '../../topology/shard-map.js';
+import type { FailoverResult } from '../failover/emergency-failover.js';
+import { judge, remember, type HealSettings, type PairMemory, type PairObservation, type Verdict } from './heal-rules.js';
+
+/** One decision about one pair, with the evidence it was taken on (logged as a JSON line). */
+export interface HealDecision {
+  at: string;
+  master: string;
+  slave: string;
+  verdict: Verdict['kind'];
+  reason?: string;
+  command?: string;
+  evidence: PairObservation;
+  failover?: FailoverResult;
+  error?: string;
+}
+
+/** What the supervisor needs of an engine: the live map, a look at a pair, and the emergency failover. */
+export interface HealTarget {
+  map(): Promise<ShardMap>;
+  observe(master: string, slave: string): Promise<PairObservation>;
+  failover(master: string): Promise<FailoverResult>;
+}
+
+export const DEFAULT_HEAL_SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 30, flapWindowMs: 3_600_000, mode: 'observe' };
+
+/** The (master, slave) pairs of the map's ranges that have a slave: those can be failed over. */
+export function pairsOf(map: ShardMap): Array<{ master: string; slave: string }> {
+  const json = map.toJSON();
+  const seen = new Map<string, string>();
+  for (const r of [...json.ranges, ...json.modShards.ranges]) if (r.slave !== undefined && !seen.has(r.master)) seen.set(r.master, r.slave);
+  return [...seen].map(([master, slave]) => ({ master, slave }));
+}
+
+/**
+ * Probes every pair each round and acts on the verdicts (heal-rules.ts): in `act` mode a confirmed
+ * dead master is failed over (the existing emergency failover: the old master is fenced read-only
+ * if it answers and the map stops naming it master), in `observe` mode the command is
+ * recommended. A decision is reported when a pair's verdict changes, so a long outage is one
+ * line, not one per probe.
+ */
+export class HealSupervisor {
+  private readonly memory = new Map<string, PairMemory>();
+  private readonly lastFailover = new Map<string, number>();
+  private readonly lastReported = new Map<string, string>();
+  failovers = 0;
+
+  constructor(
+    private readonly target: HealTarget,
+    private readonly settings: HealSettings,
+    private readonly onDecision: (d: HealDecision) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async round(): Promise<HealDecision[]> {
+    const pairs = pairsOf(await this.target.map());
+    const out: HealDecision[] = [];
+    await Promise.all(pairs.map(async ({ master, slave }) => {
+      const obs = await this.target.observe(master, slave);
+      const memory = remember(this.memory.get(master) ?? { failedProbes: 0 }, obs);
+      const flapped = Math.max(this.lastFailover.get(master) ?? -Infinity, this.lastFailover.get(slave) ?? -Infinity);
+      if (Number.isFinite(flapped)) memory.lastFailoverAt = flapped;
+      this.memory.set(master, memory);
+      const verdict = judge(obs, memory, this.settings, this.now());
+      const decision: HealDecision = {
+        at: new Date(this.now()).toISOString(), master, slave, verdict: verdict.kind, evidence: obs,
+        ...('reason' in verdict ? { reason: verdict.reason } : {}),
+        ...('command' in verdict ? { command: verdict.command } : {}),
+      };
+      if (verdict.kind === 'failover') {
+        try {
+          decision.failover = await this.target.failover(master);
+          this.failovers++;
+        } catch (err) {
+          decision.error = (err as Error).message;
+        }
+        const at = this.now();
+        this.lastFailover.set(master, at);
+        this.lastFailover.set(slave, at);
+        this.memory.delete(master);
+      }
+      const key = `${verdict.kind}|${decision.reason ?? ''}`;
+      if (verdict.kind === 'failover' || this.lastReported.get(master) !== key) {
+        if (!(verdict.kind === 'healthy' && !this.lastReported.has(master))) out.push(decision);
+        this.lastReported.set(master, key);
+      }
+    }));
+    for (const d of out) this.onDecision(d);
+    return out;
+  }
+
+  /** Rounds every `intervalMs` until `signal` aborts; a round that throws is reported and the next one runs. */
+  async run(intervalMs: number, signal: AbortSignal, onError: (err: Error) => void): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.round();
+      } catch (err) {
+        onError(err as Error);
+      }
+      await sleep(intervalMs, undefined, { signal }).catch(() => {});
+    }
+  }
+}

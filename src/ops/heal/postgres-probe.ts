@@ -1,0 +1,37 @@
+import type { DevCluster } from '../dev/dev-cluster.js';
+import { pgServer } from '../dev/dev-postgres.js';
+import type { PairObservation } from './heal-rules.js';
+
+function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => fail(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A PostgreSQL pair of a dev cluster: the master answers SELECT 1; the standby's WAL receiver
+ * streams from it (connected) or not (lost it). A standby in recovery can always replay what it
+ * received, so it is healthy while it answers; its lag is not known once the master is gone.
+ */
+export async function observePgPair(c: DevCluster, master: string, slave: string, timeoutMs: number): Promise<PairObservation> {
+  const obs: PairObservation = { master, slave, masterReachable: false, slaveReachable: false };
+  const [m, s] = await Promise.allSettled([
+    within(timeoutMs, `query on ${master}`, pgServer(c, master).sql('SELECT 1')),
+    within(timeoutMs, `query on ${slave}`, pgServer(c, slave).sql<{ rec: boolean; status: string | null }>('SELECT pg_is_in_recovery() AS rec, (SELECT status FROM pg_stat_wal_receiver) AS status')),
+  ]);
+  if (m.status === 'fulfilled') obs.masterReachable = true;
+  else obs.masterError = (m.reason as Error).message;
+  if (s.status === 'fulfilled') {
+    obs.slaveReachable = true;
+    const row = s.value[0];
+    obs.slaveIoConnected = row?.status === 'streaming';
+    obs.slaveSqlHealthy = row?.rec === true;
+    obs.slaveLagSeconds = null;
+    if (!obs.slaveSqlHealthy) obs.slaveError = `${slave} is not in recovery (not a standby)`;
+  } else {
+    obs.slaveError = (s.reason as Error).message;
+  }
+  return obs;
+}

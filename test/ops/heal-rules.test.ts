@@ -1,0 +1,72 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { judge, remember, type HealSettings, type PairObservation } from '../../src/ops/heal/heal-rules.js';
+import { HealSupervisor, type HealDecision } from '../../src/ops/heal/heal-supervisor.js';
+import { ShardMap, defaultShardMapJson } from '../../src/topology/shard-map.js';
+import type { FailoverResult } from '../../src/ops/failover/emergency-failover.js';
+
+const SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 10, flapWindowMs: 60_000, mode: 'act' };
+const dead: PairObservation = { master: 'A', slave: 'B', masterReachable: false, masterError: 'ECONNREFUSED', slaveReachable: true, slaveIoConnected: false, slaveSqlHealthy: true, slaveLagSeconds: null };
+
+test('a master is dead only after N failed probes and when its slave lost it too', () => {
+  assert.equal(judge({ ...dead, masterReachable: true }, { failedProbes: 0 }, SETTINGS, 0).kind, 'healthy');
+  assert.equal(judge(dead, { failedProbes: 2 }, SETTINGS, 0).kind, 'suspect');
+  assert.equal(judge(dead, { failedProbes: 3 }, SETTINGS, 0).kind, 'failover');
+  // The supervisor cannot reach the master but the slave still can: a partition, not a death.
+  const partitioned = judge({ ...dead, slaveIoConnected: true }, { failedProbes: 9 }, SETTINGS, 0);
+  assert.equal(partitioned.kind, 'suspect');
+  // Nothing reachable at all: the supervisor is the one cut off.
+  assert.equal(judge({ ...dead, slaveReachable: false }, { failedProbes: 9 }, SETTINGS, 0).kind, 'refuse');
+});
+
+test('a stopped SQL thread is not a dead master, and a broken or lagging slave is never promoted', () => {
+  // Only the slave's SQL thread stopped (ProxySQL/orchestrator#106): the master answers.
+  assert.equal(judge({ ...dead, masterReachable: true, slaveIoConnected: true, slaveSqlHealthy: false }, { failedProbes: 0 }, SETTINGS, 0).kind, 'healthy');
+  const broken = judge({ ...dead, slaveSqlHealthy: false, slaveError: 'Duplicate entry' }, { failedProbes: 3 }, SETTINGS, 0);
+  assert.equal(broken.kind, 'refuse');
+  assert.match((broken as { reason: string }).reason, /Duplicate entry/);
+  assert.equal(judge({ ...dead, slaveLagSeconds: 11 }, { failedProbes: 3 }, SETTINGS, 0).kind, 'refuse');
+  assert.equal(judge({ ...dead, slaveLagSeconds: 10 }, { failedProbes: 3 }, SETTINGS, 0).kind, 'failover');
+});
+
+test('anti-flapping: no second failover of the pair within the window; observe mode recommends the command', () => {
+  assert.equal(judge(dead, { failedProbes: 3, lastFailoverAt: 1_000 }, SETTINGS, 30_000).kind, 'refuse');
+  assert.equal(judge(dead, { failedProbes: 3, lastFailoverAt: 1_000 }, SETTINGS, 62_000).kind, 'failover');
+  const observe = judge(dead, { failedProbes: 3 }, { ...SETTINGS, mode: 'observe' }, 0);
+  assert.deepEqual(observe.kind === 'recommend' && observe.command, 'shardkit failover A --emergency');
+  assert.equal(remember({ failedProbes: 2 }, dead).failedProbes, 3);
+  assert.equal(remember({ failedProbes: 2 }, { ...dead, masterReachable: true }).failedProbes, 0);
+});
+
+test('the supervisor fails over once per confirmed death, reports changes only, and stays put within the flap window', async () => {
+  const map = ShardMap.fromJSON(defaultShardMapJson({ shards: 8, pairs: 2, modShards: 8 }));
+  let current = map;
+  const down = new Set<string>();
+  const failedOver: string[] = [];
+  const decisions: HealDecision[] = [];
+  let now = 0;
+  const sup = new HealSupervisor({
+    map: async () => current,
+    observe: async (master, slave) => (down.has(master) ? { ...dead, master, slave } : { master, slave, masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 }),
+    failover: async (master) => {
+      failedOver.push(master);
+      // The map names the slave master, without a slave until it is rebuilt.
+      const json = current.toJSON();
+      for (const r of [...json.ranges, ...json.modShards.ranges]) if (r.master === master) {
+        r.master = r.slave!;
+        delete r.slave;
+      }
+      current = ShardMap.fromJSON({ ...json, version: json.version + 1 });
+      return { kind: 'emergency', oldMaster: master, newMaster: 'x', position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
+    },
+  }, SETTINGS, (d) => decisions.push(d), () => now);
+  assert.deepEqual(await sup.round(), [], 'healthy pairs are not reported');
+  down.add('MySQL001A');
+  for (let i = 0; i < 5; i++) {
+    now += 1000;
+    await sup.round();
+  }
+  assert.deepEqual(failedOver, ['MySQL001A']);
+  assert.deepEqual(decisions.map((d) => d.verdict), ['suspect', 'suspect', 'failover']);
+  assert.equal(sup.failovers, 1);
+});
