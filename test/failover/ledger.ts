@@ -6,7 +6,8 @@ import type { DevCluster } from '../../src/ops/dev-cluster.js';
 
 /** What a writer saw: every acknowledged pin (id, time) and the errors by code. */
 export interface Ledger {
-  acked: Array<{ id: bigint; at: number }>;
+  /** Each acknowledged pin, when it was acknowledged and when its write was sent. */
+  acked: Array<{ id: bigint; at: number; sentAt?: number }>;
   errors: Map<string, number>;
   /** Longest run of failed writes, per writer, in ms (a client-seen pause). */
   pauses: number[];
@@ -45,9 +46,10 @@ export async function writeLoad(kits: ShardKit[], shards: number[], until: Promi
     while (!stop) {
       const shard = shards[n++ % shards.length]!;
       try {
-        const o = await kit.objects.create('pin', { n, at: Date.now() }, { shard });
+        const sentAt = Date.now();
+        const o = await kit.objects.create('pin', { n, at: sentAt }, { shard });
         const at = Date.now();
-        ledger.acked.push({ id: o.id, at });
+        ledger.acked.push({ id: o.id, at, sentAt });
         if (lastAck !== undefined) gap = Math.max(gap, at - lastAck);
         lastAck = at;
         if (failingSince !== undefined) ledger.pauses.push(Date.now() - failingSince);

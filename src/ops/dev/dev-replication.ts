@@ -10,7 +10,8 @@ export const SEMI_SYNC_TIMEOUT_MS = 2000;
  * `dev up` makes writable only the servers the live shard map names master (dev-writable.ts), so
  * a failed master that comes back cannot take writes. Each pair has its own gtid_domain_id (its
  * number), so GTIDs of different pairs never collide when one pair replicates from another.
- * Semi-sync (AFTER_SYNC) is enabled on both sides of every member, since roles swap on failover.
+ * Semi-sync (AFTER_SYNC) is configured on both sides of every member, since roles swap on failover;
+ * at run time only a master with a slave waits for acks (applyMasterFence, failover: semiSyncRoles).
  */
 export function replicationSettings(role: string, options: { pair?: number; semiSync?: boolean } = {}): MysqldSettings {
   return {

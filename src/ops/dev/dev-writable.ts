@@ -27,13 +27,24 @@ export function mastersOf(map: ShardMap): Set<string> {
  * servers made writable.
  */
 export async function applyMasterFence(cluster: DevCluster): Promise<string[]> {
-  const masters = mastersOf(await liveShardMap(cluster));
+  const map = await liveShardMap(cluster);
+  const masters = mastersOf(map);
+  const json = map.toJSON();
+  const slaveOf = new Map([...json.ranges, ...json.modShards.ranges].map((r) => [r.master, r.slave]));
   const writable: string[] = [];
   for (const s of cluster.state.servers.filter(isPairMember)) {
     const inst = cluster.instance(s.name);
     if (!inst.isRunning()) continue;
     const write = masters.has(s.name);
     await inst.admin(`SET GLOBAL read_only = ${write ? 0 : 1}`);
+    if (cluster.state.semiSync) {
+      // Only a master with a slave waits for acks: a slave that waited would hold its SQL thread
+      // (its applied transactions go to its own binlog) for the timeout, and a master whose slave
+      // is gone would hold its first commit for it.
+      const slave = slaveOf.get(s.name);
+      const hasSlave = write && slave !== undefined && cluster.state.servers.some((x) => x.name === slave && !x.rebuild);
+      await inst.admin(`SET GLOBAL rpl_semi_sync_master_enabled = ${hasSlave ? 1 : 0}`);
+    }
     if (write) writable.push(s.name);
   }
   return writable;

@@ -88,7 +88,9 @@ export async function emergencyFailover(fleet: FleetContext, master: string, opt
   const position = await gtidVariable(admin, slave, 'gtid_current_pos');
   await adminQuery(admin, slave, 'STOP SLAVE', 'RESET SLAVE ALL');
   const mapVersion = await casPromote(fleet, master);
-  await adminQuery(admin, slave, 'SET GLOBAL read_only = 0');
+  // The new master has no slave until rebuild-slave: a semi-sync master would hold its first
+  // commit for rpl_semi_sync_master_timeout (2 s on a dev cluster) before giving up on one.
+  await adminQuery(admin, slave, 'SET GLOBAL rpl_semi_sync_master_enabled = 0', 'SET GLOBAL read_only = 0');
   log(`${slave} is master (map version ${mapVersion}) at ${position}`);
   recordDevRoles(admin, slave, master, { rebuild: true });
   return { kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started };

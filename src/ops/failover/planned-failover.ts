@@ -6,7 +6,7 @@ import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.j
 import type { FailoverOptions, FailoverResult } from './emergency-failover.js';
 import { DEFAULT_FAILOVER_HOLD_MS, failoverIds, freezeForFailover, releaseFailover, staleFailoverIds, switchFailover } from './failover-freeze.js';
 import { adminQuery } from './host-admin.js';
-import { gtidVariable, gtidWait, pointAt, requireReplicating } from './replica.js';
+import { gtidVariable, gtidWait, pointAt, requireReplicating, semiSyncRoles } from './replica.js';
 
 /**
  * `shardkit failover <master>`, the master is alive (Vitess PlannedReparentShard):
@@ -75,6 +75,7 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   log(`${slave} is master (map version ${mapVersion}); ${master} becomes its slave`);
   // current_pos: the old master's own binlog holds exactly what the new master has.
   await pointAt(admin, master, slave, 'current_pos');
+  await semiSyncRoles(admin, slave, master);
   recordDevRoles(admin, slave, master);
   return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs, frozenRanges: ids.length };
 }

@@ -4,7 +4,7 @@ import { ShardMap } from '../../topology/shard-map.js';
 import { dumpCopy } from './dump-copy.js';
 import { recordDevRoles, type FleetContext } from './failover-context.js';
 import { adminQuery, type HostAdmin } from './host-admin.js';
-import { gtidVariable, gtidWait, parseGtidList, pointAt } from './replica.js';
+import { gtidVariable, gtidWait, parseGtidList, pointAt, semiSyncRoles } from './replica.js';
 import { setSlave } from './set-slave.js';
 import { userDatabases } from './table-checksums.js';
 
@@ -83,6 +83,8 @@ export async function rebuildSlave(fleet: FleetContext, master: string, options:
   if (!(await gtidWait(admin, slave, target, options.timeoutMs ?? 60_000))) {
     throw new ShardKitError('INTERNAL', `${slave} replicates from ${master} but did not reach ${target} within ${options.timeoutMs ?? 60_000} ms (see SHOW SLAVE STATUS)`);
   }
+  // Semi-sync again once the master has a semi-sync slave (emergency failover turned it off).
+  await semiSyncRoles(admin, master, slave);
   const change = await changeShardMap(fleet.store, (m) => setSlave(m, master, slave), {
     seed: ShardMap.fromJSON(fleet.config.shardMap),
     hosts: Object.keys(fleet.config.hosts),

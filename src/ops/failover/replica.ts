@@ -97,3 +97,14 @@ export async function pointAt(admin: HostAdmin, slave: string, master: string, p
     { sql: `CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = ${pos}, MASTER_CONNECT_RETRY = 1`, values: [a.host, a.port, r.user, r.password ?? ''] },
     'START SLAVE');
 }
+
+/**
+ * Semi-sync follows the roles: the master waits for its slave's ack when that slave acks
+ * (rpl_semi_sync_slave_enabled), the slave never waits (its SQL thread would hold each applied
+ * transaction for rpl_semi_sync_master_timeout, having no slave of its own).
+ */
+export async function semiSyncRoles(admin: HostAdmin, master: string, slave: string): Promise<void> {
+  const [r] = await adminQuery<Array<{ on: number | string }>>(admin, slave, 'SELECT @@rpl_semi_sync_slave_enabled AS `on`');
+  await adminQuery(admin, slave, 'SET GLOBAL rpl_semi_sync_master_enabled = 0');
+  await adminQuery(admin, master, `SET GLOBAL rpl_semi_sync_master_enabled = ${Number(r?.on) === 1 ? 1 : 0}`);
+}
