@@ -311,6 +311,7 @@ export class MariadbMoveEngine implements MoveEngine {
   }
 
   async prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
+    await this.targetWritable(move);
     if (this.replicated) return this.prepareReplicated(move, onProgress);
     let tables = 0;
     let modShards = false;
@@ -325,6 +326,27 @@ export class MariadbMoveEngine implements MoveEngine {
     const detail: Record<string, string | number | boolean> = { tables };
     if (modShards) detail.modShards = true;
     return detail;
+  }
+
+  /**
+   * The target master takes the range's writes once the map switches: a new pair's master starts
+   * read-only (`dev add-pair`), so with admin access it is made writable here, before the freeze
+   * (nothing routes to it before the switch). Without admin access a read-only target is refused
+   * before anything changes, saying how to give that access (issue #28: writes to the moved range
+   * were refused with SHARD_MOVING after the switch until `dev up` ran).
+   */
+  private async targetWritable(move: MoveRecord): Promise<void> {
+    const host = move.target.master;
+    const readOnly = async (c: Conn) => Number(((await c.query('SELECT @@GLOBAL.read_only AS r'))[0] as Array<{ r: number | string }>)[0]!.r) === 1;
+    if (this.options.admin !== undefined) {
+      await this.withAdmin(host, async (c) => {
+        if (await readOnly(c)) await c.query('SET GLOBAL read_only = 0');
+      });
+      return;
+    }
+    if (await this.withConn(host, readOnly)) {
+      throw new ShardKitError('PRECONDITION_FAILED', `the target ${host} is read-only and this mover has no admin access to make it writable: give --dir DIR (a dev cluster) or set SHARDKIT_ADMIN_USER and SHARDKIT_ADMIN_PASSWORD (docs/moves.md); nothing changed`);
+    }
   }
 
   /** Refuses a target that already holds rows of a moving shard (a copy left by an earlier move, say). */
@@ -415,8 +437,13 @@ export class MariadbMoveEngine implements MoveEngine {
     await this.withAdmin(move.target.master, async (c) => {
       // Rows copied, for the dashboard and the CLI's progress lines: the dump's rows, counted once it is loaded.
       if (onProgress !== undefined) {
-        const [n] = await c.query(`SELECT ${doTables.map((t) => `(SELECT COUNT(*) FROM ${t.split('.').map(q).join('.')})`).join(' + ')} AS n`);
-        const rows = Number((n as Array<{ n: number | string }>)[0]!.n);
+        // A statement per STATEMENT_TABLES tables: one sum over 640 subqueries overran the
+        // server's thread stack (issue #28: a move of 64 shards failed after the whole dump).
+        let rows = 0;
+        for (const part of chunks(doTables, STATEMENT_TABLES)) {
+          const [n] = await c.query(part.map((t) => `SELECT COUNT(*) AS n FROM ${t.split('.').map(q).join('.')}`).join(' UNION ALL '));
+          for (const r of n as Array<{ n: number | string }>) rows += Number(r.n);
+        }
         onProgress(this.shards(move).length, this.shards(move).length, { rowsCopied: rows, rowsTotal: rows, bytesCopied });
       }
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
@@ -452,6 +479,8 @@ export class MariadbMoveEngine implements MoveEngine {
    * by autoIncrementMargin (so catch-up normally alters nothing) and the freeze's connections opened.
    */
   async beforeFreeze(move: MoveRecord): Promise<void> {
+    // Again: a `dev up` since prepare makes every master the map does not name yet read-only.
+    await this.targetWritable(move);
     if (!this.replicated) {
       await this.withConn(move.source.master, async (c) => {
         for (const d of (await this.fencePlan(c, move)).missing) await c.query(`CREATE DATABASE IF NOT EXISTS ${q(d)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
@@ -792,9 +821,12 @@ export class MariadbMoveEngine implements MoveEngine {
     }
     const both = pairs.filter((p) => p.a !== undefined && p.b !== undefined);
     const sums = async (c: Conn, names: string[]): Promise<string[]> => {
-      if (names.length === 0) return [];
-      const [rows] = await c.query(`CHECKSUM TABLE ${names.join(', ')}`);
-      return (rows as Array<{ Checksum: string | number | null }>).map((r) => String(r.Checksum));
+      const out: string[] = [];
+      for (const part of chunks(names, STATEMENT_TABLES)) {
+        const [rows] = await c.query(`CHECKSUM TABLE ${part.join(', ')}`);
+        for (const r of rows as Array<{ Checksum: string | number | null }>) out.push(String(r.Checksum));
+      }
+      return out;
     };
     // The source's checksums, each table on the connection that may read it (one statement per connection).
     const sourceSums = async (): Promise<string[]> => {
@@ -811,10 +843,12 @@ export class MariadbMoveEngine implements MoveEngine {
       return out;
     };
     const counts = async (): Promise<number[]> => {
-      if (both.length === 0) return [];
-      const [rows] = await (lock !== undefined && dstCounter !== undefined ? dstCounter : counter).query(both.map((p, i) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${lock !== undefined && dstCounter !== undefined ? p.b : p.a}`).join(' UNION ALL '));
       const out: number[] = [];
-      for (const r of rows as Array<{ i: number | string; n: number | string }>) out[Number(r.i)] = Number(r.n);
+      const conn = lock !== undefined && dstCounter !== undefined ? dstCounter : counter;
+      for (const part of chunks(both.map((p, i) => ({ p, i })), STATEMENT_TABLES)) {
+        const [rows] = await conn.query(part.map(({ p, i }) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${lock !== undefined && dstCounter !== undefined ? p.b : p.a}`).join(' UNION ALL '));
+        for (const r of rows as Array<{ i: number | string; n: number | string }>) out[Number(r.i)] = Number(r.n);
+      }
       return out;
     };
     const [sa, sb, n] = await this.step('verify: CHECKSUM TABLE both sides + COUNT(*)', () => Promise.all([sourceSums(), sums(dst, both.map((p) => p.b!)), counter === src ? Promise.resolve(undefined) : counts()]));
@@ -1081,5 +1115,14 @@ async function compareTable(shard: number, table: string, a: { c: Conn; db: stri
     out.chunks++;
     out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(last), toKey: '+inf', sourceRows: 0, targetRows: extra.length });
   }
+  return out;
+}
+
+/** Tables named in one counting statement: its size must not grow with the move (512 shards per pair in the seed's layout). */
+const STATEMENT_TABLES = 100;
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
