@@ -51,6 +51,11 @@ describe('a 64-shard move to a pair added while a service runs (MariaDB)', () =>
     assert.deepEqual((await service.objects.get(after.id)).data, { after: 'the move' });
     const read = await service.objects.getMany(before.map((o) => o.id));
     assert.deepEqual(read.map((o) => o?.data), before.map((o) => o.data), 'every object written before the move reads back');
+    // After the switch (and writes on the target), verify compares the live copy with its slave: clean, exit 0.
+    const verified = await cli(['shards', 'verify', `0..${SHARDS - 1}`, '--json', '--config', fx.cluster.configPath, '--data', fx.dir]);
+    assert.equal(verified.code, 0, verified.stdout + verified.stderr);
+    const v = JSON.parse(verified.stdout) as { compared: number; mismatches: unknown[] };
+    assert.deepEqual([v.compared, v.mismatches.length], [SHARDS, 0]);
     assert.equal(pinterestId.decode(after.id).shard, 5);
   });
   test('without admin access a read-only target is refused up front, in one line naming both ways to give access; nothing changes', async () => {

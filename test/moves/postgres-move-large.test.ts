@@ -49,5 +49,10 @@ describe('a 64-shard move to a pair added while a service runs (PostgreSQL)', ()
     assert.deepEqual((await service.objects.get(after.id)).data, { after: 'the move' });
     const read = await service.objects.getMany(before.map((o) => o.id));
     assert.deepEqual(read.map((o) => o?.data), before.map((o) => o.data), 'every object written before the move reads back');
+    // After the switch (and writes on the target), verify compares the live copy with its slave: clean, exit 0.
+    const verified = await cli(['shards', 'verify', `0..${SHARDS - 1}`, '--json', '--config', configPath, '--data', dir]);
+    assert.equal(verified.code, 0, verified.stdout + verified.stderr);
+    const v = JSON.parse(verified.stdout) as { compared: number; mismatches: unknown[] };
+    assert.deepEqual([v.compared, v.mismatches.length], [SHARDS, 0]);
   });
 });

@@ -247,12 +247,19 @@ export async function verifyCommand(spanText: string, opts: VerifyCommandOptions
     if (span.last >= ctx.map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shards ${span.first}..${span.last} are not all in the shard map (0..${ctx.map.shardCount - 1})`);
     const progress = createProgress(`verify shards ${span.first}..${span.last}`, span.last - span.first + 1, opts.json ? { mode: 'silent' } : {});
     for (let s = span.first; s <= span.last; s++) {
-      // A move's two copies (during the move, or switched and not yet dropped); otherwise the
-      // master against its slave's directory when it holds a copy.
-      const m = ctx.map.moves().find((x) => x.range[0] <= s && s <= x.range[1] && x.phase !== 'started' && x.phase !== 'aborting');
+      // A move's two copies while it runs. Once switched, services write to the target and the
+      // source's fenced copy stays as it was, so the target is compared with its slave; where the
+      // slave holds no copy (the embedded default), with the fenced copy as before the switch.
       const loc = ctx.map.locate(s);
-      const pair: [string, string] | undefined = m !== undefined ? [m.source.master, m.target.master] : loc.slave !== undefined ? [loc.master, loc.slave] : undefined;
-      const r = pair === undefined ? undefined : await ctx.compare(s, pair, m);
+      const move = ctx.map.moves().find((x) => x.range[0] <= s && s <= x.range[1] && x.phase !== 'started' && x.phase !== 'aborting');
+      let m = move?.phase === 'switched' && loc.slave !== undefined ? undefined : move;
+      let pair: [string, string] | undefined = m !== undefined ? [m.source.master, m.target.master] : loc.slave !== undefined ? [loc.master, loc.slave] : undefined;
+      let r = pair === undefined ? undefined : await ctx.compare(s, pair, m);
+      if (r === undefined && move !== undefined && m === undefined) {
+        m = move;
+        pair = [move.source.master, move.target.master];
+        r = await ctx.compare(s, pair, m);
+      }
       if (pair === undefined || r === undefined) {
         report.skipped.push(s);
         progress.update(s - span.first + 1);
