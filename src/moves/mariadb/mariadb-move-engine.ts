@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
+import { gtidsNotReached } from '../../storage/mysql/gtid.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
@@ -951,9 +952,31 @@ export class MariadbMoveEngine implements MoveEngine {
       try {
         const dbs = this.databases({ range: [shard, shard] } as MoveRecord).map((d) => d.live).filter((d) => which === 'all' || d.startsWith(WC_PREFIX) === (which === 'widecolumn'));
         const [onMasterAll, onSlaveAll] = [await this.presentMany(m, dbs), await this.presentMany(sl, dbs)];
+        // Each master chunk is read in a consistent snapshot whose binlog position is known: the
+        // slave is compared once it applied exactly that position. (Reading gtid_binlog_pos after
+        // the chunk counted writes made in between on the slave's side only: a live table's last
+        // chunk never compared clean.)
+        let inSnapshot = false;
+        const snapshot = async (): Promise<void> => {
+          if (inSnapshot) await m.query('COMMIT');
+          await m.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+          inSnapshot = true;
+        };
         const sync = async (): Promise<void> => {
-          const [pos] = await m.query('SELECT @@GLOBAL.gtid_binlog_pos AS p');
-          const p = String((pos as Array<{ p: string | null }>)[0]!.p ?? '');
+          let p: string;
+          if (inSnapshot) {
+            const [st] = await m.query("SHOW STATUS LIKE 'binlog_snapshot_%'");
+            const status = new Map((st as Array<{ Variable_name: string; Value: string }>).map((r) => [r.Variable_name.toLowerCase(), r.Value]));
+            const [g] = await m.query('SELECT BINLOG_GTID_POS(?, ?) AS p', [status.get('binlog_snapshot_file') ?? '', Number(status.get('binlog_snapshot_position') ?? 0)]);
+            p = String((g as Array<{ p: string | null }>)[0]!.p ?? '');
+            await m.query('COMMIT');
+            inSnapshot = false;
+          } else {
+            const [pos] = await m.query('SELECT @@GLOBAL.gtid_binlog_pos AS p');
+            p = String((pos as Array<{ p: string | null }>)[0]!.p ?? '');
+          }
+          const [cur] = await sl.query('SELECT @@GLOBAL.gtid_current_pos AS p');
+          p = gtidsNotReached(p, String((cur as Array<{ p: string | null }>)[0]!.p ?? ''));
           if (p === '') return;
           const [r] = await sl.query('SELECT MASTER_GTID_WAIT(?, ?) AS r', [p, waitS]);
           if (Number((r as Array<{ r: number | string | null }>)[0]!.r) !== 0) {
@@ -966,8 +989,8 @@ export class MariadbMoveEngine implements MoveEngine {
             report.tables++;
             const a = onMaster.includes(t) ? { c: m, db } : undefined;
             const b = onSlave.includes(t) ? { c: sl, db } : undefined;
-            let r = await compareTable(shard, t, a, b, sync, tableLabel(db, t));
-            if (r.mismatches.length > 0) r = await compareTable(shard, t, a, b, sync, tableLabel(db, t));
+            let r = await compareTable(shard, t, a, b, sync, tableLabel(db, t), snapshot, true);
+            if (r.mismatches.length > 0) r = await compareTable(shard, t, a, b, sync, tableLabel(db, t), snapshot, true);
             report.rows += r.rows;
             report.chunks += r.chunks;
             report.mismatches.push(...r.mismatches);
@@ -1086,7 +1109,7 @@ function hashRows(rows: unknown[][]): string {
  * in the same key interval (so rows on one side only are found too); target rows past the
  * source's last key are a chunk of their own.
  */
-async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
+async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table, beforeRead?: () => Promise<void>, bAhead = false): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
   const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.db, table);
   const ra = a === undefined ? undefined : chunkReader(a.c, a.db, table, keys);
@@ -1095,6 +1118,7 @@ async function compareTable(shard: number, table: string, a: { c: Conn; db: stri
   let last: unknown[] | undefined;
   if (ra === undefined) await sync?.();
   for (;;) {
+    if (ra !== undefined) await beforeRead?.();
     const chunk = ra === undefined ? { fields: [], rows: [] as unknown[][] } : await ra.next(last);
     if (chunk.rows.length === 0) break;
     const idx = keys.map((k) => chunk.fields.indexOf(k));
@@ -1110,7 +1134,13 @@ async function compareTable(shard: number, table: string, a: { c: Conn; db: stri
     last = hi;
   }
   if (ra !== undefined) await sync?.();
-  const extra = rb === undefined ? [] : (await rb.rest(last)).rows;
+  let extra = rb === undefined ? [] : (await rb.rest(last)).rows;
+  // A slave keeps applying after the position it was compared at: rows past the last chunk that
+  // the master holds too (read now, after the slave's) are newer writes, not differences.
+  if (extra.length > 0 && ra !== undefined && bAhead) {
+    const now = new Set((await ra.rest(last)).rows.map((r) => JSON.stringify(r)));
+    extra = extra.filter((r) => !now.has(JSON.stringify(r)));
+  }
   if (extra.length > 0) {
     out.chunks++;
     out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(last), toKey: '+inf', sourceRows: 0, targetRows: extra.length });

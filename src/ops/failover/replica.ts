@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKitError } from '../../errors.js';
 import { adminQuery, type HostAdmin } from './host-admin.js';
+import { gtidsNotReached } from '../../storage/mysql/gtid.js';
 
 /** The fields of SHOW SLAVE STATUS the fleet tools read. */
 export interface SlaveStatus {
@@ -66,7 +67,8 @@ export async function waitRelayApplied(admin: HostAdmin, slave: string, timeoutM
 }
 
 /** MASTER_GTID_WAIT on `slave` for `pos`; false on timeout. */
-export async function gtidWait(admin: HostAdmin, slave: string, pos: string, timeoutMs: number): Promise<boolean> {
+export async function gtidWait(admin: HostAdmin, slave: string, wanted: string, timeoutMs: number): Promise<boolean> {
+  const pos = gtidsNotReached(wanted, await gtidVariable(admin, slave, 'gtid_current_pos'));
   if (pos === '') return true;
   const [r] = await adminQuery<Array<{ r: number | string | null }>>(admin, slave, { sql: 'SELECT MASTER_GTID_WAIT(?, ?) AS r', values: [pos, timeoutMs / 1000] });
   return Number(r?.r) === 0;
