@@ -23,19 +23,34 @@ function sqlText(s: string): string {
   return `'${s.replace(/'/g, "''")}'`;
 }
 
-/** Puts (or replaces) the fence on the file at `path`; a missing file is left alone (false). */
-export function fenceShardFile(path: string, fence: WriteFence, busyTimeoutMs = 5000): boolean {
-  if (!existsSync(path)) return false;
-  const db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
+export interface FenceTables {
+  /**
+   * CREATE TABLE IF NOT EXISTS statements of every table a writer could create in the file
+   * (both fleets), run in the fence's transaction: a trigger only guards a table that exists, and
+   * a service's first write of the other fleet to a fenced file would otherwise create its tables
+   * unguarded.
+   */
+  ddl: string;
+  /** Make the file when it is missing (with `ddl`'s tables), so no writer creates it unguarded. */
+  create?: boolean;
+}
+
+/** Puts (or replaces) the fence on the file at `path`; a missing file is left alone (false) unless `tables.create`. */
+export function fenceShardFile(path: string, fence: WriteFence, busyTimeoutMs = 5000, tables?: FenceTables): boolean {
+  if (!existsSync(path) && tables?.create !== true) return false;
+  const db = new Database(path, { fileMustExist: tables?.create !== true, timeout: busyTimeoutMs });
   try {
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
+    // What a service's ShardFile.open sets; a no-op on a file it made.
+    db.pragma('journal_mode = WAL');
     const message = sqlText(`${READ_ONLY_MARK} ${fence.reason}`);
     // Julian days to unix ms: works on every SQLite version (unixepoch('subsec') needs 3.42).
     const when = fence.until === undefined ? '' : ` WHEN CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) < ${Math.trunc(fence.until)}`;
     // One IMMEDIATE transaction: it waits for a writer in flight, and every write after it is refused.
     db.transaction(() => {
+      if (tables !== undefined) db.exec(tables.ddl);
+      const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
       dropTriggers(db);
-      for (const t of tables) {
+      for (const t of names) {
         for (const op of ['INSERT', 'UPDATE', 'DELETE']) {
           const name = `${TRIGGER_PREFIX}${op.toLowerCase()}_${t}`;
           db.exec(`CREATE TRIGGER "${name}" BEFORE ${op} ON "${t}"${when} BEGIN SELECT RAISE(ABORT, ${message}); END`);
