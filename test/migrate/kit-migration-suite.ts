@@ -15,12 +15,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { isShardKitError, ShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { migrateKit } from '../../src/migrate/kit-migration.js';
 import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { StallProxy } from './stall-proxy.js';
 import { diffDumps, dumpStore, keysOnModShard, makeEmbeddedStore, modShardFiles, openBackend } from './kit-migration-harness.js';
 
 export interface MigrationTarget {
@@ -343,6 +345,47 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
     const [a, b] = [await dumpStore(src.configPath), await dumpStore(target.configPath)];
     assert.deepEqual(diffDumps(a, b), [], 'source and target differ');
     assert.ok(a.size > 900, `rows compared: ${a.size}`);
+  });
+
+  test(`${name}: the target stalls a query mid-copy (a TCP proxy holds it until the client's query timeout): the chunk is retried and nothing is lost`, async () => {
+    await target.reset();
+    const src = makeEmbeddedStore();
+    dirs.push(src.dir);
+    const kit = await ShardKit.open({ configPath: src.configPath });
+    for (let i = 0; i < 200; i++) {
+      const p = await kit.objects.create('pin', { i }, { shard: i % 8 });
+      await kit.lookups.put('email', `s${i}@example.com`, p.id);
+    }
+    await kit.close();
+    // The same target through proxies, with a 1 s query timeout.
+    const config = JSON.parse(readFileSync(target.configPath, 'utf8'));
+    const proxies: StallProxy[] = [];
+    for (const h of Object.values(config.hosts) as Array<{ host: string; port: number }>) {
+      const proxy = await StallProxy.start(h.host, h.port);
+      proxies.push(proxy);
+      h.host = '127.0.0.1';
+      h.port = proxy.port;
+    }
+    config.storage.queryTimeoutMs = 1000;
+    const viaProxy = join(dirname(target.configPath), 'via-stall-proxy.json');
+    writeFileSync(viaProxy, `${JSON.stringify(config, null, 2)}\n`);
+    try {
+      let chunks = 0;
+      const stallFifth = (step: string) => {
+        if (step === 'chunk-write' && ++chunks === 5) for (const p of proxies) p.stallNext();
+      };
+      const first = await migrateKit({ from: src.configPath, to: viaProxy, chunkRows: 16, onStep: stallFifth });
+      const final = await migrateKit({ from: src.configPath, to: viaProxy, chunkRows: 16, final: true });
+      assert.ok(final.final);
+      assert.ok(proxies.some((p) => p.stalled > 0), 'a query was held');
+      assert.ok(first.rounds.reduce((n, r) => n + r.retries, 0) >= 1, 'the stalled chunk was retried');
+    } finally {
+      for (const p of proxies) await p.stop();
+      rmSync(viaProxy, { force: true });
+    }
+    const [a, b] = [await dumpStore(src.configPath), await dumpStore(target.configPath)];
+    assert.deepEqual(diffDumps(a, b), [], 'source and target differ');
+    assert.ok(a.size >= 400, `rows compared: ${a.size}`);
   });
 
   test(`${name}: a source that never wrote some shards: after --final, every shard of the target takes writes`, async () => {
