@@ -1,3 +1,5 @@
+import { ExponentialBackoff, handleWhen, retry } from 'cockatiel';
+import { isShardKitError } from '../errors.js';
 import { MAX_ROWS_PER_PUT, type Fleet, type ShardBackend, type ShardCopy, type ShardRef } from '../storage/shard-backend.js';
 import type { ChunkState, MigrationState } from './migration-state.js';
 import { chunkSum, type TableKind } from './table-kinds.js';
@@ -21,6 +23,29 @@ export interface TableCopyContext {
   state: MigrationState;
   /** Rows per chunk: the unit of change detection and of a re-copy. */
   chunkRows: number;
+  /** Called before a chunk's target rows are read and written (KitMigrationOptions.onStep 'chunk-write'). */
+  beforeChunk?: () => void | Promise<void>;
+  /** Told about each retried chunk failure. */
+  onRetry?: (err: unknown, attempt: number) => void;
+}
+
+/**
+ * A chunk whose target I/O failed for a passing reason (a query timeout such as MariaDB's
+ * PROTOCOL_SEQUENCE_TIMEOUT under load, a dropped connection, a failover: SHARD_UNAVAILABLE) is
+ * synced again after a backoff instead of ending the run: syncChunk reads the target's rows anew
+ * and writes only the difference, so a retry is safe whatever the failed attempt wrote. A missing
+ * table or shard is not passing and fails at once.
+ */
+const transient = handleWhen((err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && err.details?.missingTable !== true && !/does not exist|credentials/.test(err.message));
+const CHUNK_ATTEMPTS = 8;
+
+async function syncChunkRetried<R>(kind: TableKind<R>, ctx: TableCopyContext, lo: string | undefined, hi: string | undefined, rows: R[], encoded: string[]): Promise<{ upserts: number; deletes: number }> {
+  const policy = retry(transient, { maxAttempts: CHUNK_ATTEMPTS - 1, backoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 5_000 }) });
+  policy.onRetry((r) => ctx.onRetry?.('error' in r ? r.error : undefined, r.attempt));
+  return policy.execute(async () => {
+    await ctx.beforeChunk?.();
+    return syncChunk(kind, ctx, lo, hi, rows, encoded);
+  });
 }
 
 export interface TableCopyResult {
@@ -57,7 +82,7 @@ export async function copyTable<R>(kind: TableKind<R>, ctx: TableCopyContext): P
     if (sum !== prevSum) {
       // Unknown from now until the target holds these rows: a kill -9 in between is caught next run.
       if (i < saved.length) state.markUnknown(fleet, shard, ctx.sourceTable, i);
-      const d = await syncChunk(kind, ctx, lo, end, cur, encoded);
+      const d = await syncChunkRetried(kind, ctx, lo, end, cur, encoded);
       result.changedChunks++;
       result.upserts += d.upserts;
       result.deletes += d.deletes;

@@ -7,13 +7,13 @@ import { createBackend } from '../kit/backend-factory.js';
 import { canCopyShards, type Fleet, type SchemaDef, type ShardBackend, type ShardCopy, type ShardRef } from '../storage/shard-backend.js';
 import { fleetTables } from '../storage/shard-names.js';
 import type { SqliteBackend } from '../storage/sqlite/sqlite-backend.js';
-import { fenceShardFile } from '../storage/sqlite/sqlite-write-fence.js';
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap } from '../topology/shard-map.js';
 import { copyTable, type TableCopyResult } from './chunk-copy.js';
 import { MigrationState } from './migration-state.js';
 import { lookupsKind, mappingsKind, objectsKind, type TableKind } from './table-kinds.js';
 import { eachLimit } from './each-limit.js';
+import { fenceSource } from './source-fence.js';
 
 type Copier = ShardBackend & ShardCopy;
 
@@ -37,6 +37,13 @@ export interface KitMigrationOptions {
   /** Where the migration remembers its progress; default `<source dir>/migrations/<target id>.sqlite`. */
   statePath?: string;
   onProgress?: (p: MigrationProgress) => void;
+  /**
+   * Called at the cutover's steps (tests use it to write at a known moment): 'fenced' once the
+   * source refuses writes, before the final copy; 'copied' after the last copy, before the run
+   * returns; 'chunk-write' before a chunk's rows are written to the target (an error thrown there
+   * is handled like the target's own).
+   */
+  onStep?: (step: 'fenced' | 'copied' | 'chunk-write') => void | Promise<void>;
 }
 
 export interface MigrationProgress {
@@ -57,6 +64,8 @@ export interface RoundReport {
   /** Rows written to the target (new or changed) and removed from it: the delta of this round. */
   upserts: number;
   deletes: number;
+  /** Chunk failures of the target that were retried (after a backoff) rather than ending the run. */
+  retries: number;
   elapsedMs: number;
 }
 
@@ -237,26 +246,17 @@ async function run(ctx: RunContext, fromPath: string, toPath: string, statePath:
       return out;
     }
   }
-  // --final: fence every shard file of the source (writes refused, retryable, until the fence
-  // lifts itself at `until`), copy what changed, and repeat for files that writers created in
-  // the meantime (a first write to an empty shard makes its file).
+  // --final: fence the source (writes refused, retryable, until the fence lifts itself at
+  // `until`; source-fence.ts says which files and tables), then copy what changed. The fence comes
+  // before the copy, so a write acknowledged before it is copied and none is acknowledged after.
   const sqlite = ctx.source.backend as unknown as SqliteBackend;
   const until = Date.now() + o.freezeMs;
-  const fenced = new Set<string>();
   if (finalAt === undefined) {
     const reason = `the store is being migrated to ${toPath}: writes are refused until the cutover ends (at the latest ${new Date(until).toISOString()}); retry`;
-    for (let n = 0; ; n++) {
-      const files = await sourceFiles(ctx, sqlite);
-      const fresh = files.filter((f) => !fenced.has(f));
-      for (const f of fresh) {
-        fenceShardFile(f, { until, reason });
-        fenced.add(f);
-      }
-      if (fresh.length === 0 && n > 0) break;
-      jobs = await prepare(ctx, skipped);
-      rounds.push(await round(ctx, jobs, rounds.length + 1, 'final'));
-      if (n >= 10) throw new ShardKitError('SHARD_MOVING', 'new shard files kept appearing under the fence: run --final again');
-    }
+    await fenceSource(ctx.source, sqlite, { until, reason });
+    await o.onStep?.('fenced');
+    jobs = await prepare(ctx, skipped);
+    rounds.push(await round(ctx, jobs, rounds.length + 1, 'final'));
     if (Date.now() >= until) {
       // Writes may have landed after the fence lifted: not a cutover. The next run copies them.
       throw new ShardKitError('SHARD_MOVING', `the final pass took longer than the freeze (${o.freezeMs} ms) and the fence has lifted: run --final again (catch-up runs first make the last delta smaller), or give it more time with --freeze-seconds`);
@@ -266,12 +266,12 @@ async function run(ctx: RunContext, fromPath: string, toPath: string, statePath:
   // The cutover is done: the source stays read-only for good (idempotent, so a rerun after a crash here finishes it).
   const at = state.get('final')!;
   const reason = `this store was migrated to ${toPath} at ${at} and is read-only: run the services on the new config`;
-  const files = await sourceFiles(ctx, sqlite);
-  for (const f of files) fenceShardFile(f, { reason });
+  const files = await fenceSource(ctx.source, sqlite, { reason });
   writeFileSync(join(ctx.source.dataDir, 'MIGRATED.json'), `${JSON.stringify({ migratedTo: toPath, at, readOnly: true }, null, 2)}\n`);
   await markMapReadOnly(ctx.source, reason, Date.parse(at));
   jobs = await prepare(ctx, skipped);
   rounds.push(await round(ctx, jobs, rounds.length + 1, 'verify'));
+  await o.onStep?.('copied');
   const out = report();
   out.final = { at, fencedFiles: files.length, freezeMs: o.freezeMs };
   out.nextSteps.push(
@@ -303,17 +303,6 @@ async function markMapReadOnly(source: Side, reason: string, since: number): Pro
   } finally {
     await store.close();
   }
-}
-
-/** Every shard file of the source (both fleets, every master). */
-async function sourceFiles(ctx: RunContext, sqlite: SqliteBackend): Promise<string[]> {
-  const out = new Set<string>();
-  for (const fleet of ['objects', 'lookups'] as const) {
-    for (const host of ctx.source.map.hostNames()) {
-      for (const shard of await ctx.source.backend.listShards(host, fleet)) out.add(sqlite.shardPath({ host, shard, fleet }));
-    }
-  }
-  return [...out].sort();
 }
 
 /**
@@ -404,7 +393,7 @@ function skip(list: SkippedShard[], s: SkippedShard): void {
 
 async function round(ctx: RunContext, jobs: Job[], n: number, phase: RoundReport['phase']): Promise<RoundReport> {
   const started = Date.now();
-  const r: RoundReport = { round: n, phase, shards: jobs.length, rowsScanned: 0, changedChunks: 0, upserts: 0, deletes: 0, elapsedMs: 0 };
+  const r: RoundReport = { round: n, phase, shards: jobs.length, rowsScanned: 0, changedChunks: 0, upserts: 0, deletes: 0, retries: 0, elapsedMs: 0 };
   let done = 0;
   const progress = () => ctx.o.onProgress?.({ round: n, phase, shardsDone: done, shardsTotal: jobs.length, rowsScanned: r.rowsScanned, rowsChanged: r.upserts + r.deletes });
   progress();
@@ -413,6 +402,8 @@ async function round(ctx: RunContext, jobs: Job[], n: number, phase: RoundReport
       const res: TableCopyResult = await copyTable(kind, {
         source: ctx.source.backend, target: ctx.target.backend, sourceRef: j.sourceRef, targetRef: j.targetRef, fleet: j.fleet,
         sourceTable, targetTable, state: ctx.state, chunkRows: ctx.o.chunkRows,
+        beforeChunk: ctx.o.onStep === undefined ? undefined : () => ctx.o.onStep!('chunk-write'),
+        onRetry: () => r.retries++,
       });
       r.rowsScanned += res.rowsScanned;
       r.changedChunks += res.changedChunks;

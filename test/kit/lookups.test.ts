@@ -62,9 +62,10 @@ test('hostile keys are exact and distinct, and touch nothing but their own rows'
     }
     for (const [i, key] of keys.entries()) assert.equal(await f.kit.lookups.get('username', key), ids[i], JSON.stringify(key));
     assert.equal(await f.kit.lookups.get('username', 'canary'), canary.id);
-    // Keys never become paths: the data dir holds host directories of shard files and nothing else.
+    // Keys never become paths: the data dir holds host directories of shard files (and the lock
+    // that guards making them, src/storage/sqlite/sqlite-write-fence.ts) and nothing else.
     const files = snapshot(f.root).split('\n').filter((l) => l !== '');
-    for (const line of files) assert.match(line.split(' ')[0]!.slice(f.root.length), /^\/[A-Za-z0-9_-]+\/(?:db\d{5}\.sqlite)?$/, line);
+    for (const line of files) assert.match(line.split(' ')[0]!.slice(f.root.length), /^\/[A-Za-z0-9_-]+\/(?:db\d{5}\.sqlite|shardkit-creation-fence\.sqlite)?$/, line);
     assert.equal(existsSync(join(f.root, '..', 'etc')), false);
   } finally {
     await f.cleanup();

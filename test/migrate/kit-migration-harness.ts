@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, parseConfig, resolveSchema } from '../../src/config/config.js';
@@ -112,5 +112,27 @@ export function diffDumps(a: Map<string, string>, b: Map<string, string>, max = 
     if (out.length >= max) break;
     if (!a.has(k)) out.push(`only in target: ${k}`);
   }
+  return out;
+}
+
+/**
+ * The source's mod shards split by their file: an embedded host keeps object shard n and mod shard
+ * n in one file, so a mod shard whose host is also its object shard's master shares a file with
+ * objects (`withObjects`); the others have a file of their own (`ownFile`).
+ */
+export function modShardFiles(configPath: string): { withObjects: number[]; ownFile: number[] } {
+  const map = ShardMap.fromJSON(JSON.parse(readFileSync(configPath, 'utf8')).shardMap);
+  const withObjects: number[] = [];
+  const ownFile: number[] = [];
+  for (let m = 0; m < map.modShardCount; m++) {
+    (m < map.shardCount && map.locate(m).master === map.locateModShard(m).master ? withObjects : ownFile).push(m);
+  }
+  return { withObjects, ownFile };
+}
+
+/** `count` keys of the form `${prefix}${i}` whose mod shard (as `shardOf` says) is `shard`. */
+export async function keysOnModShard(shardOf: (key: string) => Promise<number>, prefix: string, shard: number, count: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; out.length < count; i++) if ((await shardOf(`${prefix}${i}`)) === shard) out.push(`${prefix}${i}`);
   return out;
 }

@@ -15,13 +15,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { isShardKitError } from '../../src/errors.js';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { isShardKitError, ShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { migrateKit } from '../../src/migrate/kit-migration.js';
 import { CLI, ROOT, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
-import { diffDumps, dumpStore, makeEmbeddedStore, openBackend } from './kit-migration-harness.js';
+import { StallProxy } from './stall-proxy.js';
+import { diffDumps, dumpStore, keysOnModShard, makeEmbeddedStore, modShardFiles, openBackend } from './kit-migration-harness.js';
 
 export interface MigrationTarget {
   /** The target fleet's config file. */
@@ -73,6 +75,23 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
     // the other was patching or deleting: NOT_FOUND, ~1 seed in 9000, e.g. SEED=6174 or 15784),
     // and the ledger cannot know which of two overlapping writes to one row landed last.
     const owner = new Map<string, number>(); // pin id -> writer
+    // Lookups go to half the mod shards until --final starts; from then on the writers also put
+    // and remove keys on mod shards 4 and 5, and once --final has returned on 6 and 7, whose files
+    // do not exist yet: a first put there makes the file during or after the cutover (issue 26:
+    // such puts were acknowledged after the last copy, and never copied).
+    const hot = new Set([0, 1, 2, 3]);
+    let cutoverDone = false;
+    let lateLookups = 0;
+    const coldKey = async (w: number, n: number) => {
+      const want = cutoverDone ? [6, 7] : [4, 5];
+      for (let i = 0; ; i++) if (want.includes(await kit.lookups.shardOf(`cold-w${w}-${n}-${i}`))) return `cold-w${w}-${n}-${i}`;
+    };
+    const hotKeys: string[][] = [[], []];
+    for (let i = 0; hotKeys[0]!.length < 100 || hotKeys[1]!.length < 100; i++) {
+      for (const w of [0, 1]) if (hotKeys[w]!.length < 100 && hot.has(await kit.lookups.shardOf(`w${w}.${i}@example.com`))) hotKeys[w]!.push(`w${w}.${i}@example.com`);
+    }
+    let finalStarted = false;
+    const coldPut: string[][] = [[], []];
     for (let i = 0; i < 40; i++) {
       const b = await kit.objects.create('board', { name: `board ${i}`, text: 'é\u0000"\\ ✓' });
       boards.push(String(b.id));
@@ -85,7 +104,7 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
       owner.set(String(p.id), i % 2);
       await kit.mappings.add('board_has_pins', board, p.id);
       mappings.set(`${board}:${p.id}`, true);
-      if (i % 3 === 0) {
+      if (i % 3 === 0 && hot.has(await kit.lookups.shardOf(`user${i}@example.com`))) {
         await kit.lookups.put('email', `user${i}@example.com`, p.id);
         lookups.set(`user${i}@example.com`, String(p.id));
       }
@@ -128,8 +147,12 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
             await kit.mappings.remove('board_has_pins', b!, p!);
             mappings.set(k, false);
           } else {
-            const key = `w${w}.${Math.floor(random() * 100)}@example.com`;
-            if (random() < 0.7) {
+            const cold = finalStarted && random() < 0.5;
+            const fresh = cold && (coldPut[w]!.length === 0 || random() < 0.7);
+            const key = !cold ? hotKeys[w]![Math.floor(random() * 100)]! : fresh ? await coldKey(w, n) : coldPut[w]![Math.floor(random() * coldPut[w]!.length)]!;
+            if (cutoverDone) lateLookups++;
+            if (fresh) coldPut[w]!.push(key);
+            if (!cold ? random() < 0.7 : fresh) {
               const list = pins(w);
               const id = list[Math.floor(random() * list.length)]!;
               await kit.lookups.put('email', key, id);
@@ -160,12 +183,14 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
       const beforeFinal = acknowledged;
       // Wait for more writes, so the final pass has a delta to copy.
       while (acknowledged < beforeFinal + 50 && writerError === undefined) await new Promise((r) => setTimeout(r, 10));
+      finalStarted = true;
       const final = await migrateKit({ from: src.configPath, to: target.configPath, chunkRows: 64, final: true });
       assert.ok(final.final, 'the final run says it cut over');
       assert.ok(final.nextSteps.some((s) => /restart/.test(s)), 'it says what the operator does next');
       // Writes after the cutover: refused, retryable.
       const refusedBefore = refused.length;
-      while (refused.length < refusedBefore + 5 && writerError === undefined) await new Promise((r) => setTimeout(r, 10));
+      cutoverDone = true;
+      while ((refused.length < refusedBefore + 5 || lateLookups < 10) && writerError === undefined) await new Promise((r) => setTimeout(r, 10));
     } finally {
       writing = false;
       await Promise.all(writers);
@@ -195,10 +220,14 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
         const page = await tk.mappings.list('board_has_pins', from!, { limit: 1000 });
         assert.equal(page.items.some((i) => String(i.id) === to), present, `mapping ${k}`);
       }
+      const lost: string[] = [];
       for (const [key, id] of lookups) {
         const got = await tk.lookups.get('email', key);
-        assert.equal(got === undefined ? null : String(got), id, `lookup ${key}`);
+        if ((got === undefined ? null : String(got)) !== id) lost.push(`lookup ${key}: ${got ?? 'missing'} on the target, want ${id ?? 'absent'}`);
       }
+      const cold = [...lookups.keys()].filter((k) => k.startsWith('cold-')).length;
+      console.log(`# ${name}: ${lookups.size} lookup keys in the ledger (${cold} on mod shards first written during --final), ${lost.length} acknowledged lookup writes lost`);
+      assert.deepEqual(lost, [], 'acknowledged lookup writes lost');
       // New objects on the target never reuse a local id the source handed out (deleted ones included).
       const { backend: sb, map } = await openBackend(src.configPath);
       try {
@@ -218,7 +247,145 @@ export function kitMigrationSuite(name: string, start: () => Promise<MigrationTa
     // A second run copies nothing.
     const again = await migrateKit({ from: src.configPath, to: target.configPath, chunkRows: 64 });
     for (const r of again.rounds) assert.equal(r.upserts + r.deletes, 0, `round ${r.round} copied ${r.upserts + r.deletes}`);
-    console.log(`# ${name}: ${acknowledged} acknowledged writes during the migration, ${refused.length} refused by the cutover, ${a.size} rows compared`);
+    console.log(`# ${name}: ${acknowledged} acknowledged writes during the migration, ${refused.length} refused by the cutover, ${a.size} rows compared, 0 acknowledged writes lost`);
+  });
+
+  test(`${name}: lookup puts and removals during --final, at the fence and after the last copy: every acknowledged one is on the target (issue 26)`, async () => {
+    await target.reset();
+    const src = makeEmbeddedStore();
+    dirs.push(src.dir);
+    const kit = await ShardKit.open({ configPath: src.configPath });
+    const { withObjects, ownFile } = modShardFiles(src.configPath);
+    assert.ok(ownFile.length >= 3, `mod shards with a file of their own: ${ownFile}`);
+    // Objects in every object shard, lookups in one mod shard only: the other mod shards have no
+    // file yet (a first put makes it) or, where a host keeps both fleets in one file (withObjects,
+    // none in this map), a file that holds objects only (a first put adds the lookup tables).
+    const board = await kit.objects.create('board', { b: 1 });
+    for (let shard = 0; shard < 8; shard++) await kit.objects.create('pin', { shard }, { shard });
+    const shardOf = (k: string) => kit.lookups.shardOf(k);
+    const hot = await keysOnModShard(shardOf, 'hot-', ownFile[0]!, 2);
+    for (const k of hot) await kit.lookups.put('email', k, board.id);
+    const ledger = new Map<string, string | null>(hot.map((k) => [k, String(board.id)]));
+    const outcomes: string[] = [];
+    // Puts to a file that holds objects only and to a shard with no file, and a removal, through the
+    // running kit; each is acknowledged (and then must be on the target) or refused, retryable.
+    const write = async (step: string, keys: string[], removal: string) => {
+      for (const k of keys) {
+        try {
+          await kit.lookups.put('email', k, board.id);
+          ledger.set(k, String(board.id));
+          outcomes.push(`${step}: put ${k} (mod shard ${await shardOf(k)}) acknowledged`);
+        } catch (err) {
+          if (!isShardKitError(err, 'SHARD_MOVING')) throw err;
+        }
+      }
+      try {
+        await kit.lookups.delete('email', removal);
+        ledger.set(removal, null);
+        outcomes.push(`${step}: removal of ${removal} acknowledged`);
+      } catch (err) {
+        if (!isShardKitError(err, 'SHARD_MOVING')) throw err;
+      }
+    };
+    const pick = async (prefix: string, shards: Array<number | undefined>) => (await Promise.all(shards.filter((m) => m !== undefined).map((m) => keysOnModShard(shardOf, prefix, m!, 1)))).flat();
+    const atFence = await pick('fenced-', [ownFile[1], withObjects[1]]);
+    const afterCopy = await pick('copied-', [ownFile[2], withObjects[2]]);
+    // A catch-up run first, as an operator does: the --final run then opens the files it read before.
+    await migrateKit({ from: src.configPath, to: target.configPath });
+    const final = await migrateKit({
+      from: src.configPath, to: target.configPath, final: true,
+      onStep: (step) => (step === 'fenced' ? write(step, atFence, hot[0]!) : step === 'copied' ? write(step, afterCopy, hot[1]!) : undefined),
+    });
+    assert.ok(final.final);
+    const tk = await ShardKit.open({ configPath: target.configPath });
+    const lost: string[] = [];
+    try {
+      for (const [k, id] of ledger) {
+        const got = await tk.lookups.get('email', k);
+        if ((got === undefined ? null : String(got)) !== id) lost.push(`lookup ${k} (mod shard ${await shardOf(k)}): ${got === undefined ? 'missing' : String(got)} on the target, want ${id ?? 'absent'}`);
+      }
+    } finally {
+      await tk.close();
+      await kit.close();
+    }
+    console.log(`# ${name}: ${outcomes.length} lookup writes acknowledged during --final, ${lost.length} lost`);
+    assert.deepEqual(lost, [], `acknowledged lookup writes lost:\n${lost.join('\n')}\n(acknowledged: ${outcomes.join('; ')})`);
+    // Once fenced, the source refuses them all (a client retries them on the target).
+    assert.deepEqual(outcomes, []);
+    assert.deepEqual(diffDumps(await dumpStore(src.configPath), await dumpStore(target.configPath)), [], 'source and target differ');
+  });
+
+  test(`${name}: a chunk whose target write fails for a passing reason is retried, and the migration completes with nothing lost`, async () => {
+    await target.reset();
+    const src = makeEmbeddedStore();
+    dirs.push(src.dir);
+    const kit = await ShardKit.open({ configPath: src.configPath });
+    const board = await kit.objects.create('board', { b: 1 });
+    for (let i = 0; i < 300; i++) {
+      const p = await kit.objects.create('pin', { i }, { shard: i % 8 });
+      await kit.mappings.add('board_has_pins', board.id, p.id);
+      await kit.lookups.put('email', `r${i}@example.com`, p.id);
+    }
+    // The target fails a chunk now and then, as MariaDB under load did once in issue 26
+    // (PROTOCOL_SEQUENCE_TIMEOUT, mapped to SHARD_UNAVAILABLE like every query timeout), twice in
+    // a row once: each failed chunk is synced again after a backoff.
+    let chunks = 0;
+    const failAt = new Set([3, 10, 11, 25]);
+    const inject = (step: string) => {
+      if (step !== 'chunk-write' || !failAt.has(++chunks)) return;
+      throw new ShardKitError('SHARD_UNAVAILABLE', `shard on the target is unavailable: PROTOCOL_SEQUENCE_TIMEOUT: Query inactivity timeout (injected, chunk ${chunks})`);
+    };
+    const first = await migrateKit({ from: src.configPath, to: target.configPath, chunkRows: 16, onStep: inject });
+    const final = await migrateKit({ from: src.configPath, to: target.configPath, chunkRows: 16, final: true, onStep: inject });
+    await kit.close();
+    assert.ok(final.final);
+    const retries = [...first.rounds, ...final.rounds].reduce((n, r) => n + r.retries, 0);
+    assert.ok(chunks >= 25, `chunk writes: ${chunks}`);
+    assert.equal(retries, 4, 'each injected failure was retried');
+    const [a, b] = [await dumpStore(src.configPath), await dumpStore(target.configPath)];
+    assert.deepEqual(diffDumps(a, b), [], 'source and target differ');
+    assert.ok(a.size > 900, `rows compared: ${a.size}`);
+  });
+
+  test(`${name}: the target stalls a query mid-copy (a TCP proxy holds it until the client's query timeout): the chunk is retried and nothing is lost`, async () => {
+    await target.reset();
+    const src = makeEmbeddedStore();
+    dirs.push(src.dir);
+    const kit = await ShardKit.open({ configPath: src.configPath });
+    for (let i = 0; i < 200; i++) {
+      const p = await kit.objects.create('pin', { i }, { shard: i % 8 });
+      await kit.lookups.put('email', `s${i}@example.com`, p.id);
+    }
+    await kit.close();
+    // The same target through proxies, with a 1 s query timeout.
+    const config = JSON.parse(readFileSync(target.configPath, 'utf8'));
+    const proxies: StallProxy[] = [];
+    for (const h of Object.values(config.hosts) as Array<{ host: string; port: number }>) {
+      const proxy = await StallProxy.start(h.host, h.port);
+      proxies.push(proxy);
+      h.host = '127.0.0.1';
+      h.port = proxy.port;
+    }
+    config.storage.queryTimeoutMs = 1000;
+    const viaProxy = join(dirname(target.configPath), 'via-stall-proxy.json');
+    writeFileSync(viaProxy, `${JSON.stringify(config, null, 2)}\n`);
+    try {
+      let chunks = 0;
+      const stallFifth = (step: string) => {
+        if (step === 'chunk-write' && ++chunks === 5) for (const p of proxies) p.stallNext();
+      };
+      const first = await migrateKit({ from: src.configPath, to: viaProxy, chunkRows: 16, onStep: stallFifth });
+      const final = await migrateKit({ from: src.configPath, to: viaProxy, chunkRows: 16, final: true });
+      assert.ok(final.final);
+      assert.ok(proxies.some((p) => p.stalled > 0), 'a query was held');
+      assert.ok(first.rounds.reduce((n, r) => n + r.retries, 0) >= 1, 'the stalled chunk was retried');
+    } finally {
+      for (const p of proxies) await p.stop();
+      rmSync(viaProxy, { force: true });
+    }
+    const [a, b] = [await dumpStore(src.configPath), await dumpStore(target.configPath)];
+    assert.deepEqual(diffDumps(a, b), [], 'source and target differ');
+    assert.ok(a.size >= 400, `rows compared: ${a.size}`);
   });
 
   test(`${name}: a source that never wrote some shards: after --final, every shard of the target takes writes`, async () => {

@@ -5,13 +5,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, parseConfig, resolveSchema } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
 import { SqliteBackend } from '../../src/storage/sqlite/index.js';
-import { fenceShardFile, unfenceShardFile } from '../../src/storage/sqlite/sqlite-write-fence.js';
+import { fenceShardCreation, fenceShardFile, unfenceShardFile } from '../../src/storage/sqlite/sqlite-write-fence.js';
+import { shardDdl } from '../../src/storage/sqlite/sqlite-ddl.js';
 
 const schema = resolveSchema(parseConfig(defaultConfig({ shards: 8, pairs: 1 })));
 
@@ -82,4 +83,26 @@ test('the write fence refuses every write with a retryable SHARD_MOVING, lifts i
   await assert.rejects(b.deleteObject(ref, 'pins', localId), (e: unknown) => isShardKitError(e, 'SHARD_MOVING'));
   unfenceShardFile(path);
   assert.equal(await b.deleteObject(ref, 'pins', localId), true);
+}));
+
+// Issue 26: a fence covers only tables and files that exist, so --final also fences the making of
+// new files and gives a file the tables of every fleet the map places in it.
+test('migrate --final fence: a first write of the other fleet to a fenced file, or to a shard with no file, is refused', withBackend(async (b) => {
+  // Object shard 0 and mod shard 0 in one file (a host serving both fleets), holding objects only.
+  const both = { host: ref.host, shard: 0, fleet: 'lookups' as const };
+  await b.insertObject({ ...ref, shard: 0 }, 'pins', '{}');
+  const fence = { until: Date.now() + 600_000, reason: 'test cutover' };
+  const refused = (e: unknown) => isShardKitError(e, 'SHARD_MOVING') && /read-only: test cutover/.test(e.message);
+  fenceShardCreation(b.hostDir(ref.host), fence);
+  fenceShardFile(b.shardPath(both), fence, undefined, shardDdl(schema, 'objects') + shardDdl(schema, 'lookups'));
+  await assert.rejects(b.putLookup(both, 'lookup_email', 'k', 1n), refused);
+  // Shard 5 has no file: making one is refused while the fence is up, and nothing is made.
+  const none = { host: ref.host, shard: 5, fleet: 'lookups' as const };
+  await assert.rejects(b.putLookup(none, 'lookup_email', 'k', 1n), refused);
+  assert.equal(existsSync(b.shardPath(none)), false);
+  assert.ok(!(await b.listShards(ref.host, 'lookups')).includes(5));
+  // A fence whose deadline has passed (a crashed migrator's) refuses nothing.
+  fenceShardCreation(b.hostDir(ref.host), { until: Date.now() - 1, reason: 'expired' });
+  await b.putLookup(none, 'lookup_email', 'k', 1n);
+  assert.equal(await b.getLookup(none, 'lookup_email', 'k'), 1n);
 }));

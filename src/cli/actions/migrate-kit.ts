@@ -50,7 +50,7 @@ export async function runKitMigration(opts: KitMigrationCliOptions): Promise<Kit
   const out: string[] = [];
   out.push(`migrate ${report.from} -> ${report.to}: ${report.shards.objects} object shards, ${report.shards.lookups} mod shards`);
   for (const r of report.rounds) {
-    out.push(`  round ${r.round} (${r.phase}): scanned ${r.rowsScanned} rows in ${r.shards} shards, ${r.changedChunks} chunks changed, copied ${r.upserts}, deleted ${r.deletes} (${r.elapsedMs} ms)`);
+    out.push(`  round ${r.round} (${r.phase}): scanned ${r.rowsScanned} rows in ${r.shards} shards, ${r.changedChunks} chunks changed, copied ${r.upserts}, deleted ${r.deletes}${r.retries > 0 ? `, ${r.retries} chunk writes retried` : ''} (${r.elapsedMs} ms)`);
   }
   out.push(`delta of the last round: ${report.delta} rows`);
   if (report.skipped.length === 0) out.push('skipped: nothing');

@@ -61,6 +61,14 @@ export class ShardFile {
     return (Number(this.db.pragma('user_version', { simple: true })) & MOVED_BIT) !== 0;
   }
 
+  /**
+   * Reads the fleet bits from the file again: another process (a service) may have added a fleet
+   * since this handle opened it, and a lister (a migration) must not miss that fleet's tables.
+   */
+  refreshFleets(): void {
+    this.fleetBits = Number(this.db.pragma('user_version', { simple: true }));
+  }
+
   holds(fleet: Fleet): boolean {
     return (this.fleetBits & FLEET_BIT[fleet]) !== 0;
   }

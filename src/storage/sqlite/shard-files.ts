@@ -5,6 +5,7 @@ import { checkHost, checkRef } from '../backend-args.js';
 import type { Fleet, SchemaDef, ShardRef } from '../shard-backend.js';
 import { shardDatabaseName } from '../shard-names.js';
 import { ShardFile, shardTemplate } from './shard-file.js';
+import { CreationFence } from './sqlite-write-fence.js';
 
 interface HostEntry {
   dir: string;
@@ -29,6 +30,7 @@ export class ShardFiles {
   private readonly files: LRUCache<string, ShardFile>;
   private readonly hosts = new Map<string, HostEntry>();
   private readonly templates = new Map<Fleet, Buffer>();
+  private readonly creationFences = new Map<string, CreationFence>();
 
   constructor(private readonly options: ShardFilesOptions) {
     this.files = new LRUCache<string, ShardFile>({ max: options.maxOpenShards, dispose: (file) => file.close() });
@@ -79,8 +81,11 @@ export class ShardFiles {
     const path = this.shardPath(ref);
     let file = this.files.get(path);
     if (file === undefined) {
-      mkdirSync(this.hostDir(ref.host), { recursive: true });
-      file = ShardFile.open(path, { template: this.template(ref.fleet) }, this.options.file);
+      const dir = this.hostDir(ref.host);
+      mkdirSync(dir, { recursive: true });
+      const open = () => ShardFile.open(path, { template: this.template(ref.fleet) }, this.options.file);
+      // A new file only under the host's creation lock, and never while a migration fences the store.
+      file = existsSync(path) ? open() : this.creationFence(ref.host, dir).make(open);
       this.files.set(path, file);
     }
     file.ensure(ref.fleet, this.options.schema);
@@ -97,6 +102,17 @@ export class ShardFiles {
 
   closeAll(): void {
     this.files.clear();
+    for (const f of this.creationFences.values()) f.close();
+    this.creationFences.clear();
+  }
+
+  private creationFence(host: string, dir: string): CreationFence {
+    let f = this.creationFences.get(host);
+    if (f === undefined) {
+      f = new CreationFence(dir, this.options.file.busyTimeoutMs);
+      this.creationFences.set(host, f);
+    }
+    return f;
   }
 
   private template(fleet: Fleet): Buffer {

@@ -107,7 +107,11 @@ export class SqliteBackend extends CheckedBackend {
       const m = FILE.exec(name);
       if (!m) continue;
       const ref: ShardRef = { host, shard: Number(m[1]), fleet };
-      const file = this.run(ref, () => this.files.readable(ref, true));
+      const file = this.run(ref, () => {
+        const f = this.files.readable(ref, true);
+        f?.refreshFleets();
+        return f;
+      });
       if (file?.holds(fleet) && !file.movedAway()) out.push(ref.shard);
     }
     return out.sort((a, b) => a - b);

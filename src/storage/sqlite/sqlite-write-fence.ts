@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 /**
@@ -23,19 +24,26 @@ function sqlText(s: string): string {
   return `'${s.replace(/'/g, "''")}'`;
 }
 
-/** Puts (or replaces) the fence on the file at `path`; a missing file is left alone (false). */
-export function fenceShardFile(path: string, fence: WriteFence, busyTimeoutMs = 5000): boolean {
+/**
+ * Puts (or replaces) the fence on the file at `path`; a missing file is left alone (false).
+ * `ddl`: CREATE TABLE IF NOT EXISTS statements of the tables a writer could add to the file (the
+ * fleets the map places in it), run in the fence's transaction: a trigger only guards a table
+ * that exists, and a first write of a fleet the file did not hold yet would otherwise add its
+ * tables after the fence, unguarded.
+ */
+export function fenceShardFile(path: string, fence: WriteFence, busyTimeoutMs = 5000, ddl?: string): boolean {
   if (!existsSync(path)) return false;
   const db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
   try {
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
     const message = sqlText(`${READ_ONLY_MARK} ${fence.reason}`);
     // Julian days to unix ms: works on every SQLite version (unixepoch('subsec') needs 3.42).
     const when = fence.until === undefined ? '' : ` WHEN CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) < ${Math.trunc(fence.until)}`;
     // One IMMEDIATE transaction: it waits for a writer in flight, and every write after it is refused.
     db.transaction(() => {
+      if (ddl !== undefined && ddl !== '') db.exec(ddl);
+      const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
       dropTriggers(db);
-      for (const t of tables) {
+      for (const t of names) {
         for (const op of ['INSERT', 'UPDATE', 'DELETE']) {
           const name = `${TRIGGER_PREFIX}${op.toLowerCase()}_${t}`;
           db.exec(`CREATE TRIGGER "${name}" BEFORE ${op} ON "${t}"${when} BEGIN SELECT RAISE(ABORT, ${message}); END`);
@@ -67,4 +75,63 @@ function dropTriggers(db: Database.Database): void {
 /** Whether a SQLite error is a fence's refusal. */
 export function isFenceRefusal(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith(READ_ONLY_MARK);
+}
+
+/** Beside the shard files of a host: the fence on making new ones (not a shard file: FILE does not match it). */
+export const CREATION_FENCE_FILE = 'shardkit-creation-fence.sqlite';
+
+function openCreationFence(dir: string, busyTimeoutMs: number): Database.Database {
+  const db = new Database(join(dir, CREATION_FENCE_FILE), { timeout: busyTimeoutMs });
+  try {
+    db.exec('CREATE TABLE IF NOT EXISTS fence (until INTEGER, reason TEXT NOT NULL)');
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/**
+ * The lock a process holds while it makes a shard file in a host directory, and the migration
+ * fence on making them: triggers guard only files that exist, so without it a first write to a
+ * shard with no file would make the file after the cutover's fence, unguarded (issue 26). Making
+ * a file and putting the fence are IMMEDIATE transactions on one small SQLite file per host, so a
+ * file made before the fence commits is there for the migrator to fence when it lists the files
+ * next, and none is made after.
+ */
+export class CreationFence {
+  private db: Database.Database | undefined;
+
+  constructor(private readonly dir: string, private readonly busyTimeoutMs = 5000) {}
+
+  /** Runs `make` (which makes a shard file) under the lock, or refuses (READ_ONLY_MARK) while a fence is up. */
+  make<T>(make: () => T): T {
+    this.db ??= openCreationFence(this.dir, this.busyTimeoutMs);
+    const db = this.db;
+    return db.transaction(() => {
+      const row = db.prepare('SELECT until, reason FROM fence').get() as { until: number | null; reason: string } | undefined;
+      if (row !== undefined && (row.until === null || Date.now() < row.until)) {
+        throw new Database.SqliteError(`${READ_ONLY_MARK} ${row.reason}`, 'SQLITE_CONSTRAINT_TRIGGER');
+      }
+      return make();
+    }).immediate();
+  }
+
+  close(): void {
+    this.db?.close();
+    this.db = undefined;
+  }
+}
+
+/** Puts (or replaces) the fence on making shard files in `dir` (which must exist). */
+export function fenceShardCreation(dir: string, fence: WriteFence, busyTimeoutMs = 5000): void {
+  const db = openCreationFence(dir, busyTimeoutMs);
+  try {
+    db.transaction(() => {
+      db.prepare('DELETE FROM fence').run();
+      db.prepare('INSERT INTO fence (until, reason) VALUES (?, ?)').run(fence.until === undefined ? null : Math.trunc(fence.until), fence.reason);
+    }).immediate();
+  } finally {
+    db.close();
+  }
 }
