@@ -212,7 +212,8 @@ describe('moves on PostgreSQL: shards move|verify|drop-moved with logical replic
     assert.deepEqual((JSON.parse(clean.stdout) as { mismatches: unknown[] }).mismatches, []);
     const changed = before2[Math.floor(before2.length / 2)]!;
     await sql('PG002A', `UPDATE ${db(2)}.pins SET data = '{"by":"hand"}' WHERE local_id = $1`, [changed]);
-    const dirty = await cli(['shards', 'verify', '2..3', ...args]);
+    // The target against the source's fenced copy (by default a switched move's target is compared with its standby).
+    const dirty = await cli(['shards', 'verify', '2..3', '--against-source', ...args]);
     assert.equal(dirty.code, 3, dirty.stderr);
     assert.match(dirty.stdout, new RegExp(`MISMATCH shard 2 pins keys ${changed}\\.\\.${changed}:`));
   });

@@ -34,7 +34,7 @@ export interface MoveCommandOptions extends CommonOptions {
   abort?: boolean;
 }
 
-export type VerifyCommandOptions = CommonOptions;
+export type VerifyCommandOptions = CommonOptions & { againstSource?: boolean };
 export type DropMovedOptions = CommonOptions;
 
 /** Exit code when verify found copies that differ. */
@@ -252,7 +252,7 @@ export async function verifyCommand(spanText: string, opts: VerifyCommandOptions
       // slave holds no copy (the embedded default), with the fenced copy as before the switch.
       const loc = ctx.map.locate(s);
       const move = ctx.map.moves().find((x) => x.range[0] <= s && s <= x.range[1] && x.phase !== 'started' && x.phase !== 'aborting');
-      let m = move?.phase === 'switched' && loc.slave !== undefined ? undefined : move;
+      let m = move?.phase === 'switched' && loc.slave !== undefined && !opts.againstSource ? undefined : move;
       let pair: [string, string] | undefined = m !== undefined ? [m.source.master, m.target.master] : loc.slave !== undefined ? [loc.master, loc.slave] : undefined;
       let r = pair === undefined ? undefined : await ctx.compare(s, pair, m);
       if (r === undefined && move !== undefined && m === undefined) {

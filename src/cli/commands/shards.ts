@@ -46,7 +46,8 @@ Example:
     .action(action(async (span: string, opts: MoveCommandOptions) => (await import('../actions/shards.js')).moveCommand(span, opts)));
 
   common(shards.command('verify <first..last>'))
-    .description('Compare the copies of object shards first..last chunk by chunk (primary-key chunks, hashed): a move\'s source against its target, otherwise a master against its slave')
+    .description('Compare the copies of object shards first..last chunk by chunk (primary-key chunks, hashed): a running move\'s source against its target, otherwise (a switched move too) a master against its slave')
+    .option('--against-source', 'after a switched move, compare the target with the source\'s fenced copy instead of with its slave (every write since the switch shows as a difference)')
     .addHelpText('after', `
 A master and its slave are compared at a consistent point per chunk: the slave's rows are read
 once it has applied the master's position read after the master's chunk (MariaDB: the GTID

@@ -65,7 +65,7 @@ export async function verifyStandby(shard: number, ns: string, tables: { master:
     const b = tables.standby.includes(t) ? { c: standby.c, table: `${qi(ns)}.${qi(t)}` } : undefined;
     if (a === undefined && b === undefined) continue;
     report.tables++;
-    const r = await compareChunks(shard, t, a, b, sync);
+    const r = await compareChunks(shard, t, a, b, sync, { replica: true });
     report.rows += r.rows;
     report.chunks += r.chunks;
     report.mismatches.push(...r.mismatches);
