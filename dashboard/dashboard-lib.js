@@ -301,9 +301,20 @@ export function moveProgress(move, now) {
   const p = move.progress;
   if (p === undefined || p.phase !== move.phase) return { progress: '–', lag: '–', updated: '–' };
   const parts = [];
-  if (p.shardsDone !== undefined) parts.push(`${p.shardsDone}${p.shardsTotal !== undefined ? `/${p.shardsTotal}` : ''} shards`);
-  if (p.rowsCopied !== undefined) parts.push(`${p.rowsCopied.toLocaleString('en-US')}${p.rowsTotal !== undefined ? `/${p.rowsTotal.toLocaleString('en-US')}` : ''} rows`);
+  const pct = (done, total) => (total > 0 ? ` (${Math.min(100, Math.floor((done / total) * 100))}%)` : '');
+  if (p.shardsDone !== undefined) parts.push(`${p.shardsDone}${p.shardsTotal !== undefined ? `/${p.shardsTotal}` : ''} shards${p.shardsTotal !== undefined && p.rowsTotal === undefined ? pct(p.shardsDone, p.shardsTotal) : ''}`);
+  if (p.rowsCopied !== undefined) parts.push(`${p.rowsCopied.toLocaleString('en-US')}${p.rowsTotal !== undefined ? `/${p.rowsTotal.toLocaleString('en-US')}` : ''} rows${p.rowsTotal !== undefined ? pct(p.rowsCopied, p.rowsTotal) : ''}`);
   if (p.bytesCopied !== undefined) parts.push(`${formatBytes(p.bytesCopied)} copied`);
   const age = Math.max(0, Math.round((now - p.at) / 1000));
   return { progress: parts.length > 0 ? parts.join(', ') : '–', lag: p.lag === undefined ? '–' : String(p.lag), updated: `${age} s ago` };
+}
+
+/**
+ * A move's phase as the moves table names it: what the mover is doing in it (docs/moves.md), not
+ * the phase it has finished ("started" is the copy, "copied" the lag gate and, on PostgreSQL, the
+ * verify before the freeze, "fenced" the catch-up, verify and switch under the freeze).
+ * @param {string} phase
+ */
+export function movePhaseLabel(phase) {
+  return ({ started: 'copying', copied: 'catching up', frozen: 'frozen', fenced: 'fenced: verifying', switched: 'switched', aborting: 'aborting' })[phase] ?? phase;
 }

@@ -6,7 +6,7 @@
  * (#object=…, #mapping=…&from=…, #lookup=…&key=…), so links and the back button work.
  */
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
 } from './dashboard-lib.js';
 
 const REFRESH_MS = 5000;
@@ -194,7 +194,7 @@ function renderTopology(map) {
       el('td', { class: 'mono' }, `${m.range[0]}–${m.range[1]}`),
       el('td', {}, m.source.master),
       el('td', {}, m.target.master),
-      el('td', {}, m.phase),
+      el('td', { title: m.phase }, movePhaseLabel(m.phase)),
       el('td', { class: 'num' }, p.progress),
       el('td', { class: 'num' }, p.lag),
       el('td', { class: 'num' }, p.updated),

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
 } from '../../dashboard/dashboard-lib.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { defaultShardMapJson } from '../../src/topology/shard-map.js';
@@ -152,12 +152,16 @@ test('moveProgress shows the numbers of the phase the move is in, dashes otherwi
   const now = 100_000;
   assert.deepEqual(moveProgress({ phase: 'fenced' }, now), { progress: '–', lag: '–', updated: '–' });
   assert.deepEqual(moveProgress({ phase: 'fenced', progress: { phase: 'started', shardsDone: 1, at: now } }, now), { progress: '–', lag: '–', updated: '–' });
-  assert.deepEqual(moveProgress({ phase: 'fenced', progress: { phase: 'fenced', shardsDone: 2, shardsTotal: 4, at: now - 3_400 } }, now), { progress: '2/4 shards', lag: '–', updated: '3 s ago' });
-  assert.deepEqual(moveProgress({ phase: 'copied', progress: { phase: 'copied', rowsCopied: 12345, rowsTotal: 99999, lag: 0, at: now + 5_000 } }, now), { progress: '12,345/99,999 rows', lag: '0', updated: '0 s ago' });
+  assert.deepEqual(moveProgress({ phase: 'fenced', progress: { phase: 'fenced', shardsDone: 2, shardsTotal: 4, at: now - 3_400 } }, now), { progress: '2/4 shards (50%)', lag: '–', updated: '3 s ago' });
+  assert.deepEqual(moveProgress({ phase: 'copied', progress: { phase: 'copied', rowsCopied: 12345, rowsTotal: 99999, lag: 0, at: now + 5_000 } }, now), { progress: '12,345/99,999 rows (12%)', lag: '0', updated: '0 s ago' });
   assert.deepEqual(moveProgress({ phase: 'copied', progress: { phase: 'copied', lag: 7, at: now } }, now).lag, '7');
-  assert.equal(moveProgress({ phase: 'started', progress: { phase: 'started', shardsDone: 0, shardsTotal: 2, bytesCopied: 5 * 1024 * 1024 + 300_000, at: now } }, now).progress, '0/2 shards, 5.3 MiB copied');
+  assert.equal(moveProgress({ phase: 'started', progress: { phase: 'started', shardsDone: 0, shardsTotal: 2, bytesCopied: 5 * 1024 * 1024 + 300_000, at: now } }, now).progress, '0/2 shards (0%), 5.3 MiB copied');
 });
 
 test('formatBytes: bytes below 1 KiB as they are, then one decimal of the largest binary unit', () => {
   assert.deepEqual([0, 512, 1024, 1536, 10 * 1024 ** 2, 3 * 1024 ** 3 + 1, 2 * 1024 ** 5].map(formatBytes), ['0 B', '512 B', '1.0 KiB', '1.5 KiB', '10.0 MiB', '3.0 GiB', '2048.0 TiB']);
+});
+
+test('movePhaseLabel names what the mover does in each phase', () => {
+  assert.deepEqual(['started', 'copied', 'frozen', 'fenced', 'switched', 'aborting', 'other'].map(movePhaseLabel), ['copying', 'catching up', 'frozen', 'fenced: verifying', 'switched', 'aborting', 'other']);
 });

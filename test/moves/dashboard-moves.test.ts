@@ -77,9 +77,9 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     await page.goto(`${f.base}/dashboard/`);
     await page.waitForSelector('#moves tbody tr[data-move="move-live"]');
     const live = await page.locator('#moves tbody tr[data-move="move-live"]').innerText();
-    assert.match(live, /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+fenced\s+4\/4 shards\s+–\s+\d+ s ago\s+held \(budget 60000 ms\)$/);
+    assert.match(live, /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+fenced: verifying\s+4\/4 shards \(100%\)\s+–\s+\d+ s ago\s+held \(budget 60000 ms\)$/);
     const rows = await page.locator('#moves tbody tr[data-move="move-rows"]').innerText();
-    assert.match(rows, /^move-rows\s+8–11\s+MySQL002A\s+MySQL001A\s+started\s+1,500\/6,000 rows\s+3\s+\d+ s ago\s+–$/);
+    assert.match(rows, /^move-rows\s+8–11\s+MySQL002A\s+MySQL001A\s+copying\s+1,500\/6,000 rows \(25%\)\s+3\s+\d+ s ago\s+–$/);
     // Beside the frozen range: the topology row and the heat map's range say which move holds it.
     assert.match(await page.locator('#topology tbody tr').first().innerText(), /0–3[\s\S]*frozen by move-live/);
     await page.waitForSelector('#heatmap .heat-range[data-range="0-3"]');

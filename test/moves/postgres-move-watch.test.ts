@@ -278,7 +278,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
       await page.goto(`${base}/dashboard/`);
       await page.waitForSelector('#moves tbody tr[data-move="move-pg-dash"]');
       const copying = await page.locator('#moves tbody tr[data-move="move-pg-dash"]').innerText();
-      assert.match(copying, new RegExp(`^move-pg-dash\\s+6–7\\s+PG001A\\s+PG002A\\s+started\\s+2/2 shards, ${rows}/${rows} rows\\s+–\\s+\\d+ s ago\\s+–$`));
+      assert.match(copying, new RegExp(`^move-pg-dash\\s+6–7\\s+PG001A\\s+PG002A\\s+copying\\s+2/2 shards, ${rows}/${rows} rows \\(100%\\)\\s+–\\s+\\d+ s ago\\s+–$`));
 
       // The target falls behind: its subscription stops while the source takes writes on the moving shards.
       await sql(TARGET.master, `ALTER SUBSCRIPTION ${replicationName('move-pg-dash')} DISABLE`);
@@ -288,7 +288,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
       await page.reload();
       await page.waitForSelector('#moves tbody tr[data-move="move-pg-dash"]');
       const lagging = await page.locator('#moves tbody tr[data-move="move-pg-dash"]').innerText();
-      const m = /^move-pg-dash\s+6–7\s+PG001A\s+PG002A\s+copied\s+–\s+(\d+)\s+\d+ s ago\s+–$/.exec(lagging);
+      const m = /^move-pg-dash\s+6–7\s+PG001A\s+PG002A\s+catching up\s+–\s+(\d+)\s+\d+ s ago\s+–$/.exec(lagging);
       assert.ok(m !== null, `the moves row while the target is behind: ${JSON.stringify(lagging)}`);
       assert.ok(Number(m[1]) > 1024, `lag ${m[1]} bytes (the record said ${behind.progress?.lag})`);
 
