@@ -83,6 +83,14 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): 
   };
   // Node keeps the response being written on this connection here (lib/_http_server.js).
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  // The request still waiting for its body is the one the parser gave up on (the client closed
+  // the connection mid-body, or sent a bad chunk): its response never comes, so waiting for it
+  // kept the socket in CLOSE-WAIT and its concurrency slot taken for ever. Answer and close now;
+  // the request is aborted and its slot released.
+  if (inFlight?.req !== undefined && !inFlight.req.complete) {
+    answer();
+    return;
+  }
   if (inFlight !== undefined && inFlight !== null && !inFlight.writableFinished) {
     inFlight.once('finish', answer);
     inFlight.once('close', () => socket.destroy());
