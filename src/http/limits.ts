@@ -58,3 +58,6 @@ export async function installLimits(app: FastifyInstance, options: LimitOptions)
     });
   }
 }
+
+/** The most bytes one answer of a batch read (multi-get, batchGet) may hold: RESPONSE_TOO_LARGE past it. */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
