@@ -7,7 +7,8 @@ import { etagOf } from './etag.js';
 import { checkJsonValue, decodeActive, encodeData, isPlainObject, liveData } from './json-data.js';
 import { mergePatch } from './merge-patch.js';
 import type { KitCache } from './kit-cache.js';
-import { isFenceError, type LocatedId, type KitContext } from './kit-context.js';
+import { isFenceError } from '../storage/fence-error.js';
+import type { LocatedId, KitContext } from './kit-context.js';
 import { KitObject } from './kit-object.js';
 import type { CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
 

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
@@ -6,6 +5,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
+import { addTableResult, emptyReport, hashRows, keyText, moveShards, refuseFenceClash } from '../move-shared.js';
 import { armLockFence, completeLockFence, lockFence, MAX_FENCE_SESSIONS, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
 import { timedStep, type OnStep } from '../step-timer.js';
 import {
@@ -189,7 +189,7 @@ export class MariadbMoveEngine implements MoveEngine {
 
   /** Opens every connection the replicated freeze path uses, all at once. */
   private async openFreezeConns(move: MoveRecord): Promise<FreezeConns> {
-    const width = Math.max(1, Math.min(this.options.fenceConnections ?? 4, this.shards(move).length, MAX_FENCE_SESSIONS));
+    const width = Math.max(1, Math.min(this.options.fenceConnections ?? 4, moveShards(move).length, MAX_FENCE_SESSIONS));
     const admin = this.options.admin!;
     const opened = await Promise.allSettled<Conn>([
       this.connect(move.source.master), admin.connect(move.source.master), this.connect(move.target.master), admin.connect(move.target.master),
@@ -284,15 +284,9 @@ export class MariadbMoveEngine implements MoveEngine {
     }
   }
 
-  private shards(move: MoveRecord): number[] {
-    const out: number[] = [];
-    for (let s = move.range[0]; s <= move.range[1]; s++) out.push(s);
-    return out;
-  }
-
   /** The databases of the moving shards: each shard's dbNNNNN, then its wcNNNNN on a wide-column fleet. */
   private databases(move: MoveRecord): ShardDatabase[] {
-    return this.shards(move).flatMap((shard) => [shardDatabaseName(shard), ...(this.options.wideColumn ? [wcDatabaseName(shard)] : [])].map((live) => ({ shard, live, moved: movedName(live) })));
+    return moveShards(move).flatMap((shard) => [shardDatabaseName(shard), ...(this.options.wideColumn ? [wcDatabaseName(shard)] : [])].map((live) => ({ shard, live, moved: movedName(live) })));
   }
 
   /** The tables a move carries out of `db` (live or moved name), of those `found` there: all of a wide-column database, ours of an object one. */
@@ -409,7 +403,7 @@ export class MariadbMoveEngine implements MoveEngine {
     let bytesCopied = 0;
     const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
       ignoreTables: ignore,
-      ...(onProgress !== undefined ? { onBytes: (b: number) => onProgress(0, this.shards(move).length, { bytesCopied: (bytesCopied = b) }) } : {}),
+      ...(onProgress !== undefined ? { onBytes: (b: number) => onProgress(0, moveShards(move).length, { bytesCopied: (bytesCopied = b) }) } : {}),
     });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
@@ -417,7 +411,7 @@ export class MariadbMoveEngine implements MoveEngine {
       if (onProgress !== undefined) {
         const [n] = await c.query(`SELECT ${doTables.map((t) => `(SELECT COUNT(*) FROM ${t.split('.').map(q).join('.')})`).join(' + ')} AS n`);
         const rows = Number((n as Array<{ n: number | string }>)[0]!.n);
-        onProgress(this.shards(move).length, this.shards(move).length, { rowsCopied: rows, rowsTotal: rows, bytesCopied });
+        onProgress(moveShards(move).length, moveShards(move).length, { rowsCopied: rows, rowsTotal: rows, bytesCopied });
       }
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
       await setMovePosition(c, at);
@@ -494,9 +488,7 @@ export class MariadbMoveEngine implements MoveEngine {
     for (const d of all) {
       const tables = have.get(d.live)!;
       if (tables.length === 0) continue;
-      const clash = have.get(d.moved)!;
-      const both = tables.filter((t) => clash.includes(t));
-      if (both.length > 0) throw new ShardKitError('INTERNAL', `${d.live}.${both[0]} exists both live and in ${d.moved} on ${move.source.master}: resolve by hand before moving`);
+      refuseFenceClash(d.live, tables, d.moved, have.get(d.moved)!, move.source.master);
       if (!dbs.has(d.moved)) missing.push(d.moved);
       live.push({ ...d, tables });
       renames.set(d.shard, [...(renames.get(d.shard) ?? []), ...tables.map((t) => `${q(d.live)}.${q(t)} TO ${q(d.moved)}.${q(t)}`)]);
@@ -567,7 +559,7 @@ export class MariadbMoveEngine implements MoveEngine {
 
   async catchUp(move: MoveRecord, onProgress?: MoveProgressFn): Promise<void> {
     if (this.replicated) return this.catchUpReplicated(move, onProgress);
-    const shards = this.shards(move);
+    const shards = moveShards(move);
     const src = await this.connect(move.source.master);
     try {
       const dst = await this.connect(move.target.master);
@@ -769,14 +761,14 @@ export class MariadbMoveEngine implements MoveEngine {
     // A locked table is read on its (admin) fence session: the chunks it is compared with come from
     // an admin connection to the target too, so both sides decode values alike.
     const dstRows = lock !== undefined && dstCounter !== undefined ? dstCounter : dst;
-    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+    const report = emptyReport();
     const all = this.databases(move);
     const [srcMap, dstMap] = await this.step('verify: catalogue', () => Promise.all([
       this.presentMany(src, all.flatMap((d) => [d.live, d.moved])),
       this.presentMany(dst, all.map((d) => d.live)),
     ]));
     const pairs: Array<{ shard: number; table: string; label: string; srcDb?: string; dstDb: string; a?: string; b?: string }> = [];
-    report.shards = this.shards(move).length;
+    report.shards = moveShards(move).length;
     for (const d of all) {
       // The source's copy is the fenced one once the fence holds, the live one before.
       const moved = srcMap.get(d.moved)!;
@@ -827,14 +819,11 @@ export class MariadbMoveEngine implements MoveEngine {
       report.tables++;
       const rows = quick.get(p);
       if (rows !== undefined) {
-        report.rows += rows;
-        report.chunks += 1;
+        addTableResult(report, { rows, chunks: 1 });
         continue;
       }
       const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: srcConn(p.srcDb, p.table), db: p.srcDb } : undefined, p.b !== undefined ? { c: dstRows, db: p.dstDb } : undefined, undefined, p.label);
-      report.rows += r.rows;
-      report.chunks += r.chunks;
-      report.mismatches.push(...r.mismatches);
+      addTableResult(report, r);
     }
     return report;
   }
@@ -910,7 +899,7 @@ export class MariadbMoveEngine implements MoveEngine {
    * for a moment, so a mismatching table is compared again before it is reported.
    */
   async verifyReplica(shard: number, master: string, slave: string, waitS = 30, which: 'all' | 'objects' | 'widecolumn' = 'all'): Promise<VerifyReport> {
-    const report: VerifyReport = { shards: 1, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+    const report = emptyReport(1);
     const m = await this.connect(master);
     try {
       const sl = await this.connect(slave);
@@ -934,9 +923,7 @@ export class MariadbMoveEngine implements MoveEngine {
             const b = onSlave.includes(t) ? { c: sl, db } : undefined;
             let r = await compareTable(shard, t, a, b, sync, tableLabel(db, t));
             if (r.mismatches.length > 0) r = await compareTable(shard, t, a, b, sync, tableLabel(db, t));
-            report.rows += r.rows;
-            report.chunks += r.chunks;
-            report.mismatches.push(...r.mismatches);
+            addTableResult(report, r);
           }
         }
       } finally {
@@ -1041,12 +1028,6 @@ function tableLabel(db: string, table: string): string {
   return db.startsWith(WC_PREFIX) ? `${db}.${table}` : table;
 }
 
-function hashRows(rows: unknown[][]): string {
-  const h = createHash('sha1');
-  for (const r of rows) h.update(JSON.stringify(r)).update('\n');
-  return `${rows.length}:${h.digest('hex')}`;
-}
-
 /**
  * Compares one table of a shard: the source's primary-key chunks, and for each the target's rows
  * in the same key interval (so rows on one side only are found too); target rows past the
@@ -1057,7 +1038,6 @@ async function compareTable(shard: number, table: string, a: { c: Conn; db: stri
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.db, table);
   const ra = a === undefined ? undefined : chunkReader(a.c, a.db, table, keys);
   const rb = b === undefined ? undefined : chunkReader(b.c, b.db, table, keys);
-  const keyText = (k: unknown[]): string => (k.length === 1 ? String(k[0]) : `(${k.map(String).join(',')})`);
   let last: unknown[] | undefined;
   if (ra === undefined) await sync?.();
   for (;;) {

@@ -8,6 +8,7 @@ import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
+import { addTableResult, emptyReport, moveShards, refuseFenceClash } from '../move-shared.js';
 import { copiedRows, countRows } from './postgres-copy-progress.js';
 import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
 import { compareChunks, sameAggregate, settleTables, tableAggregates, type TablePair, type TableSide } from './postgres-verify.js';
@@ -275,12 +276,6 @@ export class PostgresMoveEngine implements MoveEngine {
     ].join(' ');
   }
 
-  private shards(move: MoveRecord): number[] {
-    const out: number[] = [];
-    for (let s = move.range[0]; s <= move.range[1]; s++) out.push(s);
-    return out;
-  }
-
   /** Which of our object tables exist in schema `ns`. */
   private async present(c: Client, ns: string): Promise<string[]> {
     const { rows } = await c.query<{ t: string }>("SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')", [ns]);
@@ -319,7 +314,7 @@ export class PostgresMoveEngine implements MoveEngine {
       if (w?.wal_level !== 'logical') {
         throw new ShardKitError('INVALID_CONFIG', `${move.source.master} runs with wal_level=${w?.wal_level ?? '?'}: a PostgreSQL shard move replicates from the source master with a publication, which needs wal_level=logical (set it in postgresql.conf, with max_replication_slots and max_wal_senders of at least 4, and restart the server; dev clusters get it from \`shardkit dev up\`)`);
       }
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         const live = await this.present(src, shardDatabaseName(s));
         if (live.length === 0 && (await this.present(src, movedSchema(s))).length > 0) {
           throw new ShardKitError('INTERNAL', `shard ${s} is fenced on ${move.source.master} (${movedSchema(s)}) but the move was not: run shards move --abort`);
@@ -333,7 +328,7 @@ export class PostgresMoveEngine implements MoveEngine {
       if (await this.subscriptionExists(dst, move)) return; // a resumed prepare: the copy is ours
       const { rows: [r] } = await dst.query<{ ro: string }>('SELECT pg_is_in_recovery()::text AS ro');
       if (r?.ro === 'true') throw new ShardKitError('INVALID_ARGUMENT', `the target ${move.target.master} is a standby (read-only): move to a master`);
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         for (const t of await this.present(dst, shardDatabaseName(s))) {
           const { rows } = await dst.query(`SELECT 1 FROM ${qi(shardDatabaseName(s))}.${qi(t)} LIMIT 1`);
           if (rows.length > 0) throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
@@ -342,7 +337,7 @@ export class PostgresMoveEngine implements MoveEngine {
       // The shard as `shardkit init` makes it (tables, index, next_id()), in one transaction.
       await dst.query('BEGIN');
       try {
-        for (const s of this.shards(move)) {
+        for (const s of moveShards(move)) {
           for (const sql of postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })) await dst.query(sql);
         }
         await this.createMarker(dst, move);
@@ -382,7 +377,7 @@ export class PostgresMoveEngine implements MoveEngine {
         const total = Number(st?.total ?? 0);
         const ready = Number(st?.ready ?? 0);
         // Reported in shards (the dashboard shows shards done): the share of tables copied.
-        const shards = this.shards(move).length;
+        const shards = moveShards(move).length;
         if (onProgress !== undefined) onProgress(total === 0 ? 0 : Math.floor((ready / total) * shards), shards, { rowsCopied: await copiedRows(dst, name, MARKER_SCHEMA, copied), rowsTotal });
         if (total > 0 && ready === total) break;
         if (ready !== lastReady) {
@@ -413,7 +408,7 @@ export class PostgresMoveEngine implements MoveEngine {
    * connection or reads the catalogue twice.
    */
   async beforeFreeze(move: MoveRecord): Promise<void> {
-    const shards = this.shards(move);
+    const shards = moveShards(move);
     await this.withConn(move.source.master, async (c) => {
       const { rows } = await c.query<{ n: string }>('SELECT nspname AS n FROM pg_namespace WHERE nspname = ANY($1::text[])', [shards.map(movedSchema)]);
       const have = new Set(rows.map((r) => r.n));
@@ -430,13 +425,12 @@ export class PostgresMoveEngine implements MoveEngine {
 
   /** Per shard, the live object tables the fence moves aside (none: fenced already, a resumed mover). */
   private async fencePlan(c: Client, move: MoveRecord): Promise<Map<number, string[]>> {
-    const shards = this.shards(move);
+    const shards = moveShards(move);
     const have = await this.presentIn(c, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]);
     const plan = new Map<number, string[]>();
     for (const s of shards) {
       const live = have.get(shardDatabaseName(s))!;
-      const clash = have.get(movedSchema(s))!.filter((t) => live.includes(t));
-      if (clash.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${clash[0]} exists both live and in ${movedSchema(s)} on ${move.source.master}: resolve by hand before moving`);
+      refuseFenceClash(shardDatabaseName(s), live, movedSchema(s), have.get(movedSchema(s))!, move.source.master);
       plan.set(s, live);
     }
     return plan;
@@ -497,8 +491,8 @@ export class PostgresMoveEngine implements MoveEngine {
       const fenced = this.fenced.get(move.id);
       this.fenced.delete(move.id);
       // Not fenced by this process (a resumed mover): make sure the fence holds.
-      const live = fenced !== undefined ? undefined : await this.step('catch-up: source catalogue', () => this.presentIn(src, this.shards(move).map((x) => shardDatabaseName(x))));
-      for (const s of this.shards(move)) {
+      const live = fenced !== undefined ? undefined : await this.step('catch-up: source catalogue', () => this.presentIn(src, moveShards(move).map((x) => shardDatabaseName(x))));
+      for (const s of moveShards(move)) {
         if ((live?.get(shardDatabaseName(s))!.length ?? 0) > 0) {
           throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
         }
@@ -544,7 +538,7 @@ export class PostgresMoveEngine implements MoveEngine {
    * Three statements whatever the number of shards: this runs while services hold writes.
    */
   private async advanceSequences(src: Client, dst: Client, move: MoveRecord, fenced?: Map<string, bigint>): Promise<void> {
-    const shards = this.shards(move);
+    const shards = moveShards(move);
     // The values the fence read under its locks, or (a resumed mover) read now.
     const [source, target] = await Promise.all([
       fenced ?? this.step('sequences: read source', () => readSequences(src, [...shards.map(movedSchema), ...shards.map((x) => shardDatabaseName(x))])),
@@ -580,7 +574,7 @@ export class PostgresMoveEngine implements MoveEngine {
 
   /** Each moving shard's object tables on the source (the fenced copy once the fence holds, the live one before) and on the target. */
   private async verifyPlan(src: Client, dst: Client, move: MoveRecord, fencedTables?: Map<number, string[]>): Promise<VerifyPlan[]> {
-    const shards = this.shards(move);
+    const shards = moveShards(move);
     // The source's side is known when this process's fence just moved every table aside.
     const known = fencedTables === undefined ? undefined : new Map(shards.flatMap((s) => [[movedSchema(s), fencedTables.get(s) ?? []], [shardDatabaseName(s), []]]));
     const [onSrc, onDst] = await this.step('verify: catalogue', () => Promise.all([
@@ -628,9 +622,7 @@ export class PostgresMoveEngine implements MoveEngine {
       const unsettled = new Set(settled.unsettled);
       if (settled.differ.length > 0) {
         const named = await this.compareTables(src, dst, move, plan, new Set(settled.differ));
-        report.rows += named.rows;
-        report.chunks += named.chunks;
-        report.mismatches.push(...named.mismatches);
+        addTableResult(report, named);
         // A difference the chunk comparison did not confirm (the table was written meanwhile) is checked again under the freeze.
         for (const name of settled.differ) if (!named.mismatches.some((m) => `${m.shard}.${m.table}` === name)) unsettled.add(name);
       }
@@ -675,7 +667,7 @@ export class PostgresMoveEngine implements MoveEngine {
    * aggregates read again, and each chunk is compared at the marker's point.
    */
   private async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>): Promise<VerifyReport> {
-    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+    const report = emptyReport();
     const sync = (await this.step('verify: subscription exists?', () => this.subscriptionExists(dst, move))) ? () => this.step('verify: marker applied (sync)', () => this.waitApplied(src, dst, move)) : undefined;
     const key = (s: number, t: string) => `${s}.${t}`;
     const wanted = (s: number, t: string) => only === undefined || only.has(key(s, t));
@@ -701,9 +693,7 @@ export class PostgresMoveEngine implements MoveEngine {
           continue;
         }
         const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync);
-        report.rows += r.rows;
-        report.chunks += r.chunks;
-        report.mismatches.push(...r.mismatches);
+        addTableResult(report, r);
       }
     }
     return report;
@@ -754,7 +744,7 @@ export class PostgresMoveEngine implements MoveEngine {
       await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
       await c.query('BEGIN');
       try {
-        for (const s of this.shards(move)) {
+        for (const s of moveShards(move)) {
           const fenced = await this.present(c, movedSchema(s));
           const live = await this.present(c, shardDatabaseName(s));
           for (const t of fenced.filter((x) => !live.includes(x))) await c.query(`ALTER TABLE ${qi(movedSchema(s))}.${qi(t)} SET SCHEMA ${qi(shardDatabaseName(s))}`);
@@ -778,7 +768,7 @@ export class PostgresMoveEngine implements MoveEngine {
       // got that far) the target's tables are someone else's data and stay.
       const { rows: ours } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
       if (ours.length === 0) return;
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         const tables = await this.present(c, shardDatabaseName(s));
         if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);
         // What prepare created besides the tables (next_id() and its sequences), and the schema if that leaves it empty.
@@ -793,7 +783,7 @@ export class PostgresMoveEngine implements MoveEngine {
     await this.afterSwitch(move);
     let dropped = 0;
     await this.withConn(move.source.master, async (c) => {
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         if ((await this.present(c, shardDatabaseName(s))).length > 0) {
           throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
         }

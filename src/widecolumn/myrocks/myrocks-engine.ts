@@ -3,6 +3,7 @@ import { ShardKitError, isShardKitError } from '../../errors.js';
 import { modShard } from '../../ids/mod-shard.js';
 import type { ShardMap } from '../../topology/shard-map.js';
 import { holdWhileFrozen, modShardFreeze, modShardMoving, movingError } from '../../topology/freeze-hold.js';
+import { isFenceError } from '../../storage/fence-error.js';
 import { HostPools } from '../../storage/sql/host-pools.js';
 import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/mysql-backend.js';
 import { mapMysqlError } from '../../storage/mysql/mysql-errors.js';
@@ -55,9 +56,6 @@ interface CellRow {
 }
 
 const EMPTY = Buffer.alloc(0);
-
-/** The error of a statement that met a move's fence (table renamed away) or a planned failover's (read-only master). */
-const isFenceError = (err: unknown): err is ShardKitError => isShardKitError(err, 'SHARD_UNAVAILABLE') && (err.details?.missingTable === true || err.details?.readOnly === true);
 
 /** Key of a row's cells: SHA-256 of the row key. */
 const cellKey = (raw: Buffer): Buffer => createHash('sha256').update(raw).digest();
