@@ -4,7 +4,7 @@ import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { createBackend } from '../../kit/backend-factory.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
-import { MariadbMoveEngine } from '../../moves/mariadb/mariadb-move-engine.js';
+import { createMariadbMoveEngine, type MariadbMoveEngine } from '../../moves/mariadb/index.js';
 import { fleetTables } from '../../storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
@@ -94,7 +94,7 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     // MyRocks wide-column shards (wcNNNNN) move with the object shards of the same number, with
     // the mod-shard tables beside them, when the source masters them (docs/moves.md).
     const wideColumn = config.widecolumn?.engine === 'myrocks';
-    const engine = new MariadbMoveEngine({
+    const engine = createMariadbMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
       ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
     });
