@@ -71,8 +71,6 @@ const KNOWN_CROSSINGS: ReadonlySet<string> = new Set([
   'cli/actions/shard-init.ts -> widecolumn/myrocks/myrocks-config.ts',
   'cli/actions/serve.ts -> http/routes/tickets-routes.ts',
   'cli/actions/serve.ts -> http/routes/widecolumn-routes.ts',
-  'cli/actions/shards.ts -> moves/postgres/postgres-move-engine.ts',
-  'cli/actions/shards.ts -> moves/sqlite/sqlite-move-engine.ts',
   'cli/actions/shards.ts -> ops/dev/dev-cluster.ts',
   'cli/actions/shards.ts -> ops/failover/host-admin.ts',
   'cli/actions/shards.ts -> ops/failover/move-admin.ts',

@@ -4,12 +4,12 @@ import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { createBackend } from '../../kit/backend-factory.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
-import { createMariadbMoveEngine, type MariadbMoveEngine } from '../../moves/mariadb/index.js';
+import { createMariadbMoveEngine } from '../../moves/mariadb/index.js';
 import { fleetTables } from '../../storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
-import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../../moves/postgres/postgres-move-engine.js';
-import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-engine.js';
+import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../../moves/postgres/index.js';
+import { compareFiles, createSqliteMoveEngine } from '../../moves/sqlite/index.js';
 import { createProgress, formatBytes, type Progress } from '../../ops/progress.js';
 import { DevCluster } from '../../ops/dev/dev-cluster.js';
 import { configHostAdmin, devHostAdmin } from '../../ops/failover/host-admin.js';
@@ -74,7 +74,7 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
   const schema = resolveSchema(config);
   if (config.storage.backend === 'postgres') {
     const storage = config.storage;
-    const engine = new PostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
+    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
     return {
       store, engine, hosts, map, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
@@ -127,7 +127,7 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     throw err;
   }
   const busyTimeoutMs = config.storage.busyTimeoutMs;
-  const engine = new SqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }), ...(busyTimeoutMs !== undefined ? { busyTimeoutMs } : {}) });
+  const engine = createSqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }), ...(busyTimeoutMs !== undefined ? { busyTimeoutMs } : {}) });
   return {
     store, engine, hosts, map,
     compare: async (s, pair, move) => {
