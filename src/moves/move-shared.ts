@@ -45,3 +45,14 @@ export function addTableResult(report: VerifyReport, r: { rows: number; chunks: 
   report.chunks += r.chunks;
   if (r.mismatches !== undefined) report.mismatches.push(...r.mismatches);
 }
+
+/**
+ * A config host's address with its credentials: the host's own user/password win over the
+ * storage section's. An undeclared host is bad input (a typo in `--to`), never a crash.
+ */
+export function hostAddress<H extends { user?: string; password?: string }>(hosts: Record<string, H>, host: string, defaults: { user: string; password?: string }): H & { user: string; password?: string } {
+  const h = hosts[host];
+  if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
+  const password = h.password ?? defaults.password;
+  return { ...h, user: h.user ?? defaults.user, ...(password !== undefined ? { password } : {}) };
+}

@@ -5,7 +5,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
-import { addTableResult, emptyReport, moveShards, refuseFenceClash } from '../move-shared.js';
+import { addTableResult, emptyReport, hostAddress, moveShards, refuseFenceClash } from '../move-shared.js';
 import type { LockFence } from './lock-fence.js';
 import { timedStep, type OnStep } from '../step-timer.js';
 import { movedName, q, WC_PREFIX, wcDatabaseName, type Conn, type ShardDatabase } from './names.js';
@@ -65,6 +65,7 @@ export interface MariadbMoveEngineOptions {
  */
 export abstract class MariadbMoveEngine implements MoveEngine {
   readonly kind = 'mariadb';
+  readonly droppedUnit = 'fenced database(s)';
 
   readonly maxLag: number;
 
@@ -82,12 +83,10 @@ export abstract class MariadbMoveEngine implements MoveEngine {
   }
 
   protected async connect(host: string): Promise<Conn> {
-    const h = this.options.hosts[host];
-    if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
-    const password = h.password ?? this.options.password;
+    const h = hostAddress(this.options.hosts, host, this.options);
     const conn = await mysql.createConnection({
       ...(h.socket !== undefined ? { socketPath: h.socket } : { host: h.host ?? '127.0.0.1', port: h.port ?? 3306 }),
-      user: h.user ?? this.options.user, ...(password !== undefined ? { password } : {}),
+      user: h.user, ...(h.password !== undefined ? { password: h.password } : {}),
       supportBigNumbers: true, bigNumberStrings: true, dateStrings: true, timezone: 'Z',
     });
     // Timestamps travel as text: the same zone on both sides keeps them exact.

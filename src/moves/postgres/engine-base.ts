@@ -5,7 +5,7 @@ import { ShardKitError } from '../../errors.js';
 import type { SchemaDef } from '../../storage/shard-backend.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import { moveShards, refuseFenceClash } from '../move-shared.js';
+import { hostAddress, moveShards, refuseFenceClash } from '../move-shared.js';
 import { timedStep, type OnStep } from '../step-timer.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
@@ -86,6 +86,7 @@ export const PRE_FREEZE_ROUNDS = 6;
  */
 export class PostgresMoveBase {
   readonly kind = 'postgres';
+  readonly droppedUnit = 'fenced schema(s)';
 
   protected readonly options: PostgresMoveEngineOptions;
 
@@ -103,10 +104,7 @@ export class PostgresMoveBase {
   }
 
   protected address(host: string): PostgresMoveHost & { user: string } {
-    const h = this.options.hosts[host];
-    if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
-    const password = h.password ?? this.options.password;
-    return { ...h, user: h.user ?? this.options.user, ...(password !== undefined ? { password } : {}) };
+    return hostAddress(this.options.hosts, host, this.options);
   }
 
   protected async connect(host: string): Promise<Client> {

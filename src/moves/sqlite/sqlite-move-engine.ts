@@ -26,6 +26,7 @@ export interface SqliteMoveEngineOptions {
  */
 export class SqliteMoveEngine implements MoveEngine {
   readonly kind = 'sqlite';
+  readonly droppedUnit = 'file(s)';
   private readonly shardPath: (host: string, shard: number) => string;
   private readonly busyTimeoutMs: number;
 
