@@ -83,11 +83,12 @@ const KNOWN_CROSSINGS: ReadonlySet<string> = new Set([
   'ops/failover/move-admin.ts -> moves/mariadb/move-admin.ts',
   'widecolumn/myrocks/myrocks-catalog.ts -> storage/mysql/mysql-host-pool.ts',
   'widecolumn/myrocks/myrocks-config.ts -> storage/mysql/mysql-backend.ts',
-  'widecolumn/myrocks/myrocks-engine.ts -> storage/mysql/mysql-backend.ts',
-  'widecolumn/myrocks/myrocks-engine.ts -> storage/mysql/mysql-errors.ts',
-  'widecolumn/myrocks/myrocks-engine.ts -> storage/mysql/mysql-host-pool.ts',
-  'widecolumn/myrocks/myrocks-engine.ts -> storage/sql/host-pools.ts',
   'widecolumn/myrocks/myrocks-reads.ts -> storage/mysql/mysql-host-pool.ts',
+  'widecolumn/myrocks/myrocks-routing.ts -> storage/mysql/mysql-backend.ts',
+  'widecolumn/myrocks/myrocks-routing.ts -> storage/mysql/mysql-errors.ts',
+  'widecolumn/myrocks/myrocks-routing.ts -> storage/mysql/mysql-host-pool.ts',
+  'widecolumn/myrocks/myrocks-routing.ts -> storage/sql/host-pools.ts',
+  'widecolumn/myrocks/myrocks-row-writes.ts -> storage/mysql/mysql-host-pool.ts',
 ]);
 
 /** Imports of another module's inside (past its root files and its folders' index.ts). */

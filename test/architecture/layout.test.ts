@@ -40,7 +40,6 @@ test('the layout check catches a folder the text leaves out', () => {
 
 /** Files over the limit today, with their line counts then: each is to be split (issue 27); the list only shrinks. */
 const OVER_LIMIT_TODAY: Record<string, number> = {
-  'widecolumn/myrocks/myrocks-engine.ts': 778,
 };
 const MAX_LINES = 500;
 
