@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { resolveSchema } from '../src/config/config.js';
 import { ShardKit } from '../src/kit/shard-kit.js';
 import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
-import { MariadbMoveEngine } from '../src/moves/mariadb/mariadb-move-engine.js';
+import { createMariadbMoveEngine, type MariadbMoveEngine } from '../src/moves/mariadb/index.js';
 import { devUp, DevCluster } from '../src/ops/dev-cluster.js';
 import { devHostAdmin } from '../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../src/ops/failover/move-admin.js';
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     // Where the time goes: each engine step, and each compare-and-set on the topology store.
     const steps = moveSteps(store);
     const note = steps.note;
-    const engine = new MariadbMoveEngine({
+    const engine = createMariadbMoveEngine({
       onStep: note,
       // SHARDKIT_BENCH_FENCE_CONNECTIONS compares fence widths (default: the engine's, 4).
       ...(process.env.SHARDKIT_BENCH_FENCE_CONNECTIONS ? { fenceConnections: Number(process.env.SHARDKIT_BENCH_FENCE_CONNECTIONS) } : {}),

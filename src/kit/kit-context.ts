@@ -3,6 +3,7 @@ import { ShardKitError, isShardKitError } from '../errors.js';
 import { parseId } from '../ids/codec.js';
 import { modShard } from '../ids/mod-shard.js';
 import { pinterestId } from '../ids/pinterest-id.js';
+import { isFenceError } from '../storage/fence-error.js';
 import type { Fleet, KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
 import { holdWhileFrozen, modShardFreeze, modShardMoving, movingError } from '../topology/freeze-hold.js';
 import { activeFreeze } from '../topology/range-freeze.js';
@@ -353,16 +354,4 @@ export class KitContext {
     this.unwatch?.();
     await this.cache?.drain();
   }
-}
-
-/**
- * The fence of a shard move: SHARD_MOVED (SQLite's fenced file), or a table missing on a server
- * backend (MariaDB ER_NO_SUCH_TABLE, PostgreSQL 42P01/3F000: the tables were renamed away), which
- * afterFence() tells apart from a shard that was never initialised by looking at the map. A
- * read-only MariaDB master (readOnly) is the fence of a planned failover: the same look at the
- * map tells it apart from a misconfigured host (no freeze, no switch: reported as it came).
- */
-export function isFenceError(err: unknown): boolean {
-  if (!isShardKitError(err)) return false;
-  return err.code === 'SHARD_MOVED' || (err.code === 'SHARD_UNAVAILABLE' && (err.details?.missingTable === true || err.details?.readOnly === true));
 }

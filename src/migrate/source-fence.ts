@@ -1,8 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
-import { shardDdl } from '../storage/sqlite/sqlite-ddl.js';
-import type { SqliteBackend } from '../storage/sqlite/sqlite-backend.js';
-import { fenceShardCreation, fenceShardFile, type WriteFence } from '../storage/sqlite/sqlite-write-fence.js';
+import { fenceShardCreation, fenceShardFile, sqliteShardDdl as shardDdl, type SqliteBackend, type WriteFence } from '../storage/sqlite/index.js';
 import type { ShardMap } from '../topology/shard-map.js';
 
 export interface FencedSource {

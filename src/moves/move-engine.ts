@@ -95,5 +95,7 @@ export interface MoveEngine {
   undo(move: MoveRecord): Promise<void>;
   /** After the switch: removes what the source still holds of the moved shards. */
   dropMoved(move: MoveRecord): Promise<number>;
+  /** What dropMoved counts, for the CLI's line (`fenced database(s)`, `fenced schema(s)`, `file(s)`). */
+  readonly droppedUnit: string;
   close(): Promise<void>;
 }

@@ -29,6 +29,11 @@ export function readImportGraph(root: string): ImportGraph {
     const targets: string[] = [];
     for (const spec of specifiers(readFileSync(join(root, file), 'utf8'))) {
       if (!spec.startsWith('.')) continue;
+      if (spec.includes('${')) {
+        // A template import(`../storage/${kind}/index.js`): every file its pattern can name.
+        for (const hit of templateTargets(root, file, spec, files)) if (!targets.includes(hit)) targets.push(hit);
+        continue;
+      }
       const abs = resolve(root, dirname(file), spec);
       const rel = relative(root, abs).split('\\').join('/');
       const candidates = [rel.replace(/\.js$/, '.ts'), `${rel}.ts`, `${rel}/index.ts`];
@@ -45,12 +50,24 @@ export function readImportGraph(root: string): ImportGraph {
 const STATIC = /^[ \t]*(?:import|export)(?:[ \t]+type)?[ \t]*(?:\{[^}]*\}|\*(?:\s+as\s+\w+)?|\w+(?:\s*,\s*(?:\{[^}]*\}|\*\s+as\s+\w+))?)\s*from\s*['"]([^'"]+)['"]/gm;
 const BARE = /^[ \t]*import\s*['"]([^'"]+)['"]/gm;
 const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+const TEMPLATE = /\bimport\(\s*`([^`]+)`\s*\)/g;
 
 /** The module specifiers a file's text names (TypeScript 7 has no JavaScript API to ask). */
 export function specifiers(text: string): string[] {
   const out: string[] = [];
-  for (const re of [STATIC, BARE, DYNAMIC]) for (const m of text.matchAll(re)) out.push(m[1]!);
+  for (const re of [STATIC, BARE, DYNAMIC, TEMPLATE]) for (const m of text.matchAll(re)) out.push(m[1]!);
   return out;
+}
+
+/** The files a template specifier can name: each `${…}` matches one path segment or part of one. */
+export function templateTargets(root: string, file: string, spec: string, files: readonly string[]): string[] {
+  const marker = '\u0000';
+  const literal = spec.replace(/\$\{[^}]*\}/g, marker);
+  const rel = relative(root, resolve(root, dirname(file), literal)).split('\\').join('/');
+  const escape = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const pattern = rel.replace(/\.js$/, '.ts').split(marker).map(escape).join('[^/]+');
+  const re = new RegExp(`^${pattern}(?:\\.ts|/index\\.ts)?$`);
+  return files.filter((f) => re.test(f));
 }
 
 /** The module a file belongs to: its first folder under src, or the file itself at the root (`errors`, `index`). */

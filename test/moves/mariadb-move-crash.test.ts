@@ -30,7 +30,7 @@ import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/m
 import { ShardMap, type HostPair, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../src/moves/move-state.js';
-import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
+import { createMariadbMoveEngine, type MariadbMoveEngine } from '../../src/moves/mariadb/index.js';
 import type { MoveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { connectionStatus, startFiltered } from '../../src/moves/mariadb/move-replication.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
@@ -65,7 +65,7 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
     stores.push(s);
     return s;
   };
-  const engine = (override?: Partial<MoveAdmin>) => new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: { ...moveAdmin(admin), ...override } });
+  const engine = (override?: Partial<MoveAdmin>) => createMariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: { ...moveAdmin(admin), ...override } });
 
   const { query: adminQuery, tablesIn, ids: idsOf, moveConnections } = adminProbe(() => admin);
   const ids = async (host: string, database: string): Promise<string[]> => ((await tablesIn(host, database)).includes('pins') ? idsOf(host, database, 'pins') : []);

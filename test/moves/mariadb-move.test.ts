@@ -20,7 +20,8 @@ import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/m
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import { addMove } from '../../src/moves/move-state.js';
-import { FENCE_DOMAIN_ID, MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
+import { createMariadbMoveEngine, FENCE_DOMAIN_ID, type MariadbMoveEngine } from '../../src/moves/mariadb/index.js';
+import { MariadbReplicatedMoveEngine } from '../../src/moves/mariadb/replicated-engine.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe, userConnection, userProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
@@ -82,7 +83,7 @@ describe('moves on MariaDB: the mover', () => {
     const schema = resolveSchema(config);
     objectTables = fleetTables(schema, 'objects');
     admin = devHostAdmin(started.cluster);
-    engine = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) });
+    engine = createMariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) });
     backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
     backend = new MysqlBackend({ hosts, storage, schema });
     kit = new ShardKit({ backend, schema, topology: store() });
@@ -293,7 +294,7 @@ describe('moves on MariaDB: the mover', () => {
     const before = await ids(SOURCE, db(3), 'pins');
     assert.ok(before.length > 0);
     // The copy loses a row after catch-up, behind replication's back.
-    class LossyEngine extends MariadbMoveEngine {
+    class LossyEngine extends MariadbReplicatedMoveEngine {
       override async catchUp(move: Parameters<MariadbMoveEngine['catchUp']>[0]): Promise<void> {
         await super.catchUp(move);
         const c = await admin.connect(TARGET.master);
@@ -472,7 +473,7 @@ describe('moves on MariaDB: the mover', () => {
       }
     };
     let altered: number | undefined;
-    const margined = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin), autoIncrementMargin: 5, onStep: (step, n) => { if (step === 'auto-increment: tables altered (count)') altered = n; } });
+    const margined = createMariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin), autoIncrementMargin: 5, onStep: (step, n) => { if (step === 'auto-increment: tables altered (count)') altered = n; } });
     const sourceFenceBefore = fenceEntry(await gtid(from.master));
     const result = await runMove({
       store: store(), engine: margined, hosts: hostNames(), start: { span: { first: 0, last: 1 }, target: to, holdMs: 30_000 },
@@ -559,7 +560,7 @@ describe('moves on MariaDB: the mover', () => {
     const from = m0.locate(span[0]!).master;
     const to = from === 'MySQL001A' ? { master: 'MySQL002A', slave: 'MySQL002B' } : { master: 'MySQL001A', slave: 'MySQL001B' };
     const move = ShardMap.fromJSON(addMove(m0, { span: { first: span[0]!, last: span[1]! }, target: to, hosts: hostNames() })).moves().find((x) => x.range[0] === span[0] && x.phase === 'started')!;
-    const mover = new MariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) });
+    const mover = createMariadbMoveEngine({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) });
     const copied = async (host: string) => (await Promise.all(span.map(async (s) => (await tablesIn(host, db(s!))).filter((t) => objectTables.includes(t)).map((t) => `${db(s!)}.${t}`)))).flat();
     try {
       await mover.prepare(move);
@@ -589,6 +590,28 @@ describe('moves on MariaDB: the mover', () => {
       await adminQuery(to.slave, 'START ALL SLAVES').catch(() => undefined);
       await mover.undo(move);
       await mover.close();
+    }
+  });
+  test('without admin access the factory gives the engine that copies under the freeze: a move switches with every row on the target, and drop-moved clears the source', async () => {
+    const m0 = (await store().read())!;
+    const span = [[0, 1], [2, 3], [4, 5], [6, 7]].find(([a, b]) => m0.rangeOf(a!)!.range[1] >= b! && m0.rangeOf(a!)!.frozen === undefined && m0.moves().every((m) => m.range[1] < a! || m.range[0] > b!))!;
+    const from = m0.locate(span[0]!).master;
+    const to = from === 'MySQL001A' ? { master: 'MySQL002A', slave: 'MySQL002B' } : { master: 'MySQL001A', slave: 'MySQL001B' };
+    for (const s of span) for (let i = 0; i < 3; i++) await kit.objects.create('pin', { copy: s, i }, { shard: s! });
+    const before = await Promise.all(span.map((s) => ids(from, db(s!), 'pins')));
+    const copier = createMariadbMoveEngine({ hosts, ...storage, tables: objectTables });
+    try {
+      assert.equal(copier.maxLag, 0, 'nothing replicates before the freeze');
+      const result = await runMove({ store: store(), engine: copier, hosts: hostNames(), start: { span: { first: span[0]!, last: span[1]! }, target: to, holdMs: 30_000 } });
+      assert.equal(result.outcome, 'switched');
+      for (const [i, s] of span.entries()) {
+        assert.ok(before[i]!.length >= 3);
+        assert.deepEqual(await ids(to.master, db(s!), 'pins'), before[i], `shard ${s}: every row is on the target`);
+        assert.deepEqual((await tablesIn(from, db(s!))).filter((t) => objectTables.includes(t)), [], `shard ${s}: no live object table left on the source`);
+      }
+      assert.ok((await copier.dropMoved(result.move)) > 0, 'drop-moved dropped the fenced databases');
+    } finally {
+      await copier.close();
     }
   });
 });

@@ -14,7 +14,7 @@ import { isShardKitError } from '../../src/errors.js';
 import { myrocksDevExtension } from '../../src/cli/actions/widecolumn-myrocks-dev.js';
 import { resolveSchema } from '../../src/config/config.js';
 import { runMove } from '../../src/moves/move-runner.js';
-import { MariadbMoveEngine } from '../../src/moves/mariadb/mariadb-move-engine.js';
+import { createMariadbMoveEngine, type MariadbMoveEngine } from '../../src/moves/mariadb/index.js';
 import { devHostAdmin } from '../../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
@@ -61,7 +61,7 @@ describe('moves on MariaDB with MyRocks wide-column shards', () => {
     storage = { user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}) };
     hosts = Object.fromEntries(Object.entries(config.hosts).map(([name, h]) => [name, { host: h.host!, port: h.port! }]));
     const schema = resolveSchema(config);
-    mover = new MariadbMoveEngine({ hosts, ...storage, tables: fleetTables(schema, 'objects'), wideColumn: true, modTables: fleetTables(schema, 'lookups'), admin: moveAdmin(devHostAdmin(fx.cluster)) });
+    mover = createMariadbMoveEngine({ hosts, ...storage, tables: fleetTables(schema, 'objects'), wideColumn: true, modTables: fleetTables(schema, 'lookups'), admin: moveAdmin(devHostAdmin(fx.cluster)) });
     backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
     // The engine follows the store as a service does: the watch, and a re-read when it holds or meets a fence.
     const follow = store();

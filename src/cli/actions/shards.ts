@@ -2,19 +2,11 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
-import { createBackend } from '../../kit/backend-factory.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
-import { MariadbMoveEngine } from '../../moves/mariadb/mariadb-move-engine.js';
-import { fleetTables } from '../../storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
-import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../../moves/postgres/postgres-move-engine.js';
-import { SqliteMoveEngine, compareFiles } from '../../moves/sqlite/sqlite-move-engine.js';
 import { createProgress, formatBytes, type Progress } from '../../ops/progress.js';
-import { DevCluster } from '../../ops/dev/dev-cluster.js';
-import { configHostAdmin, devHostAdmin } from '../../ops/failover/host-admin.js';
-import { moveAdmin } from '../../ops/failover/move-admin.js';
-import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
+import { openMoveEngine, type OpenedMoveEngine } from '../../ops/move-engines.js';
 import { createTopologyStore } from '../../topology/index.js';
 import { parseShardSpan } from '../../topology/map-edits.js';
 import { ShardMap, type MovePhase, type MoveRecord } from '../../topology/shard-map.js';
@@ -72,79 +64,18 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
     throw err;
   }
   const schema = resolveSchema(config);
-  if (config.storage.backend === 'postgres') {
-    const storage = config.storage;
-    const engine = new PostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
-    return {
-      store, engine, hosts, map, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
-      // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
-      compare: async (s, pair, move) => (move === undefined ? engine.verifyReplica(s, pair[0], pair[1]) : engine.verify({ ...move, range: [s, s] })),
-      close: async () => {
-        await engine.close();
-        await store.close();
-      },
-    };
-  }
-  if (config.storage.backend === 'mysql') {
-    const storage = config.storage;
-    // Admin access (a dev cluster's sockets, or SHARDKIT_ADMIN_USER on a server fleet) enables the
-    // replication pre-copy; without it the engine copies under the freeze.
-    const cluster = DevCluster.open(dataDir);
-    const admin = cluster !== undefined ? devHostAdmin(cluster) : process.env.SHARDKIT_ADMIN_USER ? configHostAdmin(config) : undefined;
-    // MyRocks wide-column shards (wcNNNNN) move with the object shards of the same number, with
-    // the mod-shard tables beside them, when the source masters them (docs/moves.md).
-    const wideColumn = config.widecolumn?.engine === 'myrocks';
-    const engine = new MariadbMoveEngine({
-      hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
-      ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
-    });
-    const replicaPair = (s: number): [string, string] | undefined => {
-      const loc = s < map!.modShardCount ? map!.locateModShard(s) : undefined;
-      return loc?.slave !== undefined ? [loc.master, loc.slave] : undefined;
-    };
-    return {
-      store, engine, hosts, map,
-      // A move's source and target; otherwise the master and its slave, chunk by chunk at the
-      // master's GTID position (a wide-column shard on its own pair, the mod shard's).
-      compare: async (s, pair, move) => {
-        if (move !== undefined) return engine.verify({ ...move, range: [s, s] });
-        const wc = wideColumn ? replicaPair(s) : undefined;
-        if (wc === undefined || (wc[0] === pair[0] && wc[1] === pair[1])) return engine.verifyReplica(s, pair[0], pair[1]);
-        const [a, b] = [await engine.verifyReplica(s, pair[0], pair[1], 30, 'objects'), await engine.verifyReplica(s, wc[0], wc[1], 30, 'widecolumn')];
-        return { shards: 1, tables: a.tables + b.tables, rows: a.rows + b.rows, chunks: a.chunks + b.chunks, mismatches: [...a.mismatches, ...b.mismatches] };
-      },
-      close: async () => {
-        await engine.close();
-        await store.close();
-      },
-    };
-  }
-  let backend: SqliteBackend;
+  let opened: OpenedMoveEngine;
   try {
-    backend = (await createBackend({ config, dataDir, schema })) as SqliteBackend;
+    opened = await openMoveEngine(config, schema, dataDir, map);
   } catch (err) {
     await store.close();
     throw err;
   }
-  const busyTimeoutMs = config.storage.busyTimeoutMs;
-  const engine = new SqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }), ...(busyTimeoutMs !== undefined ? { busyTimeoutMs } : {}) });
   return {
-    store, engine, hosts, map,
-    compare: async (s, pair, move) => {
-      const a = backend.shardPath({ host: pair[0], shard: s, fleet: 'objects' });
-      const b = backend.shardPath({ host: pair[1], shard: s, fleet: 'objects' });
-      // Embedded hosts have no replication: a slave directory without the file is no copy to compare.
-      // A move's copy that is missing is a mismatch, found by compareFiles.
-      if ((move === undefined && !existsSync(b)) || (!existsSync(a) && !existsSync(b))) return undefined;
-      let r = compareFiles(s, a, b);
-      // Recheck: a copy still being written can differ for a moment.
-      if (r.mismatches.length > 0) r = compareFiles(s, a, b);
-      return r;
-    },
+    store, hosts, map, ...opened,
     close: async () => {
-      await engine.close();
+      await opened.close();
       await store.close();
-      await backend.close();
     },
   };
 }
@@ -290,7 +221,7 @@ export async function verifyCommand(spanText: string, opts: VerifyCommandOptions
 export async function dropMovedCommand(opts: DropMovedOptions): Promise<void> {
   const ctx = await open(opts);
   const done: Array<{ moveId: string; range: [number, number]; host: string; files: number }> = [];
-  const ctxKind = ctx.engine.kind;
+  const unit = ctx.engine.droppedUnit;
   try {
     for (const m of ctx.map.moves().filter((x) => x.phase === 'switched')) {
       const files = await ctx.engine.dropMoved(m);
@@ -302,5 +233,5 @@ export async function dropMovedCommand(opts: DropMovedOptions): Promise<void> {
   }
   if (opts.json) process.stdout.write(`${JSON.stringify({ dropped: done })}\n`);
   else if (done.length === 0) process.stdout.write('no switched moves to clean up\n');
-  else for (const d of done) process.stdout.write(`dropped ${d.files} ${ctxKind === 'mariadb' ? 'fenced database(s)' : ctxKind === 'postgres' ? 'fenced schema(s)' : 'file(s)'} of shards ${d.range[0]}..${d.range[1]} from ${d.host} (move ${d.moveId})\n`);
+  else for (const d of done) process.stdout.write(`dropped ${d.files} ${unit} of shards ${d.range[0]}..${d.range[1]} from ${d.host} (move ${d.moveId})\n`);
 }

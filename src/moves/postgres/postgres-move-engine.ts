@@ -1,87 +1,18 @@
-import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
-import type { SchemaDef } from '../../storage/shard-backend.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import type { MoveEngine, MoveProgressFn } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
+import { moveShards } from '../move-shared.js';
 import { copiedRows, countRows } from './postgres-copy-progress.js';
-import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
-import { compareChunks, sameAggregate, settleTables, tableAggregates, type TablePair, type TableSide } from './postgres-verify.js';
-import { timedStep, type OnStep } from '../step-timer.js';
+import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
+import { PostgresMoveVerify } from './verify-engine.js';
+import { readSequences } from './sequences.js';
+import { dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
 
-/** One server as declared in config `hosts` (the fields the engine uses). */
-export interface PostgresMoveHost {
-  host?: string;
-  port?: number;
-  socket?: string;
-  user?: string;
-  password?: string;
-}
-
-export interface PostgresMoveEngineOptions {
-  hosts: Record<string, PostgresMoveHost>;
-  user: string;
-  password?: string;
-  /** The database holding every shard schema on each server (config storage.database). */
-  database: string;
-  /** The config's schema: the target's tables are created from it, as `shardkit init` does. */
-  schema: SchemaDef;
-  /** How long the fence waits for transactions in flight on the moving tables (lock_timeout). Default 10 s. */
-  lockTimeoutMs?: number;
-  /** The initial copy is given up when no table finished copying for this long. Default 5 min. */
-  copyStallMs?: number;
-  /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
-  catchUpTimeoutMs?: number;
-  /**
-   * How long creating the replication slot may wait for transactions open on the source when the
-   * copy starts (a logical slot needs a consistent starting point). Default 60 s; then the move
-   * aborts, naming the sessions it waited for.
-   */
-  slotWaitMs?: number;
-  /** Told how long each step of fence, catch-up and verify took (bench/moves-postgres.bench.ts prints them). */
-  onStep?: OnStep;
-}
-
-/**
- * The lag limit callers give the runner (maxLag): the freeze starts when the move's slot has
- * confirmed all but this much of the source's WAL. What is left is applied under the freeze,
- * before the catch-up's marker arrives; WAL of other shards counts too, so the limit is not 0.
- */
-export const POSTGRES_MOVE_MAX_LAG_BYTES = 4 * 1024 * 1024;
-
-/** Schema of the per-move marker tables, on the source and the target. */
-const MARKER_SCHEMA = 'shardkit_moves';
-
-const qi = (s: string): string => pg.escapeIdentifier(s);
-const ql = (s: string): string => pg.escapeLiteral(s);
-const movedSchema = (shard: number): string => `${shardDatabaseName(shard)}_moved`;
-
-/**
- * Names of a move's publication, subscription and replication slot (all the same), and its
- * marker table. Move ids are up to 64 of [a-z0-9-]; PostgreSQL names stop at 63 bytes and slot
- * names take [a-z0-9_] only, so the name is a digest of the id.
- */
-export function replicationName(moveId: string): string {
-  return `shardkit_move_${createHash('sha1').update(moveId).digest('hex').slice(0, 20)}`;
-}
-
-type Client = pg.Client;
-
-/** One shard in a verify: where its tables are on the source and which exist on each side. */
-interface VerifyPlan {
-  s: number;
-  srcNs: string;
-  srcTables: string[];
-  dstTables: string[];
-  tables: string[];
-}
-
-/** Rounds of verifyBeforeFreeze for tables written meanwhile; what is still being written after them is compared under the freeze. */
-const PRE_FREEZE_ROUNDS = 6;
+export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOptions, type PostgresMoveHost } from './engine-base.js';
 
 /**
  * Shard moves on PostgreSQL (storage backend postgres), with logical replication:
@@ -112,89 +43,7 @@ const PRE_FREEZE_ROUNDS = 6;
  *
  * The target's standby follows its master by streaming replication, so it gets the copy too.
  */
-export class PostgresMoveEngine implements MoveEngine {
-  readonly kind = 'postgres';
-  private readonly options: PostgresMoveEngineOptions;
-  private readonly tables: string[];
-
-  constructor(options: PostgresMoveEngineOptions) {
-    this.options = options;
-    this.tables = [...options.schema.types.map((t) => t.table), ...options.schema.mappings.map((m) => m.table)];
-    if (this.tables.length === 0) throw new ShardKitError('INVALID_CONFIG', 'the schema has no object tables to move');
-  }
-
-  /** Runs one step of the freeze path, telling onStep how long it took. */
-  private step<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    return timedStep(this.options.onStep, name, fn);
-  }
-
-  private address(host: string): PostgresMoveHost & { user: string } {
-    const h = this.options.hosts[host];
-    if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
-    const password = h.password ?? this.options.password;
-    return { ...h, user: h.user ?? this.options.user, ...(password !== undefined ? { password } : {}) };
-  }
-
-  private async connect(host: string): Promise<Client> {
-    const a = this.address(host);
-    const c = new pg.Client({
-      host: a.socket ?? a.host ?? '127.0.0.1', port: a.port ?? 5432, user: a.user,
-      ...(a.password !== undefined ? { password: a.password } : {}),
-      database: this.options.database, connectionTimeoutMillis: 5000,
-    });
-    // A dead server must fail this move's call, not crash the process; and a kept idle connection
-    // to a server that died is forgotten, so the next call, once the server is back, connects
-    // afresh (test/moves/postgres-move-crash.test.ts: the source killed during the copy).
-    c.on('error', () => {
-      if (this.idle.get(host) === c) this.idle.delete(host);
-      this.failed.add(c);
-    });
-    try {
-      await c.connect();
-    } catch (err) {
-      throw new ShardKitError('SHARD_UNAVAILABLE', `cannot connect to ${host} for the move: ${(err as Error).message}`, { cause: err });
-    }
-    this.hostOf.set(c, host);
-    return c;
-  }
-
-  /**
-   * One idle connection per host is kept between calls: the fence, the catch-up and verify run
-   * while services hold writes, and a new connection costs a round trip and a backend start.
-   * A connection that saw an error is closed instead (its state is unknown).
-   */
-  private readonly idle = new Map<string, Client>();
-  private readonly hostOf = new WeakMap<Client, string>();
-  private failed = new WeakSet<Client>();
-  /** Per move id: what verifyBeforeFreeze left for verifyFenced (this process only: a resumed mover verifies in full). */
-  private readonly preVerified = new Map<string, { unsettled: Set<string>; rows: number; tables: number }>();
-  /** Per move id: the target's sequence values (undefined: never used), read by beforeFreeze. */
-  private readonly targetSequences = new Map<string, Map<string, bigint | undefined>>();
-  /** Per move id: the fence's plan, read by beforeFreeze. */
-  private readonly fencePlans = new Map<string, Map<number, string[]>>();
-  /** Per move id, after a fence of this process that fenced every shard: the identity sequences' values it read under its locks. */
-  private readonly fenced = new Map<string, Map<string, bigint>>();
-  /** Per move id, after such a fence: the tables it moved aside, per shard (verifyFenced needs not read the source's catalogue, whose caches the renames reset). */
-  private readonly fencedTables = new Map<string, Map<number, string[]>>();
-
-  private async acquire(host: string): Promise<Client> {
-    const c = this.idle.get(host);
-    if (c !== undefined) {
-      this.idle.delete(host);
-      return c;
-    }
-    return this.step(`connect ${host}`, () => this.connect(host));
-  }
-
-  private release(c: Client): void {
-    const host = this.hostOf.get(c);
-    if (host === undefined || this.failed.has(c) || this.idle.has(host)) {
-      void c.end().catch(() => undefined);
-      return;
-    }
-    this.idle.set(host, c);
-  }
-
+export class PostgresMoveEngine extends PostgresMoveVerify implements MoveEngine {
   /**
    * Cannot run in a transaction block; creates the slot on the source and starts the copy. The
    * slot waits for every transaction holding an xid on the source, whatever it touches: one left
@@ -253,64 +102,6 @@ export class PostgresMoveEngine implements MoveEngine {
     return `; ${parts.join('; ')}`;
   }
 
-  private async withConn<T>(host: string, fn: (c: Client) => Promise<T>): Promise<T> {
-    const c = await this.acquire(host);
-    try {
-      return await fn(c);
-    } catch (err) {
-      this.failed.add(c);
-      throw err;
-    } finally {
-      this.release(c);
-    }
-  }
-
-  /** libpq connection string the target master uses to reach the source master. */
-  private conninfo(host: string): string {
-    const a = this.address(host);
-    const v = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-    return [
-      `host=${v(a.socket ?? a.host ?? '127.0.0.1')}`, `port=${a.port ?? 5432}`, `user=${v(a.user)}`,
-      ...(a.password !== undefined ? [`password=${v(a.password)}`] : []), `dbname=${v(this.options.database)}`,
-    ].join(' ');
-  }
-
-  private shards(move: MoveRecord): number[] {
-    const out: number[] = [];
-    for (let s = move.range[0]; s <= move.range[1]; s++) out.push(s);
-    return out;
-  }
-
-  /** Which of our object tables exist in schema `ns`. */
-  private async present(c: Client, ns: string): Promise<string[]> {
-    const { rows } = await c.query<{ t: string }>("SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')", [ns]);
-    const have = new Set(rows.map((r) => r.t));
-    return this.tables.filter((t) => have.has(t));
-  }
-
-  /** present() for many schemas in one query (the fence, catch-up and verify run under the freeze). */
-  private async presentIn(c: Client, namespaces: string[]): Promise<Map<string, string[]>> {
-    const { rows } = await c.query<{ ns: string; t: string }>("SELECT n.nspname AS ns, c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ANY($1::text[]) AND c.relkind IN ('r', 'p')", [namespaces]);
-    const out = new Map<string, string[]>(namespaces.map((ns) => [ns, []]));
-    for (const r of rows) out.get(r.ns)?.push(r.t);
-    for (const [ns, have] of out) out.set(ns, this.tables.filter((t) => have.includes(t)));
-    return out;
-  }
-
-  private markerTable(move: MoveRecord): string {
-    return `${qi(MARKER_SCHEMA)}.${qi(replicationName(move.id))}`;
-  }
-
-  private async createMarker(c: Client, move: MoveRecord): Promise<void> {
-    await c.query(`CREATE SCHEMA IF NOT EXISTS ${qi(MARKER_SCHEMA)}`);
-    await c.query(`CREATE TABLE IF NOT EXISTS ${this.markerTable(move)} (id int PRIMARY KEY, n bigint NOT NULL)`);
-  }
-
-  private async subscriptionExists(c: Client, move: MoveRecord): Promise<boolean> {
-    const { rows } = await c.query('SELECT 1 FROM pg_subscription WHERE subname = $1', [replicationName(move.id)]);
-    return rows.length > 0;
-  }
-
   async prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
     const name = replicationName(move.id);
     const published: string[] = [];
@@ -319,7 +110,7 @@ export class PostgresMoveEngine implements MoveEngine {
       if (w?.wal_level !== 'logical') {
         throw new ShardKitError('INVALID_CONFIG', `${move.source.master} runs with wal_level=${w?.wal_level ?? '?'}: a PostgreSQL shard move replicates from the source master with a publication, which needs wal_level=logical (set it in postgresql.conf, with max_replication_slots and max_wal_senders of at least 4, and restart the server; dev clusters get it from \`shardkit dev up\`)`);
       }
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         const live = await this.present(src, shardDatabaseName(s));
         if (live.length === 0 && (await this.present(src, movedSchema(s))).length > 0) {
           throw new ShardKitError('INTERNAL', `shard ${s} is fenced on ${move.source.master} (${movedSchema(s)}) but the move was not: run shards move --abort`);
@@ -333,7 +124,7 @@ export class PostgresMoveEngine implements MoveEngine {
       if (await this.subscriptionExists(dst, move)) return; // a resumed prepare: the copy is ours
       const { rows: [r] } = await dst.query<{ ro: string }>('SELECT pg_is_in_recovery()::text AS ro');
       if (r?.ro === 'true') throw new ShardKitError('INVALID_ARGUMENT', `the target ${move.target.master} is a standby (read-only): move to a master`);
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         for (const t of await this.present(dst, shardDatabaseName(s))) {
           const { rows } = await dst.query(`SELECT 1 FROM ${qi(shardDatabaseName(s))}.${qi(t)} LIMIT 1`);
           if (rows.length > 0) throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
@@ -342,7 +133,7 @@ export class PostgresMoveEngine implements MoveEngine {
       // The shard as `shardkit init` makes it (tables, index, next_id()), in one transaction.
       await dst.query('BEGIN');
       try {
-        for (const s of this.shards(move)) {
+        for (const s of moveShards(move)) {
           for (const sql of postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })) await dst.query(sql);
         }
         await this.createMarker(dst, move);
@@ -382,7 +173,7 @@ export class PostgresMoveEngine implements MoveEngine {
         const total = Number(st?.total ?? 0);
         const ready = Number(st?.ready ?? 0);
         // Reported in shards (the dashboard shows shards done): the share of tables copied.
-        const shards = this.shards(move).length;
+        const shards = moveShards(move).length;
         if (onProgress !== undefined) onProgress(total === 0 ? 0 : Math.floor((ready / total) * shards), shards, { rowsCopied: await copiedRows(dst, name, MARKER_SCHEMA, copied), rowsTotal });
         if (total > 0 && ready === total) break;
         if (ready !== lastReady) {
@@ -413,7 +204,7 @@ export class PostgresMoveEngine implements MoveEngine {
    * connection or reads the catalogue twice.
    */
   async beforeFreeze(move: MoveRecord): Promise<void> {
-    const shards = this.shards(move);
+    const shards = moveShards(move);
     await this.withConn(move.source.master, async (c) => {
       const { rows } = await c.query<{ n: string }>('SELECT nspname AS n FROM pg_namespace WHERE nspname = ANY($1::text[])', [shards.map(movedSchema)]);
       const have = new Set(rows.map((r) => r.n));
@@ -426,20 +217,6 @@ export class PostgresMoveEngine implements MoveEngine {
     await this.withConn(move.target.master, async (dst) => {
       this.targetSequences.set(move.id, await readSequences(dst, shards.map((x) => shardDatabaseName(x)), true));
     });
-  }
-
-  /** Per shard, the live object tables the fence moves aside (none: fenced already, a resumed mover). */
-  private async fencePlan(c: Client, move: MoveRecord): Promise<Map<number, string[]>> {
-    const shards = this.shards(move);
-    const have = await this.presentIn(c, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]);
-    const plan = new Map<number, string[]>();
-    for (const s of shards) {
-      const live = have.get(shardDatabaseName(s))!;
-      const clash = have.get(movedSchema(s))!.filter((t) => live.includes(t));
-      if (clash.length > 0) throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)}.${clash[0]} exists both live and in ${movedSchema(s)} on ${move.source.master}: resolve by hand before moving`);
-      plan.set(s, live);
-    }
-    return plan;
   }
 
   async fence(move: MoveRecord): Promise<void> {
@@ -497,8 +274,8 @@ export class PostgresMoveEngine implements MoveEngine {
       const fenced = this.fenced.get(move.id);
       this.fenced.delete(move.id);
       // Not fenced by this process (a resumed mover): make sure the fence holds.
-      const live = fenced !== undefined ? undefined : await this.step('catch-up: source catalogue', () => this.presentIn(src, this.shards(move).map((x) => shardDatabaseName(x))));
-      for (const s of this.shards(move)) {
+      const live = fenced !== undefined ? undefined : await this.step('catch-up: source catalogue', () => this.presentIn(src, moveShards(move).map((x) => shardDatabaseName(x))));
+      for (const s of moveShards(move)) {
         if ((live?.get(shardDatabaseName(s))!.length ?? 0) > 0) {
           throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
         }
@@ -544,7 +321,7 @@ export class PostgresMoveEngine implements MoveEngine {
    * Three statements whatever the number of shards: this runs while services hold writes.
    */
   private async advanceSequences(src: Client, dst: Client, move: MoveRecord, fenced?: Map<string, bigint>): Promise<void> {
-    const shards = this.shards(move);
+    const shards = moveShards(move);
     // The values the fence read under its locks, or (a resumed mover) read now.
     const [source, target] = await Promise.all([
       fenced ?? this.step('sequences: read source', () => readSequences(src, [...shards.map(movedSchema), ...shards.map((x) => shardDatabaseName(x))])),
@@ -564,183 +341,6 @@ export class PostgresMoveEngine implements MoveEngine {
     if (names.length > 0) await this.step('sequences: setval (target)', () => dst.query('SELECT setval(u.s::regclass, u.v, true) FROM unnest($1::text[], $2::bigint[]) AS u(s, v)', [names, values]));
   }
 
-  /**
-   * `shards verify` of a shard no move touches: its object tables on `master` against its
-   * streaming standby `standby`, chunk by chunk, each chunk at the master's WAL position
-   * (postgres-standby-verify.ts). `waitMs`: how long a chunk waits for the standby's replay.
-   */
-  async verifyReplica(shard: number, master: string, standby: string, waitMs = STANDBY_WAIT_MS): Promise<VerifyReport> {
-    const ns = shardDatabaseName(shard);
-    return this.withConn(master, (m) => this.withConn(standby, async (sb) => {
-      const [onMaster, onStandby] = [await this.present(m, ns), await this.present(sb, ns)];
-      const all = this.tables.filter((t) => onMaster.includes(t) || onStandby.includes(t));
-      return verifyStandby(shard, ns, { master: onMaster, standby: onStandby, all }, { c: m, name: master }, { c: sb, name: standby }, waitMs);
-    }));
-  }
-
-  /** Each moving shard's object tables on the source (the fenced copy once the fence holds, the live one before) and on the target. */
-  private async verifyPlan(src: Client, dst: Client, move: MoveRecord, fencedTables?: Map<number, string[]>): Promise<VerifyPlan[]> {
-    const shards = this.shards(move);
-    // The source's side is known when this process's fence just moved every table aside.
-    const known = fencedTables === undefined ? undefined : new Map(shards.flatMap((s) => [[movedSchema(s), fencedTables.get(s) ?? []], [shardDatabaseName(s), []]]));
-    const [onSrc, onDst] = await this.step('verify: catalogue', () => Promise.all([
-      known ?? this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
-      this.presentIn(dst, shards.map((x) => shardDatabaseName(x))),
-    ]));
-    return shards.map((s) => {
-      const moved = onSrc.get(movedSchema(s))!;
-      const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
-      const srcTables = moved.length > 0 ? moved : onSrc.get(srcNs)!;
-      const dstTables = onDst.get(shardDatabaseName(s))!;
-      return { s, srcNs, srcTables, dstTables, tables: this.tables.filter((t) => srcTables.includes(t) || dstTables.includes(t)) };
-    });
-  }
-
-  async verify(move: MoveRecord): Promise<VerifyReport> {
-    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
-      const plan = await this.verifyPlan(src, dst, move);
-      return this.compareTables(src, dst, move, plan);
-    }));
-  }
-
-  /**
-   * Before the freeze, while the subscription still streams the services' writes: every table
-   * compared whole at a consistent point (settleTables: the source's aggregates before and after
-   * the target's, with the marker in between), up to PRE_FREEZE_ROUNDS rounds for the tables
-   * written meanwhile. A table whose source held still and whose target differs is read in
-   * chunks, which name the rows (a mismatch: the runner aborts before anything is frozen).
-   * What stays unsettled (written in every round, or a difference the chunks did not confirm) is
-   * remembered for verifyFenced, with the rows of the tables found equal.
-   */
-  async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
-    this.preVerified.delete(move.id);
-    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
-      if (!(await this.subscriptionExists(dst, move))) return this.compareTables(src, dst, move, await this.verifyPlan(src, dst, move));
-      const plan = await this.verifyPlan(src, dst, move);
-      const pairs: TablePair[] = plan.flatMap((p) => p.tables.map((t) => ({
-        name: `${p.s}.${t}`,
-        ...(p.srcTables.includes(t) ? { a: `${qi(p.srcNs)}.${qi(t)}` } : {}),
-        ...(p.dstTables.includes(t) ? { b: `${qi(shardDatabaseName(p.s))}.${qi(t)}` } : {}),
-      })));
-      const settled = await settleTables(src, dst, pairs, () => this.waitApplied(src, dst, move, true), PRE_FREEZE_ROUNDS);
-      const report: VerifyReport = { shards: plan.length, tables: pairs.length, rows: 0, chunks: settled.equal.size, mismatches: [] };
-      for (const x of settled.equal.values()) report.rows += x.rows;
-      const unsettled = new Set(settled.unsettled);
-      if (settled.differ.length > 0) {
-        const named = await this.compareTables(src, dst, move, plan, new Set(settled.differ));
-        report.rows += named.rows;
-        report.chunks += named.chunks;
-        report.mismatches.push(...named.mismatches);
-        // A difference the chunk comparison did not confirm (the table was written meanwhile) is checked again under the freeze.
-        for (const name of settled.differ) if (!named.mismatches.some((m) => `${m.shard}.${m.table}` === name)) unsettled.add(name);
-      }
-      if (report.mismatches.length === 0) this.preVerified.set(move.id, { unsettled, rows: report.rows, tables: pairs.length });
-      this.options.onStep?.('verify before the freeze: tables left for the freeze (count)', unsettled.size);
-      return report;
-    }));
-  }
-
-  /**
-   * Under the freeze, after catchUp: with a verifyBeforeFreeze of this process, the catalogue on
-   * both sides (every table the copy had is still there on each) and a comparison of only the
-   * tables it left unsettled (exact now: the source is fenced and the target has applied
-   * everything); every other table was equal at a consistent point and has since received only
-   * what the subscription applied, in commit order, up to the catch-up's marker. Without one (a
-   * resumed mover), the full verify.
-   */
-  async verifyFenced(move: MoveRecord): Promise<VerifyReport> {
-    const pre = this.preVerified.get(move.id);
-    const fencedTables = this.fencedTables.get(move.id);
-    this.preVerified.delete(move.id);
-    this.fencedTables.delete(move.id);
-    if (pre === undefined) return this.verify(move);
-    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
-      const plan = await this.verifyPlan(src, dst, move, fencedTables);
-      const now = plan.reduce((n, p) => n + p.tables.length, 0);
-      if (now !== pre.tables) {
-        // Tables appeared or went since the comparison before the freeze: compare them all.
-        return this.compareTables(src, dst, move, plan);
-      }
-      const r = await this.compareTables(src, dst, move, plan, pre.unsettled);
-      return { ...r, tables: now, rows: r.rows + pre.rows, chunks: r.chunks + (pre.tables - pre.unsettled.size) };
-    }));
-  }
-
-  /**
-   * Source against target, table by table (only the tables named `${shard}.${table}` in `only`
-   * when given): hash aggregates of whole tables first, every shard's in one statement per side,
-   * both sides at once (two round trips in the usual, clean case); only a table that differs is
-   * read in chunks, to name the rows. While the subscription runs, a table may differ only
-   * because the target has not applied the last writes yet: the marker is awaited and the
-   * aggregates read again, and each chunk is compared at the marker's point.
-   */
-  private async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>): Promise<VerifyReport> {
-    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
-    const sync = (await this.step('verify: subscription exists?', () => this.subscriptionExists(dst, move))) ? () => this.step('verify: marker applied (sync)', () => this.waitApplied(src, dst, move)) : undefined;
-    const key = (s: number, t: string) => `${s}.${t}`;
-    const wanted = (s: number, t: string) => only === undefined || only.has(key(s, t));
-    const totals = () => this.step('verify: table aggregates both sides', () => Promise.all([
-      tableAggregates(src, plan.flatMap((p) => p.srcTables.filter((t) => wanted(p.s, t)).map((t) => ({ name: key(p.s, t), table: `${qi(p.srcNs)}.${qi(t)}` })))),
-      tableAggregates(dst, plan.flatMap((p) => p.dstTables.filter((t) => wanted(p.s, t)).map((t) => ({ name: key(p.s, t), table: `${qi(shardDatabaseName(p.s))}.${qi(t)}` })))),
-    ]));
-    let [a, b] = await totals();
-    const differs = () => plan.some((p) => p.tables.some((t) => wanted(p.s, t) && !sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))));
-    if (sync !== undefined && differs()) {
-      await sync();
-      [a, b] = await totals();
-    }
-    const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
-    for (const p of plan) {
-      report.shards++;
-      for (const t of p.tables) {
-        if (!wanted(p.s, t)) continue;
-        report.tables++;
-        if (sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))) {
-          report.rows += a.get(key(p.s, t))?.rows ?? 0;
-          report.chunks++;
-          continue;
-        }
-        const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync);
-        report.rows += r.rows;
-        report.chunks += r.chunks;
-        report.mismatches.push(...r.mismatches);
-      }
-    }
-    return report;
-  }
-
-  /**
-   * Bumps the marker row on the source and waits until the target applied it: logical
-   * replication applies commits in order, so the target then holds everything the source
-   * committed before. `required` (the catch-up): a missing marker or a timeout is an error;
-   * otherwise (verify's recheck) they only end the wait.
-   */
-  private async waitApplied(src: Client, dst: Client, move: MoveRecord, required = false): Promise<void> {
-    const { rows: [m] } = await this.step('marker: UPDATE (source)', () => src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`));
-    if (m === undefined) {
-      if (required) throw new ShardKitError('INTERNAL', `the marker row of move ${move.id} is missing on ${move.source.master}`);
-      return;
-    }
-    const limit = this.options.catchUpTimeoutMs ?? 60_000;
-    const deadline = Date.now() + limit;
-    const t0 = performance.now();
-    let polls = 0;
-    for (;;) {
-      polls++;
-      const { rows } = await dst.query<{ n: string }>(`SELECT n::text AS n FROM ${this.markerTable(move)} WHERE id = 1`);
-      if (rows.length > 0 && BigInt(rows[0]!.n) >= BigInt(m.n)) {
-        this.options.onStep?.('marker: until applied on the target', performance.now() - t0);
-        this.options.onStep?.('marker: target polls (count)', polls);
-        return;
-      }
-      if (Date.now() > deadline) {
-        if (required) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} did not apply the source's last writes within ${limit} ms (subscription ${replicationName(move.id)})`);
-        return;
-      }
-      await sleep(5);
-    }
-  }
-
   async undo(move: MoveRecord): Promise<void> {
     this.preVerified.delete(move.id);
     this.fencePlans.delete(move.id);
@@ -754,7 +354,7 @@ export class PostgresMoveEngine implements MoveEngine {
       await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
       await c.query('BEGIN');
       try {
-        for (const s of this.shards(move)) {
+        for (const s of moveShards(move)) {
           const fenced = await this.present(c, movedSchema(s));
           const live = await this.present(c, shardDatabaseName(s));
           for (const t of fenced.filter((x) => !live.includes(x))) await c.query(`ALTER TABLE ${qi(movedSchema(s))}.${qi(t)} SET SCHEMA ${qi(shardDatabaseName(s))}`);
@@ -778,7 +378,7 @@ export class PostgresMoveEngine implements MoveEngine {
       // got that far) the target's tables are someone else's data and stay.
       const { rows: ours } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
       if (ours.length === 0) return;
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         const tables = await this.present(c, shardDatabaseName(s));
         if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);
         // What prepare created besides the tables (next_id() and its sequences), and the schema if that leaves it empty.
@@ -793,7 +393,7 @@ export class PostgresMoveEngine implements MoveEngine {
     await this.afterSwitch(move);
     let dropped = 0;
     await this.withConn(move.source.master, async (c) => {
-      for (const s of this.shards(move)) {
+      for (const s of moveShards(move)) {
         if ((await this.present(c, shardDatabaseName(s))).length > 0) {
           throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
         }
@@ -808,61 +408,4 @@ export class PostgresMoveEngine implements MoveEngine {
     });
     return dropped;
   }
-
-  async close(): Promise<void> {
-    const all = [...this.idle.values()];
-    this.idle.clear();
-    await Promise.all(all.map((c) => c.end().catch(() => undefined)));
-  }
-}
-
-/**
- * The used sequences of `schemas` (`dbNNNNN.seq` -> last value; a dbNNNNN_moved schema's count
- * as dbNNNNN's, where the fence moved them).
- */
-async function readSequences(c: Client, schemas: string[], unused: true): Promise<Map<string, bigint | undefined>>;
-async function readSequences(c: Client, schemas: string[]): Promise<Map<string, bigint>>;
-async function readSequences(c: Client, schemas: string[], unused = false): Promise<Map<string, bigint | undefined>> {
-  // Not the pg_sequences view: its plan filters pg_namespace once per sequence of the server
-  // (tens of ms on a source with many shards, under the freeze).
-  const { rows } = await c.query<{ ns: string; seq: string; last: string | null }>(
-    `SELECT n.nspname AS ns, c.relname AS seq, pg_sequence_last_value(c.oid)::text AS last
-       FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind = 'S' WHERE n.nspname = ANY($1::text[])`, [schemas]);
-  const out = new Map<string, bigint | undefined>();
-  for (const r of rows) {
-    if (r.last === null) {
-      if (unused) out.set(`${r.ns}.${r.seq}`, undefined);
-      continue; // never used
-    }
-    const ns = r.ns.endsWith('_moved') ? r.ns.slice(0, -'_moved'.length) : r.ns;
-    const key = `${ns}.${r.seq}`;
-    const v = BigInt(r.last);
-    if ((out.get(key) ?? -1n) < v) out.set(key, v);
-  }
-  return out;
-}
-
-/** Drops a subscription and its slot on the source; when the source cannot be reached, drops it here only (the slot is dropped later by dropSlot). */
-async function dropSubscription(c: Client, name: string): Promise<void> {
-  const { rows } = await c.query('SELECT 1 FROM pg_subscription WHERE subname = $1', [name]);
-  if (rows.length === 0) return;
-  try {
-    await c.query(`DROP SUBSCRIPTION ${qi(name)}`);
-  } catch {
-    await c.query(`ALTER SUBSCRIPTION ${qi(name)} DISABLE`);
-    await c.query(`ALTER SUBSCRIPTION ${qi(name)} SET (slot_name = NONE)`);
-    await c.query(`DROP SUBSCRIPTION ${qi(name)}`);
-  }
-}
-
-/** A slot left behind (its subscription dropped without reaching the source) keeps WAL forever: drop it when no one uses it. */
-async function dropSlot(c: Client, name: string): Promise<void> {
-  await c.query('SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active', [name]);
-}
-
-async function dropSchemaIfEmpty(c: Client, ns: string): Promise<void> {
-  const { rows } = await c.query(
-    `SELECT (SELECT count(*) FROM pg_class WHERE relnamespace = n.oid) + (SELECT count(*) FROM pg_proc WHERE pronamespace = n.oid) AS n
-     FROM pg_namespace n WHERE n.nspname = $1`, [ns]);
-  if (rows.length > 0 && Number((rows[0] as { n: string }).n) === 0) await c.query(`DROP SCHEMA IF EXISTS ${qi(ns)}`);
 }

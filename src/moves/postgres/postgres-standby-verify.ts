@@ -3,6 +3,7 @@ import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import type { VerifyReport } from '../move-engine.js';
 import { compareChunks } from './postgres-verify.js';
+import { addTableResult, emptyReport } from '../move-shared.js';
 
 /** How long verify waits, per chunk, for a standby to replay up to the master's position. */
 export const STANDBY_WAIT_MS = 30_000;
@@ -58,7 +59,7 @@ export function replaySync(master: NamedClient, standby: NamedClient, waitMs: nu
  */
 export async function verifyStandby(shard: number, ns: string, tables: { master: string[]; standby: string[]; all: string[] }, master: NamedClient, standby: NamedClient, waitMs = STANDBY_WAIT_MS): Promise<VerifyReport> {
   await requireStandbyOf(master, standby);
-  const report: VerifyReport = { shards: 1, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+  const report = emptyReport(1);
   const sync = replaySync(master, standby, waitMs);
   for (const t of tables.all) {
     const a = tables.master.includes(t) ? { c: master.c, table: `${qi(ns)}.${qi(t)}` } : undefined;
@@ -66,9 +67,7 @@ export async function verifyStandby(shard: number, ns: string, tables: { master:
     if (a === undefined && b === undefined) continue;
     report.tables++;
     const r = await compareChunks(shard, t, a, b, sync, { replica: true });
-    report.rows += r.rows;
-    report.chunks += r.chunks;
-    report.mismatches.push(...r.mismatches);
+    addTableResult(report, r);
   }
   return report;
 }

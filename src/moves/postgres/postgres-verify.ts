@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import type { ChunkMismatch } from '../move-engine.js';
+import { keyText } from '../move-shared.js';
 
 /** Rows per primary-key chunk when a table's totals differ and verify looks for where. */
 export const CHUNK_ROWS = 1000;
@@ -124,7 +125,6 @@ async function replicaBetween(a: TableSide | undefined, b: TableSide | undefined
 }
 
 const same = (a: Aggregate, b: Aggregate): boolean => a.rows === b.rows && a.hash === b.hash;
-const keyText = (k: string[]): string => (k.length === 1 ? k[0]! : `(${k.join(',')})`);
 
 /**
  * The hash aggregate of whole tables, all in one statement (one round trip for a shard: verify

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,6 +5,7 @@ import { ShardKitError } from '../../errors.js';
 import { MOVED_BIT, MOVED_TABLE_PREFIX } from '../../storage/sqlite/shard-file.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, VerifyReport } from '../move-engine.js';
+import { addTableResult, emptyReport, hashRows, keyText, moveShards } from '../move-shared.js';
 
 /** Rows per verify chunk. */
 const CHUNK_ROWS = 1000;
@@ -26,6 +26,7 @@ export interface SqliteMoveEngineOptions {
  */
 export class SqliteMoveEngine implements MoveEngine {
   readonly kind = 'sqlite';
+  readonly droppedUnit = 'file(s)';
   private readonly shardPath: (host: string, shard: number) => string;
   private readonly busyTimeoutMs: number;
 
@@ -34,15 +35,11 @@ export class SqliteMoveEngine implements MoveEngine {
     this.busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   }
 
-  private *shards(move: MoveRecord): Iterable<number> {
-    for (let s = move.range[0]; s <= move.range[1]; s++) yield s;
-  }
-
   async prepare(move: MoveRecord): Promise<Record<string, string | number | boolean>> {
     // The copy waits for the fence; here only check that the target does not already serve data
     // for these shards (a leftover of an earlier move that was never dropped).
     let existing = 0;
-    for (const s of this.shards(move)) {
+    for (const s of moveShards(move)) {
       const path = this.shardPath(move.target.master, s);
       if (!existsSync(path)) continue;
       const db = new Database(path, { readonly: true, timeout: this.busyTimeoutMs });
@@ -57,7 +54,7 @@ export class SqliteMoveEngine implements MoveEngine {
       existing++;
     }
     let files = 0;
-    for (const s of this.shards(move)) if (existsSync(this.shardPath(move.source.master, s))) files++;
+    for (const s of moveShards(move)) if (existsSync(this.shardPath(move.source.master, s))) files++;
     return { files, replacing: existing };
   }
 
@@ -66,33 +63,31 @@ export class SqliteMoveEngine implements MoveEngine {
   }
 
   async fence(move: MoveRecord): Promise<void> {
-    for (const s of this.shards(move)) fenceFile(this.shardPath(move.source.master, s), this.busyTimeoutMs);
+    for (const s of moveShards(move)) fenceFile(this.shardPath(move.source.master, s), this.busyTimeoutMs);
   }
 
   async catchUp(move: MoveRecord, onProgress?: (done: number, total: number) => void): Promise<void> {
     const total = move.range[1] - move.range[0] + 1;
     let done = 0;
-    for (const s of this.shards(move)) {
+    for (const s of moveShards(move)) {
       await copyFenced(this.shardPath(move.source.master, s), this.shardPath(move.target.master, s), this.busyTimeoutMs);
       onProgress?.(++done, total);
     }
   }
 
   async verify(move: MoveRecord): Promise<VerifyReport> {
-    const report: VerifyReport = { shards: 0, tables: 0, rows: 0, chunks: 0, mismatches: [] };
-    for (const s of this.shards(move)) {
+    const report = emptyReport();
+    for (const s of moveShards(move)) {
       const r = compareFiles(s, this.shardPath(move.source.master, s), this.shardPath(move.target.master, s));
       report.shards++;
       report.tables += r.tables;
-      report.rows += r.rows;
-      report.chunks += r.chunks;
-      report.mismatches.push(...r.mismatches);
+      addTableResult(report, r);
     }
     return report;
   }
 
   async undo(move: MoveRecord): Promise<void> {
-    for (const s of this.shards(move)) {
+    for (const s of moveShards(move)) {
       unfenceFile(this.shardPath(move.source.master, s), this.busyTimeoutMs);
       // Only copies this move made: the target never served them (the switch did not happen).
       removeShardFile(this.shardPath(move.target.master, s));
@@ -101,7 +96,7 @@ export class SqliteMoveEngine implements MoveEngine {
 
   async dropMoved(move: MoveRecord): Promise<number> {
     let dropped = 0;
-    for (const s of this.shards(move)) {
+    for (const s of moveShards(move)) {
       const path = this.shardPath(move.source.master, s);
       if (!existsSync(path)) continue;
       if (!isFenced(path, this.busyTimeoutMs)) {
@@ -261,7 +256,7 @@ function openForVerify(path: string): { db: Database.Database; prefix: string } 
  * source key are a chunk of their own.
  */
 export function compareFiles(shard: number, sourcePath: string, targetPath: string): VerifyReport {
-  const report: VerifyReport = { shards: 1, tables: 0, rows: 0, chunks: 0, mismatches: [] };
+  const report = emptyReport(1);
   const a = openForVerify(sourcePath);
   const b = openForVerify(targetPath);
   try {
@@ -299,7 +294,6 @@ export function compareFiles(shard: number, sourcePath: string, targetPath: stri
       const ra = reader(a, ia);
       const rb = reader(b, ib);
       const keyOf = (row: unknown[], idx: number[]): unknown[] => idx.map((i) => row[i]);
-      const keyText = (k: unknown[]): string => (k.length === 1 ? String(k[0]) : `(${k.map(String).join(',')})`);
       let last: unknown[] | undefined;
       for (;;) {
         const rowsA = ra === undefined ? [] : ((last === undefined ? ra.first.all() : ra.after.all(...last)) as unknown[][]);
@@ -328,10 +322,5 @@ export function compareFiles(shard: number, sourcePath: string, targetPath: stri
   return report;
 }
 
-function hashRows(rows: unknown[][]): string {
-  const h = createHash('sha1');
-  for (const r of rows) h.update(JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))).update('\n');
-  return `${rows.length}:${h.digest('hex')}`;
-}
 
 export type { ChunkMismatch };

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKitError } from '../../errors.js';
 import { adminQuery, type HostAdmin } from './host-admin.js';
-import { gtidsNotReached } from '../../storage/mysql/gtid.js';
+import { gtidsNotReached } from '../../storage/mysql/index.js';
 
 /** The fields of SHOW SLAVE STATUS the fleet tools read. */
 export interface SlaveStatus {

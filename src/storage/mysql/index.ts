@@ -6,6 +6,7 @@ export { MysqlBackend, type MysqlBackendOptions, type MysqlHostAddress, type Mys
 export { mysqlStorageSchema, type MysqlStorageConfig } from './mysql-config.js';
 export { mapMysqlError, isConnectionError } from './mysql-errors.js';
 export { mysqlDatabaseName, shardDdl } from './mysql-ddl.js';
+export { gtidDomains, gtidsNotReached } from './gtid.js';
 
 /** The hook src/kit/backend-factory.ts loads when config.storage.backend is "mysql". */
 export function createBackend(setup: BackendSetup<MysqlStorageConfig>): MysqlBackend {

@@ -4,6 +4,9 @@ import type { SqliteStorageConfig } from './sqlite-config.js';
 import { SqliteBackend } from './sqlite-backend.js';
 
 export { SqliteBackend, type SqliteBackendOptions } from './sqlite-backend.js';
+// For `migrate --final` (src/migrate/source-fence.ts): the fence of an embedded source.
+export { shardDdl as sqliteShardDdl } from './sqlite-ddl.js';
+export { fenceShardCreation, fenceShardFile, type WriteFence } from './sqlite-write-fence.js';
 export { sqliteStorageSchema, type SqliteStorageConfig } from './sqlite-config.js';
 export { MAX_LOOKUP_KEY_BYTES, MAX_STORED_ID } from '../backend-args.js';
 

@@ -48,7 +48,7 @@ function liveFrom(r: RowRead): number {
 }
 
 /**
- * The cell filter of the embedded engine (row-reader.ts ColumnFilter) on nts = -timestamp:
+ * The cell filter of the embedded engine (row-columns.ts ColumnFilter) on nts = -timestamp:
  * timestamp < end, timestamp >= start, not expired. One contiguous nts range of the column, so
  * with constant bounds MyRocks reads only the cells it returns.
  */

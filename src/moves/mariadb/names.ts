@@ -1,0 +1,30 @@
+import type mysql from 'mysql2/promise';
+import { shardDatabaseName } from '../../storage/shard-names.js';
+
+/** Rows per copy and verify chunk. */
+export const CHUNK_ROWS = 1000;
+
+/** Where the fence puts any moved database's tables: `wc00005` -> `wc00005_moved`. */
+export const movedName = (db: string): string => `${db}_moved`;
+
+/** Where the fence puts a moved shard's tables on the source: `db00005_moved`. */
+export const movedDatabaseName = (shard: number): string => movedName(shardDatabaseName(shard));
+
+/** Wide-column shard n's database (src/widecolumn/myrocks/myrocks-ddl.ts wcDatabaseName: moves sit beside widecolumn, not above it). */
+export const WC_PREFIX = 'wc';
+export const wcDatabaseName = (shard: number): string => shardDatabaseName(shard, WC_PREFIX);
+
+/**
+ * One database of a moving shard: `dbNNNNN` (the object fleet's tables) and, on a fleet with
+ * MyRocks wide-column shards, `wcNNNNN` (every table in it: one per dataset, and the catalogue in
+ * wc00000). Every phase handles the list alike: copied, fenced, caught up, verified, switched and
+ * dropped together.
+ */
+export interface ShardDatabase {
+  shard: number;
+  live: string;
+  moved: string;
+}
+
+export type Conn = mysql.Connection;
+export const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;

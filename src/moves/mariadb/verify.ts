@@ -1,0 +1,88 @@
+import { ShardKitError } from '../../errors.js';
+import type { ChunkMismatch } from '../move-engine.js';
+import { hashRows, keyText } from '../move-shared.js';
+import { CHUNK_ROWS, q, WC_PREFIX, type Conn } from './names.js';
+
+export async function primaryKey(c: Conn, db: string, table: string): Promise<string[]> {
+  const [rows] = await c.query(
+    "SELECT COLUMN_NAME AS c FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION",
+    [db, table],
+  );
+  const keys = (rows as Array<{ c: string }>).map((r) => r.c);
+  if (keys.length === 0) throw new ShardKitError('INTERNAL', `${db}.${table} has no primary key: cannot move it in chunks`);
+  return keys;
+}
+
+/** Reads a table in primary-key order, CHUNK_ROWS at a time: `after` is the previous chunk's last key. */
+export function chunkReader(c: Conn, db: string, table: string, keys: string[]) {
+  const k = keys.map(q).join(', ');
+  const tuple = keys.length === 1 ? k : `(${k})`;
+  const qs = keys.length === 1 ? '?' : `(${keys.map(() => '?').join(', ')})`;
+  const t = `${q(db)}.${q(table)}`;
+  const rows = async (sql: string, params: unknown[]): Promise<{ fields: string[]; rows: unknown[][] }> => {
+    const [r, f] = await c.query({ sql, rowsAsArray: true }, params);
+    return { fields: (f ?? []).map((x) => x.name), rows: r as unknown[][] };
+  };
+  return {
+    next: (after: unknown[] | undefined) => rows(after === undefined ? `SELECT * FROM ${t} ORDER BY ${k} LIMIT ${CHUNK_ROWS}` : `SELECT * FROM ${t} WHERE ${tuple} > ${qs} ORDER BY ${k} LIMIT ${CHUNK_ROWS}`, after ?? []),
+    upTo: (after: unknown[] | undefined, hi: unknown[]) => rows(after === undefined ? `SELECT * FROM ${t} WHERE ${tuple} <= ${qs} ORDER BY ${k}` : `SELECT * FROM ${t} WHERE ${tuple} > ${qs} AND ${tuple} <= ${qs} ORDER BY ${k}`, [...(after ?? []), ...hi]),
+    rest: (after: unknown[] | undefined) => rows(after === undefined ? `SELECT * FROM ${t} ORDER BY ${k}` : `SELECT * FROM ${t} WHERE ${tuple} > ${qs} ORDER BY ${k}`, after ?? []),
+  };
+}
+
+/** How verify names a table: the object fleet's by name (as before), a wide-column one with its database (`wc00003.events`). */
+export function tableLabel(db: string, table: string): string {
+  return db.startsWith(WC_PREFIX) ? `${db}.${table}` : table;
+}
+
+/**
+ * Compares one table of a shard: the source's primary-key chunks, and for each the target's rows
+ * in the same key interval (so rows on one side only are found too); target rows past the
+ * source's last key are a chunk of their own.
+ */
+export async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table, beforeRead?: () => Promise<void>, bAhead = false): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
+  const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
+  const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.db, table);
+  const ra = a === undefined ? undefined : chunkReader(a.c, a.db, table, keys);
+  const rb = b === undefined ? undefined : chunkReader(b.c, b.db, table, keys);
+  let last: unknown[] | undefined;
+  if (ra === undefined) await sync?.();
+  for (;;) {
+    if (ra !== undefined) await beforeRead?.();
+    const chunk = ra === undefined ? { fields: [], rows: [] as unknown[][] } : await ra.next(last);
+    if (chunk.rows.length === 0) break;
+    const idx = keys.map((k) => chunk.fields.indexOf(k));
+    const hi = idx.map((i) => chunk.rows[chunk.rows.length - 1]![i]);
+    const lo = idx.map((i) => chunk.rows[0]![i]);
+    await sync?.();
+    const other = rb === undefined ? [] : (await rb.upTo(last, hi)).rows;
+    out.chunks++;
+    out.rows += chunk.rows.length;
+    if (hashRows(chunk.rows) !== hashRows(other)) {
+      out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(lo), toKey: keyText(hi), sourceRows: chunk.rows.length, targetRows: other.length });
+    }
+    last = hi;
+  }
+  if (ra !== undefined) await sync?.();
+  let extra = rb === undefined ? [] : (await rb.rest(last)).rows;
+  // A slave keeps applying after the position it was compared at: rows past the last chunk that
+  // the master holds too (read now, after the slave's) are newer writes, not differences.
+  if (extra.length > 0 && ra !== undefined && bAhead) {
+    const now = new Set((await ra.rest(last)).rows.map((r) => JSON.stringify(r)));
+    extra = extra.filter((r) => !now.has(JSON.stringify(r)));
+  }
+  if (extra.length > 0) {
+    out.chunks++;
+    out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(last), toKey: '+inf', sourceRows: 0, targetRows: extra.length });
+  }
+  return out;
+}
+
+/** Tables named in one counting or checksum statement: its size must not grow with the move (512 shards per pair in the seed's layout). */
+export const STATEMENT_TABLES = 100;
+
+export function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

@@ -1,0 +1,151 @@
+import { shardDatabaseName } from '../../storage/shard-names.js';
+import type { MoveRecord } from '../../topology/shard-map.js';
+import type { VerifyReport } from '../move-engine.js';
+import { addTableResult, emptyReport, moveShards } from '../move-shared.js';
+import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
+import { compareChunks, sameAggregate, settleTables, tableAggregates, type TablePair, type TableSide } from './postgres-verify.js';
+import { movedSchema, PostgresMoveBase, PRE_FREEZE_ROUNDS, qi, type Client, type VerifyPlan } from './engine-base.js';
+
+/** The comparisons of a PostgreSQL move: source against target (full, before the freeze, under it) and master against standby. */
+export class PostgresMoveVerify extends PostgresMoveBase {
+  /**
+   * `shards verify` of a shard no move touches: its object tables on `master` against its
+   * streaming standby `standby`, chunk by chunk, each chunk at the master's WAL position
+   * (postgres-standby-verify.ts). `waitMs`: how long a chunk waits for the standby's replay.
+   */
+  async verifyReplica(shard: number, master: string, standby: string, waitMs = STANDBY_WAIT_MS): Promise<VerifyReport> {
+    const ns = shardDatabaseName(shard);
+    return this.withConn(master, (m) => this.withConn(standby, async (sb) => {
+      const [onMaster, onStandby] = [await this.present(m, ns), await this.present(sb, ns)];
+      const all = this.tables.filter((t) => onMaster.includes(t) || onStandby.includes(t));
+      return verifyStandby(shard, ns, { master: onMaster, standby: onStandby, all }, { c: m, name: master }, { c: sb, name: standby }, waitMs);
+    }));
+  }
+
+  /** Each moving shard's object tables on the source (the fenced copy once the fence holds, the live one before) and on the target. */
+  protected async verifyPlan(src: Client, dst: Client, move: MoveRecord, fencedTables?: Map<number, string[]>): Promise<VerifyPlan[]> {
+    const shards = moveShards(move);
+    // The source's side is known when this process's fence just moved every table aside.
+    const known = fencedTables === undefined ? undefined : new Map(shards.flatMap((s) => [[movedSchema(s), fencedTables.get(s) ?? []], [shardDatabaseName(s), []]]));
+    const [onSrc, onDst] = await this.step('verify: catalogue', () => Promise.all([
+      known ?? this.presentIn(src, [...shards.map((x) => shardDatabaseName(x)), ...shards.map(movedSchema)]),
+      this.presentIn(dst, shards.map((x) => shardDatabaseName(x))),
+    ]));
+    return shards.map((s) => {
+      const moved = onSrc.get(movedSchema(s))!;
+      const srcNs = moved.length > 0 ? movedSchema(s) : shardDatabaseName(s);
+      const srcTables = moved.length > 0 ? moved : onSrc.get(srcNs)!;
+      const dstTables = onDst.get(shardDatabaseName(s))!;
+      return { s, srcNs, srcTables, dstTables, tables: this.tables.filter((t) => srcTables.includes(t) || dstTables.includes(t)) };
+    });
+  }
+
+  async verify(move: MoveRecord): Promise<VerifyReport> {
+    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      const plan = await this.verifyPlan(src, dst, move);
+      return this.compareTables(src, dst, move, plan);
+    }));
+  }
+
+  /**
+   * Before the freeze, while the subscription still streams the services' writes: every table
+   * compared whole at a consistent point (settleTables: the source's aggregates before and after
+   * the target's, with the marker in between), up to PRE_FREEZE_ROUNDS rounds for the tables
+   * written meanwhile. A table whose source held still and whose target differs is read in
+   * chunks, which name the rows (a mismatch: the runner aborts before anything is frozen).
+   * What stays unsettled (written in every round, or a difference the chunks did not confirm) is
+   * remembered for verifyFenced, with the rows of the tables found equal.
+   */
+  async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
+    this.preVerified.delete(move.id);
+    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      if (!(await this.subscriptionExists(dst, move))) return this.compareTables(src, dst, move, await this.verifyPlan(src, dst, move));
+      const plan = await this.verifyPlan(src, dst, move);
+      const pairs: TablePair[] = plan.flatMap((p) => p.tables.map((t) => ({
+        name: `${p.s}.${t}`,
+        ...(p.srcTables.includes(t) ? { a: `${qi(p.srcNs)}.${qi(t)}` } : {}),
+        ...(p.dstTables.includes(t) ? { b: `${qi(shardDatabaseName(p.s))}.${qi(t)}` } : {}),
+      })));
+      const settled = await settleTables(src, dst, pairs, () => this.waitApplied(src, dst, move, true), PRE_FREEZE_ROUNDS);
+      const report: VerifyReport = { shards: plan.length, tables: pairs.length, rows: 0, chunks: settled.equal.size, mismatches: [] };
+      for (const x of settled.equal.values()) report.rows += x.rows;
+      const unsettled = new Set(settled.unsettled);
+      if (settled.differ.length > 0) {
+        const named = await this.compareTables(src, dst, move, plan, new Set(settled.differ));
+        addTableResult(report, named);
+        // A difference the chunk comparison did not confirm (the table was written meanwhile) is checked again under the freeze.
+        for (const name of settled.differ) if (!named.mismatches.some((m) => `${m.shard}.${m.table}` === name)) unsettled.add(name);
+      }
+      if (report.mismatches.length === 0) this.preVerified.set(move.id, { unsettled, rows: report.rows, tables: pairs.length });
+      this.options.onStep?.('verify before the freeze: tables left for the freeze (count)', unsettled.size);
+      return report;
+    }));
+  }
+
+  /**
+   * Under the freeze, after catchUp: with a verifyBeforeFreeze of this process, the catalogue on
+   * both sides (every table the copy had is still there on each) and a comparison of only the
+   * tables it left unsettled (exact now: the source is fenced and the target has applied
+   * everything); every other table was equal at a consistent point and has since received only
+   * what the subscription applied, in commit order, up to the catch-up's marker. Without one (a
+   * resumed mover), the full verify.
+   */
+  async verifyFenced(move: MoveRecord): Promise<VerifyReport> {
+    const pre = this.preVerified.get(move.id);
+    const fencedTables = this.fencedTables.get(move.id);
+    this.preVerified.delete(move.id);
+    this.fencedTables.delete(move.id);
+    if (pre === undefined) return this.verify(move);
+    return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      const plan = await this.verifyPlan(src, dst, move, fencedTables);
+      const now = plan.reduce((n, p) => n + p.tables.length, 0);
+      if (now !== pre.tables) {
+        // Tables appeared or went since the comparison before the freeze: compare them all.
+        return this.compareTables(src, dst, move, plan);
+      }
+      const r = await this.compareTables(src, dst, move, plan, pre.unsettled);
+      return { ...r, tables: now, rows: r.rows + pre.rows, chunks: r.chunks + (pre.tables - pre.unsettled.size) };
+    }));
+  }
+
+  /**
+   * Source against target, table by table (only the tables named `${shard}.${table}` in `only`
+   * when given): hash aggregates of whole tables first, every shard's in one statement per side,
+   * both sides at once (two round trips in the usual, clean case); only a table that differs is
+   * read in chunks, to name the rows. While the subscription runs, a table may differ only
+   * because the target has not applied the last writes yet: the marker is awaited and the
+   * aggregates read again, and each chunk is compared at the marker's point.
+   */
+  protected async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>): Promise<VerifyReport> {
+    const report = emptyReport();
+    const sync = (await this.step('verify: subscription exists?', () => this.subscriptionExists(dst, move))) ? () => this.step('verify: marker applied (sync)', () => this.waitApplied(src, dst, move)) : undefined;
+    const key = (s: number, t: string) => `${s}.${t}`;
+    const wanted = (s: number, t: string) => only === undefined || only.has(key(s, t));
+    const totals = () => this.step('verify: table aggregates both sides', () => Promise.all([
+      tableAggregates(src, plan.flatMap((p) => p.srcTables.filter((t) => wanted(p.s, t)).map((t) => ({ name: key(p.s, t), table: `${qi(p.srcNs)}.${qi(t)}` })))),
+      tableAggregates(dst, plan.flatMap((p) => p.dstTables.filter((t) => wanted(p.s, t)).map((t) => ({ name: key(p.s, t), table: `${qi(shardDatabaseName(p.s))}.${qi(t)}` })))),
+    ]));
+    let [a, b] = await totals();
+    const differs = () => plan.some((p) => p.tables.some((t) => wanted(p.s, t) && !sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))));
+    if (sync !== undefined && differs()) {
+      await sync();
+      [a, b] = await totals();
+    }
+    const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
+    for (const p of plan) {
+      report.shards++;
+      for (const t of p.tables) {
+        if (!wanted(p.s, t)) continue;
+        report.tables++;
+        if (sameAggregate(a.get(key(p.s, t)), b.get(key(p.s, t)))) {
+          report.rows += a.get(key(p.s, t))?.rows ?? 0;
+          report.chunks++;
+          continue;
+        }
+        const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync);
+        addTableResult(report, r);
+      }
+    }
+    return report;
+  }
+}

@@ -1,0 +1,74 @@
+import { dirname, join, resolve } from 'node:path';
+import { ShardKitError } from '../../errors.js';
+import { DevCluster } from '../dev/dev-cluster.js';
+import { liveShardMap } from '../dev/dev-writable.js';
+import { openFleet } from '../failover/failover-context.js';
+import { emergencyFailover } from '../failover/emergency-failover.js';
+import { acquireHealLock } from './heal-lease.js';
+import type { HealSettings } from './heal-rules.js';
+import { DEFAULT_HEAL_SETTINGS, HealSupervisor, type HealTarget } from './heal-supervisor.js';
+import { observeMariadbPair } from './mariadb-probe.js';
+
+export interface HealCliOptions {
+  config?: string;
+  dir?: string;
+  data?: string;
+  mode?: string;
+  intervalMs?: number;
+  probeTimeoutMs?: number;
+  deadAfter?: number;
+  maxLagS?: number;
+  flapWindowS?: number;
+  once?: boolean;
+}
+
+const log = (m: string) => process.stderr.write(`shardkit heal: ${m}\n`);
+
+async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<{ target: HealTarget; lockDir: string; close(): Promise<void> }> {
+  const cluster = opts.dir !== undefined ? DevCluster.require(opts.dir) : undefined;
+  if (cluster?.state.engine === 'postgres') {
+    const { observePgPair } = await import('./postgres-probe.js');
+    const { pgEmergencyFailover } = await import('../failover/pg-failover.js');
+    return {
+      target: { map: () => liveShardMap(cluster), observe: (m, s) => observePgPair(cluster, m, s, timeoutMs), failover: (m) => pgEmergencyFailover(cluster, m) },
+      lockDir: cluster.dir,
+      close: async () => {},
+    };
+  }
+  const fleet = openFleet({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
+  return {
+    target: { map: () => fleet.map(), observe: (m, s) => observeMariadbPair(fleet.admin, m, s, timeoutMs), failover: (m) => emergencyFailover(fleet, m, { log }) },
+    lockDir: cluster?.dir ?? dirname(resolve(opts.config!)),
+    close: () => fleet.close(),
+  };
+}
+
+/** `shardkit heal`: probes every pair; observe recommends, act fails over a confirmed dead master. JSON lines on stdout. */
+export async function healCommand(opts: HealCliOptions): Promise<void> {
+  const mode = opts.mode ?? 'observe';
+  if (mode !== 'observe' && mode !== 'act') throw new ShardKitError('INVALID_ARGUMENT', `--mode is observe or act, got ${JSON.stringify(mode.slice(0, 20))}`);
+  const settings: HealSettings = {
+    mode,
+    deadAfterProbes: opts.deadAfter ?? DEFAULT_HEAL_SETTINGS.deadAfterProbes,
+    maxLagSeconds: opts.maxLagS ?? DEFAULT_HEAL_SETTINGS.maxLagSeconds,
+    flapWindowMs: opts.flapWindowS !== undefined ? opts.flapWindowS * 1000 : DEFAULT_HEAL_SETTINGS.flapWindowMs,
+  };
+  const { target, lockDir, close } = await openTarget(opts, opts.probeTimeoutMs ?? 1000);
+  // Several supervisors may observe; exactly one acts.
+  const release = mode === 'act' ? acquireHealLock(join(lockDir, 'heal.lock')) : () => {};
+  const supervisor = new HealSupervisor(target, settings, (d) => process.stdout.write(`${JSON.stringify(d)}\n`));
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  try {
+    log(`${mode} mode, a probe every ${opts.intervalMs ?? 1000} ms, a master is dead after ${settings.deadAfterProbes} failed probes and its slave's agreement`);
+    if (opts.once) await supervisor.round();
+    else await supervisor.run(opts.intervalMs ?? 1000, stop.signal, (err) => log(`round failed: ${err.message}`));
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    release();
+    await close();
+  }
+}

@@ -1,0 +1,1 @@
+export { healCommand, type HealCliOptions } from './heal-command.js';

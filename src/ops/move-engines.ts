@@ -1,0 +1,97 @@
+import { existsSync } from 'node:fs';
+import type { ShardKitConfig } from '../config/config.js';
+import { createBackend } from '../kit/backend-factory.js';
+import type { MoveEngine, VerifyReport } from '../moves/move-engine.js';
+import { createMariadbMoveEngine } from '../moves/mariadb/index.js';
+import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../moves/postgres/index.js';
+import { compareFiles, createSqliteMoveEngine } from '../moves/sqlite/index.js';
+import type { SchemaDef } from '../storage/shard-backend.js';
+import { fleetTables } from '../storage/shard-names.js';
+import type { SqliteBackend } from '../storage/sqlite/index.js';
+import type { MoveRecord, ShardMap } from '../topology/shard-map.js';
+import { DevCluster } from './dev/dev-cluster.js';
+import { configHostAdmin, devHostAdmin } from './failover/host-admin.js';
+import { moveAdmin } from './failover/move-admin.js';
+
+/** A move engine for a config's storage backend, with its way to compare two copies of a shard. */
+export interface OpenedMoveEngine {
+  engine: MoveEngine;
+  /** The freeze starts only when the engine's lag is at most this (engines that replicate before the freeze). */
+  maxLag?: number;
+  /**
+   * Compares shard `s` between two hosts (a move's source and target, or a master and its
+   * slave); undefined when there is no second copy to compare.
+   */
+  compare(s: number, pair: [string, string], move: MoveRecord | undefined): Promise<VerifyReport | undefined>;
+  /** Closes the engine (and the backend it reads shard paths from). */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the move engine of the config's storage backend (`shards move`, `verify`, `drop-moved`):
+ * the one place that picks an engine by backend, as kit/backend-factory.ts does for backends.
+ */
+export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap): Promise<OpenedMoveEngine> {
+  if (config.storage.backend === 'postgres') {
+    const storage = config.storage;
+    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
+    return {
+      engine, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
+      // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
+      compare: async (s, pair, move) => (move === undefined ? engine.verifyReplica(s, pair[0], pair[1]) : engine.verify({ ...move, range: [s, s] })),
+      close: () => engine.close(),
+    };
+  }
+  if (config.storage.backend === 'mysql') {
+    const storage = config.storage;
+    // Admin access (a dev cluster's sockets, or SHARDKIT_ADMIN_USER on a server fleet) enables the
+    // replication pre-copy; without it the engine copies under the freeze.
+    const cluster = DevCluster.open(dataDir);
+    const admin = cluster !== undefined ? devHostAdmin(cluster) : process.env.SHARDKIT_ADMIN_USER ? configHostAdmin(config) : undefined;
+    // MyRocks wide-column shards (wcNNNNN) move with the object shards of the same number, with
+    // the mod-shard tables beside them, when the source masters them (docs/moves.md).
+    const wideColumn = config.widecolumn?.engine === 'myrocks';
+    const engine = createMariadbMoveEngine({
+      hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
+      ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
+    });
+    const replicaPair = (s: number): [string, string] | undefined => {
+      const loc = s < map.modShardCount ? map.locateModShard(s) : undefined;
+      return loc?.slave !== undefined ? [loc.master, loc.slave] : undefined;
+    };
+    return {
+      engine,
+      // A move's source and target; otherwise the master and its slave, chunk by chunk at the
+      // master's GTID position (a wide-column shard on its own pair, the mod shard's).
+      compare: async (s, pair, move) => {
+        if (move !== undefined) return engine.verify({ ...move, range: [s, s] });
+        const wc = wideColumn ? replicaPair(s) : undefined;
+        if (wc === undefined || (wc[0] === pair[0] && wc[1] === pair[1])) return engine.verifyReplica(s, pair[0], pair[1]);
+        const [a, b] = [await engine.verifyReplica(s, pair[0], pair[1], 30, 'objects'), await engine.verifyReplica(s, wc[0], wc[1], 30, 'widecolumn')];
+        return { shards: 1, tables: a.tables + b.tables, rows: a.rows + b.rows, chunks: a.chunks + b.chunks, mismatches: [...a.mismatches, ...b.mismatches] };
+      },
+      close: () => engine.close(),
+    };
+  }
+  const backend = (await createBackend({ config, dataDir, schema })) as SqliteBackend;
+  const busyTimeoutMs = config.storage.busyTimeoutMs;
+  const engine = createSqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }), ...(busyTimeoutMs !== undefined ? { busyTimeoutMs } : {}) });
+  return {
+    engine,
+    compare: async (s, pair, move) => {
+      const a = backend.shardPath({ host: pair[0], shard: s, fleet: 'objects' });
+      const b = backend.shardPath({ host: pair[1], shard: s, fleet: 'objects' });
+      // Embedded hosts have no replication: a slave directory without the file is no copy to compare.
+      // A move's copy that is missing is a mismatch, found by compareFiles.
+      if ((move === undefined && !existsSync(b)) || (!existsSync(a) && !existsSync(b))) return undefined;
+      let r = compareFiles(s, a, b);
+      // Recheck: a copy still being written can differ for a moment.
+      if (r.mismatches.length > 0) r = compareFiles(s, a, b);
+      return r;
+    },
+    close: async () => {
+      await engine.close();
+      await backend.close();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+import { type SqlValue } from '../../storage/mysql/mysql-host-pool.js';
+import type { DatasetConfig } from '../dataset-config.js';
+import type { DeleteRowRequest, PutItem, PutRowRequest, PutRowResult } from '../types.js';
+import { datasetTable, HEAD_NTS, NEVER_EXPIRES } from './myrocks-ddl.js';
+import { checkBatch, validateDeletes, validatePuts, type ValidPut } from './myrocks-requests.js';
+import { cellKey, headKey, type CellRow } from './myrocks-routing.js';
+import { MyrocksRowReads } from './myrocks-row-reads.js';
+
+/** Put Row and Delete Row and their batches: one statement per shard; stamp() gives the cells their timestamps. */
+export class MyrocksRowWrites extends MyrocksRowReads {
+  putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult> {
+    return this.batchPutRows(dataset, [{ row, items }]).then((r) => r[0]!);
+  }
+
+  /** One INSERT per shard touched (atomic per shard), shards in parallel. */
+  batchPutRows(dataset: string, rows: PutRowRequest[]): Promise<PutRowResult[]> {
+    return this.track(async () => {
+      const ds = await this.catalog.get(dataset);
+      checkBatch(rows, this.limits);
+      const now = this.clock();
+      const valid = validatePuts(rows, this.limits, now + this.limits.maxFutureSkewMs);
+      const { results, cells } = this.stamp(ds, valid, now);
+      const byShard = new Map<number, SqlValue[][]>();
+      for (const c of cells) {
+        let list = byShard.get(c.shard);
+        if (!list) byShard.set(c.shard, (list = []));
+        list.push(c.values);
+      }
+      await Promise.all([...byShard].map(([shard, list]) => this.writeShard(shard,
+        // Cells overwrite; a head record takes the put's cell only when it is at least as new
+        // (assignments run left to right: v and exp compare with the old hts).
+        `INSERT INTO ${datasetTable(shard, ds.name)} (rh, col, nts, row_key, v, exp, hts) VALUES ${list.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
+         ON DUPLICATE KEY UPDATE v = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, v, VALUES(v)), exp = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, exp, VALUES(exp)), hts = GREATEST(hts, VALUES(hts))`, list.flat())));
+      return results;
+    });
+  }
+
+  /**
+   * Server timestamps (clock time; repeats of a column in one call get consecutive ones, later
+   * item newer) and each cell's MyRocks expiry. The expiry is in the server's time: the cell's
+   * remaining life by our clock, added to the wall clock, rounded up, plus a second, so MyRocks
+   * never drops a cell before reads stop returning it (an injected test clock keeps working too).
+   */
+  protected stamp(ds: DatasetConfig, puts: ValidPut[], now: number): { results: PutRowResult[]; cells: CellRow[] } {
+    const results: PutRowResult[] = [];
+    const cells: CellRow[] = [];
+    const wall = Date.now();
+    for (const p of puts) {
+      const shard = this.shardOf(p.row);
+      const rh = cellKey(p.rowRaw);
+      const hh = headKey(p.rowRaw);
+      const repeats = new Map<string, number>();
+      let server = false;
+      const seen = new Map<string, number>();
+      const heads = new Map<string, SqlValue[]>();
+      for (const it of p.items) {
+        let ts = it.ts;
+        if (ts === null) {
+          server = true;
+          const n = (repeats.get(it.column) ?? -1) + 1;
+          repeats.set(it.column, n);
+          ts = now + n;
+        }
+        const exp = ds.ttlSeconds > 0 ? BigInt(Math.ceil((wall + ts + ds.ttlSeconds * 1000 - now) / 1000) + 1) : NEVER_EXPIRES;
+        // The same (column, timestamp) twice in one call: the later item wins, as one INSERT would not allow.
+        const key = `${it.column}\u0000${ts}`;
+        const at = seen.get(key);
+        const values: SqlValue[] = [rh, it.colRaw, -ts, p.rowRaw, it.value, exp < 1n ? 1n : exp, 0];
+        if (at !== undefined) cells[at] = { shard, values };
+        else {
+          seen.set(key, cells.length);
+          cells.push({ shard, values });
+        }
+        const head = heads.get(it.column);
+        if (!head || (head[6] as number) <= ts) heads.set(it.column, [hh, it.colRaw, HEAD_NTS, p.rowRaw, it.value, values[5]!, ts]);
+      }
+      for (const values of heads.values()) cells.push({ shard, values });
+      results.push({ row: p.row, timestamp: server ? now : null });
+    }
+    return { results, cells };
+  }
+
+  deleteRow(dataset: string, row: string, columns?: string[]): Promise<void> {
+    return this.batchDeleteRows(dataset, [columns === undefined ? { row } : { row, columns }]);
+  }
+
+  /** One DELETE per shard touched (atomic per shard). */
+  batchDeleteRows(dataset: string, rows: DeleteRowRequest[]): Promise<void> {
+    return this.track(async () => {
+      const ds = await this.catalog.get(dataset);
+      checkBatch(rows, this.limits);
+      const valid = validateDeletes(rows, this.limits);
+      const byShard = new Map<number, { where: string[]; values: SqlValue[] }>();
+      for (const d of valid) {
+        const shard = this.shardOf(d.row);
+        let w = byShard.get(shard);
+        if (!w) byShard.set(shard, (w = { where: [], values: [] }));
+        // Cells and head records in one statement.
+        if (d.columns === null) {
+          w.where.push('rh IN (?, ?)');
+          w.values.push(cellKey(d.rowRaw), headKey(d.rowRaw));
+        } else {
+          w.where.push(`(rh IN (?, ?) AND col IN (${d.columns.map(() => '?').join(', ')}))`);
+          w.values.push(cellKey(d.rowRaw), headKey(d.rowRaw), ...d.columns);
+        }
+      }
+      await Promise.all([...byShard].map(([shard, w]) => this.writeShard(shard, `DELETE FROM ${datasetTable(shard, ds.name)} WHERE ${w.where.join(' OR ')}`, w.values)));
+    });
+  }
+
+  // ---- compaction -----------------------------------------------------------------------------
+}
