@@ -2,7 +2,8 @@
  * HTTP: GET /v1/objects/{id} of the real service (ShardKit on SQLite, metrics and ETag on)
  * against a bare fastify route returning a constant body of the same size, with the same
  * headers, connections and paths. Each server runs in its own process so that autocannon,
- * in this process, does not share a core with it. Target: >= 0.5x. Two more servers on the
+ * in this process, does not share a core with it. Targets (issue 26): >= 0.6x the bare route and
+ * >= 0.9x the raw better-sqlite3 route below. Two more servers on the
  * same files: the service with the in-process object cache (config `cache: {kind: "memory"}`,
  * docs/caching.md; every object hot after the warm-up), and a bare fastify route reading with
  * raw better-sqlite3, which shows what a database read itself costs in a server.
@@ -163,9 +164,9 @@ async function main(): Promise<void> {
     line('bare fastify constant', b.bare);
     line('raw better-sqlite3 route', b.raw, '  (no validation, for reference)');
     const rounds = (a: keyof typeof servers) => runs[a].map((r, i) => (r.rps / runs.bare[i]!.rps).toFixed(2)).join(' ');
-    console.log(`  ratio shardkit/bare             ${ratio('kit', 'bare').toFixed(2)}x throughput (median of ${ROUNDS} round pairs: ${rounds('kit')}; target >= 0.5x); CPU per request bare/shardkit ${(b.bare.cpuUsPerReq / b.kit.cpuUsPerReq).toFixed(2)}`);
+    console.log(`  ratio shardkit/bare             ${ratio('kit', 'bare').toFixed(2)}x throughput (median of ${ROUNDS} round pairs: ${rounds('kit')}; target >= 0.6x); CPU per request bare/shardkit ${(b.bare.cpuUsPerReq / b.kit.cpuUsPerReq).toFixed(2)}`);
     console.log(`  ratio cached/bare               ${ratio('cached', 'bare').toFixed(2)}x throughput (rounds: ${rounds('cached')}); CPU per request bare/cached ${(b.bare.cpuUsPerReq / b.cached.cpuUsPerReq).toFixed(2)}`);
-    console.log(`  ratio shardkit/raw route        ${ratio('kit', 'raw').toFixed(2)}x throughput; CPU per request raw/shardkit ${(b.raw.cpuUsPerReq / b.kit.cpuUsPerReq).toFixed(2)}`);
+    console.log(`  ratio shardkit/raw route        ${ratio('kit', 'raw').toFixed(2)}x throughput (target >= 0.9x); CPU per request raw/shardkit ${(b.raw.cpuUsPerReq / b.kit.cpuUsPerReq).toFixed(2)}`);
   } finally {
     for (const n of names) servers[n].proc.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });

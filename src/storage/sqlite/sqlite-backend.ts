@@ -136,14 +136,18 @@ export class SqliteBackend extends CheckedBackend {
   }
 
   protected _getObjects(ref: ShardRef, keys: ObjectKey[]): (ObjectRecord | undefined)[] {
+    if (keys.length === 1) {
+      // The single get (every GET /v1/objects/{id}): no closures and no array to fill.
+      const k = keys[0]!;
+      try {
+        const row = this.files.readable(ref)?.stmt(this.sql.get(k.table)!.selectOne!, false, true).get(k.localId) as ObjectRow | undefined;
+        return [row && toRecord(row)];
+      } catch (err) {
+        return this.failed(ref, err);
+      }
+    }
     const out: (ObjectRecord | undefined)[] = new Array(keys.length).fill(undefined);
     return this.inExisting(ref, out, (file) => {
-      if (keys.length === 1) {
-        const k = keys[0]!;
-        const row = file.stmt(this.sql.get(k.table)!.selectOne!, false, true).get(k.localId) as ObjectRow | undefined;
-        out[0] = row && toRecord(row);
-        return out;
-      }
       const byTable = new Map<string, number[]>();
       keys.forEach((k, i) => {
         const list = byTable.get(k.table);
@@ -332,21 +336,26 @@ export class SqliteBackend extends CheckedBackend {
     try {
       return work();
     } catch (err) {
-      // A table gone from a file a move fenced: the fence error, which ShardKit answers by
-      // re-reading the map (the statement changed nothing).
-      if (err instanceof Database.SqliteError && /no such table/.test(err.message)) {
-        const path = this.files.shardPath(ref);
-        if (isMovedFile(path)) throw movedError(path, err);
-      }
-      // A migration's write fence (sqlite-write-fence.ts): nothing was written, and the caller
-      // may retry (the fence lifts itself, or the store has moved to its new fleet).
-      if (err instanceof Database.SqliteError && isFenceRefusal(err)) {
-        throw new ShardKitError('SHARD_MOVING', `shard ${ref.shard} on ${ref.host}: ${err.message}`, { cause: err, details: { shard: ref.shard, retryAfterSeconds: 1 } });
-      }
-      // Errors thrown by an update function pass through unchanged.
-      if (err instanceof Database.SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);
-      throw err;
+      return this.failed(ref, err);
     }
+  }
+
+  /** Maps SQLite and file-system failures of a shard's work to SHARD_UNAVAILABLE (a fence to its own error). */
+  private failed(ref: ShardRef, err: unknown): never {
+    // A table gone from a file a move fenced: the fence error, which ShardKit answers by
+    // re-reading the map (the statement changed nothing).
+    if (err instanceof Database.SqliteError && /no such table/.test(err.message)) {
+      const path = this.files.shardPath(ref);
+      if (isMovedFile(path)) throw movedError(path, err);
+    }
+    // A migration's write fence (sqlite-write-fence.ts): nothing was written, and the caller
+    // may retry (the fence lifts itself, or the store has moved to its new fleet).
+    if (err instanceof Database.SqliteError && isFenceRefusal(err)) {
+      throw new ShardKitError('SHARD_MOVING', `shard ${ref.shard} on ${ref.host}: ${err.message}`, { cause: err, details: { shard: ref.shard, retryAfterSeconds: 1 } });
+    }
+    // Errors thrown by an update function pass through unchanged.
+    if (err instanceof Database.SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);
+    throw err;
   }
 
   /** `work` on the shard's file when the shard exists, else `absent` (reads never create a shard). */
