@@ -10,14 +10,22 @@ import { ShardKitError } from '../errors.js';
  * double. Only request bodies are checked: data stored earlier keeps working.
  */
 export function checkIntegerLiterals(text: string): void {
-  const literal = findUnsafeInteger(text);
-  if (literal !== undefined) {
+  const found = unsafeIntegerAt(text);
+  if (found !== undefined) {
+    const { literal } = found;
+    // An ID sent as a JSON number is the documented INVALID_ID, whatever its size (docs/http-api.md).
+    const key = keyBefore(text, found.index);
+    if (key !== undefined && ID_FIELDS.has(key)) throw new ShardKitError('INVALID_ID', `${key} must be an ID as a decimal string, not a JSON number (${literal.length > 40 ? `${literal.slice(0, 40)}…` : literal} cannot be carried exactly)`);
     throw new ShardKitError('INVALID_ARGUMENT', `the integer ${literal.length > 40 ? `${literal.slice(0, 40)}…` : literal} is beyond ±(2^53-1), which a JSON number cannot carry exactly (it would be stored as ${Number(literal)}): send it as a string`);
   }
 }
 
 /** The first integer literal of valid JSON text that is not a safe integer, if any. */
 export function findUnsafeInteger(text: string): string | undefined {
+  return unsafeIntegerAt(text)?.literal;
+}
+
+function unsafeIntegerAt(text: string): { literal: string; index: number } | undefined {
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
@@ -32,7 +40,7 @@ export function findUnsafeInteger(text: string): string | undefined {
       // 16 digits or more can leave the safe range; fewer never do.
       if (j - first >= 16 && next !== 0x2e && next !== 0x65 && next !== 0x45) {
         const literal = text.slice(i, j);
-        if (!Number.isSafeInteger(Number(literal))) return literal;
+        if (!Number.isSafeInteger(Number(literal))) return { literal, index: i };
       }
       while (j < n && /[0-9.eE+-]/.test(text[j]!)) j++;
       i = j - 1;
@@ -43,4 +51,13 @@ export function findUnsafeInteger(text: string): string | undefined {
 
 function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
+}
+
+/** Request body fields that hold an ID (lookup put, create and batch create). */
+const ID_FIELDS = new Set(['id', 'near']);
+
+/** The object key whose value starts at `at` (`"near": 123`), if the text there is a member value. */
+function keyBefore(text: string, at: number): string | undefined {
+  const m = /"((?:[^"\\]|\\.)*)"\s*:\s*$/.exec(text.slice(Math.max(0, at - 200), at));
+  return m?.[1];
 }

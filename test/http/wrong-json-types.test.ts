@@ -91,3 +91,24 @@ test('bodies of the right types still work; a merge patch keeps values of any JS
     await f.cleanup();
   }
 });
+
+test('an ID sent as a JSON number is INVALID_ID in every ID field of a body, safe or beyond 2^53, and writes nothing (docs/http-api.md)', async () => {
+  const f = await makeApp();
+  try {
+    const board = await createObject(f.app, 'board', { name: 'b' }, { shard: 3 });
+    const big = '188729040603971586';
+    const cases: Array<[string, Parameters<typeof f.app.inject>[0]]> = [
+      ['lookup put, an unsafe number', { method: 'PUT', url: '/v1/lookups/username/ann', headers: { 'content-type': 'application/json' }, payload: `{"id": ${big}}` }],
+      ['lookup put, a safe number', { method: 'PUT', url: '/v1/lookups/username/ann', headers: { 'content-type': 'application/json' }, payload: '{"id": 12}' }],
+      ['create near, an unsafe number', { method: 'POST', url: '/v1/objects/pin', headers: { 'content-type': 'application/json' }, payload: `{"data": {}, "near": ${big}}` }],
+      ['create near, a safe number', { method: 'POST', url: '/v1/objects/pin', headers: { 'content-type': 'application/json' }, payload: '{"data": {}, "near": 7}' }],
+      ['batch create near, an unsafe number', { method: 'POST', url: '/v1/objects/pin:batchCreate', headers: { 'content-type': 'application/json' }, payload: `{"items": [{"data": {}, "near": ${big}}]}` }],
+    ];
+    for (const [what, req] of cases) assertError(await f.app.inject(req), 400, 'INVALID_ID', what);
+    assert.equal((await f.app.inject({ method: 'GET', url: '/v1/lookups/username/ann' })).statusCode, 404, 'no lookup written');
+    // A big number elsewhere in the data is still the unsafe-number refusal.
+    assertError(await f.app.inject({ method: 'POST', url: '/v1/objects/pin', headers: { 'content-type': 'application/json' }, payload: `{"data": {"n": ${big}}, "near": "${board.id}"}` }), 400, 'INVALID_ARGUMENT', 'a big number in the data');
+  } finally {
+    await f.cleanup();
+  }
+});
