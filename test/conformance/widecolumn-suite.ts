@@ -91,6 +91,20 @@ export function runWideColumnSuite(options: WideColumnSuiteOptions): void {
     assert.equal(r.marker, null);
   });
 
+  t('a row\'s server timestamps strictly increase within the process while the clock stands still or goes back: no put replaces an earlier one', async (e, clock) => {
+    await e.putDataset('mv', { maxVersions: 100 });
+    const first = await e.putRow('mv', 'u1', [{ column: 'c', value: 'v0' }]);
+    const stamps = [first.timestamp!];
+    for (let i = 1; i < 5; i++) stamps.push((await e.putRow('mv', 'u1', [{ column: 'c', value: `v${i}` }])).timestamp!);
+    clock.advance(-50);
+    // Repeats of one column in one put, after the clock went back: each newer than all before.
+    const batch = await e.batchPutRows('mv', [{ row: 'u1', items: [{ column: 'c', value: 'r0' }, { column: 'c', value: 'r1' }] }]);
+    stamps.push(batch[0]!.timestamp!);
+    for (let i = 1; i < stamps.length; i++) assert.ok(stamps[i]! > stamps[i - 1]!, `server timestamp ${stamps[i]} after ${stamps[i - 1]}`);
+    const r = await e.getRow('mv', 'u1', { versions: 100 });
+    assert.deepEqual(plain(r)[0]![1].map(([, v]) => v), ['r1', 'r0', 'v4', 'v3', 'v2', 'v1', 'v0'], 'every acknowledged version is there, newest first');
+  });
+
   t('paging: markers resume after the last column, pages agree with the order', async (e) => {
     await e.putDataset('d');
     const names = ['7', '10', ' ', 'a', 'é', 'Z', '__proto__'];

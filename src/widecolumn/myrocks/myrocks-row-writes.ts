@@ -1,5 +1,6 @@
 import { type SqlValue } from '../../storage/mysql/mysql-host-pool.js';
 import type { DatasetConfig } from '../dataset-config.js';
+import { TimestampOracle } from '../timestamp-oracle.js';
 import type { DeleteRowRequest, PutItem, PutRowRequest, PutRowResult } from '../types.js';
 import { datasetTable, HEAD_NTS, NEVER_EXPIRES } from './myrocks-ddl.js';
 import { checkBatch, validateDeletes, validatePuts, type ValidPut } from './myrocks-requests.js';
@@ -8,6 +9,13 @@ import { MyrocksRowReads } from './myrocks-row-reads.js';
 
 /** Put Row and Delete Row and their batches: one statement per shard; stamp() gives the cells their timestamps. */
 export class MyrocksRowWrites extends MyrocksRowReads {
+  /**
+   * A row's server timestamps strictly increase inside this process, as in the embedded engine
+   * (the same oracle): two puts to one row in one millisecond, or after the clock went back, never
+   * share a (column, timestamp) key, so neither replaces the other's version.
+   */
+  private readonly stamps = new TimestampOracle(() => this.clock(), 0, 0);
+
   putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult> {
     return this.batchPutRows(dataset, [{ row, items }]).then((r) => r[0]!);
   }
@@ -50,6 +58,10 @@ export class MyrocksRowWrites extends MyrocksRowReads {
       const rh = cellKey(p.rowRaw);
       const hh = headKey(p.rowRaw);
       const repeats = new Map<string, number>();
+      // As many consecutive server timestamps as the most repeated server-stamped column needs.
+      const need = new Map<string, number>();
+      for (const it of p.items) if (it.ts === null) need.set(it.column, (need.get(it.column) ?? 0) + 1);
+      const base = need.size === 0 ? now : this.stamps.reserve(`${ds.name}\u0000${p.row}`, Math.max(...need.values()));
       let server = false;
       const seen = new Map<string, number>();
       const heads = new Map<string, SqlValue[]>();
@@ -59,7 +71,7 @@ export class MyrocksRowWrites extends MyrocksRowReads {
           server = true;
           const n = (repeats.get(it.column) ?? -1) + 1;
           repeats.set(it.column, n);
-          ts = now + n;
+          ts = base + n;
         }
         const exp = ds.ttlSeconds > 0 ? BigInt(Math.ceil((wall + ts + ds.ttlSeconds * 1000 - now) / 1000) + 1) : NEVER_EXPIRES;
         // The same (column, timestamp) twice in one call: the later item wins, as one INSERT would not allow.
@@ -75,7 +87,7 @@ export class MyrocksRowWrites extends MyrocksRowReads {
         if (!head || (head[6] as number) <= ts) heads.set(it.column, [hh, it.colRaw, HEAD_NTS, p.rowRaw, it.value, values[5]!, ts]);
       }
       for (const values of heads.values()) cells.push({ shard, values });
-      results.push({ row: p.row, timestamp: server ? now : null });
+      results.push({ row: p.row, timestamp: server ? base : null });
     }
     return { results, cells };
   }
