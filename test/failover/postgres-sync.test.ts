@@ -6,12 +6,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { DevCluster } from '../../src/ops/dev-cluster.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { syncStandbyOf } from '../../src/ops/postgres/pg-sync-standby.js';
 import { shardkit } from '../mysql/helpers.js';
@@ -29,20 +28,17 @@ async function syncStreaming(c: DevCluster, master: string, standby: string): Pr
 }
 
 describe('PostgreSQL pairs with a synchronous standby (dev up --sync, real PostgreSQL 15)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'shardkit-pgsync-'));
+  let fx: Awaited<ReturnType<typeof startTestCluster>>;
+  let dir: string;
   const kits: ShardKit[] = [];
   before(async () => {
-    await devUp({ dir, engine: 'postgres', pairs: 1, shards: 2, modShards: 2, semiSync: true });
+    fx = await startTestCluster({ engine: 'postgres', pairs: 1, shards: 2, modShards: 2, semiSync: true, prefix: 'shardkit-pgsync-' });
+    dir = fx.dir;
     for (let i = 0; i < 2; i++) kits.push(await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir }));
   });
   after(async () => {
     for (const kit of kits) await kit.close();
-    try {
-      const c = DevCluster.open(dir);
-      if (c) await devClusterDown(c);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await fx?.stop();
   });
 
   test('kill -9 of the postmaster under two services, failover --emergency: 0 acknowledged writes lost; the new master takes writes; rebuild-slave makes the pair synchronous again', async () => {

@@ -6,33 +6,30 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfigFile } from '../../src/config/config.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { DevCluster } from '../../src/ops/dev-cluster.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';
 
 const SHARDS = 64;
 
 describe('a 64-shard move to a pair added while a service runs (PostgreSQL)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'shardkit-pgmove64-'));
-  const configPath = join(dir, 'shardkit.json');
+  let fx: Awaited<ReturnType<typeof startTestCluster>>;
+  let dir: string;
+  let configPath: string;
   let service: ShardKit;
   before(async () => {
     ensureBuilt();
-    await devUp({ dir, engine: 'postgres', pairs: 1, shards: SHARDS, modShards: 4 });
+    fx = await startTestCluster({ engine: 'postgres', pairs: 1, shards: SHARDS, modShards: 4, prefix: 'shardkit-pgmove64-' });
+    dir = fx.dir;
+    configPath = join(dir, 'shardkit.json');
     service = await ShardKit.open({ config: loadConfigFile(configPath), configPath, dataDir: dir });
   });
   after(async () => {
     await service?.close();
-    try {
-      const c = DevCluster.open(dir);
-      if (c) await devClusterDown(c);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await fx?.stop();
   });
 
   test('dev add-pair, shards move 0..63 in one command, the running service writes to the new pair', async () => {

@@ -8,33 +8,30 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfigFile } from '../../src/config/config.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { DevCluster } from '../../src/ops/dev-cluster.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { ensureBuilt } from '../cli/cli-harness.js';
 import { operatorRuns, underLoad } from './operator-order.js';
 
 describe('the operator\'s order on PostgreSQL (--sync), services running throughout', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'shardkit-pgorder-'));
-  const configPath = join(dir, 'shardkit.json');
+  let fx: Awaited<ReturnType<typeof startTestCluster>>;
+  let dir: string;
+  let configPath: string;
   const services: ShardKit[] = [];
   before(async () => {
     ensureBuilt();
-    await devUp({ dir, engine: 'postgres', pairs: 1, shards: 8, modShards: 8, semiSync: true });
+    fx = await startTestCluster({ engine: 'postgres', pairs: 1, shards: 8, modShards: 8, semiSync: true, prefix: 'shardkit-pgorder-' });
+    dir = fx.dir;
+    configPath = join(dir, 'shardkit.json');
     for (let i = 0; i < 2; i++) services.push(await ShardKit.open({ config: loadConfigFile(configPath), configPath, dataDir: dir }));
   });
   after(async () => {
     for (const s of services) await s.close();
-    try {
-      const c = DevCluster.open(dir);
-      if (c) await devClusterDown(c);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await fx?.stop();
   });
 
   test('grow, verify, clean up, fail over planned and by crash, rebuild, verify: 0 acknowledged writes lost, no non-retryable refusal', async () => {
