@@ -9,6 +9,9 @@ import { ShardKitError } from '../errors.js';
  */
 export const MAX_HEADER_BYTES = 64 * 1024;
 
+/** Retryable refusals by design, logged as one short line (see installErrorHandler). */
+const QUIET_503: ReadonlySet<string> = new Set(['OVERLOADED', 'SHARD_MOVING', 'HOST_UNKNOWN']);
+
 export interface ErrorBody {
   error: { code: string; message: string };
 }
@@ -22,7 +25,10 @@ export function installErrorHandler(app: FastifyInstance, options: { notFoundPre
     const { status, body } = toErrorResponse(err);
     // Clients see only the code and message; the log keeps the cause (storage failures included).
     // 501 is how this service was configured, not a failure: the request log line is enough.
-    if (status >= 500 && status !== 501) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
+    // Shedding and waiting out a move or a new host are the service working as designed: one short
+    // line, no stack (a shed storm once logged 1.2 KB per refused request).
+    if (err instanceof ShardKitError && QUIET_503.has(err.code)) request.log.warn(`${err.code}: ${err.message}`);
+    else if (status >= 500 && status !== 501) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
     // A shard being moved switches within a second: tell clients when to come back.
     if (err instanceof ShardKitError && err.code === 'SHARD_MOVING') void reply.header('retry-after', '1');
     void reply.code(status).type('application/json').send(body);

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { adminAccess } from '../../src/cli/actions/serve.js';
+import { adminAccess, exposureWarning } from '../../src/cli/actions/serve.js';
 import { ShardKitError } from '../../src/errors.js';
 import type { AdminAccess } from '../../src/http/admin-auth.js';
 import { buildApp } from '../../src/http/app.js';
@@ -151,4 +151,11 @@ test('open admin routes (loopback, no token) refuse bodies a cross-site page can
   } finally {
     await a.cleanup();
   }
+});
+
+test('serve warns loudly when it listens beyond loopback without an auth file, and only then (#34 finding 9)', () => {
+  assert.match(exposureWarning('0.0.0.0', false)!, /^WARNING: shardkit serves on 0\.0\.0\.0 without an auth file/);
+  assert.match(exposureWarning('10.1.2.3', false)!, /--auth-file/);
+  for (const host of ['127.0.0.1', 'localhost', '::1']) assert.equal(exposureWarning(host, false), undefined, host);
+  assert.equal(exposureWarning('0.0.0.0', true), undefined, 'tokens guard it');
 });

@@ -79,6 +79,15 @@ export function adminAccess(options: Pick<ServeOptions, 'host' | 'adminTokenFile
   return { kind: 'disabled', reason: `admin routes are disabled: the service listens on ${options.host} without an admin token; restart it with ${ADMIN_TOKEN_ENV} or --admin-token-file` };
 }
 
+/**
+ * What `serve` says, loudly, when it listens beyond loopback without an auth file: every client
+ * that reaches the port can read and write every object (#34 finding 9).
+ */
+export function exposureWarning(host: string, hasTokens: boolean): string | undefined {
+  if (hasTokens || isLoopback(host)) return undefined;
+  return `WARNING: shardkit serves on ${host} without an auth file: anyone who can reach this port can read and write every object. Give --auth-file (docs/security.md), or listen on 127.0.0.1.`;
+}
+
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
@@ -215,6 +224,11 @@ export async function serve(options: ServeOptions): Promise<void> {
     for (const e of extensions.reverse()) await e.close();
     await kit.close();
     throw err;
+  }
+  const warning = exposureWarning(options.host, tokens !== undefined);
+  if (warning !== undefined) {
+    log.warn(warning);
+    process.stderr.write(`${warning}\n`);
   }
   log.info({ config: path, dataDir, backend: kit.backend.kind, topologyVersion: (await kit.shardMap()).version, admin: tokens !== undefined ? 'tokens' : admin.kind, auth: tokens !== undefined ? `${tokens.size} tokens` : 'open', tls: https === undefined ? 'off' : https.requestCert === true ? 'client certificates' : 'on' }, 'shardkit serving');
 }
