@@ -156,7 +156,7 @@ test('POST /v1/objects/{type}:batchCreate: 201 with the objects in request order
   const f = await makeApp();
   try {
     const board = await createObject(f.app, 'board', { name: 'b' }, { shard: 5 });
-    const res = await f.app.inject({ method: 'POST', url: '/v1/objects/pin:batchCreate', payload: { items: [{ data: { n: 0 }, near: board.id }, { data: { n: 1 }, shard: 7 }, { data: { n: 2 } }] } });
+    const res = await f.app.inject({ method: 'POST', url: '/v1/objects/pin:batchCreate', payload: { items: [{ data: { n: 0 }, near: board.id }, { data: { n: 1 }, shard: 7 }, { data: { n: 2 }, shard: 8 }] } });
     assert.equal(res.statusCode, 201, res.body);
     const objects = (res.json() as { objects: Array<{ id: string; type: string; shard: number; data: unknown }> }).objects;
     assert.deepEqual(objects.map((o) => [o.type, o.data]), [['pin', { n: 0 }], ['pin', { n: 1 }], ['pin', { n: 2 }]]);
