@@ -104,7 +104,11 @@ describe('failover --emergency with semi-sync: kill -9 under load loses nothing;
     assert.equal(res.code, 0, res.stderr);
     const r = JSON.parse(res.stdout) as { slave: string; divergedTransactions: number };
     assert.equal(r.slave, 'MySQL001A');
-    assert.equal(r.divergedTransactions, 0);
+    // Semi-sync AFTER_SYNC: a commit the killed master had written to its binlog but not yet sent
+    // stays on it (crash recovery commits it) and never reached the new master. Its client got no
+    // acknowledgment (the kill test checks that every acknowledged write is on the new master), so
+    // at most one per writer in flight at the kill (2 services x 2 writers) is dropped here.
+    assert.ok(r.divergedTransactions <= 4, `${r.divergedTransactions} diverged transactions`);
     assert.ok(ledger.acked.length > 0);
     const verify = await shardkit(['pair', 'verify', 'MySQL001B', '--dir', fx.dir, '--json']);
     assert.equal(verify.code, 0, verify.stdout + verify.stderr);
