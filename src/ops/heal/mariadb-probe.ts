@@ -1,22 +1,7 @@
 import type mysql from 'mysql2/promise';
 import type { HostAdmin } from '../failover/host-admin.js';
 import type { PairObservation } from './heal-rules.js';
-
-/** Rejects after `ms`: a stopped (SIGSTOP) server accepts the connection and never answers. */
-function within<T>(ms: number, what: string, p: Promise<T>, onLate: (value: T) => void): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, fail) => {
-    timer = setTimeout(() => fail(new Error(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  // A connection that arrives after the timeout is closed, not leaked.
-  p.then((v) => {
-    if (timer === undefined) onLate(v);
-  }, () => {});
-  return Promise.race([p, timeout]).finally(() => {
-    clearTimeout(timer);
-    timer = undefined;
-  });
-}
+import { within } from './probe-timeout.js';
 
 async function onConnection<T>(admin: HostAdmin, host: string, timeoutMs: number, fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
   const conn = await within(timeoutMs, `connect to ${host}`, admin.connect(host, { connectTimeoutMs: timeoutMs }), (late) => late.destroy());

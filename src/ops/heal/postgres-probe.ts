@@ -1,14 +1,7 @@
 import type { DevCluster } from '../dev/dev-cluster.js';
 import { pgServer } from '../dev/dev-postgres.js';
 import type { PairObservation } from './heal-rules.js';
-
-function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, fail) => {
-    timer = setTimeout(() => fail(new Error(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
+import { within } from './probe-timeout.js';
 
 /**
  * A PostgreSQL pair of a dev cluster: the master answers SELECT 1; the standby's WAL receiver
