@@ -119,6 +119,20 @@ test('shards verify: clean copies exit 0; a row changed by hand on the target is
   }
 });
 
+test('shards move --config alone: the data (topology store, shard files) is the config file\'s directory, not ./data (#28)', async () => {
+  const d = await dataDir();
+  try {
+    const r = await cli(['shards', 'move', '4..5', '--to', 'MySQL002A', '--config', join(d.dir, 'shardkit.json'), '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const map = JSON.parse(topologyText(d)) as { ranges: Array<{ range: [number, number]; master: string }> };
+    assert.ok(map.ranges.some((x) => x.range[0] === 4 && x.range[1] === 5 && x.master === 'MySQL002A'), topologyText(d));
+    for (let s = 4; s <= 5; s++) assert.ok(existsSync(file(d, 'MySQL002A', s)));
+    await readAll(d, true);
+  } finally {
+    d.cleanup();
+  }
+});
+
 test('bad input: one line, exit 2, and the topology is unchanged', async () => {
   const d = await dataDir();
   try {
@@ -140,6 +154,8 @@ test('bad input: one line, exit 2, and the topology is unchanged', async () => {
     for (const [args, pattern] of cases) assertBadInput(await cli(['shards', 'move', ...args, '--data', d.dir]), args.join(' '), pattern);
     assert.equal(topologyText(d), before);
     assertBadInput(await cli(['shards', 'verify', '0..99', '--data', d.dir]), 'verify past the map', /UNKNOWN_SHARD/);
+    assertBadInput(await cli(['shards', 'move', '0..3', '--to', 'MySQL002A', '--data', d.dir, '--dir', d.dir]), '--dir and --data', /not both/);
+    assertBadInput(await cli(['shards', 'move', '0..3', '--to', 'MySQL002A', '--dir', d.dir]), '--dir without a dev cluster', /no dev cluster in/);
     assert.equal(topologyText(d), before);
   } finally {
     d.cleanup();

@@ -31,7 +31,7 @@ describe('the operator\'s order on MariaDB, services running throughout', () => 
 
   test('grow, verify, clean up, fail over planned and by crash, rebuild, verify: 0 acknowledged writes lost, no non-retryable refusal', async () => {
     const dir = fx.dir;
-    const fleet = ['--config', fx.cluster.configPath, '--data', dir];
+    const fleet = ['--dir', dir];
     const run = operatorRuns;
     await underLoad(services, [0, 1, 2, 3, 4, 5, 6, 7], async (progressed) => {
       await progressed();

@@ -35,7 +35,7 @@ describe('the operator\'s order on PostgreSQL (--sync), services running through
   });
 
   test('grow, verify, clean up, fail over planned and by crash, rebuild, verify: 0 acknowledged writes lost, no non-retryable refusal', async () => {
-    const fleet = ['--config', configPath, '--data', dir];
+    const fleet = ['--dir', dir];
     const run = operatorRuns;
     const clean = async () => {
       const v = await run(['shards', 'verify', '0..7', '--json', ...fleet]);

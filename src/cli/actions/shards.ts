@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
+import { DevCluster } from '../../ops/dev/dev-cluster.js';
 import { createProgress, formatBytes, type Progress } from '../../ops/progress.js';
 import { openMoveEngine, type OpenedMoveEngine } from '../../ops/move-engines.js';
 import { createTopologyStore } from '../../topology/index.js';
@@ -13,7 +14,8 @@ import { ShardMap, type MovePhase, type MoveRecord } from '../../topology/shard-
 import type { TopologyStore } from '../../topology/topology-store.js';
 
 interface CommonOptions {
-  data: string;
+  dir?: string;
+  data?: string;
   config?: string;
   json?: boolean;
 }
@@ -48,9 +50,8 @@ interface MoveContext {
 }
 
 async function open(opts: CommonOptions): Promise<MoveContext> {
-  const dataDir = resolve(opts.data);
-  const configPath = opts.config ?? join(dataDir, 'shardkit.json');
-  if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --data or --config)`);
+  const { dataDir, configPath } = locations(opts);
+  if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --dir for a dev cluster, or --config)`);
   const config = loadConfigFile(configPath);
   const store = createTopologyStore(config.topologyStore, { dataDir });
   const hosts = Object.keys(config.hosts);
@@ -78,6 +79,24 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
       await store.close();
     },
   };
+}
+
+/**
+ * Where the config and the data directory are. `--dir` is a dev cluster (as for `failover` and
+ * `pair`); a `--config` alone resolves its file topology store and dev cluster beside itself, never
+ * in ./data (where a move then found no admin access and copied into a read-only target).
+ */
+export function locations(opts: Pick<CommonOptions, 'dir' | 'data' | 'config'>): { dataDir: string; configPath: string } {
+  if (opts.dir !== undefined && opts.data !== undefined) throw new ShardKitError('INVALID_ARGUMENT', 'give --dir (a dev cluster) or --data (a data directory), not both');
+  if (opts.dir !== undefined) DevCluster.require(opts.dir);
+  const base = opts.dir ?? opts.data;
+  if (base !== undefined) {
+    const dataDir = resolve(base);
+    return { dataDir, configPath: opts.config !== undefined ? resolve(opts.config) : join(dataDir, 'shardkit.json') };
+  }
+  if (opts.config !== undefined) return { dataDir: dirname(resolve(opts.config)), configPath: resolve(opts.config) };
+  const dataDir = resolve('./data');
+  return { dataDir, configPath: join(dataDir, 'shardkit.json') };
 }
 
 /** The move recorded for exactly this span. */

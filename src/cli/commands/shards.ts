@@ -6,8 +6,9 @@ export function register(program: Command): void {
   const shards = program.command('shards').description('Online shard moves and verification (docs/moves.md)');
   const common = (cmd: Command): Command =>
     cmd
-      .option('--data <dir>', 'data directory (as for serve)', './data')
-      .option('--config <file>', 'config file (default: <data>/shardkit.json)')
+      .option('--dir <dir>', 'a dev cluster (`shardkit dev up --dir`): its config, and admin access over its server sockets')
+      .option('--data <dir>', 'data directory (as for serve; default: the config file\'s directory, else ./data)')
+      .option('--config <file>', 'config file (default: <dir or data>/shardkit.json)')
       .option('--json', 'JSON lines on stdout: one per phase, then the result');
 
   common(shards.command('move <first..last>'))
@@ -23,7 +24,7 @@ reads go on) -> fenced (the source refuses everything) -> switched (one compare-
 target). A mover killed in any phase leaves the move recorded: run the same command with --resume
 or --abort. Any failure before the switch rolls the move back by itself.
 Embedded default (SQLite): the copy runs under the freeze with SQLite's online backup API.
-MariaDB (storage backend mysql): with admin access (--data is a dev cluster, or
+MariaDB (storage backend mysql): with admin access (--dir names a dev cluster, or
 SHARDKIT_ADMIN_USER/_PASSWORD and SHARDKIT_REPL_USER/_PASSWORD are set) the shards' object tables
 are pre-copied before the freeze: one mariadb-dump at a GTID position loaded into the target
 master and slave, then a replication connection move_<id> on the target master; the freeze waits
@@ -42,7 +43,8 @@ Example:
   shardkit shards move 0..3 --to MySQL002A --to-slave MySQL002B --data ./data
   shardkit shards drop-moved --data ./data
   shardkit dev up --engine postgres --dir ./pg && shardkit dev add-pair --dir ./pg
-  shardkit shards move 0..3 --to PG002A --to-slave PG002B --config ./pg/shardkit.json --data ./pg`)
+  shardkit shards move 0..3 --to PG002A --to-slave PG002B --dir ./pg
+  shardkit shards move 0..3 --to MySQL002A --config /etc/shardkit.json   # a fleet: SHARDKIT_ADMIN_* set`)
     .action(action(async (span: string, opts: MoveCommandOptions) => (await import('../actions/shards.js')).moveCommand(span, opts)));
 
   common(shards.command('verify <first..last>'))
