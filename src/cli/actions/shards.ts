@@ -5,7 +5,7 @@ import { ShardKitError } from '../../errors.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
-import { DevCluster } from '../../ops/dev/dev-cluster.js';
+import { DevCluster } from '../../ops/dev-cluster.js';
 import { createProgress, formatBytes, type Progress } from '../../ops/progress.js';
 import { openMoveEngine, type OpenedMoveEngine } from '../../ops/move-engines.js';
 import { createTopologyStore } from '../../topology/index.js';
