@@ -4,6 +4,7 @@ import { ShardMap } from '../../topology/shard-map.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
 import { failoverIds, releaseFailover } from './failover-freeze.js';
 import { adminQuery } from './host-admin.js';
+import { fenceUnreachable } from './stonith.js';
 import { gtidVariable, requireReplicating, waitRelayApplied } from './replica.js';
 
 export interface FailoverResult {
@@ -16,6 +17,8 @@ export interface FailoverResult {
   mapVersion: number;
   /** Emergency: whether the old master answered and was made read-only (else it is down). */
   oldMasterFenced: boolean;
+  /** Emergency, MariaDB: how an old master that did not answer was kept from writing (stonith.ts). */
+  oldMasterShot?: 'killed' | 'command' | 'unfenced';
   /** Planned: the old master now replicates from the new one. */
   oldMasterIsSlave: boolean;
   /** Milliseconds: planned, from the freeze of the old master's ranges to the map naming the new master; emergency, the whole command. */
@@ -70,6 +73,7 @@ export async function emergencyFailover(fleet: FleetContext, master: string, opt
   await requireReplicating(admin, slave, master, { requireIo: false });
 
   let oldMasterFenced = false;
+  let oldMasterShot: Awaited<ReturnType<typeof fenceUnreachable>> | undefined;
   try {
     const conn = await admin.connect(master, { connectTimeoutMs: 1000 });
     try {
@@ -79,7 +83,10 @@ export async function emergencyFailover(fleet: FleetContext, master: string, opt
       conn.destroy();
     }
   } catch {
-    log(`${master} does not answer: it stays out (it starts read-only and the map no longer names it master)`);
+    oldMasterShot = await fenceUnreachable(admin, master);
+    log(oldMasterShot === 'unfenced'
+      ? `${master} does not answer and no fence is configured (SHARDKIT_FENCE_COMMAND): if it is only frozen it may wake up writable`
+      : `${master} does not answer: ${oldMasterShot === 'killed' ? 'its process was killed' : 'SHARDKIT_FENCE_COMMAND fenced it'}; it starts read-only and the map no longer names it master`);
   }
 
   log(`stopping the IO thread of ${slave} and applying its relay log`);
@@ -93,5 +100,5 @@ export async function emergencyFailover(fleet: FleetContext, master: string, opt
   await adminQuery(admin, slave, 'SET GLOBAL rpl_semi_sync_master_enabled = 0', 'SET GLOBAL read_only = 0');
   log(`${slave} is master (map version ${mapVersion}) at ${position}`);
   recordDevRoles(admin, slave, master, { rebuild: true });
-  return { kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started };
+  return { kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, ...(oldMasterShot !== undefined ? { oldMasterShot } : {}), oldMasterIsSlave: false, writePauseMs: Date.now() - started };
 }

@@ -32,7 +32,7 @@ export async function adminQuery<T = Array<Record<string, unknown>>>(admin: Host
 /** The dev cluster's servers: root over each unix socket, its replication user. */
 export function devHostAdmin(cluster: DevCluster): HostAdmin {
   return {
-    connect: (host) => cluster.instance(host).connect(),
+    connect: (host, options = {}) => cluster.instance(host).connect(options.connectTimeoutMs !== undefined ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
     address: (host) => ({ host: '127.0.0.1', port: cluster.instance(host).port }),
     clientArgs: (host) => [`--socket=${cluster.instance(host).socket}`],
     replication: { user: cluster.state.replUser, password: cluster.state.replPassword },

@@ -331,11 +331,11 @@ export class MariadbInstance {
   }
 
   /** An admin connection over the socket (root via unix_socket auth, no password). Close it after use. */
-  async connect(options: { database?: string } = {}): Promise<mysql.Connection> {
+  async connect(options: { database?: string; connectTimeoutMs?: number } = {}): Promise<mysql.Connection> {
     return mysql.createConnection({
       socketPath: this.socket,
       user: userInfo().username,
-      connectTimeout: 5000,
+      connectTimeout: options.connectTimeoutMs ?? 5000,
       supportBigNumbers: true,
       bigNumberStrings: true,
       ...(options.database ? { database: options.database } : {}),

@@ -1,0 +1,35 @@
+import { spawn } from 'node:child_process';
+import { ShardKitError } from '../../errors.js';
+import type { HostAdmin } from './host-admin.js';
+
+/**
+ * How an old master that does not answer is kept from ever writing again, before its slave is
+ * promoted. A master that is only frozen (SIGSTOP, a hung kernel, a partition) wakes up still
+ * writable: a commit it was holding for its semi-sync slave times out and is acknowledged to a
+ * client while the map already names the slave master, and that write is lost (Patroni #3194,
+ * Orchestrator's "zombie master"). So, as Orchestrator's pre-failover hooks and Pacemaker's
+ * STONITH do, it is shot before the promotion:
+ * - on a dev cluster, the server's own process is killed (kill -9); `dev up` restarts it read-only;
+ * - on a fleet, the operator's command in SHARDKIT_FENCE_COMMAND runs (a power switch, a cloud
+ *   API call, an iptables rule on the host), with SHARDKIT_FENCE_HOST, _ADDRESS and _PORT set;
+ *   a non-zero exit refuses the promotion, nothing changed;
+ * - without either, the failover goes on and says the old master is unfenced.
+ */
+export async function fenceUnreachable(admin: HostAdmin, host: string, env: NodeJS.ProcessEnv = process.env): Promise<'killed' | 'command' | 'unfenced'> {
+  if (admin.dev !== undefined) {
+    await admin.dev.instance(host).kill();
+    return 'killed';
+  }
+  const command = env.SHARDKIT_FENCE_COMMAND;
+  if (command === undefined || command === '') return 'unfenced';
+  const a = admin.address(host);
+  const code = await new Promise<number | string>((resolve) => {
+    const child = spawn(command, { shell: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, SHARDKIT_FENCE_HOST: host, SHARDKIT_FENCE_ADDRESS: a.host, SHARDKIT_FENCE_PORT: String(a.port) } });
+    let err = '';
+    child.stderr!.on('data', (b: Buffer) => (err += b.toString()).slice(-500));
+    child.once('error', (e) => resolve(e.message));
+    child.once('exit', (c, signal) => resolve(c === 0 ? 0 : `${signal ?? `exit ${c}`}${err.trim() === '' ? '' : `: ${err.trim().split('\n').at(-1)}`}`));
+  });
+  if (code !== 0) throw new ShardKitError('PRECONDITION_FAILED', `${host} does not answer and SHARDKIT_FENCE_COMMAND failed (${code}): not promoting its slave while the old master may still write`);
+  return 'command';
+}
