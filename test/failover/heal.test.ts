@@ -8,55 +8,14 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { devUp } from '../../src/ops/dev-cluster.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { CLI, ROOT, cliProcess, ensureBuilt } from '../cli/cli-harness.js';
+import { cliProcess, ensureBuilt } from '../cli/cli-harness.js';
+import { startHeal } from './heal-process.js';
 import { ackedAfter, missingOn, newLedger, writeLoad } from './ledger.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
-interface Decision { verdict: string; master: string; command?: string; failover?: { newMaster: string }; error?: string }
-
-/** A `shardkit heal` process whose JSON lines are collected; `next(pred)` resolves on the first matching one. */
-function startHeal(args: string[]): { child: ChildProcess; decisions: Decision[]; ready: Promise<void>; next(pred: (d: Decision) => boolean): Promise<Decision>; stop(): Promise<void> } {
-  const child = spawn(process.execPath, [CLI, 'heal', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const decisions: Decision[] = [];
-  const waiters: Array<{ pred: (d: Decision) => boolean; resolve: (d: Decision) => void }> = [];
-  let stderr = '';
-  let onReady!: () => void;
-  // It logs its mode once it holds the lock (act) and starts probing.
-  const ready = new Promise<void>((r) => (onReady = r));
-  child.stderr!.on('data', (b: Buffer) => {
-    stderr += b.toString();
-    if (/mode, a probe every/.test(stderr)) onReady();
-  });
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    const d = JSON.parse(line) as Decision;
-    decisions.push(d);
-    for (const w of [...waiters]) if (w.pred(d)) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve(d);
-    }
-  });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return {
-    child,
-    decisions,
-    ready,
-    next: (pred) => new Promise<Decision>((resolve, reject) => {
-      const found = decisions.find(pred);
-      if (found) return resolve(found);
-      waiters.push({ pred, resolve });
-      void exited.then(() => reject(new Error(`heal exited before the decision: ${stderr}`)));
-    }),
-    stop: async () => {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 describe('shardkit heal on a MariaDB dev cluster (semi-sync)', () => {
   let fx: Fixture;

@@ -1,0 +1,193 @@
+/**
+ * The fleet a chaos run hits: a MariaDB dev cluster (semi-sync, strict: a commit never falls back to
+ * async), a TCP proxy in front of every server for the services, two `shardkit serve` processes
+ * on the proxied config, `shardkit heal --mode act`, and HTTP writers keeping a ledger of
+ * acknowledged writes. chaos-run.ts applies the faults; this file holds the parts and the checks.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DevCluster } from '../../src/ops/dev-cluster.js';
+import { pairOf } from '../../src/ops/dev/dev-cluster-state.js';
+import { liveShardMap } from '../../src/ops/dev/dev-writable.js';
+import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { startService, type Service } from '../failover/serve-fixture.js';
+import { startHeal, type HealProcess } from '../failover/heal-process.js';
+import { TcpProxy } from './tcp-proxy.js';
+
+/** Commits wait for the slave this long (ms) before MariaDB would fall back to async: never, in a run. */
+const STRICT_SEMI_SYNC_MS = 3_600_000;
+
+/** An acknowledged write: when it was sent and when the answer came. */
+export interface Ack { id: string; sentAt: number; at: number; shard: number }
+
+export class ChaosFleet {
+  readonly proxies = new Map<string, TcpProxy>();
+  services: Service[] = [];
+  heal!: HealProcess;
+  readonly acked: Ack[] = [];
+  readonly errors = new Map<string, number>();
+  /** Moments when two servers of one pair both accepted writes (read_only = 0). */
+  readonly doubleWriters: Array<{ at: number; pair: number; hosts: string[] }> = [];
+  private stopping = false;
+  private loops: Promise<void>[] = [];
+
+  private constructor(readonly dir: string, private readonly stopCluster: () => Promise<void>, readonly shards: number, private readonly servicesConfig: string) {}
+
+  static async start(options: { pairs: number; shards: number; services: number; writersPerService: number; log: (m: string) => void }): Promise<ChaosFleet> {
+    const fx = await startTestCluster({ pairs: options.pairs, shards: options.shards, modShards: options.shards, semiSync: true, prefix: 'shardkit-chaos-' });
+    const fleet = new ChaosFleet(fx.dir, fx.stop, options.shards, join(fx.dir, 'chaos-services.json'));
+    try {
+      await fleet.strictSemiSync();
+      const config = JSON.parse(readFileSync(fx.cluster.configPath, 'utf8')) as { hosts: Record<string, { port?: number }> };
+      for (const name of Object.keys(config.hosts)) {
+        const proxy = await TcpProxy.start(fx.cluster.instance(name).port);
+        fleet.proxies.set(name, proxy);
+        config.hosts[name]!.port = proxy.port;
+      }
+      writeFileSync(fleet.servicesConfig, JSON.stringify(config, null, 2));
+      for (let i = 0; i < options.services; i++) fleet.services.push(await startService(fleet.servicesConfig, fleet.dir));
+      fleet.heal = await fleet.startHeal();
+      for (let i = 0; i < options.services; i++) for (let w = 0; w < options.writersPerService; w++) fleet.loops.push(fleet.writer(i));
+      fleet.loops.push(fleet.probeWriters());
+      options.log(`fleet up in ${fx.dir}: ${options.pairs} pairs, ${options.shards} shards, ${options.services} services`);
+    } catch (err) {
+      await fleet.stop();
+      throw err;
+    }
+    return fleet;
+  }
+
+  cluster(): DevCluster {
+    return DevCluster.require(this.dir);
+  }
+
+  async startHeal(): Promise<HealProcess> {
+    const heal = startHeal(['--dir', this.dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3', '--flap-window-s', '0']);
+    await heal.ready;
+    return heal;
+  }
+
+  async restartService(i: number): Promise<void> {
+    this.services[i]!.proc.kill('SIGKILL');
+    await new Promise<void>((r) => (this.services[i]!.proc.exitCode !== null || this.services[i]!.proc.signalCode !== null ? r() : this.services[i]!.proc.once('exit', () => r())));
+    this.services[i] = await startService(this.servicesConfig, this.dir);
+  }
+
+  /** The semi-sync wait on every running server (a restarted one starts with the dev cluster's 2 s). */
+  async strictSemiSync(): Promise<void> {
+    const c = this.cluster();
+    for (const s of c.state.servers) {
+      if (!c.instance(s.name).isRunning()) continue;
+      await c.instance(s.name).admin(`SET GLOBAL rpl_semi_sync_master_timeout = ${STRICT_SEMI_SYNC_MS}`).catch(() => undefined);
+    }
+  }
+
+  /** Writers: create a pin on a random shard through service i, retrying whatever fails. */
+  private async writer(i: number): Promise<void> {
+    let k = 0;
+    while (!this.stopping) {
+      const shard = Math.floor(Math.random() * this.shards);
+      const url = this.services[i]!.url;
+      let code: string;
+      const sentAt = Date.now();
+      try {
+        const res = await fetch(`${url}/v1/objects/pin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: { k: k++ }, shard }), signal: AbortSignal.timeout(30_000) });
+        const body = await res.text();
+        if (res.status === 201) {
+          this.acked.push({ id: (JSON.parse(body) as { id: string }).id, sentAt, at: Date.now(), shard });
+          continue;
+        }
+        code = `${res.status} ${(/"code":"(\w+)"/.exec(body) ?? [])[1] ?? body.slice(0, 40)}`;
+      } catch (err) {
+        code = (err as Error).name === 'TimeoutError' ? 'client timeout' : 'connection failed';
+      }
+      this.errors.set(code, (this.errors.get(code) ?? 0) + 1);
+      await sleep(25);
+    }
+  }
+
+  /** Every 250 ms: how many servers of each pair accept writes (read_only = 0). More than one is a split brain. */
+  private async probeWriters(): Promise<void> {
+    while (!this.stopping) {
+      const c = this.cluster();
+      const byPair = new Map<number, string[]>();
+      await Promise.all(c.state.servers.map(async (s) => {
+        const pair = s.pair ?? pairOf(s);
+        if (pair === undefined || !c.instance(s.name).isRunning()) return;
+        const conn = await c.instance(s.name).connect({ connectTimeoutMs: 300 }).catch(() => undefined);
+        if (conn === undefined) return;
+        try {
+          const [rows] = await Promise.race([conn.query('SELECT @@GLOBAL.read_only AS ro'), sleep(1000).then(() => [[{ ro: 1 }]])]) as [Array<{ ro: number | string }>];
+          if (Number(rows[0]!.ro) === 0) byPair.set(pair, [...(byPair.get(pair) ?? []), s.name]);
+        } catch {
+          // A server going down answers nothing: it accepts no write either.
+        } finally {
+          conn.destroy();
+        }
+      }));
+      for (const [pair, hosts] of byPair) if (hosts.length > 1) this.doubleWriters.push({ at: Date.now(), pair, hosts });
+      await sleep(250);
+    }
+  }
+
+  /** Resolves once a write to one of `shards` sent after `since` was acknowledged; `since` until then (ms). */
+  async ackedAfter(since: number, shards: Set<number>, timeoutMs = 120_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const a = this.acked.find((x) => x.sentAt > since && shards.has(x.shard));
+      if (a !== undefined) return a.at - since;
+      if (Date.now() > deadline) throw new Error(`no write to shards ${[...shards].join(',')} acknowledged within ${timeoutMs} ms`);
+      await sleep(50);
+    }
+  }
+
+  /** Shards the map places on `master` now. */
+  async shardsOf(master: string): Promise<Set<number>> {
+    const map = await liveShardMap(this.cluster());
+    const out = new Set<number>();
+    for (let s = 0; s < this.shards; s++) if (map.locate(s).master === master) out.add(s);
+    return out;
+  }
+
+  /**
+   * Whether every pair the map names is whole: the master writable, its slave replicating (IO and
+   * SQL threads running, no error). The reason when not.
+   */
+  async health(): Promise<string | undefined> {
+    const c = this.cluster();
+    for (const { master, slave } of pairsOf(await liveShardMap(c))) {
+      try {
+        const [ro] = await c.instance(master).admin<Array<{ ro: number }>>('SELECT @@GLOBAL.read_only AS ro');
+        if (Number(ro!.ro) !== 0) return `${master} is read-only`;
+        const [st] = await c.instance(slave).admin<Array<Record<string, unknown>>>('SHOW SLAVE STATUS');
+        if (st === undefined || st.Slave_IO_Running !== 'Yes' || st.Slave_SQL_Running !== 'Yes') return `${slave} does not replicate (${st === undefined ? 'none' : `${String(st.Slave_IO_Running)}/${String(st.Slave_SQL_Running)} ${String(st.Last_Error ?? '')}`})`;
+        if (String(st.Master_Host ?? '') !== '' && Number(st.Master_Port) !== c.instance(master).port) return `${slave} replicates from port ${String(st.Master_Port)}, not ${master}`;
+      } catch (err) {
+        return `${master}/${slave}: ${(err as Error).message}`;
+      }
+    }
+    return undefined;
+  }
+
+  async stopWriters(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(this.loops);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.allSettled(this.loops);
+    await this.heal?.stop().catch(() => undefined);
+    await Promise.allSettled(this.services.map((s) => s.stop()));
+    for (const p of this.proxies.values()) await p.close().catch(() => undefined);
+    const c = this.cluster();
+    // A server left stopped (SIGSTOP) would never shut down.
+    for (const s of c.state.servers) {
+      const pid = c.instance(s.name).pid;
+      if (pid !== undefined) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
+    }
+    await this.stopCluster();
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * One chaos run: the faults of a schedule, one after another, against a ChaosFleet under load.
+ * After each fault the fleet is repaired as an operator's runbook says (`dev up` restarts what
+ * died, `pair rebuild-slave` where a pair lost its slave) and must become whole again within a
+ * bound. At the end every acknowledged write is read back and `shards verify` must be clean.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { liveShardMap } from '../../src/ops/dev/dev-writable.js';
+import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
+import { cliProcess } from '../cli/cli-harness.js';
+import { ChaosFleet } from './chaos-fleet.js';
+import type { Fault } from './chaos-schedule.js';
+
+export interface FaultOutcome {
+  kind: Fault['kind'];
+  pair: number;
+  ms: number;
+  /** kill -9 / a long stop of a master: the kill until the first write acknowledged on its shards again. */
+  writesBackMs?: number;
+  /** The supervisor failed the pair over. */
+  failedOver: boolean;
+  /** Repair start until every pair was whole again. */
+  convergeMs: number;
+}
+
+export interface ChaosSummary {
+  seed: number;
+  outcomes: FaultOutcome[];
+  acked: number;
+  lost: string[];
+  doubleWriters: ChaosFleet['doubleWriters'];
+  /** Failovers during faults that must not cause one (partitions of the services, jitter, a short stop). */
+  falseFailovers: number;
+  verifyClean: boolean;
+  errors: Record<string, number>;
+  durationMs: number;
+}
+
+const CONVERGE_BOUND_MS = 180_000;
+
+async function run(args: string[]): Promise<string> {
+  const r = await cliProcess(args);
+  if (r.code !== 0) throw new Error(`shardkit ${args.join(' ')} exited ${r.code}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** The current master and slave of pair `p` (1-based) by the live map: a failover swaps names. */
+async function pairHosts(fleet: ChaosFleet, p: number): Promise<{ master: string; slave: string }> {
+  const c = fleet.cluster();
+  const inPair = new Set(c.state.servers.filter((s) => (s.pair ?? Number(/(\d{3})[AB]$/.exec(s.name)?.[1])) === p).map((s) => s.name));
+  const found = pairsOf(await liveShardMap(c)).find((x) => inPair.has(x.master));
+  if (found === undefined) throw new Error(`pair ${p} masters no range`);
+  return found;
+}
+
+/** Restart what is down, rebuild a slave that does not replicate; then wait until every pair is whole. */
+async function repair(fleet: ChaosFleet, log: (m: string) => void): Promise<number> {
+  const started = Date.now();
+  let rebuilt = false;
+  for (;;) {
+    const problem = await fleet.health();
+    if (problem === undefined) break;
+    if (Date.now() - started > CONVERGE_BOUND_MS) throw new Error(`the fleet did not become whole within ${CONVERGE_BOUND_MS} ms: ${problem}`);
+    const c = fleet.cluster();
+    if (c.state.servers.some((s) => !c.instance(s.name).isRunning())) {
+      log(`repair: dev up (${problem})`);
+      await run(['dev', 'up', '--dir', fleet.dir]);
+      await fleet.strictSemiSync();
+      continue;
+    }
+    const map = await liveShardMap(c);
+    const broken = [];
+    for (const { master, slave } of pairsOf(map)) {
+      const [st] = await c.instance(slave).admin<Array<Record<string, unknown>>>('SHOW SLAVE STATUS').catch(() => [undefined]);
+      const rebuild = c.state.servers.find((s) => s.name === slave)?.rebuild === true;
+      if (rebuild || st === undefined || st.Slave_SQL_Running !== 'Yes' || String(st.Last_IO_Error ?? '') !== '') broken.push(master);
+    }
+    if (broken.length > 0 && !rebuilt) {
+      for (const master of broken) {
+        log(`repair: pair rebuild-slave ${master} (${problem})`);
+        await run(['pair', 'rebuild-slave', master, '--dir', fleet.dir]);
+      }
+      await fleet.strictSemiSync();
+      rebuilt = true;
+      continue;
+    }
+    await sleep(250);
+  }
+  return Date.now() - started;
+}
+
+async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void): Promise<{ writesBackMs?: number; failedOver: boolean; mayFailOver: boolean }> {
+  const failoverOf = (master: string, since: number) => fleet.heal.decisions.find((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= since);
+  switch (fault.kind) {
+    case 'kill-master':
+    case 'stop-master': {
+      const { master } = await pairHosts(fleet, fault.pair);
+      const shards = await fleet.shardsOf(master);
+      const inst = fleet.cluster().instance(master);
+      const t0 = Date.now();
+      if (fault.kind === 'kill-master') {
+        await inst.kill();
+        // The supervisor must fail it over by itself.
+        await fleet.heal.next((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= t0);
+      } else {
+        const pid = inst.pid!;
+        process.kill(pid, 'SIGSTOP');
+        await sleep(fault.ms);
+        try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
+      }
+      const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(t0, shards) : undefined;
+      return { ...(writesBackMs !== undefined ? { writesBackMs } : {}), failedOver: failoverOf(master, t0) !== undefined, mayFailOver: true };
+    }
+    case 'kill-slave': {
+      const { slave } = await pairHosts(fleet, fault.pair);
+      await fleet.cluster().instance(slave).kill();
+      return { failedOver: false, mayFailOver: false };
+    }
+    case 'kill-service':
+      await fleet.restartService(fault.service);
+      return { failedOver: false, mayFailOver: false };
+    case 'kill-supervisor':
+      await fleet.heal.kill();
+      fleet.heal = await fleet.startHeal();
+      return { failedOver: false, mayFailOver: false };
+    case 'partition-service':
+    case 'jitter': {
+      const { master } = await pairHosts(fleet, fault.pair);
+      const hit = fault.kind === 'jitter' ? [...fleet.proxies.values()] : [fleet.proxies.get(master)!];
+      for (const p of hit) p.mode = fault.kind === 'jitter' ? { kind: 'delay', ms: 0, jitterMs: 200 } : { kind: 'blackhole' };
+      await sleep(fault.ms);
+      for (const p of hit) p.mode = { kind: 'pass' };
+      return { failedOver: false, mayFailOver: false };
+    }
+    case 'planned-failover': {
+      const { master } = await pairHosts(fleet, fault.pair);
+      await run(['failover', master, '--dir', fleet.dir]);
+      return { failedOver: false, mayFailOver: false };
+    }
+    case 'move': {
+      const { master: from } = await pairHosts(fleet, fault.pair);
+      const other = fault.pair === 1 ? 2 : 1;
+      const to = await pairHosts(fleet, other);
+      const shards = [...(await fleet.shardsOf(from))];
+      if (shards.length === 0) {
+        log(`move: pair ${fault.pair} holds no shard; nothing to move`);
+        return { failedOver: false, mayFailOver: false };
+      }
+      const s = shards[Math.floor(fault.ms) % shards.length]!;
+      await run(['shards', 'move', `${s}..${s}`, '--to', to.master, '--to-slave', to.slave, '--dir', fleet.dir, '--hold-ms', '2000']);
+      await run(['shards', 'drop-moved', '--dir', fleet.dir]);
+      return { failedOver: false, mayFailOver: false };
+    }
+  }
+}
+
+export async function runChaos(options: { seed: number; faults: Fault[]; pairs: number; shards: number; log?: (m: string) => void }): Promise<ChaosSummary> {
+  const log = options.log ?? (() => undefined);
+  const started = Date.now();
+  const fleet = await ChaosFleet.start({ pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, log });
+  const outcomes: FaultOutcome[] = [];
+  let falseFailovers = 0;
+  try {
+    await fleet.ackedAfter(Date.now() - 1, new Set(Array.from({ length: options.shards }, (_, i) => i)));
+    for (const fault of options.faults) {
+      log(`fault: ${JSON.stringify(fault)}`);
+      const before = fleet.heal.decisions.length;
+      const done = await apply(fleet, fault, log);
+      const convergeMs = await repair(fleet, log);
+      const failovers = fleet.heal.decisions.slice(before).filter((d) => d.verdict === 'failover').length;
+      if (!done.mayFailOver) falseFailovers += failovers;
+      outcomes.push({ kind: fault.kind, pair: fault.pair, ms: fault.ms, failedOver: done.failedOver, convergeMs, ...(done.writesBackMs !== undefined ? { writesBackMs: done.writesBackMs } : {}) });
+      log(`  -> ${JSON.stringify(outcomes.at(-1))}`);
+    }
+    // Writes flow again everywhere before they stop.
+    await fleet.ackedAfter(Date.now(), new Set(Array.from({ length: options.shards }, (_, i) => i)));
+    await fleet.stopWriters();
+    const lost = await readBack(fleet);
+    const verify = await cliProcess(['shards', 'verify', `0..${options.shards - 1}`, '--dir', fleet.dir, '--json']);
+    if (verify.code !== 0) log(`shards verify: ${verify.stdout}${verify.stderr}`);
+    return {
+      seed: options.seed, outcomes, acked: fleet.acked.length, lost, doubleWriters: fleet.doubleWriters, falseFailovers,
+      verifyClean: verify.code === 0, errors: Object.fromEntries(fleet.errors), durationMs: Date.now() - started,
+    };
+  } finally {
+    await fleet.stop();
+  }
+}
+
+/** Every acknowledged write, read back through a fresh kit on the real config: the ids that are gone. */
+async function readBack(fleet: ChaosFleet): Promise<string[]> {
+  const kit = await ShardKit.open({ configPath: fleet.cluster().configPath, dataDir: fleet.dir });
+  const lost: string[] = [];
+  try {
+    for (const a of fleet.acked) {
+      try {
+        await kit.objects.get(BigInt(a.id));
+      } catch (err) {
+        if ((err as { code?: string }).code === 'NOT_FOUND') lost.push(a.id);
+        else throw err;
+      }
+    }
+  } finally {
+    await kit.close();
+  }
+  return lost;
+}
