@@ -64,7 +64,7 @@ export class ChaosFleet {
   }
 
   async startHeal(): Promise<HealProcess> {
-    const heal = startHeal(['--dir', this.dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3', '--flap-window-s', '0']);
+    const heal = startHeal(['--dir', this.dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3', '--flap-window-s', '0', '--rebuild']);
     await heal.ready;
     return heal;
   }

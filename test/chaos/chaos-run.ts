@@ -20,6 +20,8 @@ export interface FaultOutcome {
   writesBackMs?: number;
   /** The supervisor failed the pair over. */
   failedOver: boolean;
+  /** ... and rebuilt its slave (heal --rebuild): the pair whole again without the runbook. */
+  rebuiltByHeal?: boolean;
   /** Repair start until every pair was whole again. */
   convergeMs: number;
 }
@@ -90,7 +92,7 @@ async function repair(fleet: ChaosFleet, log: (m: string) => void): Promise<numb
   return Date.now() - started;
 }
 
-async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void): Promise<{ writesBackMs?: number; failedOver: boolean; mayFailOver: boolean }> {
+async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void): Promise<{ writesBackMs?: number; failedOver: boolean; rebuiltByHeal?: boolean; mayFailOver: boolean }> {
   const failoverOf = (master: string, since: number) => fleet.heal.decisions.find((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= since);
   switch (fault.kind) {
     case 'kill-master':
@@ -110,7 +112,11 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
         try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
       }
       const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(t0, shards) : undefined;
-      return { ...(writesBackMs !== undefined ? { writesBackMs } : {}), failedOver: failoverOf(master, t0) !== undefined, mayFailOver: true };
+      const failover = failoverOf(master, t0);
+      // heal --rebuild makes the pair whole by itself: the old master (restarted) becomes its slave.
+      const rebuild = failover === undefined ? undefined : await fleet.heal.next((d) => d.verdict === 'rebuild' && d.receivedAt >= failover.receivedAt && d.master === failover.failover?.newMaster);
+      if (rebuild?.error !== undefined) log(`heal's rebuild failed: ${rebuild.error}`);
+      return { ...(writesBackMs !== undefined ? { writesBackMs } : {}), failedOver: failover !== undefined, ...(rebuild !== undefined ? { rebuiltByHeal: rebuild.error === undefined } : {}), mayFailOver: true };
     }
     case 'kill-slave': {
       const { slave } = await pairHosts(fleet, fault.pair);
@@ -170,7 +176,10 @@ export async function runChaos(options: { seed: number; faults: Fault[]; pairs: 
       const convergeMs = await repair(fleet, log);
       const failovers = fleet.heal.decisions.slice(before).filter((d) => d.verdict === 'failover').length;
       if (!done.mayFailOver) falseFailovers += failovers;
-      outcomes.push({ kind: fault.kind, pair: fault.pair, ms: fault.ms, failedOver: done.failedOver, convergeMs, ...(done.writesBackMs !== undefined ? { writesBackMs: done.writesBackMs } : {}) });
+      outcomes.push({
+        kind: fault.kind, pair: fault.pair, ms: fault.ms, failedOver: done.failedOver, convergeMs,
+        ...(done.writesBackMs !== undefined ? { writesBackMs: done.writesBackMs } : {}), ...(done.rebuiltByHeal !== undefined ? { rebuiltByHeal: done.rebuiltByHeal } : {}),
+      });
       log(`  -> ${JSON.stringify(outcomes.at(-1))}`);
     }
     // Writes flow again everywhere before they stop.

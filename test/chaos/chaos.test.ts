@@ -20,6 +20,7 @@ test('chaos: every fault once under load; 0 acknowledged writes lost, never two 
   assert.deepEqual(s.lost, [], `seed ${seed}: acknowledged writes lost`);
   assert.deepEqual(s.doubleWriters, [], `seed ${seed}: two writable masters in one pair`);
   assert.equal(s.falseFailovers, 0, `seed ${seed}: failovers where none was due`);
-  assert.ok(s.outcomes.filter((o) => o.kind === 'kill-master').every((o) => o.failedOver), `seed ${seed}: a killed master was not failed over by the supervisor`);
+  assert.ok(s.outcomes.filter((o) => o.kind === 'kill-master').every((o) => o.failedOver && o.rebuiltByHeal === true), `seed ${seed}: a killed master was not failed over and its pair rebuilt by the supervisor`);
+  assert.ok(s.outcomes.filter((o) => o.failedOver).every((o) => o.rebuiltByHeal === true), `seed ${seed}: a pair the supervisor failed over was not rebuilt by it`);
   assert.equal(s.verifyClean, true, `seed ${seed}: shards verify found differences`);
 });

@@ -5,7 +5,7 @@ import { HealSupervisor, type HealDecision } from '../../src/ops/heal/heal-super
 import { ShardMap, defaultShardMapJson } from '../../src/topology/shard-map.js';
 import type { FailoverResult } from '../../src/ops/failover/emergency-failover.js';
 
-const SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 10, flapWindowMs: 60_000, mode: 'act' };
+const SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 10, flapWindowMs: 60_000, mode: 'act', rebuild: false, spares: [] };
 const dead: PairObservation = { master: 'A', slave: 'B', masterReachable: false, masterError: 'ECONNREFUSED', slaveReachable: true, slaveIoConnected: false, slaveSqlHealthy: true, slaveLagSeconds: null };
 
 test('a master is dead only after N failed probes and when its slave lost it too', () => {
@@ -69,4 +69,61 @@ test('the supervisor fails over once per confirmed death, reports changes only, 
   assert.deepEqual(failedOver, ['MySQL001A']);
   assert.deepEqual(decisions.map((d) => d.verdict), ['suspect', 'suspect', 'failover']);
   assert.equal(sup.failovers, 1);
+});
+
+test('--rebuild: after a failover the pair gets a slave by itself, the first spare the map does not name (else the old master); a failed rebuild is reported', async () => {
+  const json = defaultShardMapJson({ shards: 8, pairs: 2, modShards: 8 });
+  let current = ShardMap.fromJSON(json);
+  const down = new Set<string>(['MySQL001A']);
+  const rebuilds: Array<[string, string | undefined]> = [];
+  const decisions: HealDecision[] = [];
+  let failRebuild = false;
+  const target = {
+    map: async () => current,
+    observe: async (master: string, slave: string) => (down.has(master) ? { ...dead, master, slave } : { master, slave, masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 }),
+    failover: async (master: string) => {
+      const j = current.toJSON();
+      let newMaster = '';
+      for (const r of [...j.ranges, ...j.modShards.ranges]) if (r.master === master) {
+        newMaster = r.slave!;
+        r.master = r.slave!;
+        r.slave = master;
+      }
+      current = ShardMap.fromJSON({ ...j, version: j.version + 1 });
+      return { kind: 'emergency', oldMaster: master, newMaster, position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
+    },
+    rebuild: async (master: string, slave?: string) => {
+      rebuilds.push([master, slave]);
+      if (failRebuild) throw new Error('no route to host');
+      return { master, slave };
+    },
+  };
+  // MySQL002B is named by the map (pair 2's slave): never a spare. MySQL009A is free.
+  const sup = new HealSupervisor(target, { ...SETTINGS, rebuild: true, spares: ['MySQL002B', 'MySQL009A'] }, (d) => decisions.push(d));
+  for (let i = 0; i < 4; i++) await sup.round();
+  await sup.settle();
+  assert.deepEqual(rebuilds, [['MySQL001B', 'MySQL009A']]);
+  const r = decisions.find((d) => d.verdict === 'rebuild')!;
+  assert.equal(r.master, 'MySQL001B');
+  assert.equal(r.slave, 'MySQL009A');
+  assert.equal(r.error, undefined);
+
+  // No spare left: the old master (the map's slave) is rebuilt; a failure is a reported decision.
+  current = ShardMap.fromJSON(json);
+  failRebuild = true;
+  const again = new HealSupervisor(target, { ...SETTINGS, rebuild: true, spares: [] }, (d) => decisions.push(d));
+  for (let i = 0; i < 4; i++) await again.round();
+  await again.settle();
+  assert.deepEqual(rebuilds.at(-1), ['MySQL001B', undefined]);
+  const failed = decisions.filter((d) => d.verdict === 'rebuild').at(-1)!;
+  assert.equal(failed.slave, 'MySQL001A');
+  assert.match(failed.error ?? '', /no route to host/);
+
+  // Without --rebuild nothing is rebuilt.
+  current = ShardMap.fromJSON(json);
+  const before = rebuilds.length;
+  const off = new HealSupervisor(target, SETTINGS, () => {});
+  for (let i = 0; i < 4; i++) await off.round();
+  await off.settle();
+  assert.equal(rebuilds.length, before);
 });

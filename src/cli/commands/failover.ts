@@ -33,9 +33,12 @@ Examples:
     .option('--max-lag-s <s>', 'a slave further behind is not promoted (default 30)', intOption('--max-lag-s', 0, 86_400))
     .option('--flap-window-s <s>', 'no second automatic failover of a pair within this (default 3600)', intOption('--flap-window-s', 0, 604_800))
     .option('--once', 'one probe round, then exit')
+    .option('--rebuild', 'act mode: after a failover, rebuild the pair\'s slave by itself (pair rebuild-slave): a spare host, else the old master (a dev cluster restarts it); reported as a "rebuild" decision')
+    .option('--spares <hosts>', 'comma-separated hosts declared in the config that --rebuild may make slaves (a host the map names is never used)')
     .addHelpText('after', `
 Examples:
   $ shardkit heal --dir ./cluster                      # observe: what would it do?
+  $ shardkit heal --dir ./cluster --mode act --rebuild # fail over and make the pair whole again
   $ shardkit heal --config prod.json --mode act --dead-after 3 --interval-ms 1000`)
     .action(action(async (opts: import('../actions/heal.js').HealCliOptions) => (await import('../actions/heal.js')).healCommand(opts)));
 

@@ -4,6 +4,7 @@ import { DevCluster } from '../dev/dev-cluster.js';
 import { liveShardMap } from '../dev/dev-writable.js';
 import { openFleet } from '../failover/failover-context.js';
 import { emergencyFailover } from '../failover/emergency-failover.js';
+import { rebuildSlave } from '../failover/rebuild-slave.js';
 import { acquireHealLock } from './heal-lease.js';
 import type { HealSettings } from './heal-rules.js';
 import { DEFAULT_HEAL_SETTINGS, HealSupervisor, type HealTarget } from './heal-supervisor.js';
@@ -20,6 +21,8 @@ export interface HealCliOptions {
   maxLagS?: number;
   flapWindowS?: number;
   once?: boolean;
+  rebuild?: boolean;
+  spares?: string;
 }
 
 const log = (m: string) => process.stderr.write(`shardkit heal: ${m}\n`);
@@ -28,16 +31,22 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<{ ta
   const cluster = opts.dir !== undefined ? DevCluster.require(opts.dir) : undefined;
   if (cluster?.state.engine === 'postgres') {
     const { observePgPair } = await import('./postgres-probe.js');
-    const { pgEmergencyFailover } = await import('../failover/pg-failover.js');
+    const { pgEmergencyFailover, pgRebuildSlave } = await import('../failover/pg-failover.js');
     return {
-      target: { map: () => liveShardMap(cluster), observe: (m, s) => observePgPair(cluster, m, s, timeoutMs), failover: (m) => pgEmergencyFailover(cluster, m) },
+      target: {
+        map: () => liveShardMap(cluster), observe: (m, s) => observePgPair(cluster, m, s, timeoutMs), failover: (m) => pgEmergencyFailover(cluster, m),
+        rebuild: (m, slave) => pgRebuildSlave(cluster, m, slave !== undefined ? { slave } : {}),
+      },
       lockDir: cluster.dir,
       close: async () => {},
     };
   }
   const fleet = openFleet({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
   return {
-    target: { map: () => fleet.map(), observe: (m, s) => observeMariadbPair(fleet.admin, m, s, timeoutMs), failover: (m) => emergencyFailover(fleet, m, { log }) },
+    target: {
+      map: () => fleet.map(), observe: (m, s) => observeMariadbPair(fleet.admin, m, s, timeoutMs), failover: (m) => emergencyFailover(fleet, m, { log }),
+      rebuild: (m, slave) => rebuildSlave(fleet, m, { log, ...(slave !== undefined ? { slave } : {}) }),
+    },
     lockDir: cluster?.dir ?? dirname(resolve(opts.config!)),
     close: () => fleet.close(),
   };
@@ -52,7 +61,10 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
     deadAfterProbes: opts.deadAfter ?? DEFAULT_HEAL_SETTINGS.deadAfterProbes,
     maxLagSeconds: opts.maxLagS ?? DEFAULT_HEAL_SETTINGS.maxLagSeconds,
     flapWindowMs: opts.flapWindowS !== undefined ? opts.flapWindowS * 1000 : DEFAULT_HEAL_SETTINGS.flapWindowMs,
+    rebuild: opts.rebuild === true,
+    spares: (opts.spares ?? '').split(',').map((h) => h.trim()).filter((h) => h !== ''),
   };
+  if (settings.rebuild && mode !== 'act') throw new ShardKitError('INVALID_ARGUMENT', '--rebuild needs --mode act (observe mode changes nothing)');
   const { target, lockDir, close } = await openTarget(opts, opts.probeTimeoutMs ?? 1000);
   // Several supervisors may observe; exactly one acts.
   const release = mode === 'act' ? acquireHealLock(join(lockDir, 'heal.lock')) : () => {};
@@ -68,6 +80,7 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    await supervisor.settle();
     release();
     await close();
   }

@@ -32,6 +32,10 @@ export interface HealSettings {
   /** No second automatic failover of the same pair within this window (ms). */
   flapWindowMs: number;
   mode: 'observe' | 'act';
+  /** Act mode: after a failover, rebuild the pair's slave (`pair rebuild-slave`) without a human. */
+  rebuild: boolean;
+  /** Hosts (declared in the config) a rebuild may use as the new slave, before the old master. */
+  spares: string[];
 }
 
 /** What the supervisor remembers between rounds, per master. */

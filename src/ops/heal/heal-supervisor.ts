@@ -8,11 +8,14 @@ export interface HealDecision {
   at: string;
   master: string;
   slave: string;
-  verdict: Verdict['kind'];
+  /** `rebuild`: after a failover, the pair got a new slave (settings.rebuild). */
+  verdict: Verdict['kind'] | 'rebuild';
   reason?: string;
   command?: string;
   evidence: PairObservation;
   failover?: FailoverResult;
+  /** What `pair rebuild-slave` reported (verdict `rebuild`). */
+  rebuild?: unknown;
   error?: string;
 }
 
@@ -21,9 +24,22 @@ export interface HealTarget {
   map(): Promise<ShardMap>;
   observe(master: string, slave: string): Promise<PairObservation>;
   failover(master: string): Promise<FailoverResult>;
+  /** `pair rebuild-slave`: builds `slave` (default: the one the map names, the old master) from `master`, records it in the map. */
+  rebuild?(master: string, slave?: string): Promise<unknown>;
 }
 
-export const DEFAULT_HEAL_SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 30, flapWindowMs: 3_600_000, mode: 'observe' };
+export const DEFAULT_HEAL_SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 30, flapWindowMs: 3_600_000, mode: 'observe', rebuild: false, spares: [] };
+
+/** Hosts the map names in any range, as master or slave: a spare must be none of them. */
+function namedHosts(map: ShardMap): Set<string> {
+  const json = map.toJSON();
+  const out = new Set<string>();
+  for (const r of [...json.ranges, ...json.modShards.ranges]) {
+    out.add(r.master);
+    if (r.slave !== undefined) out.add(r.slave);
+  }
+  return out;
+}
 
 /** The (master, slave) pairs of the map's ranges that have a slave: those can be failed over. */
 export function pairsOf(map: ShardMap): Array<{ master: string; slave: string }> {
@@ -31,6 +47,10 @@ export function pairsOf(map: ShardMap): Array<{ master: string; slave: string }>
   const seen = new Map<string, string>();
   for (const r of [...json.ranges, ...json.modShards.ranges]) if (r.slave !== undefined && !seen.has(r.master)) seen.set(r.master, r.slave);
   return [...seen].map(([master, slave]) => ({ master, slave }));
+}
+
+function slaveOfMaster(map: ShardMap, master: string): string | undefined {
+  return pairsOf(map).find((p) => p.master === master)?.slave;
 }
 
 /**
@@ -44,6 +64,8 @@ export class HealSupervisor {
   private readonly memory = new Map<string, PairMemory>();
   private readonly lastFailover = new Map<string, number>();
   private readonly lastReported = new Map<string, string>();
+  /** Rebuilds running (not awaited by the rounds: a copy takes longer than a probe interval). */
+  private readonly rebuilding = new Set<Promise<void>>();
   failovers = 0;
 
   constructor(
@@ -72,6 +94,7 @@ export class HealSupervisor {
         try {
           decision.failover = await this.target.failover(master);
           this.failovers++;
+          if (this.settings.rebuild && this.target.rebuild !== undefined) this.startRebuild(decision.failover.newMaster);
         } catch (err) {
           decision.error = (err as Error).message;
         }
@@ -88,6 +111,34 @@ export class HealSupervisor {
     }));
     for (const d of out) this.onDecision(d);
     return out;
+  }
+
+  /**
+   * The pair of `master` gets a slave again: the first spare host the map does not name, or else
+   * the old master (a dev cluster restarts it; on a fleet it must be back). Reported as a `rebuild`
+   * decision; a failure is reported and left to a human.
+   */
+  private startRebuild(master: string): void {
+    const run = (async () => {
+      const map = await this.target.map();
+      const named = namedHosts(map);
+      const spare = this.settings.spares.find((h) => !named.has(h));
+      const decision: HealDecision = { at: new Date(this.now()).toISOString(), master, slave: spare ?? slaveOfMaster(map, master) ?? '?', verdict: 'rebuild', evidence: { master, slave: spare ?? '', masterReachable: true, slaveReachable: false } };
+      try {
+        decision.rebuild = await this.target.rebuild!(master, spare);
+      } catch (err) {
+        decision.error = (err as Error).message;
+      }
+      decision.at = new Date(this.now()).toISOString();
+      this.onDecision(decision);
+    })();
+    const tracked = run.finally(() => this.rebuilding.delete(tracked));
+    this.rebuilding.add(tracked);
+  }
+
+  /** Waits for the rebuilds in flight (at shutdown). */
+  async settle(): Promise<void> {
+    await Promise.allSettled([...this.rebuilding]);
   }
 
   /** Rounds every `intervalMs` until `signal` aborts; a round that throws is reported and the next one runs. */
