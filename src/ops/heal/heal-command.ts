@@ -6,6 +6,7 @@ import { openFleet } from '../failover/failover-context.js';
 import { emergencyFailover } from '../failover/emergency-failover.js';
 import { rebuildSlave } from '../failover/rebuild-slave.js';
 import { acquireHealLock } from './heal-lease.js';
+import { HealReporter } from './heal-report.js';
 import type { HealSettings } from './heal-rules.js';
 import { DEFAULT_HEAL_SETTINGS, HealSupervisor, type HealTarget } from './heal-supervisor.js';
 import { observeMariadbPair } from './mariadb-probe.js';
@@ -23,6 +24,8 @@ export interface HealCliOptions {
   once?: boolean;
   rebuild?: boolean;
   spares?: string;
+  webhook?: string;
+  metricsPort?: number;
 }
 
 const log = (m: string) => process.stderr.write(`shardkit heal: ${m}\n`);
@@ -64,11 +67,18 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
     rebuild: opts.rebuild === true,
     spares: (opts.spares ?? '').split(',').map((h) => h.trim()).filter((h) => h !== ''),
   };
+  if (opts.webhook !== undefined && !/^https?:\/\/[^\s]+$/.test(opts.webhook)) throw new ShardKitError('INVALID_ARGUMENT', '--webhook takes an http:// or https:// URL');
   if (settings.rebuild && mode !== 'act') throw new ShardKitError('INVALID_ARGUMENT', '--rebuild needs --mode act (observe mode changes nothing)');
   const { target, lockDir, close } = await openTarget(opts, opts.probeTimeoutMs ?? 1000);
   // Several supervisors may observe; exactly one acts.
   const release = mode === 'act' ? acquireHealLock(join(lockDir, 'heal.lock')) : () => {};
-  const supervisor = new HealSupervisor(target, settings, (d) => process.stdout.write(`${JSON.stringify(d)}\n`));
+  const reporter = new HealReporter({ ...(opts.webhook !== undefined ? { webhook: opts.webhook } : {}), log });
+  reporter.setActing(mode === 'act');
+  if (opts.metricsPort !== undefined) log(`metrics on http://127.0.0.1:${await reporter.listen(opts.metricsPort)}/metrics and /status`);
+  const supervisor = new HealSupervisor(target, settings, (d) => {
+    process.stdout.write(`${JSON.stringify(d)}\n`);
+    reporter.decision(d);
+  }, Date.now, (obs) => reporter.pairState(obs.master, obs.slave, obs.masterReachable));
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.once('SIGTERM', onSignal);
@@ -82,6 +92,7 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
     process.off('SIGINT', onSignal);
     await supervisor.settle();
     release();
+    await reporter.close();
     await close();
   }
 }

@@ -73,6 +73,8 @@ export class HealSupervisor {
     private readonly settings: HealSettings,
     private readonly onDecision: (d: HealDecision) => void,
     private readonly now: () => number = Date.now,
+    /** Every round's view of every pair, reported or not (metrics). */
+    private readonly onObserved: (obs: PairObservation) => void = () => {},
   ) {}
 
   async round(): Promise<HealDecision[]> {
@@ -80,6 +82,7 @@ export class HealSupervisor {
     const out: HealDecision[] = [];
     await Promise.all(pairs.map(async ({ master, slave }) => {
       const obs = await this.target.observe(master, slave);
+      this.onObserved(obs);
       const memory = remember(this.memory.get(master) ?? { failedProbes: 0 }, obs);
       const flapped = Math.max(this.lastFailover.get(master) ?? -Infinity, this.lastFailover.get(slave) ?? -Infinity);
       if (Number.isFinite(flapped)) memory.lastFailoverAt = flapped;
