@@ -127,3 +127,28 @@ test('--rebuild: after a failover the pair gets a slave by itself, the first spa
   await off.settle();
   assert.equal(rebuilds.length, before);
 });
+
+test('a supervisor without the lease observes (recommends only); elected, it acts; it stops acting the moment it loses it', async () => {
+  let current = ShardMap.fromJSON(defaultShardMapJson({ shards: 8, pairs: 1, modShards: 8 }));
+  const failedOver: string[] = [];
+  const decisions: HealDecision[] = [];
+  const sup = new HealSupervisor({
+    map: async () => current,
+    observe: async (master, slave) => ({ ...dead, master, slave }),
+    failover: async (master) => {
+      failedOver.push(master);
+      return { kind: 'emergency', oldMaster: master, newMaster: 'MySQL001B', position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
+    },
+  }, { ...SETTINGS, flapWindowMs: 0 }, (d) => decisions.push(d));
+  sup.setMode('observe');
+  for (let i = 0; i < 4; i++) await sup.round();
+  assert.deepEqual(failedOver, []);
+  assert.equal(decisions.at(-1)!.verdict, 'recommend');
+  sup.setMode('act');
+  await sup.round();
+  assert.deepEqual(failedOver, ['MySQL001A']);
+  sup.setMode('observe');
+  for (let i = 0; i < 4; i++) await sup.round();
+  assert.deepEqual(failedOver, ['MySQL001A'], 'no action after the lease is lost');
+  current = ShardMap.fromJSON(current.toJSON());
+});

@@ -36,6 +36,7 @@ Examples:
     .option('--rebuild', 'act mode: after a failover, rebuild the pair\'s slave by itself (pair rebuild-slave): a spare host, else the old master (a dev cluster restarts it); reported as a "rebuild" decision')
     .option('--webhook <url>', 'POST every decision (JSON, as on stdout) to this URL; 3 tries, never holds the supervisor up')
     .option('--metrics-port <n>', 'serve Prometheus /metrics (decisions, failovers, pair health) and /status (each pair\'s last decision) on 127.0.0.1:<n> (0: a free port, logged)', intOption('--metrics-port', 0, 65535))
+    .option('--lease-ttl-s <s>', 'act mode with an etcd topology store: the acting supervisor\'s lease TTL; another supervisor takes over this long after it dies (default 5)', intOption('--lease-ttl-s', 1, 600))
     .option('--spares <hosts>', 'comma-separated hosts declared in the config that --rebuild may make slaves (a host the map names is never used)')
     .addHelpText('after', `
 Examples:

@@ -1,4 +1,6 @@
+import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import type { ShardKitConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { DevCluster } from '../dev/dev-cluster.js';
 import { liveShardMap } from '../dev/dev-writable.js';
@@ -6,6 +8,7 @@ import { openFleet } from '../failover/failover-context.js';
 import { emergencyFailover } from '../failover/emergency-failover.js';
 import { rebuildSlave } from '../failover/rebuild-slave.js';
 import { acquireHealLock } from './heal-lease.js';
+import { EtcdActingLease } from './etcd-lease.js';
 import { HealReporter } from './heal-report.js';
 import type { HealSettings } from './heal-rules.js';
 import { DEFAULT_HEAL_SETTINGS, HealSupervisor, type HealTarget } from './heal-supervisor.js';
@@ -26,11 +29,20 @@ export interface HealCliOptions {
   spares?: string;
   webhook?: string;
   metricsPort?: number;
+  leaseTtlS?: number;
 }
 
 const log = (m: string) => process.stderr.write(`shardkit heal: ${m}\n`);
 
-async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<{ target: HealTarget; lockDir: string; close(): Promise<void> }> {
+interface OpenedTarget {
+  target: HealTarget;
+  lockDir: string;
+  /** Where the map lives: an etcd store makes the acting supervisor's lock an etcd lease. */
+  topologyStore: ShardKitConfig['topologyStore'];
+  close(): Promise<void>;
+}
+
+async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<OpenedTarget> {
   const cluster = opts.dir !== undefined ? DevCluster.require(opts.dir) : undefined;
   if (cluster?.state.engine === 'postgres') {
     const { observePgPair } = await import('./postgres-probe.js');
@@ -41,6 +53,7 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<{ ta
         rebuild: (m, slave) => pgRebuildSlave(cluster, m, slave !== undefined ? { slave } : {}),
       },
       lockDir: cluster.dir,
+      topologyStore: cluster.config().topologyStore,
       close: async () => {},
     };
   }
@@ -51,6 +64,7 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<{ ta
       rebuild: (m, slave) => rebuildSlave(fleet, m, { log, ...(slave !== undefined ? { slave } : {}) }),
     },
     lockDir: cluster?.dir ?? dirname(resolve(opts.config!)),
+    topologyStore: fleet.config.topologyStore,
     close: () => fleet.close(),
   };
 }
@@ -69,16 +83,40 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
   };
   if (opts.webhook !== undefined && !/^https?:\/\/[^\s]+$/.test(opts.webhook)) throw new ShardKitError('INVALID_ARGUMENT', '--webhook takes an http:// or https:// URL');
   if (settings.rebuild && mode !== 'act') throw new ShardKitError('INVALID_ARGUMENT', '--rebuild needs --mode act (observe mode changes nothing)');
-  const { target, lockDir, close } = await openTarget(opts, opts.probeTimeoutMs ?? 1000);
-  // Several supervisors may observe; exactly one acts.
-  const release = mode === 'act' ? acquireHealLock(join(lockDir, 'heal.lock')) : () => {};
+  const { target, lockDir, topologyStore, close } = await openTarget(opts, opts.probeTimeoutMs ?? 1000);
   const reporter = new HealReporter({ ...(opts.webhook !== undefined ? { webhook: opts.webhook } : {}), log });
-  reporter.setActing(mode === 'act');
-  if (opts.metricsPort !== undefined) log(`metrics on http://127.0.0.1:${await reporter.listen(opts.metricsPort)}/metrics and /status`);
   const supervisor = new HealSupervisor(target, settings, (d) => {
     process.stdout.write(`${JSON.stringify(d)}\n`);
     reporter.decision(d);
   }, Date.now, (obs) => reporter.pairState(obs.master, obs.slave, obs.masterReachable));
+  // Several supervisors may observe; exactly one acts: the holder of an etcd lease when the map is
+  // in etcd (the others observe until it is gone), else of a lock file beside the config.
+  let release: () => Promise<void> | void = () => {};
+  if (mode === 'act' && topologyStore.kind === 'etcd') {
+    supervisor.setMode('observe');
+    const lease = await EtcdActingLease.open({ endpoints: topologyStore.endpoints, name: `shardkit-heal:${topologyStore.key ?? '/shardkit/topology'}`, ttlSeconds: opts.leaseTtlS ?? 5, id: `${hostname()}:${process.pid}` }, {
+      onElected: () => {
+        supervisor.setMode('act');
+        reporter.setActing(true);
+        log('holds the etcd lease: acting');
+      },
+      onLost: (err) => {
+        supervisor.setMode('observe');
+        reporter.setActing(false);
+        log(`lost the etcd lease (${err.message}): observing until elected again`);
+      },
+    });
+    release = () => lease.close();
+  } else if (mode === 'act') {
+    try {
+      release = acquireHealLock(join(lockDir, 'heal.lock'));
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    reporter.setActing(true);
+  }
+  if (opts.metricsPort !== undefined) log(`metrics on http://127.0.0.1:${await reporter.listen(opts.metricsPort)}/metrics and /status`);
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.once('SIGTERM', onSignal);
@@ -91,7 +129,7 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
     await supervisor.settle();
-    release();
+    await release();
     await reporter.close();
     await close();
   }

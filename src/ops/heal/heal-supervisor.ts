@@ -70,7 +70,7 @@ export class HealSupervisor {
 
   constructor(
     private readonly target: HealTarget,
-    private readonly settings: HealSettings,
+    private settings: HealSettings,
     private readonly onDecision: (d: HealDecision) => void,
     private readonly now: () => number = Date.now,
     /** Every round's view of every pair, reported or not (metrics). */
@@ -137,6 +137,18 @@ export class HealSupervisor {
     })();
     const tracked = run.finally(() => this.rebuilding.delete(tracked));
     this.rebuilding.add(tracked);
+  }
+
+  /**
+   * Acting or only observing, switched while running: an act-mode supervisor that holds no lease
+   * (or lost it) observes until it is elected.
+   */
+  setMode(mode: HealSettings['mode']): void {
+    this.settings = { ...this.settings, mode };
+  }
+
+  get mode(): HealSettings['mode'] {
+    return this.settings.mode;
   }
 
   /** Waits for the rebuilds in flight (at shutdown). */
