@@ -8,6 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardKit } from '../../src/kit/shard-kit.js';
+import { devUp } from '../../src/ops/dev-cluster.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { shardkit } from '../mysql/helpers.js';
 import { ackedAfter, missingOn, newLedger, writeLoad } from './ledger.js';
@@ -50,5 +51,31 @@ describe('failover --emergency of a frozen (SIGSTOP) master, semi-sync with its 
     assert.equal(result.oldMasterShot, 'killed');
     assert.equal(old.isRunning(), false, 'the old master process is gone');
     assert.deepEqual(await missingOn(fx.cluster, 'MySQL001B', ledger.acked), [], 'acknowledged writes lost');
+  });
+
+  test('an old master that answers the fence: a commit it holds for its semi-sync slave is cut, never acknowledged, and rebuild-slave does not wait behind it', async () => {
+    await devUp({ dir: fx.dir, skipInit: true });
+    const back = await shardkit(['pair', 'rebuild-slave', 'MySQL001B', '--dir', fx.dir, '--json']);
+    assert.equal(back.code, 0, back.stderr);
+    const master = fx.cluster.instance('MySQL001B');
+    // The ack can never come (the slave stops fetching), and the master waits for it up to 60 s.
+    await master.admin('SET GLOBAL rpl_semi_sync_master_timeout = 60000', 'SET GLOBAL rpl_semi_sync_master_enabled = 1');
+    await fx.cluster.instance('MySQL001A').admin('STOP SLAVE IO_THREAD');
+    const conn = await master.connect();
+    const outcome = conn.query("INSERT INTO db00000.pins (data) VALUES ('{\"held\":1}')").then(() => 'acknowledged', (err: { code?: string }) => `cut (${err.code})`);
+    for (;;) {
+      const rows = await master.admin<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE LIKE '%semi-sync%'");
+      if (Number(rows[0]!.n) > 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const res = await shardkit(['failover', 'MySQL001B', '--emergency', '--dir', fx.dir, '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const result = JSON.parse(res.stdout) as { newMaster: string; oldMasterFenced: boolean };
+    assert.equal(result.newMaster, 'MySQL001A');
+    assert.equal(result.oldMasterFenced, true);
+    assert.match(await outcome, /^cut/, 'the held commit was acknowledged by the fenced old master');
+    conn.destroy();
+    const rebuilt = await shardkit(['pair', 'rebuild-slave', 'MySQL001A', '--dir', fx.dir, '--json']);
+    assert.equal(rebuilt.code, 0, rebuilt.stderr);
   });
 });

@@ -4,6 +4,7 @@ import { ShardMap } from '../../topology/shard-map.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
 import { failoverIds, releaseFailover } from './failover-freeze.js';
 import { adminQuery } from './host-admin.js';
+import { fenceAnsweringMaster } from './client-sessions.js';
 import { fenceUnreachable } from './stonith.js';
 import { gtidVariable, requireReplicating, waitRelayApplied } from './replica.js';
 
@@ -75,13 +76,10 @@ export async function emergencyFailover(fleet: FleetContext, master: string, opt
   let oldMasterFenced = false;
   let oldMasterShot: Awaited<ReturnType<typeof fenceUnreachable>> | undefined;
   try {
-    const conn = await admin.connect(master, { connectTimeoutMs: 1000 });
-    try {
-      await conn.query('SET GLOBAL read_only = 1');
-      oldMasterFenced = true;
-    } finally {
-      conn.destroy();
-    }
+    // Cut its sessions, then read_only: a commit it holds for its semi-sync slave must not be
+    // acknowledged once that slave is master (client-sessions.ts).
+    await fenceAnsweringMaster(admin, master);
+    oldMasterFenced = true;
   } catch {
     oldMasterShot = await fenceUnreachable(admin, master);
     log(oldMasterShot === 'unfenced'

@@ -3,6 +3,7 @@ import { changeShardMap } from '../../topology/change-shard-map.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import { dumpCopy } from './dump-copy.js';
 import { recordDevRoles, type FleetContext } from './failover-context.js';
+import { dropSemiSyncMaster, fenceAnsweringMaster } from './client-sessions.js';
 import { adminQuery, type HostAdmin } from './host-admin.js';
 import { gtidVariable, gtidWait, parseGtidList, pointAt, semiSyncRoles } from './replica.js';
 import { setSlave } from './set-slave.js';
@@ -68,7 +69,11 @@ export async function rebuildSlave(fleet: FleetContext, master: string, options:
     }
   }
   // Read-only first: if it is a failed master that came back, nothing may write to it any more.
-  await adminQuery(admin, slave, 'SET GLOBAL read_only = 1', 'STOP SLAVE');
+  // A failed old master may still hold commits waiting for an ack from its old slave (promoted):
+  // they would hold read_only and the DROP below for as long as the semi-sync timeout.
+  await fenceAnsweringMaster(admin, slave);
+  await dropSemiSyncMaster(admin, slave);
+  await adminQuery(admin, slave, 'STOP SLAVE');
   const divergedTransactions = await divergedCount(admin, slave, master);
   if (divergedTransactions > 0) log(`${slave} holds ${divergedTransactions} transactions ${master} never received (lost by the failover); they are dropped`);
 
