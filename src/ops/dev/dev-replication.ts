@@ -22,8 +22,9 @@ export function replicationSettings(role: string, options: { pair?: number; semi
     relay_log: 'relay-bin',
     max_binlog_size: '64M',
     expire_logs_days: 2,
-    // Reconnect quickly after the master restarts (default 60 s).
-    slave_net_timeout: 10,
+    // A slave gives up on a silent master after this (default 60 s; the master's heartbeat comes
+    // every half of it): the evidence `shardkit heal` waits for before failing over a frozen master.
+    slave_net_timeout: 4,
     read_only: true,
     // No replication connection starts with the server: `dev up` starts a slave's own ('')
     // connection, and a shard move's named connection `move_<id>` restarted by the server would
