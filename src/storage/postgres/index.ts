@@ -2,6 +2,7 @@ import type { BackendSetup } from '../backend-setup.js';
 import type { PostgresStorageConfig } from './postgres-config.js';
 import { PostgresBackend } from './postgres-backend.js';
 
+export { type DdlLockWait } from './ddl-lock-wait.js';
 export { PostgresBackend, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './postgres-backend.js';
 export { postgresStorageSchema, type PostgresStorageConfig } from './postgres-config.js';
 export { mapPostgresError, isConnectionError } from './postgres-errors.js';
@@ -19,6 +20,8 @@ export function createBackend(setup: BackendSetup<PostgresStorageConfig>): Postg
       poolSize: storage.poolSize,
       connectTimeoutMs: storage.connectTimeoutMs,
       queryTimeoutMs: storage.queryTimeoutMs,
+      ddlLockTimeoutMs: storage.ddlLockTimeoutMs,
+      ddlAttempts: storage.ddlAttempts,
     },
     schema: setup.schema,
   });

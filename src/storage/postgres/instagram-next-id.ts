@@ -90,13 +90,16 @@ export function instagramNextIdDdl(shard: number, options: InstagramNextIdOption
     // any later call of the old function (a transaction still holding its definition) fail
     // instead of handing out an ID. The old function's lock is taken first, so no call is inside
     // it; each attempt gives up after 100 ms and releases both locks (a transaction that called
-    // the old function may be waiting for its lock: holding on would deadlock), then tries again.
+    // the old function may be waiting for its lock: holding on would deadlock), then tries again,
+    // until the caller's lock_timeout has passed in all: then lock_not_available, as any other
+    // lock wait of the DDL transaction (init retries it, ddl-lock-wait.ts).
     // The new state starts at the old last ID (ms * 1024 + seq): its millisecond serves as the
     // first base, so the next ID is later.
     `DO $upgrade$
 DECLARE
   renamed boolean := false;
   timeout text := current_setting('lock_timeout');
+  deadline timestamptz := CASE WHEN current_setting('lock_timeout') IN ('0', '0ms') THEN NULL ELSE clock_timestamp() + current_setting('lock_timeout')::interval END;
 BEGIN
   IF to_regclass(${literal(counter)}) IS NULL AND to_regclass(${literal(state)}) IS NOT NULL THEN
     PERFORM set_config('lock_timeout', '100ms', true);
@@ -108,6 +111,10 @@ BEGIN
       EXCEPTION WHEN lock_not_available THEN
         PERFORM pg_sleep(0.01);
       END;
+      IF NOT renamed AND clock_timestamp() >= deadline THEN
+        RAISE EXCEPTION USING ERRCODE = 'lock_not_available',
+          MESSAGE = format('upgrading next_id() of shard %s: sessions that called the old function held it for %s', ${shard}, timeout);
+      END IF;
     END LOOP;
     PERFORM set_config('lock_timeout', timeout, true);
     CREATE SEQUENCE ${state} AS bigint MINVALUE -1 START WITH -1 NO CYCLE;

@@ -3,6 +3,7 @@ import { ShardKitError } from '../../errors.js';
 import { checkRef } from '../backend-args.js';
 import type { Fleet, SchemaDef, ShardRef } from '../shard-backend.js';
 import { SqlBackend } from '../sql/sql-backend.js';
+import { withDdlLockWait, type DdlLockPolicy, type DdlLockWait } from './ddl-lock-wait.js';
 import { CURRENT_GENERATOR_SQL } from './instagram-next-id.js';
 import { postgresDialect } from './postgres-dialect.js';
 import { parsePostgresSchemaName, postgresSchemaName, qi } from './postgres-ddl.js';
@@ -18,6 +19,10 @@ export interface PostgresStorageOptions {
   poolSize?: number;
   connectTimeoutMs?: number;
   queryTimeoutMs?: number;
+  /** `init` / `schema apply`: one wait for a lock another session holds. Default 2000, capped at half of queryTimeoutMs. */
+  ddlLockTimeoutMs?: number;
+  /** `init` / `schema apply`: waits per shard before LOCK_TIMEOUT. Default 8. */
+  ddlAttempts?: number;
 }
 
 /** One server as declared in config `hosts`. */
@@ -34,6 +39,8 @@ export interface PostgresBackendOptions {
   hosts: Record<string, PostgresHostAddress>;
   storage?: PostgresStorageOptions;
   schema: SchemaDef;
+  /** Told (and awaited) each time a shard's DDL gave up waiting for a lock and will try again. */
+  onDdlLockWait?: (wait: DdlLockWait) => void | Promise<void>;
 }
 
 /** Most IDs one nextInstagramIds call hands out. */
@@ -47,6 +54,7 @@ export const MAX_IDS_PER_CALL = 10_000;
 export class PostgresBackend extends SqlBackend<PostgresHostPool, PostgresHostAddress> {
   readonly kind = 'postgres';
   private readonly storage: Required<Omit<PostgresStorageOptions, 'password'>> & { password?: string };
+  private readonly ddlLock: DdlLockPolicy;
 
   constructor(options: PostgresBackendOptions) {
     super(options.hosts, options.schema, postgresDialect);
@@ -56,8 +64,24 @@ export class PostgresBackend extends SqlBackend<PostgresHostPool, PostgresHostAd
       poolSize: options.storage?.poolSize ?? 10,
       connectTimeoutMs: options.storage?.connectTimeoutMs ?? 2000,
       queryTimeoutMs: options.storage?.queryTimeoutMs ?? 5000,
+      ddlLockTimeoutMs: options.storage?.ddlLockTimeoutMs ?? 2000,
+      ddlAttempts: options.storage?.ddlAttempts ?? 8,
       ...(options.storage?.password !== undefined ? { password: options.storage.password } : {}),
     };
+    this.ddlLock = {
+      lockTimeoutMs: Math.max(1, Math.min(this.storage.ddlLockTimeoutMs, Math.floor(this.storage.queryTimeoutMs / 2))),
+      attempts: Math.max(1, Math.trunc(this.storage.ddlAttempts)),
+      ...(options.onDdlLockWait ? { onLockWait: options.onDdlLockWait } : {}),
+    };
+  }
+
+  protected override ddlSettings(): string[] {
+    return [`SET LOCAL lock_timeout = '${this.ddlLock.lockTimeoutMs}ms'`];
+  }
+
+  /** Creates or upgrades a shard, waiting for other sessions' locks in bounded, retried waits (ddl-lock-wait.ts). */
+  protected override _createShard(ref: ShardRef): Promise<void> {
+    return withDdlLockWait(ref, this.ddlLock, () => super._createShard(ref));
   }
 
   protected newPool(host: string, address: PostgresHostAddress): PostgresHostPool {

@@ -85,6 +85,11 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
     });
   }
 
+  /** SET LOCAL statements that start createShard's transaction (engines with transactional DDL). */
+  protected ddlSettings(): string[] {
+    return [];
+  }
+
   protected async _createShard(ref: ShardRef): Promise<void> {
     const statements = this.dialect.createShard(this.schema, ref);
     const lock = this.dialect.createLock?.(ref.shard);
@@ -95,6 +100,7 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
     // Transactional DDL: a shard is complete or absent, and the lock serializes two creators.
     try {
       await this.pool(ref.host).transaction(async (run) => {
+        for (const sql of this.ddlSettings()) await run(sql);
         await run(lock.sql, lock.values);
         for (const sql of statements) await run(sql);
       });
