@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import type { BackupCliOptions } from '../actions/backup.js';
+import { action } from '../run-action.js';
+
+const ADMIN_ENV = 'admin account from SHARDKIT_ADMIN_USER/_PASSWORD';
+
+const fleetOptions = (cmd: Command): Command =>
+  cmd
+    .option('--config <file>', `the shardkit config of a fleet (${ADMIN_ENV})`)
+    .option('--dir <dir>', 'a dev cluster (`shardkit dev up --dir`)')
+    .option('--data <dir>', 'where the config\'s file topology store resolves (default: the config file\'s directory)')
+    .option('--json', 'print the result as one JSON object');
+
+export function register(program: Command): void {
+  const backup = program.command('backup').description('Backups of the object fleet, taken from the slaves, and restore drills (docs/backups.md)');
+  fleetOptions(backup.command('create'))
+    .description('A full backup of every pair, each from its slave (its applier paused, the master untouched), with the GTID position and the map version in a manifest written last; a run that died resumes')
+    .requiredOption('--to <path>', 'the backup directory')
+    .addHelpText('after', `
+Examples:
+  $ shardkit backup create --dir ./cluster --to /backups/fleet
+  $ shardkit backup create --config prod.json --to /mnt/backups --json`)
+    .action(action(async (opts: BackupCliOptions & { to: string }) => (await import('../actions/backup.js')).backupCreateCommand(opts)));
+  backup.command('list')
+    .description('The backups in a directory, oldest first; incomplete ones (no manifest) are marked')
+    .requiredOption('--from <path>', 'the backup directory')
+    .option('--json', 'print the result as one JSON object')
+    .action(action(async (opts: { from: string; json?: boolean }) => (await import('../actions/backup.js')).backupListCommand(opts)));
+  fleetOptions(backup.command('verify'))
+    .description('A restore drill: each pair of the backup restored into a throwaway local server, its row counts and checksums compared with the manifest; exit 3 when any differs')
+    .requiredOption('--from <path>', 'the backup directory')
+    .option('--id <id>', 'the backup (default: the newest complete one)')
+    .action(action(async (opts: BackupCliOptions & { from: string; id?: string }) => (await import('../actions/backup.js')).backupVerifyCommand(opts)));
+  fleetOptions(backup.command('restore'))
+    .description('Put a backup back in place: each pair\'s copy loaded on the master that holds its ranges now (the slave replays it); refused while the service user is connected unless --force')
+    .requiredOption('--from <path>', 'the backup directory')
+    .option('--id <id>', 'the backup (default: the newest complete one)')
+    .option('--force', 'restore even though services are connected')
+    .action(action(async (opts: BackupCliOptions & { from: string; id?: string; force?: boolean }) => (await import('../actions/backup.js')).backupRestoreCommand(opts)));
+}

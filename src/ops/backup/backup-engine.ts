@@ -1,0 +1,32 @@
+import type { BackupTarget } from './backup-target.js';
+import type { BackupEngineKind, TableSummary, UnitBackup } from './backup-manifest.js';
+
+/** What a backup unit is before it is copied: a pair (master, the slave read from) or the embedded store. */
+export interface BackupUnitSource {
+  unit: string;
+  source: string;
+}
+
+/** Told the bytes copied so far of the unit being backed up. */
+export type BytesListener = (bytes: number) => void;
+
+/**
+ * One engine's backup steps. The runner (backup-create.ts, backup-restore.ts, backup-verify.ts)
+ * is written once above it: ids, resume, manifests, the map checks and progress.
+ */
+export interface BackupEngine {
+  readonly kind: BackupEngineKind;
+  /** The map version now (a backup refuses when it changed while it ran). */
+  mapVersion(): Promise<number>;
+  /** What to copy; refuses (PRECONDITION_FAILED) while a shard move is in progress. */
+  units(): Promise<BackupUnitSource[]>;
+  /** Copies one unit into the target under `prefix/`; resolves when its files are complete. */
+  backupUnit(unit: BackupUnitSource, target: BackupTarget, prefix: string, onBytes: BytesListener): Promise<UnitBackup>;
+  /** Undoes what a killed backupUnit left behind on the servers (a slave's stopped applier). */
+  recover(target: BackupTarget, prefix: string): Promise<void>;
+  /** Puts a unit back in place, on the hosts that hold its ranges now. */
+  restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void>;
+  /** Restores a unit into a scratch server and returns what it holds there. */
+  drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,108 @@
+import { createGunzip, createGzip } from 'node:zlib';
+import { join } from 'node:path';
+import { ShardKitError } from '../../errors.js';
+import { adminQuery, type HostAdmin } from '../failover/host-admin.js';
+import type { FleetContext } from '../failover/failover-context.js';
+import { gtidVariable, requireReplicating } from '../failover/replica.js';
+import { userDatabases } from '../failover/table-checksums.js';
+import { MariadbInstance } from '../mariadb/mariadb-instance.js';
+import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
+import type { TableSummary, UnitBackup } from './backup-manifest.js';
+import type { BackupTarget } from './backup-target.js';
+import { fleetPairs, pairNow } from './fleet-pairs.js';
+import { mariadbTableSummaries } from './mariadb-tables.js';
+import { byteCounter, toolInput, toolOutput } from './process-streams.js';
+
+const STOPPED = 'stopped';
+
+/**
+ * MariaDB pairs: each copied from its slave with the slave's applier stopped (the IO thread keeps
+ * receiving, so the master never waits on it), so the dump, the row counts and the checksums all
+ * see one state, at the slave's gtid_slave_pos; `mariadb-dump --single-transaction` gzip'ed into
+ * the target. Vitess stops replication on its backup tablet the same way.
+ */
+export class MariadbBackupEngine implements BackupEngine {
+  readonly kind = 'mariadb' as const;
+
+  constructor(private readonly fleet: FleetContext, private readonly appUser: string) {}
+
+  async mapVersion(): Promise<number> {
+    return (await this.fleet.map()).version;
+  }
+
+  async units(): Promise<BackupUnitSource[]> {
+    return fleetPairs(await this.fleet.map());
+  }
+
+  async backupUnit(unit: BackupUnitSource, target: BackupTarget, prefix: string, onBytes: BytesListener): Promise<UnitBackup> {
+    const { admin } = this.fleet;
+    const slave = unit.source;
+    await requireReplicating(admin, slave, unit.unit, { requireIo: false });
+    // Recorded before the applier stops: a killed backup is undone by the next run (recover).
+    await target.put(`${prefix}/${STOPPED}/${slave}`, unit.unit);
+    await adminQuery(admin, slave, 'STOP SLAVE SQL_THREAD');
+    try {
+      const position = await gtidVariable(admin, slave, 'gtid_slave_pos');
+      const at = Date.now();
+      const tables = await mariadbTableSummaries(admin, slave);
+      const databases = await userDatabases(admin, slave);
+      const file = `${unit.unit}.sql.gz`;
+      const dump = toolOutput('mariadb-dump', [...admin.clientArgs(slave), '--single-transaction', '--routines', '--triggers', '--events', '--hex-blob', '--databases', ...databases]);
+      const bytes = await target.put(`${prefix}/${file}`, dump.pipe(byteCounter(onBytes)).pipe(createGzip({ level: 1 })));
+      return { unit: unit.unit, source: slave, position, files: [file], bytes, tables, at };
+    } finally {
+      await adminQuery(admin, slave, 'START SLAVE SQL_THREAD');
+      await target.remove(`${prefix}/${STOPPED}/${slave}`);
+    }
+  }
+
+  async recover(target: BackupTarget, prefix: string): Promise<void> {
+    for (const slave of await target.list(`${prefix}/${STOPPED}`)) {
+      await adminQuery(this.fleet.admin, slave, 'START SLAVE SQL_THREAD');
+      await target.remove(`${prefix}/${STOPPED}/${slave}`);
+    }
+  }
+
+  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
+    const { admin } = this.fleet;
+    const { master } = pairNow(await this.fleet.map(), unit.unit);
+    if (!options.force) {
+      const [row] = await adminQuery<Array<{ n: number | string }>>(admin, master, { sql: 'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ?', values: [this.appUser] });
+      if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${Number(row?.n)} connection(s) of the service user ${this.appUser}: stop the services first (or --force): nothing changed`);
+    }
+    // Loaded on the master with its binlog on: the slave replays the restore and the pair stays one.
+    await toolInput('mariadb', admin.clientArgs(master), target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip()));
+  }
+
+  async drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {
+    return drillMariadb(unit, target, prefix, scratchDir);
+  }
+
+  async close(): Promise<void> {
+    await this.fleet.close();
+  }
+}
+
+/** A throwaway local server to restore a backup into: `backup verify`'s drill. */
+export async function drillMariadb(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {
+  const inst = await MariadbInstance.create({ name: 'drill', dir: join(scratchDir, 'm'), serverId: 4242 });
+  await inst.init();
+  await inst.start();
+  try {
+    const admin = scratchAdmin(inst);
+    await toolInput('mariadb', [...admin.clientArgs('drill'), '--init-command=SET SESSION sql_log_bin = 0'], target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip()));
+    return await mariadbTableSummaries(admin, 'drill');
+  } finally {
+    await inst.stop();
+  }
+}
+
+function scratchAdmin(inst: MariadbInstance): HostAdmin {
+  return {
+    connect: () => inst.connect(),
+    address: () => ({ host: inst.host, port: inst.port }),
+    clientArgs: () => [`--socket=${inst.socket}`],
+    replication: { user: 'none' },
+  };
+}
+
