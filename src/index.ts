@@ -17,6 +17,7 @@ export { WideColumnStore, WideColumnSnapshot, rocksDbDriver, type WideColumnEngi
 export { TicketClient, createTicketClient, initTicketServers, resolveTickets, ticketsConfigSchema, type TicketMode, type TicketClientOptions, type TicketsConfig, type TicketsConfigInput, type ResolvedTickets, type TicketInitServerResult } from './tickets/index.js';
 export { MemoryCache, createCache, checkMemcachedKey, MAX_TTL_SECONDS, DEFAULT_CACHE_TTL_SECONDS, type Cache, type CacheSpec, type MemoryCacheOptions, type RedisCacheOptions, type MemcachedCacheOptions } from './cache/index.js';
 export type { CacheErrorEvent, CacheStats } from './kit/types.js';
+export type { OperationEvent, KitTracer, KitSpan } from './kit/operation-events.js';
 export type { KitCacheOptions } from './kit/kit-cache.js';
 /** @deprecated renamed KitCacheOptions (src/store became src/kit in 0.1). */
 export type { KitCacheOptions as StoreCacheOptions } from './kit/kit-cache.js';

@@ -7,3 +7,4 @@ export type * from './types.js';
 export type * from './typed-schema.js';
 export { type ShardStats, type ShardStatsOptions, type ShardStatsRange } from './shard-stats.js';
 export { MAX_CREATE_MANY } from './objects.js';
+export type { OperationEvent, KitTracer, KitSpan } from './operation-events.js';

@@ -4,6 +4,7 @@ import { parseId } from '../ids/codec.js';
 import { modShard } from '../ids/mod-shard.js';
 import { pinterestId } from '../ids/pinterest-id.js';
 import { isFenceError } from '../storage/fence-error.js';
+import { observeOperation, type KitTracer } from './operation-events.js';
 import type { Fleet, KeyspaceDef, MappingDef, ObjectTypeDef, SchemaDef, ShardBackend, ShardRef } from '../storage/shard-backend.js';
 import { holdWhileFrozen, modShardFreeze, modShardMoving, movingError } from '../topology/freeze-hold.js';
 import { activeFreeze } from '../topology/range-freeze.js';
@@ -49,6 +50,8 @@ export interface StoreContextOptions {
   hostSource?: () => Record<string, unknown> | Promise<Record<string, unknown>>;
   /** Per type name: what must hold of its data (create, update, patch). */
   dataChecks?: ReadonlyMap<string, DataCheck>;
+  /** Each storage call becomes a span of this tracer (OpenTelemetry's, structurally). */
+  tracer?: KitTracer;
 }
 
 /**
@@ -82,6 +85,7 @@ export class KitContext {
   private mapWaiters = new Set<() => void>();
   private readonly hostSource: StoreContextOptions['hostSource'];
   private learning: Promise<void> | undefined;
+  private readonly tracer: KitTracer | undefined;
 
   constructor(options: StoreContextOptions) {
     if (options.topology === undefined && options.shardMap === undefined) {
@@ -91,6 +95,7 @@ export class KitContext {
     this.schema = options.schema;
     this.topology = options.topology;
     this.hostSource = options.backend.learnHosts === undefined ? undefined : options.hostSource;
+    this.tracer = options.tracer;
     this.dataChecks = options.dataChecks !== undefined && options.dataChecks.size > 0 ? options.dataChecks : undefined;
     this.random = options.random ?? Math.random;
     if (options.topology === undefined) this.current = options.shardMap;
@@ -297,9 +302,18 @@ export class KitContext {
    * that meets the fence is retried once on the new master (afterFence).
    * Storage failures (not bad input) are announced as 'shard-error'.
    */
+  /** A tracer is set or an 'operation' listener is attached: storage calls are timed. */
+  get observed(): boolean {
+    return this.tracer !== undefined || this.events.listenerCount('operation') > 0;
+  }
+
   call<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, isCallerError?: (err: unknown) => boolean): Promise<T> {
     // Counted once, as asked: a held write or a retry after the fence is still one call.
     if (ref.fleet === 'objects') this.traffic.count(ref.shard, WRITE_OPS.has(op));
+    // Timing and spans only when someone looks: the read path pays nothing otherwise.
+    if (this.observed) {
+      return observeOperation(this.events, this.tracer, ref, op, () => this.route(ref, op, work, isCallerError));
+    }
     return this.route(ref, op, work, isCallerError);
   }
 

@@ -17,6 +17,7 @@ import { jsonSchemaChecks, standardCheck, type DataCheck, type StandardSchemaLik
 import { ShardStatsSource, type ShardStats, type ShardStatsOptions } from './shard-stats.js';
 import type { CacheStats, ListOptions } from './types.js';
 import type { KitCacheOptions } from './kit-cache.js';
+import type { KitTracer } from './operation-events.js';
 
 function isCache(value: Cache | KitCacheOptions): value is Cache {
   return typeof (value as Cache).getMany === 'function';
@@ -51,6 +52,11 @@ export interface ShardKitOptions {
   cache?: Cache | KitCacheOptions;
   /** close() also closes the backend, the topology store and the cache (set by ShardKit.open). */
   ownsResources?: boolean;
+  /**
+   * OpenTelemetry: `trace.getTracer('shardkit')` from @opentelemetry/api. Each storage call is a
+   * span (`shardkit.<op>`, with shard, host and fleet). None: no span, nothing loaded.
+   */
+  tracer?: KitTracer;
 }
 
 export interface OpenOptions {
@@ -66,6 +72,8 @@ export interface OpenOptions {
   random?: () => number;
   /** As ShardKitOptions.validators. */
   validators?: Record<string, StandardSchemaLike>;
+  /** As ShardKitOptions.tracer. */
+  tracer?: KitTracer;
 }
 
 /**
@@ -130,6 +138,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
       ...(configPath !== undefined ? { hostSource: () => loadConfigFile(configPath).hosts } : {}),
       ...(cache ? { cache } : {}),
       ...(options.random ? { random: options.random } : {}),
+      ...(options.tracer ? { tracer: options.tracer } : {}),
     });
     try {
       await kit.ready();
