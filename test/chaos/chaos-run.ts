@@ -22,6 +22,8 @@ export interface FaultOutcome {
   failedOver: boolean;
   /** ... and rebuilt its slave (heal --rebuild): the pair whole again without the runbook. */
   rebuiltByHeal?: boolean;
+  /** A move that rolled itself back (refused, nothing changed). */
+  aborted?: boolean;
   /** Repair start until every pair was whole again. */
   convergeMs: number;
 }
@@ -92,7 +94,7 @@ async function repair(fleet: ChaosFleet, log: (m: string) => void): Promise<numb
   return Date.now() - started;
 }
 
-async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void): Promise<{ writesBackMs?: number; failedOver: boolean; rebuiltByHeal?: boolean; mayFailOver: boolean }> {
+async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void): Promise<{ writesBackMs?: number; failedOver: boolean; rebuiltByHeal?: boolean; aborted?: boolean; mayFailOver: boolean }> {
   const failoverOf = (master: string, since: number) => fleet.heal.decisions.find((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= since);
   switch (fault.kind) {
     case 'kill-master':
@@ -154,9 +156,13 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
         return { failedOver: false, mayFailOver: false };
       }
       const s = shards[Math.floor(fault.ms) % shards.length]!;
-      await run(['shards', 'move', `${s}..${s}`, '--to', to.master, '--to-slave', to.slave, '--dir', fleet.dir, '--hold-ms', '2000']);
-      await run(['shards', 'drop-moved', '--dir', fleet.dir]);
-      return { failedOver: false, mayFailOver: false };
+      const moved = await cliProcess(['shards', 'move', `${s}..${s}`, '--to', to.master, '--to-slave', to.slave, '--dir', fleet.dir, '--hold-ms', '2000']);
+      // A move that gives up and rolls itself back (a target slave too far behind on a busy
+      // machine) did its job: the shard serves from its source again. Anything else fails the run.
+      if (moved.code !== 0 && !/aborted, the shards are back on/.test(moved.stderr)) throw new Error(`shards move ${s}..${s} exited ${moved.code}: ${moved.stderr.trim()}`);
+      if (moved.code !== 0) log(`move rolled back: ${moved.stderr.trim()}`);
+      else await run(['shards', 'drop-moved', '--dir', fleet.dir]);
+      return { failedOver: false, mayFailOver: false, ...(moved.code !== 0 ? { aborted: true } : {}) };
     }
   }
 }
@@ -179,6 +185,7 @@ export async function runChaos(options: { seed: number; faults: Fault[]; pairs: 
       outcomes.push({
         kind: fault.kind, pair: fault.pair, ms: fault.ms, failedOver: done.failedOver, convergeMs,
         ...(done.writesBackMs !== undefined ? { writesBackMs: done.writesBackMs } : {}), ...(done.rebuiltByHeal !== undefined ? { rebuiltByHeal: done.rebuiltByHeal } : {}),
+        ...(done.aborted ? { aborted: true } : {}),
       });
       log(`  -> ${JSON.stringify(outcomes.at(-1))}`);
     }
