@@ -28,6 +28,10 @@ export class ChaosFleet {
   heal!: HealProcess;
   readonly acked: Ack[] = [];
   readonly errors = new Map<string, number>();
+  /** Masters a fault killed or stopped, and while (until the supervisor settled): failovers are due there only. */
+  readonly hits: Array<{ master: string; from: number; to: number }> = [];
+  /** Decisions of supervisors killed earlier in the run. */
+  private readonly pastDecisions: HealProcess['decisions'] = [];
   /** Moments when two servers of one pair both accepted writes (read_only = 0). */
   readonly doubleWriters: Array<{ at: number; pair: number; hosts: string[] }> = [];
   private stopping = false;
@@ -61,6 +65,15 @@ export class ChaosFleet {
 
   cluster(): DevCluster {
     return DevCluster.require(this.dir);
+  }
+
+  allDecisions(): HealProcess['decisions'] {
+    return [...this.pastDecisions, ...(this.heal?.decisions ?? [])];
+  }
+
+  async killHeal(): Promise<void> {
+    await this.heal.kill();
+    this.pastDecisions.push(...this.heal.decisions);
   }
 
   async startHeal(): Promise<HealProcess> {

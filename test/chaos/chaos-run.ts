@@ -94,7 +94,7 @@ async function repair(fleet: ChaosFleet, log: (m: string) => void): Promise<numb
   return Date.now() - started;
 }
 
-async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void): Promise<{ writesBackMs?: number; failedOver: boolean; rebuiltByHeal?: boolean; aborted?: boolean; mayFailOver: boolean }> {
+async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void): Promise<{ writesBackMs?: number; failedOver: boolean; rebuiltByHeal?: boolean; aborted?: boolean }> {
   const failoverOf = (master: string, since: number) => fleet.heal.decisions.find((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= since);
   switch (fault.kind) {
     case 'kill-master':
@@ -114,24 +114,29 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
         try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
       }
       const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(t0, shards) : undefined;
+      // The supervisor may still be deciding (a stop it suspected: failover or healthy comes next).
+      // Its verdict is awaited, so a late failover is never taken for the next fault's doing.
+      const last = fleet.heal.decisions.filter((d) => d.master === master && d.receivedAt >= t0).at(-1);
+      if (last?.verdict === 'suspect') await fleet.heal.next((d) => d.master === master && d.receivedAt >= last.receivedAt && d !== last && d.verdict !== 'suspect');
       const failover = failoverOf(master, t0);
       // heal --rebuild makes the pair whole by itself: the old master (restarted) becomes its slave.
       const rebuild = failover === undefined ? undefined : await fleet.heal.next((d) => d.verdict === 'rebuild' && d.receivedAt >= failover.receivedAt && d.master === failover.failover?.newMaster);
       if (rebuild?.error !== undefined) log(`heal's rebuild failed: ${rebuild.error}`);
-      return { ...(writesBackMs !== undefined ? { writesBackMs } : {}), failedOver: failover !== undefined, ...(rebuild !== undefined ? { rebuiltByHeal: rebuild.error === undefined } : {}), mayFailOver: true };
+      fleet.hits.push({ master, from: t0, to: Date.now() });
+      return { ...(writesBackMs !== undefined ? { writesBackMs } : {}), failedOver: failover !== undefined, ...(rebuild !== undefined ? { rebuiltByHeal: rebuild.error === undefined } : {}) };
     }
     case 'kill-slave': {
       const { slave } = await pairHosts(fleet, fault.pair);
       await fleet.cluster().instance(slave).kill();
-      return { failedOver: false, mayFailOver: false };
+      return { failedOver: false };
     }
     case 'kill-service':
       await fleet.restartService(fault.service);
-      return { failedOver: false, mayFailOver: false };
+      return { failedOver: false };
     case 'kill-supervisor':
-      await fleet.heal.kill();
+      await fleet.killHeal();
       fleet.heal = await fleet.startHeal();
-      return { failedOver: false, mayFailOver: false };
+      return { failedOver: false };
     case 'partition-service':
     case 'jitter': {
       const { master } = await pairHosts(fleet, fault.pair);
@@ -139,12 +144,12 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
       for (const p of hit) p.mode = fault.kind === 'jitter' ? { kind: 'delay', ms: 0, jitterMs: 200 } : { kind: 'blackhole' };
       await sleep(fault.ms);
       for (const p of hit) p.mode = { kind: 'pass' };
-      return { failedOver: false, mayFailOver: false };
+      return { failedOver: false };
     }
     case 'planned-failover': {
       const { master } = await pairHosts(fleet, fault.pair);
       await run(['failover', master, '--dir', fleet.dir]);
-      return { failedOver: false, mayFailOver: false };
+      return { failedOver: false };
     }
     case 'move': {
       const { master: from } = await pairHosts(fleet, fault.pair);
@@ -153,7 +158,7 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
       const shards = [...(await fleet.shardsOf(from))];
       if (shards.length === 0) {
         log(`move: pair ${fault.pair} holds no shard; nothing to move`);
-        return { failedOver: false, mayFailOver: false };
+        return { failedOver: false };
       }
       const s = shards[Math.floor(fault.ms) % shards.length]!;
       const moved = await cliProcess(['shards', 'move', `${s}..${s}`, '--to', to.master, '--to-slave', to.slave, '--dir', fleet.dir, '--hold-ms', '2000']);
@@ -162,7 +167,7 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
       if (moved.code !== 0 && !/aborted, the shards are back on/.test(moved.stderr)) throw new Error(`shards move ${s}..${s} exited ${moved.code}: ${moved.stderr.trim()}`);
       if (moved.code !== 0) log(`move rolled back: ${moved.stderr.trim()}`);
       else await run(['shards', 'drop-moved', '--dir', fleet.dir]);
-      return { failedOver: false, mayFailOver: false, ...(moved.code !== 0 ? { aborted: true } : {}) };
+      return { failedOver: false, ...(moved.code !== 0 ? { aborted: true } : {}) };
     }
   }
 }
@@ -172,16 +177,13 @@ export async function runChaos(options: { seed: number; faults: Fault[]; pairs: 
   const started = Date.now();
   const fleet = await ChaosFleet.start({ pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, log });
   const outcomes: FaultOutcome[] = [];
-  let falseFailovers = 0;
+  let falseFailovers: number;
   try {
     await fleet.ackedAfter(Date.now() - 1, new Set(Array.from({ length: options.shards }, (_, i) => i)));
     for (const fault of options.faults) {
       log(`fault: ${JSON.stringify(fault)}`);
-      const before = fleet.heal.decisions.length;
       const done = await apply(fleet, fault, log);
       const convergeMs = await repair(fleet, log);
-      const failovers = fleet.heal.decisions.slice(before).filter((d) => d.verdict === 'failover').length;
-      if (!done.mayFailOver) falseFailovers += failovers;
       outcomes.push({
         kind: fault.kind, pair: fault.pair, ms: fault.ms, failedOver: done.failedOver, convergeMs,
         ...(done.writesBackMs !== undefined ? { writesBackMs: done.writesBackMs } : {}), ...(done.rebuiltByHeal !== undefined ? { rebuiltByHeal: done.rebuiltByHeal } : {}),
@@ -189,6 +191,10 @@ export async function runChaos(options: { seed: number; faults: Fault[]; pairs: 
       });
       log(`  -> ${JSON.stringify(outcomes.at(-1))}`);
     }
+    // A failover is due only for a master killed or stopped, decided while that fault lasted.
+    const failovers = fleet.allDecisions().filter((d) => d.verdict === 'failover');
+    falseFailovers = failovers.filter((d) => !fleet.hits.some((h) => h.master === d.master && d.receivedAt >= h.from && d.receivedAt <= h.to)).length;
+    for (const d of failovers) log(`heal failed over ${d.master}: ${d.reason ?? ''}`);
     // Writes flow again everywhere before they stop.
     await fleet.ackedAfter(Date.now(), new Set(Array.from({ length: options.shards }, (_, i) => i)));
     await fleet.stopWriters();
