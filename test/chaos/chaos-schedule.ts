@@ -1,3 +1,5 @@
+import { mulberry32 } from '../../src/util/prng.js';
+
 /**
  * A seeded schedule of faults for a chaos run: the same seed gives the same faults, pairs and
  * durations, so a failing run is replayed with `npm run chaos -- --seed N`.
@@ -24,18 +26,6 @@ export interface Fault {
   service: number;
 }
 
-/** mulberry32: a small, well-known seeded PRNG; its quality is plenty for picking faults. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export const ALL_FAULTS: FaultKind[] = ['kill-master', 'stop-master', 'kill-slave', 'kill-service', 'kill-supervisor', 'partition-service', 'jitter', 'planned-failover', 'move'];
 
 /**
@@ -44,7 +34,7 @@ export const ALL_FAULTS: FaultKind[] = ['kill-master', 'stop-master', 'kill-slav
  * supervisor fails it over); partitions and jitter 2-8 s.
  */
 export function schedule(seed: number, options: { kinds?: FaultKind[]; count?: number; pairs: number; services: number }): Fault[] {
-  const rnd = prng(seed);
+  const rnd = mulberry32(seed);
   const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const kinds = options.kinds !== undefined
     ? [...options.kinds].map((k) => ({ k, r: rnd() })).sort((a, b) => a.r - b.r).map((x) => x.k)
