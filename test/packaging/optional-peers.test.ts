@@ -75,6 +75,11 @@ console.log('ok');
     assert.equal(res.status, 0, res.stderr);
     assert.match(res.stdout, /the PostgreSQL backend needs the npm package pg, which is not installed: npm install pg/);
     assert.match(res.stdout, /^ok$/m);
+    // The CLI says the same in one line, exit 1, no stack.
+    writeFileSync(join(dir, 'pg.json'), JSON.stringify({ ...JSON.parse(run(dir, 'cfg.mjs', "import { defaultConfig } from 'shardkit'; console.log(JSON.stringify(defaultConfig({ shards: 16 })));").stdout), storage: { backend: 'postgres' } }));
+    const cli = spawnSync(process.execPath, [join(installed, 'dist', 'cli', 'main.js'), 'init', '--config', 'pg.json'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(cli.status, 1, cli.stderr);
+    assert.equal(cli.stderr.trim(), 'shardkit: MISSING_DEPENDENCY: the PostgreSQL backend needs the npm package pg, which is not installed: npm install pg');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
