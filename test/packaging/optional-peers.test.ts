@@ -75,6 +75,13 @@ console.log('ok');
     assert.equal(res.status, 0, res.stderr);
     assert.match(res.stdout, /the PostgreSQL backend needs the npm package pg, which is not installed: npm install pg/);
     assert.match(res.stdout, /^ok$/m);
+    // Its types compile strictly without skipLibCheck: no published d.ts needs a driver's types.
+    mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir');
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, noEmit: true, types: ['node'] }, files: ['types.ts'] }));
+    writeFileSync(join(dir, 'types.ts'), "import * as all from 'shardkit';\nimport { ShardKit } from 'shardkit/kit';\nimport { shardkitRoutes } from 'shardkit/fastify';\nexport const used = [all, ShardKit, shardkitRoutes];\n");
+    const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(tsc.status, 0, `tsc without the optional peers:\n${tsc.stdout}${tsc.stderr}`);
     // The CLI says the same in one line, exit 1, no stack.
     writeFileSync(join(dir, 'pg.json'), JSON.stringify({ ...JSON.parse(run(dir, 'cfg.mjs', "import { defaultConfig } from 'shardkit'; console.log(JSON.stringify(defaultConfig({ shards: 16 })));").stdout), storage: { backend: 'postgres' } }));
     const cli = spawnSync(process.execPath, [join(installed, 'dist', 'cli', 'main.js'), 'init', '--config', 'pg.json'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
