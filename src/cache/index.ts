@@ -1,5 +1,6 @@
 import type { Cache } from './cache.js';
 import { MemoryCache } from './memory/memory-cache.js';
+import { importOptional } from '../util/optional-dependency.js';
 
 export { type Cache, MAX_TTL_SECONDS, DEFAULT_CACHE_TTL_SECONDS } from './cache.js';
 export { MemoryCache, type MemoryCacheOptions } from './memory/memory-cache.js';
@@ -23,11 +24,11 @@ export async function createCache(spec: CacheSpec): Promise<Cache> {
     case 'memory':
       return new MemoryCache(spec.maxEntries === undefined ? {} : { maxEntries: spec.maxEntries });
     case 'redis': {
-      const { RedisCache } = await import('./redis/redis-cache.js');
+      const { RedisCache } = await importOptional('ioredis', 'the redis cache', () => import('./redis/redis-cache.js'));
       return new RedisCache({ url: spec.url });
     }
     case 'memcached': {
-      const { MemcachedCache } = await import('./memcached/memcached-cache.js');
+      const { MemcachedCache } = await importOptional('memjs', 'the memcached cache', () => import('./memcached/memcached-cache.js'));
       return new MemcachedCache({ servers: spec.servers });
     }
   }

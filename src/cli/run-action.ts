@@ -1,4 +1,5 @@
 import { ShardKitError } from '../errors.js';
+import { isMissingPackage, missingDependency } from '../util/optional-dependency.js';
 
 /** Exit code for bad input (usage errors, invalid IDs, bad config); 1 for operational failures. */
 export const EXIT_BAD_INPUT = 2;
@@ -19,6 +20,10 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void> | 
 }
 
 export function fail(err: unknown): never {
+  // A command whose modules import an optional peer dependency statically (the moves, the
+  // server admin) fails to load without it: name the package, as the backends do.
+  const missing = /Cannot find (?:package|module) '([^./][^']*)'/.exec(err instanceof Error ? err.message : '')?.[1];
+  if (missing !== undefined && isMissingPackage(err, missing)) err = missingDependency(missing, 'this command', err);
   if (err instanceof ShardKitError) {
     process.stderr.write(`shardkit: ${err.code}: ${err.message}\n`);
     process.exit(err.status < 500 ? EXIT_BAD_INPUT : EXIT_FAILURE);

@@ -1,8 +1,8 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { VERSION } from '../util/version.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import AjvCompiler from '@fastify/ajv-compiler';
+import { bodyStrictValidator } from './body-validator.js';
 import type { ShardKit } from '../kit/shard-kit.js';
 import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAccess } from './admin-auth.js';
 import type { TokenSet } from './auth-tokens.js';
@@ -11,29 +11,10 @@ import { installLimits, type LimitOptions } from './limits.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
-import { checkIntegerLiterals } from './safe-numbers.js';
+import { DEFAULT_BODY_LIMIT, MAX_PARAM_LENGTH, registerDataRoutes } from './data-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
-import { lookupRoutes } from './routes/lookup-routes.js';
-import { mappingRoutes } from './routes/mapping-routes.js';
-import { objectRoutes } from './routes/object-routes.js';
-import { shardStatsRoutes } from './routes/shard-stats-routes.js';
-import { systemRoutes } from './routes/system-routes.js';
 
-const ajvCompiler = AjvCompiler();
-
-/**
- * Fastify's Ajv coerces types, which query strings and path params need ("?limit=50") but bodies
- * must not get: `{"shard":"1"}` or `{"value":5}` are wrong JSON, not a number or a string. Bodies
- * get a compiler that does not coerce; every other part keeps coercion. (The package types the
- * compiler's argument as a bare schema; fastify passes, and the compiler reads, the route
- * definition { schema, method, url, httpPart }: hence the one cast.)
- */
-export const bodyStrictValidator = ((externalSchemas: Parameters<typeof ajvCompiler>[0], ajvOptions?: Parameters<typeof ajvCompiler>[1]) => {
-  const coercing = ajvCompiler(externalSchemas, ajvOptions) as unknown as (route: AjvCompiler.RouteDefinition) => unknown;
-  const opts = (ajvOptions ?? {}) as { customOptions?: Record<string, unknown> };
-  const strict = ajvCompiler(externalSchemas, { ...opts, customOptions: { ...opts.customOptions, coerceTypes: false } } as Parameters<typeof ajvCompiler>[1]) as unknown as typeof coercing;
-  return (route: AjvCompiler.RouteDefinition) => (route.httpPart === 'body' ? strict : coercing)(route);
-}) as unknown as typeof ajvCompiler;
+export { bodyStrictValidator };
 
 /** A route plugin of another module (wide-column, tickets, ...), registered after ours. */
 export type RoutePlugin = (app: FastifyInstance) => Promise<void> | void;
@@ -63,10 +44,8 @@ export interface BuildAppOptions {
   https?: import('node:https').ServerOptions;
 }
 
-export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export { DEFAULT_BODY_LIMIT };
 
-/** Longest path parameter: lookup keys travel in the path (1024 UTF-8 bytes, percent-encoded three times longer). */
-const MAX_PARAM_LENGTH = 16 * 1024;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -152,41 +131,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  await app.register(async (api) => {
-    // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON (PATCH only:
-    // contract-hooks.ts refuses the type on other methods).
-    // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts); a
-    // route whose body is optional (config.optionalBody) takes an empty body as none.
-    const parseJson = api.getDefaultJsonParser('error', 'error');
-    const parser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
-      const text = body as string;
-      if (text.length === 0 && request.routeOptions.config.optionalBody === true) {
-        done(null, undefined);
-        return;
-      }
-      parseJson(request, text, (err, value) => {
-        if (err !== null) {
-          done(err);
-          return;
-        }
-        try {
-          checkIntegerLiterals(text);
-        } catch (refused) {
-          done(refused as Error);
-          return;
-        }
-        done(null, value);
-      });
-    };
-    api.removeContentTypeParser('application/json');
-    api.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
-    api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
-    await api.register(objectRoutes(kit));
-    await api.register(mappingRoutes(kit));
-    await api.register(lookupRoutes(kit));
-    await api.register(systemRoutes(kit, metrics?.registry));
-    await api.register(shardStatsRoutes(kit));
-  });
+  await app.register(async (api) => registerDataRoutes(api, kit, { bodyLimit, ...(metrics !== undefined ? { registry: metrics.registry } : {}) }));
   if (options.dashboard !== false) await app.register(dashboardRoutes());
   for (const plugin of options.plugins ?? []) {
     await app.register(async (child) => {

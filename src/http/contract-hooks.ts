@@ -21,7 +21,7 @@ const METHODS: readonly Method[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELE
  * - a method the path does not have is 405 METHOD_NOT_ALLOWED with `Allow`, not 404.
  * Returns the not-found handler's check for 405.
  */
-export function installContractHooks(app: FastifyInstance, maxParamLength: number): { methodNotAllowed: (request: FastifyRequest, reply: FastifyReply) => boolean } {
+export function installContractHooks(app: FastifyInstance, maxParamLength: number, options: { statusSchemas?: boolean } = {}): { methodNotAllowed: (request: FastifyRequest, reply: FastifyReply) => boolean } {
   // A copy of the route table, only to ask "which methods does this path have?" on a 404.
   const routes = Router({ maxParamLength });
   app.addHook('onRoute', (route) => {
@@ -31,8 +31,9 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     if (!route.url.startsWith(API_PREFIX)) return;
     // Statuses any /v1/ route can answer whatever it does: a missing or weak token (auth file),
     // the rate limit, the concurrency cap (docs/security.md).
+    // Not inside another app (shardkitRoutes): its own auth and limits answer in their own shape.
     const answered = route.schema ?? {};
-    const schema = { ...answered, response: { ...(answered.response as object | undefined), 401: errorBody, 403: errorBody, 429: errorBody, 503: errorBody } };
+    const schema = options.statusSchemas === false ? answered : { ...answered, response: { ...(answered.response as object | undefined), 401: errorBody, 403: errorBody, 429: errorBody, 503: errorBody } };
     route.schema = schema;
     const query = schema.querystring as { type?: string; additionalProperties?: unknown; properties?: object } | undefined;
     if (query === undefined) {

@@ -16,23 +16,26 @@ export interface ErrorBody {
   error: { code: string; message: string };
 }
 
+/** The error handler of every context that serves our routes (buildApp's, shardkitRoutes'). */
+export function replyWithError(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
+  const { status, body } = toErrorResponse(err);
+  // Clients see only the code and message; the log keeps the cause (storage failures included).
+  // 501 is how this service was configured, not a failure: the request log line is enough.
+  // Shedding and waiting out a move or a new host are the service working as designed: one short
+  // line, no stack (a shed storm once logged 1.2 KB per refused request).
+  if (err instanceof ShardKitError && QUIET_503.has(err.code)) request.log.warn(`${err.code}: ${err.message}`);
+  else if (status >= 500 && status !== 501) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
+  // A shard being moved switches within a second: tell clients when to come back.
+  if (err instanceof ShardKitError && err.code === 'SHARD_MOVING') void reply.header('retry-after', '1');
+  void reply.code(status).type('application/json').send(body);
+}
+
 /**
  * Maps every error to `{"error":{"code","message"}}` once: ShardKitError by its code, Fastify's
  * own validation/parse errors to 4xx codes, anything else to 500 INTERNAL without a stack trace.
  */
 export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler; methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => boolean } = {}): void {
-  app.setErrorHandler((err: FastifyError | Error, request, reply) => {
-    const { status, body } = toErrorResponse(err);
-    // Clients see only the code and message; the log keeps the cause (storage failures included).
-    // 501 is how this service was configured, not a failure: the request log line is enough.
-    // Shedding and waiting out a move or a new host are the service working as designed: one short
-    // line, no stack (a shed storm once logged 1.2 KB per refused request).
-    if (err instanceof ShardKitError && QUIET_503.has(err.code)) request.log.warn(`${err.code}: ${err.message}`);
-    else if (status >= 500 && status !== 501) request.log.error({ err }, err instanceof ShardKitError ? `${err.code}: ${err.message}` : 'unhandled error');
-    // A shard being moved switches within a second: tell clients when to come back.
-    if (err instanceof ShardKitError && err.code === 'SHARD_MOVING') void reply.header('retry-after', '1');
-    void reply.code(status).type('application/json').send(body);
-  });
+  app.setErrorHandler(replyWithError);
   app.setNotFoundHandler(options.notFoundPreHandler !== undefined ? { preHandler: options.notFoundPreHandler } : {}, (request, reply) => {
     // A path that exists with other methods is 405 with Allow (RFC 9110 §15.5.6), not "no route".
     if (options.methodNotAllowed?.(request, reply) === true) return;

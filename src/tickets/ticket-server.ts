@@ -1,4 +1,5 @@
-import mysql from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
+import { requireOptional } from '../util/optional-dependency.js';
 import { ShardKitError } from '../errors.js';
 import { parseId } from '../ids/codec.js';
 import { withDeadline } from './deadline.js';
@@ -56,7 +57,7 @@ export class TicketServer {
     if (this.closed) throw new ShardKitError('CLOSED', 'the ticket client is closed');
     if (!this.pool) {
       const s = this.spec;
-      this.pool = mysql.createPool({
+      this.pool = requireOptional<typeof mysql>('mysql2/promise', 'the ticket servers').createPool({
         ...(s.socket ? { socketPath: s.socket } : { host: s.host, port: s.port }),
         user: s.user,
         ...(s.password !== undefined ? { password: s.password } : {}),

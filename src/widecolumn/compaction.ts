@@ -1,4 +1,4 @@
-import { RocksDB } from './rocksdb.js';
+import { rocksDbNative, type RocksDB } from './rocksdb.js';
 import {
   CELL_TAG,
   decodeHead,
@@ -270,7 +270,7 @@ export async function compact(store: StoreInternals, options: { onProgress?: Pro
       w.destroy();
     }
     options.onProgress?.({ phase: 'compact', done: 0, total: 1 });
-    await db.compactRange(null, null, { bottommostLevelCompaction: RocksDB.constants.bottommostLevelCompaction.FORCE });
+    await db.compactRange(null, null, { bottommostLevelCompaction: rocksDbNative().constants.bottommostLevelCompaction.FORCE });
     options.onProgress?.({ phase: 'compact', done: 1, total: 1 });
     report.sstBytesAfter = await sstBytes(db);
     report.durationMs = Date.now() - started;

@@ -4,6 +4,7 @@ import { link, rename, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ParquetSchema, ParquetWriter } from '@dsnp/parquetjs';
 import { ShardKitError } from '../errors.js';
+import { importOptional } from '../util/optional-dependency.js';
 import { CELL_TAG, datasetShardRange, parseCellKey, decodeEscaped } from './key-codec.js';
 import { isLive } from './row-context.js';
 import type { ProgressFn } from './types.js';
@@ -45,7 +46,7 @@ export async function publish(tmp: string, target: string, overwrite: boolean): 
 
 /** @dsnp/parquetjs is loaded on first use (heavy). */
 async function parquetSchema(): Promise<ParquetSchema> {
-  const parquet = (await import('@dsnp/parquetjs')).default;
+  const parquet = (await importOptional('@dsnp/parquetjs', 'Parquet export', () => import('@dsnp/parquetjs'))).default;
   return new parquet.ParquetSchema({
     row_key: { type: 'UTF8', compression: 'SNAPPY' },
     column: { type: 'UTF8', compression: 'SNAPPY' },
@@ -82,7 +83,7 @@ export async function writeExportFile(dataset: string, file: string, snapshotAt:
   const tmp = `${target}.${process.pid}-${randomBytes(4).toString('hex')}.partial`;
   let writer: ParquetWriter | null = null;
   try {
-    const parquet = (await import('@dsnp/parquetjs')).default;
+    const parquet = (await importOptional('@dsnp/parquetjs', 'Parquet export', () => import('@dsnp/parquetjs'))).default;
     writer = await parquet.ParquetWriter.openFile(await parquetSchema(), tmp);
     writer.setMetadata('shardkit.dataset', dataset);
     writer.setMetadata('shardkit.snapshotAt', String(snapshotAt));

@@ -2,9 +2,9 @@
 // checked against node_modules/rocksdb-native/{index.js,lib/*.js}. A module rather than an
 // ambient declaration, so that the published .d.ts files need nothing from the untyped package.
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { ShardKitError } from '../errors.js';
+import { requireOptional } from '../util/optional-dependency.js';
 
 export type Key = Buffer | Uint8Array | string;
 
@@ -95,13 +95,15 @@ export interface RocksDBConstructor {
   };
 }
 
-const require = createRequire(import.meta.url);
-export const RocksDB = require('rocksdb-native') as RocksDBConstructor;
+/** rocksdb-native (an optional peer dependency, native), loaded when a store first opens. */
+export function rocksDbNative(): RocksDBConstructor {
+  return requireOptional<RocksDBConstructor>('rocksdb-native', 'the embedded wide-column store');
+}
 
 /** Opens RocksDB, turning the LOCK-file error into a clear STORE_LOCKED. */
 export async function openRocks(path: string): Promise<RocksDB> {
   mkdirSync(dirname(path), { recursive: true });
-  const db = new RocksDB(path);
+  const db = new (rocksDbNative())(path);
   try {
     await db.ready();
   } catch (err) {

@@ -11,15 +11,16 @@ import { importCycles, moduleOf, readImportGraph, specifiers, templateTargets } 
  */
 const MAY_IMPORT: Record<string, readonly string[]> = {
   errors: [],
-  // Small helpers with no shardkit concern (the seeded PRNG); add it to a module's list to use one.
-  util: [],
+  // Small helpers with no shardkit concern (the seeded PRNG, loading an optional peer
+  // dependency with a MISSING_DEPENDENCY error); add it to a module's list to use one.
+  util: ['errors'],
   ids: ['errors'],
   topology: ['errors', 'ids'],
-  cache: ['errors'],
-  storage: ['errors', 'ids', 'topology'],
-  tickets: ['errors', 'ids'],
+  cache: ['util', 'errors'],
+  storage: ['util', 'errors', 'ids', 'topology'],
+  tickets: ['util', 'errors', 'ids'],
   // The MyRocks engine (widecolumn/myrocks) runs on the MariaDB host pools and the shard map.
-  widecolumn: ['errors', 'ids', 'topology', 'storage'],
+  widecolumn: ['util', 'errors', 'ids', 'topology', 'storage'],
   // config composes the schemas the modules below it own.
   config: ['errors', 'ids', 'topology', 'cache', 'storage', 'tickets', 'widecolumn'],
   kit: ['errors', 'ids', 'topology', 'cache', 'storage', 'config'],

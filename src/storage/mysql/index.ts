@@ -1,3 +1,4 @@
+import { requireOptional } from '../../util/optional-dependency.js';
 import type { BackendSetup } from '../backend-setup.js';
 import type { MysqlStorageConfig } from './mysql-config.js';
 import { MysqlBackend } from './mysql-backend.js';
@@ -10,6 +11,8 @@ export { gtidDomains, gtidsNotReached } from './gtid.js';
 
 /** The hook src/kit/backend-factory.ts loads when config.storage.backend is "mysql". */
 export function createBackend(setup: BackendSetup<MysqlStorageConfig>): MysqlBackend {
+  // The driver is an optional peer dependency: a missing one fails here, at open, naming it.
+  requireOptional('mysql2', 'the MySQL backend');
   const { storage } = setup;
   return new MysqlBackend({
     hosts: setup.hosts,

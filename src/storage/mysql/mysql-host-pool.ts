@@ -1,4 +1,5 @@
-import mysql from 'mysql2';
+import type mysql from 'mysql2';
+import { requireOptional } from '../../util/optional-dependency.js';
 import type { Pool, PoolConnection } from 'mysql2';
 import { ShardKitError } from '../../errors.js';
 import { codedError } from '../sql/host-down.js';
@@ -48,7 +49,7 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
     const target = options.host !== undefined || options.port !== undefined || options.socket === undefined
       ? { host: options.host ?? '127.0.0.1', port: options.port ?? 3306 }
       : { socketPath: options.socket };
-    this.pool = mysql.createPool({
+    this.pool = requireOptional<typeof mysql>('mysql2', 'the MySQL backend').createPool({
       ...target,
       user: options.user,
       ...(options.password !== undefined ? { password: options.password } : {}),

@@ -1,3 +1,4 @@
+import { requireOptional } from '../../util/optional-dependency.js';
 import type { BackendSetup } from '../backend-setup.js';
 import type { PostgresStorageConfig } from './postgres-config.js';
 import { PostgresBackend } from './postgres-backend.js';
@@ -10,6 +11,8 @@ export { postgresSchemaName, shardDdl } from './postgres-ddl.js';
 
 /** The hook src/kit/backend-factory.ts loads when config.storage.backend is "postgres". */
 export function createBackend(setup: BackendSetup<PostgresStorageConfig>): PostgresBackend {
+  // The driver is an optional peer dependency: a missing one fails here, at open, naming it.
+  requireOptional('pg', 'the PostgreSQL backend');
   const { storage } = setup;
   return new PostgresBackend({
     hosts: setup.hosts,

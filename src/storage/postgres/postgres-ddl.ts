@@ -1,4 +1,3 @@
-import pg from 'pg';
 import type { Fleet, SchemaDef } from '../shard-backend.js';
 import { mappingIndexName } from '../shard-names.js';
 import { shardDatabaseName } from '../shard-names.js';
@@ -20,9 +19,10 @@ export function parsePostgresSchemaName(name: string): number | undefined {
 
 /**
  * Identifiers come from the validated config, and are still quoted: a table named like a
- * keyword (`user`, `order`) or with upper case must keep working.
+ * keyword (`user`, `order`) or with upper case must keep working. pg.escapeIdentifier's rule,
+ * written out so that building DDL does not load the optional driver.
  */
-export const qi = (identifier: string): string => pg.escapeIdentifier(identifier);
+export const qi = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
 /** `"db03429"."pins"` */
 export function qualified(shard: number, table: string): string {

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { requireOptional } from '../../util/optional-dependency.js';
 import { ShardKitError } from '../../errors.js';
 import { ServerPool } from '../sql/server-pool.js';
 import type { SqlHostPool, SqlResult, SqlRun, SqlValue } from '../sql/sql-dialect.js';
@@ -57,7 +58,8 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
     const target = options.host !== undefined || options.port !== undefined || options.socket === undefined
       ? { host: options.host ?? '127.0.0.1', port: options.port ?? 5432 }
       : { host: options.socket };
-    this.pool = new pg.Pool({
+    const driver = requireOptional<typeof pg>('pg', 'the PostgreSQL backend');
+    this.pool = new driver.Pool({
       ...target,
       user: options.user,
       ...(options.password !== undefined ? { password: options.password } : {}),

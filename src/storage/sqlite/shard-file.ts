@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { sqliteDriver, type SqliteDatabase, type SqliteStatement } from './sqlite-driver.js';
 import { ShardKitError } from '../../errors.js';
 import type { Fleet, SchemaDef } from '../shard-backend.js';
 import { fleetTables } from '../shard-names.js';
@@ -25,13 +25,13 @@ export interface ShardFileOptions {
 /** One open shard file: its handle, its prepared statements and which fleets it holds. */
 export class ShardFile {
   readonly path: string;
-  private readonly db: Database.Database;
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly db: SqliteDatabase;
+  private readonly statements = new Map<string, SqliteStatement>();
   /** Fleets whose tables are known to be complete for the current schema in this handle. */
   private readonly ready = new Set<Fleet>();
   private fleetBits: number;
 
-  private constructor(path: string, db: Database.Database) {
+  private constructor(path: string, db: SqliteDatabase) {
     this.path = path;
     this.db = db;
     this.fleetBits = Number(db.pragma('user_version', { simple: true }));
@@ -43,7 +43,7 @@ export class ShardFile {
    */
   static open(path: string, create: { template: Buffer } | false, options: ShardFileOptions): ShardFile {
     if (create && !existsSync(path)) placeTemplate(path, create.template, options.synchronous === 'full');
-    const db = new Database(path, { fileMustExist: true, timeout: options.busyTimeoutMs });
+    const db = new (sqliteDriver())(path, { fileMustExist: true, timeout: options.busyTimeoutMs });
     try {
       db.defaultSafeIntegers(true);
       // WAL: readers never block the writer; a commit is one append to the -wal file.
@@ -118,7 +118,7 @@ export class ShardFile {
    * integers come back as BigInt (64-bit ids); object rows (36-bit local ids, ms timestamps) do
    * not need it and read faster without.
    */
-  stmt(sql: string, bigints = true, arrays = false): Database.Statement {
+  stmt(sql: string, bigints = true, arrays = false): SqliteStatement {
     let s = this.statements.get(sql);
     if (s === undefined) {
       s = this.db.prepare(sql);
@@ -142,9 +142,9 @@ export class ShardFile {
 
 /** Whether the file at `path` was fenced by a move (read from the file itself, on a short-lived handle). */
 export function isMovedFile(path: string): boolean {
-  let db: Database.Database | undefined;
+  let db: SqliteDatabase | undefined;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = new (sqliteDriver())(path, { readonly: true, fileMustExist: true });
     return (Number(db.pragma('user_version', { simple: true })) & MOVED_BIT) !== 0;
   } catch {
     return false;
@@ -164,7 +164,7 @@ export function movedError(path: string, cause?: unknown): ShardKitError {
  * matters because a fresh data dir creates thousands of shard files.
  */
 export function shardTemplate(schema: SchemaDef, fleet: Fleet): Buffer {
-  const db = new Database(':memory:');
+  const db = new (sqliteDriver())(':memory:');
   try {
     db.exec(shardDdl(schema, fleet));
     db.pragma(`user_version = ${FLEET_BIT[fleet]}`);

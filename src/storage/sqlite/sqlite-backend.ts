@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import { sqliteDriver } from './sqlite-driver.js';
 import { ShardKitError } from '../../errors.js';
 import { CheckedBackend, type Pair, type UpdateFn } from '../checked-backend.js';
 import type {
@@ -344,17 +344,17 @@ export class SqliteBackend extends CheckedBackend {
   private failed(ref: ShardRef, err: unknown): never {
     // A table gone from a file a move fenced: the fence error, which ShardKit answers by
     // re-reading the map (the statement changed nothing).
-    if (err instanceof Database.SqliteError && /no such table/.test(err.message)) {
+    if (err instanceof sqliteDriver().SqliteError && /no such table/.test(err.message)) {
       const path = this.files.shardPath(ref);
       if (isMovedFile(path)) throw movedError(path, err);
     }
     // A migration's write fence (sqlite-write-fence.ts): nothing was written, and the caller
     // may retry (the fence lifts itself, or the store has moved to its new fleet).
-    if (err instanceof Database.SqliteError && isFenceRefusal(err)) {
+    if (err instanceof sqliteDriver().SqliteError && isFenceRefusal(err)) {
       throw new ShardKitError('SHARD_MOVING', `shard ${ref.shard} on ${ref.host}: ${err.message}`, { cause: err, details: { shard: ref.shard, retryAfterSeconds: 1 } });
     }
     // Errors thrown by an update function pass through unchanged.
-    if (err instanceof Database.SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);
+    if (err instanceof sqliteDriver().SqliteError || isFsError(err)) throw wrap(err, `shard ${ref.shard} on ${ref.host}`);
     throw err;
   }
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { sqliteDriver, type SqliteDatabase } from './sqlite-driver.js';
 
 /**
  * A write fence on one shard file, for `shardkit migrate --final` (src/migrate): triggers on
@@ -33,7 +33,7 @@ function sqlText(s: string): string {
  */
 export function fenceShardFile(path: string, fence: WriteFence, busyTimeoutMs = 5000, ddl?: string): boolean {
   if (!existsSync(path)) return false;
-  const db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
+  const db = new (sqliteDriver())(path, { fileMustExist: true, timeout: busyTimeoutMs });
   try {
     const message = sqlText(`${READ_ONLY_MARK} ${fence.reason}`);
     // Julian days to unix ms: works on every SQLite version (unixepoch('subsec') needs 3.42).
@@ -59,7 +59,7 @@ export function fenceShardFile(path: string, fence: WriteFence, busyTimeoutMs = 
 /** Removes the fence (a migration given up); a missing file is left alone. */
 export function unfenceShardFile(path: string, busyTimeoutMs = 5000): void {
   if (!existsSync(path)) return;
-  const db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
+  const db = new (sqliteDriver())(path, { fileMustExist: true, timeout: busyTimeoutMs });
   try {
     db.transaction(() => dropTriggers(db)).immediate();
   } finally {
@@ -67,7 +67,7 @@ export function unfenceShardFile(path: string, busyTimeoutMs = 5000): void {
   }
 }
 
-function dropTriggers(db: Database.Database): void {
+function dropTriggers(db: SqliteDatabase): void {
   const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE ?").pluck().all(`${TRIGGER_PREFIX}%`) as string[];
   for (const n of names) db.exec(`DROP TRIGGER IF EXISTS "${n}"`);
 }
@@ -80,8 +80,8 @@ export function isFenceRefusal(err: unknown): boolean {
 /** Beside the shard files of a host: the fence on making new ones (not a shard file: FILE does not match it). */
 export const CREATION_FENCE_FILE = 'shardkit-creation-fence.sqlite';
 
-function openCreationFence(dir: string, busyTimeoutMs: number): Database.Database {
-  const db = new Database(join(dir, CREATION_FENCE_FILE), { timeout: busyTimeoutMs });
+function openCreationFence(dir: string, busyTimeoutMs: number): SqliteDatabase {
+  const db = new (sqliteDriver())(join(dir, CREATION_FENCE_FILE), { timeout: busyTimeoutMs });
   try {
     db.exec('CREATE TABLE IF NOT EXISTS fence (until INTEGER, reason TEXT NOT NULL)');
     return db;
@@ -100,7 +100,7 @@ function openCreationFence(dir: string, busyTimeoutMs: number): Database.Databas
  * next, and none is made after.
  */
 export class CreationFence {
-  private db: Database.Database | undefined;
+  private db: SqliteDatabase | undefined;
 
   constructor(private readonly dir: string, private readonly busyTimeoutMs = 5000) {}
 
@@ -111,7 +111,7 @@ export class CreationFence {
     return db.transaction(() => {
       const row = db.prepare('SELECT until, reason FROM fence').get() as { until: number | null; reason: string } | undefined;
       if (row !== undefined && (row.until === null || Date.now() < row.until)) {
-        throw new Database.SqliteError(`${READ_ONLY_MARK} ${row.reason}`, 'SQLITE_CONSTRAINT_TRIGGER');
+        throw new (sqliteDriver().SqliteError)(`${READ_ONLY_MARK} ${row.reason}`, 'SQLITE_CONSTRAINT_TRIGGER');
       }
       return make();
     }).immediate();

@@ -1,0 +1,56 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { ShardKit } from '../kit/shard-kit.js';
+import { checkIntegerLiterals } from './safe-numbers.js';
+import { lookupRoutes } from './routes/lookup-routes.js';
+import { mappingRoutes } from './routes/mapping-routes.js';
+import { objectRoutes } from './routes/object-routes.js';
+import { shardStatsRoutes } from './routes/shard-stats-routes.js';
+import { systemRoutes } from './routes/system-routes.js';
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Longest path parameter: lookup keys travel in the path (1024 UTF-8 bytes, percent-encoded three times longer). */
+export const MAX_PARAM_LENGTH = 16 * 1024;
+
+/**
+ * The data API (objects, mappings, lookups, topology and health, shard stats) with its JSON
+ * parsers, on `api`: an encapsulated context of buildApp's server or of the host app that
+ * registered shardkitRoutes.
+ */
+export async function registerDataRoutes(api: FastifyInstance, kit: ShardKit, options: { bodyLimit: number; registry?: Registry }): Promise<void> {
+  // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON (PATCH only:
+  // contract-hooks.ts refuses the type on other methods).
+  // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts); a
+  // route whose body is optional (config.optionalBody) takes an empty body as none.
+  const parseJson = api.getDefaultJsonParser('error', 'error');
+  const parser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
+    const text = body as string;
+    if (text.length === 0 && request.routeOptions.config.optionalBody === true) {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, text, (err, value) => {
+      if (err !== null) {
+        done(err);
+        return;
+      }
+      try {
+        checkIntegerLiterals(text);
+      } catch (refused) {
+        done(refused as Error);
+        return;
+      }
+      done(null, value);
+    });
+  };
+  const { bodyLimit } = options;
+  api.removeContentTypeParser('application/json');
+  api.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
+  api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
+  await api.register(objectRoutes(kit));
+  await api.register(mappingRoutes(kit));
+  await api.register(lookupRoutes(kit));
+  await api.register(systemRoutes(kit, options.registry));
+  await api.register(shardStatsRoutes(kit));
+}
