@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type preHandlerHookHandler } from 'fastify';
 import { VERSION } from '../util/version.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -8,6 +8,10 @@ import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAcc
 import type { TokenSet } from './auth-tokens.js';
 import { installContractHooks } from './contract-hooks.js';
 import { installLimits, type LimitOptions } from './limits.js';
+import { DEFAULT_BODY_TIMEOUT_MS, installBodyTimeout } from './body-timeout.js';
+import { installHostCheck } from './host-check.js';
+import { childLoggerFactory, installRequestIdEcho, requestId } from './request-ids.js';
+import { hardenedTls, installHsts } from './tls.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
@@ -59,8 +63,16 @@ export interface BuildAppOptions {
   tokens?: TokenSet;
   /** Per-client rate limit and concurrency cap (off by default). */
   limits?: LimitOptions;
-  /** Node https server options (serve --tls-cert/--tls-key/--tls-client-ca). */
+  /** Node https server options (serve --tls-cert/--tls-key/--tls-client-ca); our cipher list unless they name one (tls.ts). */
   https?: import('node:https').ServerOptions;
+  /**
+   * Without tokens, answer only these Host names besides loopback ones (DNS rebinding; `serve`
+   * passes the address it listens on, and leaves this out on a wildcard address). Off when
+   * undefined, or when `tokens` is set.
+   */
+  hosts?: readonly string[];
+  /** Most milliseconds a request body may take after the headers (408 past it). Default 30 s. */
+  bodyTimeoutMs?: number;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -87,7 +99,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const { kit } = options;
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
-    ...(options.https !== undefined ? { https: options.https } : {}),
+    ...(options.https !== undefined ? { https: hardenedTls(options.https) } : {}),
+    genReqId: requestId,
+    childLoggerFactory,
     ...(options.loggerInstance !== undefined ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -109,6 +123,16 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);
+  installRequestIdEcho(app);
+  if (options.hosts !== undefined && options.tokens === undefined) installHostCheck(app, options.hosts);
+  installBodyTimeout(app, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS);
+  if (options.https !== undefined) installHsts(app);
+  // No page may frame an answer of this service (clickjacking of /docs and the dashboard), nor a
+  // browser guess another type than the one sent.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    void reply.header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff');
+    return payload;
+  });
   // JSON only, on every route (ours and the plugins'): text/plain would reach a schema as a
   // string, and it is a body any web page may send cross-site without a CORS preflight, so a page
   // in the operator's browser could otherwise POST to a loopback service's open admin routes.
@@ -116,11 +140,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
   const contract = installContractHooks(app, MAX_PARAM_LENGTH);
-  installErrorHandler(app, { ...(metrics !== undefined ? { notFoundPreHandler: metrics.countUnmatched } : {}), methodNotAllowed: contract.methodNotAllowed });
   // With tokens, their scopes guard the admin routes too (an admin-scope token).
   installAdminAuth(app, options.tokens !== undefined ? { kind: 'open' } : (options.admin ?? { kind: 'open' }));
-  installScopeAuth(app, options.tokens);
-  await installLimits(app, options.limits ?? {});
+  const unmatchedAuth = installScopeAuth(app, options.tokens);
+  const unmatchedLimit = await installLimits(app, options.limits ?? {});
+  // A path no route has is counted, authenticated and rate limited like any other: without a
+  // token, 401 before 404/405 (which tell what exists); a flood of them hits the limit too.
+  const unmatched = [metrics?.countUnmatched, unmatchedAuth, unmatchedLimit].filter((h) => h !== undefined) as preHandlerHookHandler[];
+  installErrorHandler(app, { notFoundPreHandler: unmatched, methodNotAllowed: contract.methodNotAllowed });
 
   await app.register(swagger, {
     openapi: {
@@ -150,37 +177,38 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // staticCSP: hashes of the page's own inline code; no other origin may frame it.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, transformStaticCSP: (header) => `${header}; frame-ancestors 'none'` });
 
-  await app.register(async (api) => {
-    // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON (PATCH only:
-    // contract-hooks.ts refuses the type on other methods).
-    // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts); a
-    // route whose body is optional (config.optionalBody) takes an empty body as none.
-    const parseJson = api.getDefaultJsonParser('error', 'error');
-    const parser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
-      const text = body as string;
-      if (text.length === 0 && request.routeOptions.config.optionalBody === true) {
-        done(null, undefined);
+  // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON (PATCH only:
+  // contract-hooks.ts refuses the type on other methods).
+  // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts); a
+  // route whose body is optional (config.optionalBody) takes an empty body as none.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  const parser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
+    const text = body as string;
+    if (text.length === 0 && request.routeOptions.config.optionalBody === true) {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, text, (err, value) => {
+      if (err !== null) {
+        done(err);
         return;
       }
-      parseJson(request, text, (err, value) => {
-        if (err !== null) {
-          done(err);
-          return;
-        }
-        try {
-          checkIntegerLiterals(text);
-        } catch (refused) {
-          done(refused as Error);
-          return;
-        }
-        done(null, value);
-      });
-    };
-    api.removeContentTypeParser('application/json');
-    api.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
-    api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
+      try {
+        checkIntegerLiterals(text);
+      } catch (refused) {
+        done(refused as Error);
+        return;
+      }
+      done(null, value);
+    });
+  };
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
+  await app.register(async (api) => {
     await api.register(objectRoutes(kit));
     await api.register(mappingRoutes(kit));
     await api.register(lookupRoutes(kit));

@@ -20,7 +20,7 @@ export interface ErrorBody {
  * Maps every error to `{"error":{"code","message"}}` once: ShardKitError by its code, Fastify's
  * own validation/parse errors to 4xx codes, anything else to 500 INTERNAL without a stack trace.
  */
-export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler; methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => boolean } = {}): void {
+export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler | preHandlerHookHandler[]; methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => boolean } = {}): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     const { status, body } = toErrorResponse(err);
     // Clients see only the code and message; the log keeps the cause (storage failures included).
