@@ -124,8 +124,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);
   installRequestIdEcho(app);
-  if (options.hosts !== undefined && options.tokens === undefined) installHostCheck(app, options.hosts);
+  // First of the refusing hooks: a request refused before its body came still has a body deadline.
   installBodyTimeout(app, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS);
+  if (options.hosts !== undefined && options.tokens === undefined) installHostCheck(app, options.hosts);
   if (options.https !== undefined) installHsts(app);
   // No page may frame an answer of this service (clickjacking of /docs and the dashboard), nor a
   // browser guess another type than the one sent.

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { listeningApp } from './http-fixture.js';
 
 /** Headers of a create, then one body byte every 20 ms until the server closes; resolves with what it answered. */
-function trickle(port: number): { answered: Promise<string>; started: Promise<void> } {
+function trickle(port: number, host = '127.0.0.1'): { answered: Promise<string>; started: Promise<void> } {
   const socket = connect(port, '127.0.0.1');
   let text = '';
   let timer: NodeJS.Timeout | undefined;
@@ -27,7 +27,7 @@ function trickle(port: number): { answered: Promise<string>; started: Promise<vo
     });
   });
   void started.then(() => {
-    socket.write('POST /v1/objects/board HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"data":{"name":"');
+    socket.write(`POST /v1/objects/board HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"data":{"name":"`);
     timer = setInterval(() => {
       if (socket.writable) socket.write('x');
     }, 20);
@@ -55,6 +55,23 @@ test('bodies that never finish arriving get 408 REQUEST_TIMEOUT and their connec
     assert.equal(after.statusCode, 200, after.body);
     const created = await f.app.inject({ method: 'POST', url: '/v1/objects/board', payload: { data: { name: 'honest' } } });
     assert.equal(created.statusCode, 201, created.body);
+  } finally {
+    f.app.server.closeAllConnections();
+    await f.cleanup();
+  }
+});
+
+test('a body still trickling after its request was answered (shed, refused) has its connection closed at the body deadline', async () => {
+  // Node reads and drops the rest of such a body on a kept-alive connection: without the
+  // deadline the socket was held for ever (found by the abuse swarm: a 503 then a trickle).
+  const f = await listeningApp({ limits: { maxConcurrent: 1 }, app: { bodyTimeoutMs: 300, hosts: ['127.0.0.1'] } });
+  try {
+    const refused = trickle(f.port, 'rebind.attacker.example');
+    await refused.started;
+    const text = await Promise.race([refused.answered, sleep(20_000, undefined, { ref: false }).then(() => undefined)]);
+    assert.ok(text !== undefined, 'the connection of the refused, still trickling request was never closed');
+    assert.match(text, /^HTTP\/1\.1 421 /, text.slice(0, 200));
+    assert.doesNotMatch(text, /408/, 'one answer per request');
   } finally {
     f.app.server.closeAllConnections();
     await f.cleanup();
