@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions, type preHandlerHookHandler } from 'fastify';
 import { VERSION } from '../util/version.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -8,10 +8,14 @@ import { ADMIN_SECURITY_SCHEME, ADMIN_TOKEN_ENV, installAdminAuth, type AdminAcc
 import type { TokenSet } from './auth-tokens.js';
 import { installContractHooks } from './contract-hooks.js';
 import { installLimits, type LimitOptions } from './limits.js';
+import { DEFAULT_BODY_TIMEOUT_MS, installBodyTimeout } from './body-timeout.js';
+import { installHostCheck } from './host-check.js';
+import { childLoggerFactory, installRequestIdEcho, requestId } from './request-ids.js';
+import { hardenedTls, installHsts } from './tls.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
-import { DEFAULT_BODY_LIMIT, MAX_PARAM_LENGTH, registerDataRoutes } from './data-routes.js';
+import { DEFAULT_BODY_LIMIT, MAX_PARAM_LENGTH, installJsonParsers, registerDataRoutes } from './data-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
 
 export { bodyStrictValidator };
@@ -40,8 +44,16 @@ export interface BuildAppOptions {
   tokens?: TokenSet;
   /** Per-client rate limit and concurrency cap (off by default). */
   limits?: LimitOptions;
-  /** Node https server options (serve --tls-cert/--tls-key/--tls-client-ca). */
+  /** Node https server options (serve --tls-cert/--tls-key/--tls-client-ca); our cipher list unless they name one (tls.ts). */
   https?: import('node:https').ServerOptions;
+  /**
+   * Without tokens, answer only these Host names besides loopback ones (DNS rebinding; `serve`
+   * passes the address it listens on, and leaves this out on a wildcard address). Off when
+   * undefined, or when `tokens` is set.
+   */
+  hosts?: readonly string[];
+  /** Most milliseconds a request body may take after the headers (408 past it). Default 30 s. */
+  bodyTimeoutMs?: number;
 }
 
 export { DEFAULT_BODY_LIMIT };
@@ -66,7 +78,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const { kit } = options;
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
-    ...(options.https !== undefined ? { https: options.https } : {}),
+    ...(options.https !== undefined ? { https: hardenedTls(options.https) } : {}),
+    genReqId: requestId,
+    childLoggerFactory,
     ...(options.loggerInstance !== undefined ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -88,6 +102,17 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);
+  installRequestIdEcho(app);
+  // First of the refusing hooks: a request refused before its body came still has a body deadline.
+  installBodyTimeout(app, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS);
+  if (options.hosts !== undefined && options.tokens === undefined) installHostCheck(app, options.hosts);
+  if (options.https !== undefined) installHsts(app);
+  // No page may frame an answer of this service (clickjacking of /docs and the dashboard), nor a
+  // browser guess another type than the one sent.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    void reply.header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff');
+    return payload;
+  });
   // JSON only, on every route (ours and the plugins'): text/plain would reach a schema as a
   // string, and it is a body any web page may send cross-site without a CORS preflight, so a page
   // in the operator's browser could otherwise POST to a loopback service's open admin routes.
@@ -95,11 +120,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
   const contract = installContractHooks(app, MAX_PARAM_LENGTH);
-  installErrorHandler(app, { ...(metrics !== undefined ? { notFoundPreHandler: metrics.countUnmatched } : {}), methodNotAllowed: contract.methodNotAllowed });
   // With tokens, their scopes guard the admin routes too (an admin-scope token).
   installAdminAuth(app, options.tokens !== undefined ? { kind: 'open' } : (options.admin ?? { kind: 'open' }));
-  installScopeAuth(app, options.tokens);
-  await installLimits(app, options.limits ?? {});
+  const unmatchedAuth = installScopeAuth(app, options.tokens);
+  const unmatchedLimit = await installLimits(app, options.limits ?? {});
+  // A path no route has is counted, authenticated and rate limited like any other: without a
+  // token, 401 before 404/405 (which tell what exists); a flood of them hits the limit too.
+  const unmatched = [metrics?.countUnmatched, unmatchedAuth, unmatchedLimit].filter((h) => h !== undefined) as preHandlerHookHandler[];
+  installErrorHandler(app, { notFoundPreHandler: unmatched, methodNotAllowed: contract.methodNotAllowed });
 
   await app.register(swagger, {
     openapi: {
@@ -129,7 +157,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // staticCSP: hashes of the page's own inline code; no other origin may frame it.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, transformStaticCSP: (header) => `${header}; frame-ancestors 'none'` });
+  // Every route's JSON bodies (the modules' plugins' too) parse with the data API's parsers.
+  installJsonParsers(app, bodyLimit);
 
   await app.register(async (api) => registerDataRoutes(api, kit, { bodyLimit, ...(metrics !== undefined ? { registry: metrics.registry } : {}) }));
   if (options.dashboard !== false) await app.register(dashboardRoutes());

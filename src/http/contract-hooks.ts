@@ -17,7 +17,7 @@ const METHODS: readonly Method[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELE
  *   query schema get an empty one; declared ones get `additionalProperties: false`);
  * - malformed percent-encoding anywhere in the query string, parameter names included, is 400
  *   before any handler reads it (the query parser would keep `%ED%A0%80` as literal text);
- * - `application/merge-patch+json` is for PATCH only (415 elsewhere);
+ * - `application/merge-patch+json` is for PATCH only (415 elsewhere); a POST needs a content type;
  * - a method the path does not have is 405 METHOD_NOT_ALLOWED with `Allow`, not 404.
  * Returns the not-found handler's check for 405.
  */
@@ -57,6 +57,18 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     }
     if (request.method !== 'PATCH' && mediaType(request.headers['content-type']) === 'application/merge-patch+json') {
       done(new ShardKitError('UNSUPPORTED_MEDIA_TYPE', 'application/merge-patch+json is for PATCH only; send application/json'));
+      return;
+    }
+    done();
+  });
+
+  // A POST without a content type is what any web page may send cross-site without a CORS
+  // preflight (fetch with no body): a page in the operator's browser ran compact on an open
+  // loopback service this way (#34 finding 6). Routes that take no body take an empty JSON one.
+  // After routing and authentication (401/403/405 first), before any handler.
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.method === 'POST' && request.headers['content-type'] === undefined && !request.is404 && request.url.startsWith(API_PREFIX)) {
+      done(new ShardKitError('UNSUPPORTED_MEDIA_TYPE', 'a POST needs Content-Type: application/json (with an empty body on routes that take none)'));
       return;
     }
     done();

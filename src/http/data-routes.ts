@@ -19,6 +19,19 @@ export const MAX_PARAM_LENGTH = 16 * 1024;
  * registered shardkitRoutes.
  */
 export async function registerDataRoutes(api: FastifyInstance, kit: ShardKit, options: { bodyLimit: number; registry?: Registry }): Promise<void> {
+  installJsonParsers(api, options.bodyLimit);
+  await api.register(objectRoutes(kit));
+  await api.register(mappingRoutes(kit));
+  await api.register(lookupRoutes(kit));
+  await api.register(systemRoutes(kit, options.registry));
+  await api.register(shardStatsRoutes(kit));
+}
+
+/**
+ * The JSON parsers of `api`'s context: buildApp's whole server (every module's routes), or the
+ * context of a host app that registered shardkitRoutes.
+ */
+export function installJsonParsers(api: FastifyInstance, bodyLimit: number): void {
   // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON (PATCH only:
   // contract-hooks.ts refuses the type on other methods).
   // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts); a
@@ -44,13 +57,7 @@ export async function registerDataRoutes(api: FastifyInstance, kit: ShardKit, op
       done(null, value);
     });
   };
-  const { bodyLimit } = options;
   api.removeContentTypeParser('application/json');
   api.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
   api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
-  await api.register(objectRoutes(kit));
-  await api.register(mappingRoutes(kit));
-  await api.register(lookupRoutes(kit));
-  await api.register(systemRoutes(kit, options.registry));
-  await api.register(shardStatsRoutes(kit));
 }

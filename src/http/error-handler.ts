@@ -34,7 +34,7 @@ export function replyWithError(err: FastifyError | Error, request: FastifyReques
  * Maps every error to `{"error":{"code","message"}}` once: ShardKitError by its code, Fastify's
  * own validation/parse errors to 4xx codes, anything else to 500 INTERNAL without a stack trace.
  */
-export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler; methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => boolean } = {}): void {
+export function installErrorHandler(app: FastifyInstance, options: { notFoundPreHandler?: preHandlerHookHandler | preHandlerHookHandler[]; methodNotAllowed?: (request: FastifyRequest, reply: FastifyReply) => boolean } = {}): void {
   app.setErrorHandler(replyWithError);
   app.setNotFoundHandler(options.notFoundPreHandler !== undefined ? { preHandler: options.notFoundPreHandler } : {}, (request, reply) => {
     // A path that exists with other methods is 405 with Allow (RFC 9110 §15.5.6), not "no route".

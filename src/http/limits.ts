@@ -1,5 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, preHandlerHookHandler } from 'fastify';
 import { ShardKitError } from '../errors.js';
 
 export interface LimitOptions {
@@ -25,7 +25,8 @@ function exempt(url: string): boolean {
  * rather than queueing without bound. The cap counts from the request's arrival until its
  * response is finished or its connection closed, so slow uploads and downloads count too.
  */
-export async function installLimits(app: FastifyInstance, options: LimitOptions): Promise<void> {
+/** Returns the rate limit's check for paths no route has (the not-found handler's), if any. */
+export async function installLimits(app: FastifyInstance, options: LimitOptions): Promise<preHandlerHookHandler | undefined> {
   const retryAfter = options.retryAfterSeconds ?? 1;
   const max = options.maxConcurrent;
   if (max !== undefined) {
@@ -56,7 +57,10 @@ export async function installLimits(app: FastifyInstance, options: LimitOptions)
       addHeadersOnExceeding: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true },
       addHeaders: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true, 'retry-after': true },
     });
+    // The plugin limits the routes it sees added; unknown paths were not counted at all (#34 finding 10).
+    return app.rateLimit() as preHandlerHookHandler;
   }
+  return undefined;
 }
 
 /** The most bytes one answer of a batch read (multi-get, batchGet) may hold: RESPONSE_TOO_LARGE past it. */

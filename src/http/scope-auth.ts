@@ -1,4 +1,4 @@
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler, preHandlerHookHandler } from 'fastify';
 import { ShardKitError } from '../errors.js';
 import { ADMIN_PREFIX } from './admin-auth.js';
 import { allows, type Scope, type TokenSet } from './auth-tokens.js';
@@ -22,8 +22,9 @@ export function scopeFor(method: string, url: string): Scope {
  * `Authorization: Bearer <token>`: 401 without a known token, 403 when its scope is too weak.
  * /healthz, /metrics, the dashboard's files and the docs stay open. Without one, routes are
  * untouched but still documented with the scheme (docs/openapi.json describes every deployment).
+ * Returns the check of paths no route has (undefined without tokens).
  */
-export function installScopeAuth(app: FastifyInstance, tokens: TokenSet | undefined): void {
+export function installScopeAuth(app: FastifyInstance, tokens: TokenSet | undefined): preHandlerHookHandler | undefined {
   app.addHook('onRoute', (route) => {
     if (!route.url.startsWith(API_PREFIX)) return;
     // A route of several methods needs the strongest scope any of them needs.
@@ -39,6 +40,14 @@ export function installScopeAuth(app: FastifyInstance, tokens: TokenSet | undefi
     const check = checker(tokens, need);
     route.onRequest = route.onRequest === undefined ? check : [check, ...[route.onRequest].flat()];
   });
+  if (tokens === undefined) return undefined;
+  // For paths no route has (the not-found handler's preHandler): a /v1/ path needs a known
+  // token, of any scope, before it learns whether the path exists.
+  const anyToken = checker(tokens, 'read');
+  return (request, reply, done) => {
+    if (!request.url.startsWith(API_PREFIX)) return done();
+    anyToken.call(app, request, reply, done as never);
+  };
 }
 
 function checker(tokens: TokenSet, need: Scope): onRequestHookHandler {

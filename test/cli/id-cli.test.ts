@@ -105,7 +105,7 @@ test('modshard: 1537 for "1.2.3.4", 1524 for the seed\'s "1.2.3.4\\n", --shards 
   assert.equal(d.stdout, `${modShard('ünïcødé 🙂')}\n`);
 });
 
-test('modshard: bad --shards or missing key exits 2 with one line', async () => {
+test('modshard: bad --shards, a missing, empty or too long key exits 2 with one line', async () => {
   const cases: Array<[string[], RegExp]> = [
     [['modshard', 'k', '--shards', '0'], /INVALID_ARGUMENT.*--shards/],
     [['modshard', 'k', '--shards', '-3'], /INVALID_ARGUMENT|--shards/],
@@ -113,6 +113,9 @@ test('modshard: bad --shards or missing key exits 2 with one line', async () => 
     [['modshard', 'k', '--shards', '1.5'], /INVALID_ARGUMENT/],
     [['modshard', 'k', '--shards', String(2 ** 21 + 1)], /INVALID_ARGUMENT/],
     [['modshard'], /missing required argument/],
+    // The keys HTTP refuses (#34 finding 10: '' printed 638).
+    [['modshard', ''], /INVALID_ARGUMENT.*non-empty/],
+    [['modshard', 'x'.repeat(1025)], /INVALID_ARGUMENT.*1024/],
   ];
   await Promise.all(cases.map(async ([args, pattern]) => assertBadInput(await cli(args), args.join(' '), pattern)));
 });

@@ -1,7 +1,7 @@
 import type { LimitOptions } from '../../src/http/limits.js';
 import assert from 'node:assert/strict';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildApp, type RoutePlugin } from '../../src/http/app.js';
+import { buildApp, type BuildAppOptions, type RoutePlugin } from '../../src/http/app.js';
 import type { ShardMap } from '../../src/topology/shard-map.js';
 import { makeKit, type KitFixture } from '../kit/kit-fixture.js';
 
@@ -9,9 +9,9 @@ export interface AppFixture extends KitFixture {
   app: FastifyInstance;
 }
 
-export async function makeApp(options: { shardMap?: ShardMap; plugins?: RoutePlugin[]; bodyLimit?: number; limits?: LimitOptions } = {}): Promise<AppFixture> {
+export async function makeApp(options: { shardMap?: ShardMap; plugins?: RoutePlugin[]; bodyLimit?: number; limits?: LimitOptions; app?: Omit<BuildAppOptions, 'kit'> } = {}): Promise<AppFixture> {
   const f = makeKit(options.shardMap ? { shardMap: options.shardMap } : {});
-  const app = await buildApp({ kit: f.kit, ...(options.plugins ? { plugins: options.plugins } : {}), ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}), ...(options.limits ? { limits: options.limits } : {}) });
+  const app = await buildApp({ kit: f.kit, ...options.app, ...(options.plugins ? { plugins: options.plugins } : {}), ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}), ...(options.limits ? { limits: options.limits } : {}) });
   return {
     ...f,
     app,

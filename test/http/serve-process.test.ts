@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -157,6 +158,17 @@ test('shardkit demo seed fills a graph through a running service', async () => {
     assert.equal(root.status, 302);
     assert.equal(root.headers.get('location'), '/dashboard/');
     assert.match(await (await fetch(`${server.url}/dashboard/`)).text(), /<title>shardkit dashboard<\/title>/);
+    // serve checks the Host without an auth file (#34 finding 5: DNS rebinding wrote objects).
+    const rebound = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(`${server.url}/v1/topology`, { headers: { host: 'rebind.attacker.example' } }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.once('error', reject).end();
+    });
+    assert.equal(rebound.status, 421, rebound.body);
+    assert.match(rebound.body, /HOST_NOT_ALLOWED/);
   } finally {
     server.proc.kill('SIGTERM');
     await server.exited;

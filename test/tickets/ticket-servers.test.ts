@@ -275,19 +275,19 @@ test('HTTP: POST /v1/tickets/{sequence}?count=n returns decimal string IDs; erro
   const f = await makeApp({ plugins: [ticketsRoutes(client)] });
   const app = f.app;
   try {
-    const one = await app.inject({ method: 'POST', url: '/v1/tickets/photos' });
+    const one = await app.inject({ method: 'POST', url: '/v1/tickets/photos', payload: {} });
     assert.equal(one.statusCode, 200);
     assert.equal(one.json().ids.length, 1);
     assert.match(one.json().ids[0], /^[1-9][0-9]*$/);
-    const many = await app.inject({ method: 'POST', url: '/v1/tickets/photos?count=250' });
+    const many = await app.inject({ method: 'POST', url: '/v1/tickets/photos?count=250', payload: {} });
     const ids: string[] = many.json().ids;
     assert.equal(ids.length, 250);
     assert.equal(new Set([...ids, one.json().ids[0]]).size, 251);
-    const unknown = await app.inject({ method: 'POST', url: '/v1/tickets/nope?count=2' });
+    const unknown = await app.inject({ method: 'POST', url: '/v1/tickets/nope?count=2', payload: {} });
     assert.equal(unknown.statusCode, 404);
     assert.equal(unknown.json().error.code, 'UNKNOWN_SEQUENCE');
     for (const bad of ['0', '-1', 'abc', '1.5', '10001']) {
-      const res = await app.inject({ method: 'POST', url: `/v1/tickets/photos?count=${bad}` });
+      const res = await app.inject({ method: 'POST', url: `/v1/tickets/photos?count=${bad}`, payload: {} });
       assert.equal(res.statusCode, 400, bad);
       assert.equal(res.json().error.code, 'INVALID_ARGUMENT', bad);
     }

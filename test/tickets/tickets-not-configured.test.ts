@@ -17,7 +17,7 @@ test('without a client, every ticket route answers 501 TICKETS_NOT_CONFIGURED, w
   const f = await makeApp({ plugins: [ticketsRoutes()] });
   try {
     for (const [method, url] of [['POST', '/v1/tickets/photos?count=2'], ['POST', '/v1/tickets/photos'], ['POST', '/v1/tickets/photos?count=0'], ['POST', '/v1/tickets/photos?count=abc'], ['GET', '/v1/tickets']] as const) {
-      const res = await f.app.inject({ method, url });
+      const res = await f.app.inject({ method, url, ...(method === 'POST' ? { payload: {} } : {}) });
       assertError(res, 501, 'TICKETS_NOT_CONFIGURED', `${method} ${url}`);
       assert.match((res.json() as { error: { message: string } }).error.message, /no ticket servers configured.*"tickets" section.*docs\/tickets\.md/);
     }
@@ -42,7 +42,7 @@ test('`shardkit serve --no-widecolumn --no-dashboard` on the embedded default co
       void exited.then((code) => reject(new Error(`serve exited with ${code}: ${out}`)));
     });
     assert.equal((JSON.parse(readFileSync(join(dir, 'shardkit.json'), 'utf8')) as { tickets?: unknown }).tickets, undefined, 'the default config has no tickets section');
-    const post = await fetch(`${url}/v1/tickets/photos?count=2`, { method: 'POST' });
+    const post = await fetch(`${url}/v1/tickets/photos?count=2`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     assert.equal(post.status, 501);
     const body = (await post.json()) as { error: { code: string; message: string } };
     assert.equal(body.error.code, 'TICKETS_NOT_CONFIGURED');
@@ -61,7 +61,7 @@ test('`shardkit serve --no-widecolumn --no-dashboard` on the embedded default co
       assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'NOT_FOUND');
     }
     // Other unknown routes are still 404 NOT_FOUND.
-    const other = await fetch(`${url}/v1/ticketz/photos`, { method: 'POST' });
+    const other = await fetch(`${url}/v1/ticketz/photos`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     assert.equal(other.status, 404);
     assert.equal(((await other.json()) as { error: { code: string } }).error.code, 'NOT_FOUND');
     assert.doesNotMatch(out, /"level":50/, 'a 501 is not logged as an error');

@@ -29,19 +29,19 @@ after(async () => {
 
 test('unknown sequence is 404 UNKNOWN_SEQUENCE', async () => {
   for (const url of ['/v1/tickets/nope', '/v1/tickets/nope?count=3', `/v1/tickets/${'x'.repeat(150)}`, '/v1/tickets/Photos']) {
-    assertError(await f.app.inject({ method: 'POST', url }), 404, 'UNKNOWN_SEQUENCE', url);
+    assertError(await f.app.inject({ method: 'POST', url, payload: {} }), 404, 'UNKNOWN_SEQUENCE', url);
   }
 });
 
 test('a count that is not an integer in 1..maxBatch is 400 INVALID_ARGUMENT', async () => {
   for (const count of ['0', '-1', 'abc', '1.5', '501', '1e3', '99999999999999999999']) {
-    assertError(await f.app.inject({ method: 'POST', url: `/v1/tickets/photos?count=${count}` }), 400, 'INVALID_ARGUMENT', count);
+    assertError(await f.app.inject({ method: 'POST', url: `/v1/tickets/photos?count=${count}`, payload: {} }), 400, 'INVALID_ARGUMENT', count);
   }
 });
 
 test('all ticket servers down is 503 TICKET_SERVERS_UNAVAILABLE naming them; the status route shows them down', async () => {
   for (const url of ['/v1/tickets/photos', '/v1/tickets/accounts?count=20']) {
-    const res = await f.app.inject({ method: 'POST', url });
+    const res = await f.app.inject({ method: 'POST', url, payload: {} });
     assertError(res, 503, 'TICKET_SERVERS_UNAVAILABLE', url);
     assert.match(res.json().error.message, /t1: .*t2: |t2: .*t1: /);
   }

@@ -88,6 +88,10 @@ export function exposureWarning(host: string, hasTokens: boolean): string | unde
   return `WARNING: shardkit serves on ${host} without an auth file: anyone who can reach this port can read and write every object. Give --auth-file (docs/security.md), or listen on 127.0.0.1.`;
 }
 
+function isWildcard(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]';
+}
+
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
@@ -177,6 +181,9 @@ export async function serve(options: ServeOptions): Promise<void> {
       dashboard: options.dashboard,
       ...(tokens !== undefined ? { tokens } : {}),
       ...(https !== undefined ? { https } : {}),
+      // DNS rebinding: without tokens, answer only loopback names and the address given. On a
+      // wildcard address any of the machine's names may be in use (and exposureWarning warns).
+      ...(isWildcard(options.host) ? {} : { hosts: [options.host] }),
       limits: {
         ...(options.rateLimit !== undefined ? { rateLimit: { max: options.rateLimit, windowMs: (options.rateWindow ?? 60) * 1000 } } : {}),
         ...(options.maxConcurrent !== undefined ? { maxConcurrent: options.maxConcurrent } : {}),

@@ -49,8 +49,10 @@ export async function callService(url: string, path: string, body: unknown, meth
   try {
     const token = process.env[ADMIN_TOKEN_ENV];
     const headers: Record<string, string> = token ? { authorization: `Bearer ${token.trim()}` } : {};
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    res = await fetch(target, body === undefined ? { method, headers } : { method, headers, body: JSON.stringify(body) });
+    // Every POST carries a JSON body, `{}` when it has no options (the service refuses a bare POST).
+    const sent = body === undefined && method === 'POST' ? {} : body;
+    if (sent !== undefined) headers['content-type'] = 'application/json';
+    res = await fetch(target, sent === undefined ? { method, headers } : { method, headers, body: JSON.stringify(sent) });
   } catch (err) {
     throw new Error(`cannot reach the service at ${url}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
   }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { modShard } from '../../ids/mod-shard.js';
+import { checkLookupKey } from '../../storage/backend-args.js';
 import { action, intOption } from '../run-action.js';
 
 export function register(program: Command): void {
@@ -13,6 +14,7 @@ Example:
   $ shardkit modshard 1.2.3.4
   1537`)
     .action(action((key: string, opts: { shards: number }) => {
-      process.stdout.write(`${modShard(key, opts.shards)}\n`);
+      // The keys the service accepts, no others: an empty key printed a shard HTTP refuses (#34 finding 10).
+      process.stdout.write(`${modShard(checkLookupKey(key), opts.shards)}\n`);
     }));
 }

@@ -33,10 +33,18 @@ export function ticketsRoutes(client?: TicketClient): (app: FastifyInstance) => 
   };
   return async (app: FastifyInstance) => {
     app.post<{ Params: { sequence: string }; Querystring: { count?: number } }>('/v1/tickets/:sequence', {
-      preValidation: refuseWhenNotConfigured,
+      preValidation: [
+        async (request) => {
+          if (request.body === undefined) request.body = {};
+        },
+        refuseWhenNotConfigured,
+      ],
+      // The options are in the query: the body is empty or `{}` (app.ts reads this flag).
+      config: { optionalBody: true },
       schema: {
         tags: ['tickets'],
         summary: 'Issue new unique IDs from a named sequence (Flickr ticket servers)',
+        body: { type: 'object', properties: {}, additionalProperties: false },
         description: `Classic mode: one REPLACE on a ticket server per ID, servers in round robin. Segment mode: from a block reserved in memory. IDs are decimal strings (64-bit). count: 1..maxBatch (config tickets.maxBatch, default ${DEFAULT_MAX_BATCH}), default 1. 501 TICKETS_NOT_CONFIGURED when the service's config has no tickets section.`,
         params: { type: 'object', properties: { sequence: { type: 'string', maxLength: 200 } }, required: ['sequence'] },
         querystring: { type: 'object', properties: { count: { type: 'integer', minimum: 1, maximum: maxBatch, default: 1 } } },

@@ -22,7 +22,14 @@ export async function registerAdminRoutes(app: FastifyInstance, store: WideColum
       schema: {
         tags: ['widecolumn-admin'],
         summary: 'Run the compaction job now (expired cells and versions beyond maxVersions leave the disk)',
+        description: 'Takes no options: the body is empty or `{}` (with Content-Type: application/json); any field is 400.',
+        body: { type: 'object', properties: {}, additionalProperties: false },
         response: { 200: { type: 'object', additionalProperties: { type: 'integer' } }, ...errors },
+      },
+      // An empty body is none (app.ts); a field is refused rather than silently ignored (#34 finding 6).
+      config: { optionalBody: true },
+      preValidation: async (request) => {
+        if (request.body === undefined) request.body = {};
       },
     }, async () => ({ ...(await store.compact()) }));
 
