@@ -57,7 +57,8 @@ export function installJsonParsers(api: FastifyInstance, bodyLimit: number): voi
       done(null, value);
     });
   };
-  api.removeContentTypeParser('application/json');
+  // A context that inherited them (buildApp's routes under its server's parsers) replaces them.
+  api.removeContentTypeParser(['application/json', 'application/merge-patch+json'].filter((t) => api.hasContentTypeParser(t)));
   api.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
   api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
 }
