@@ -1,12 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { cli } from '../cli/cli-harness.js';
+import { spawn } from 'node:child_process';
+import { CLI, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { missingOn, newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 
@@ -102,6 +103,47 @@ describe('shardkit backup on a MariaDB dev cluster', () => {
       writeFileSync(file, text);
     }
   });
+
+  test('kill -9 of the backup process while it reads a slave: no manifest; the next run restarts the slave\'s applier, resumes and completes', async () => {
+    ensureBuilt();
+    const target = mkdtempSync(join(tmpdir(), 'shardkit-bk-kill-'));
+    const slave = fx.cluster.instance('MySQL001B');
+    // A table lock on the slave holds the backup inside its copy of MySQL001B (applier stopped).
+    const holder = await slave.connect();
+    try {
+      await holder.query('LOCK TABLES db00000.pins WRITE');
+      const child = spawn(process.execPath, [CLI, 'backup', 'create', '--dir', fx.dir, '--to', target], { stdio: 'ignore' });
+      const exited = new Promise((r) => child.on('exit', r));
+      await until('the backup stopped the applier of MySQL001B', () => existsSync(target) && readdirIds(target).some((id) => existsSync(join(target, id, 'stopped', 'MySQL001B'))));
+      const sqlRunning = async () => String(((await slave.admin<Array<Record<string, unknown>>>('SHOW SLAVE STATUS'))[0] ?? {}).Slave_SQL_Running);
+      const deadline = Date.now() + 60_000;
+      while ((await sqlRunning()) !== 'No') {
+        if (Date.now() > deadline) throw new Error('the applier did not stop');
+        await sleep(20);
+      }
+      child.kill('SIGKILL');
+      await exited;
+      await holder.query('UNLOCK TABLES');
+      const listed = await cli(['backup', 'list', '--from', target, '--json']);
+      const { backups } = JSON.parse(listed.stdout) as { backups: Array<{ id: string; complete: boolean }> };
+      assert.equal(backups.length, 1);
+      assert.equal(backups[0]!.complete, false, 'no manifest for the killed backup');
+      assert.equal(existsSync(join(target, backups[0]!.id, 'manifest.json')), false);
+      assert.equal(await sqlRunning(), 'No', 'the killed run left the applier stopped');
+
+      const again = await cli(['backup', 'create', '--dir', fx.dir, '--to', target, '--json']);
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stderr, new RegExp(`resuming backup ${backups[0]!.id}`));
+      assert.equal((JSON.parse(again.stdout) as { id: string }).id, backups[0]!.id);
+      assert.equal(await sqlRunning(), 'Yes', 'the applier runs again');
+      const ok = await cli(['backup', 'verify', '--dir', fx.dir, '--from', target, '--json']);
+      assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+    } finally {
+      await holder.query('UNLOCK TABLES').catch(() => undefined);
+      await holder.end();
+      rmSync(target, { recursive: true, force: true });
+    }
+  });
 });
 
 /** The pins of `acked` on the shards `host` holds that it does not have. */
@@ -120,3 +162,5 @@ function onPair(fx: Fixture, host: string, acked: Array<{ id: bigint }>): Array<
   }));
   return mine;
 }
+
+const readdirIds = (dir: string): string[] => readdirSync(dir).filter((n) => /^\d{8}T/.test(n));

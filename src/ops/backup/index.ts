@@ -7,6 +7,7 @@ import { DevCluster } from '../dev/dev-cluster.js';
 import { openFleet } from '../failover/failover-context.js';
 import type { BackupEngine } from './backup-engine.js';
 import { MariadbBackupEngine } from './mariadb-backup-engine.js';
+import { PostgresBackupEngine } from './postgres-backup-engine.js';
 import { SqliteBackupEngine } from './sqlite-backup-engine.js';
 
 export { DirectoryTarget, type BackupTarget } from './backup-target.js';
@@ -28,7 +29,7 @@ export interface BackupFleetOptions {
 /** The backup engine of a dev cluster or a config's fleet. */
 export async function openBackupEngine(options: BackupFleetOptions): Promise<BackupEngine> {
   const cluster = options.dir !== undefined ? DevCluster.require(options.dir) : undefined;
-  if (cluster?.state.engine === 'postgres') throw new ShardKitError('INVALID_ARGUMENT', 'backups of PostgreSQL dev clusters are not built yet');
+  if (cluster?.state.engine === 'postgres') return new PostgresBackupEngine(cluster);
   if (cluster === undefined && options.config !== undefined) {
     const config = readConfig(options.config);
     if (config.storage.backend === 'sqlite') {

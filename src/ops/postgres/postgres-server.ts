@@ -156,6 +156,55 @@ export class PostgresServer {
     await this.run('pg_basebackup', ['-h', master.host, '-p', String(master.port), '-U', 'postgres', '-D', this.dataDir, '-R', '-X', 'stream', '-c', 'fast']);
   }
 
+  /**
+   * Replaces the datadir of the stopped server with what `fill` writes into the empty directory
+   * (a restore: a base backup's tar extracted), then hands it to the server's user.
+   */
+  async replaceDataDir(fill: (dataDir: string) => Promise<void>): Promise<void> {
+    if (this.pid !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `${this.name} is running: stop it before restoring into it`);
+    this.writeFiles();
+    rmSync(this.dataDir, { recursive: true, force: true });
+    mkdirSync(this.dataDir, { mode: 0o700 });
+    await fill(this.dataDir);
+    this.own(this.dataDir);
+  }
+
+  /**
+   * At the next start, recovery replays WAL (from `restoreCommand`, else what pg_wal holds) up to
+   * the target, then promotes: the server leaves a restore as a primary on a new timeline. A
+   * restored standby's own signal and primary_conninfo are removed.
+   */
+  setRecoveryTarget(target: { lsn: string } | { time: string }, restoreCommand = 'false'): void {
+    rmSync(join(this.dataDir, 'standby.signal'), { force: true });
+    const file = join(this.dataDir, 'postgresql.auto.conf');
+    const keep = (existsSync(file) ? readFileSync(file, 'utf8').split('\n') : []).filter((l) => l !== '' && !/^(primary_conninfo|primary_slot_name|restore_command|recovery_target\w*)\s*=/.test(l));
+    const quote = (v: string) => `'${v.replace(/'/g, "''")}'`;
+    keep.push(`restore_command = ${quote(restoreCommand)}`);
+    keep.push('lsn' in target ? `recovery_target_lsn = ${quote(target.lsn)}` : `recovery_target_time = ${quote(target.time)}`);
+    keep.push("recovery_target_action = 'promote'");
+    writeFileSync(file, `${keep.join('\n')}\n`);
+    writeFileSync(join(this.dataDir, 'recovery.signal'), '');
+    this.own(file);
+    this.own(join(this.dataDir, 'recovery.signal'));
+  }
+
+  /** After a restore promoted: the recovery settings off again, so a standby copied from this server does not inherit them. */
+  async clearRecoveryTarget(): Promise<void> {
+    for (const name of ['restore_command', 'recovery_target_lsn', 'recovery_target_time', 'recovery_target_action']) await this.sql(`ALTER SYSTEM RESET ${name}`);
+  }
+
+  /** Waits until the server has left recovery (a restore reached its target and promoted). */
+  async waitPromoted(timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const [r] = await this.sql<{ r: boolean }>('SELECT pg_is_in_recovery() AS r').catch(() => [{ r: true }]);
+      if (r?.r === false) return;
+      if (!this.isRunning()) throw new ShardKitError('INTERNAL', `${this.name} stopped during recovery: ${readFileSync(this.logFile, 'utf8').trim().split('\n').slice(-3).join(' | ')}`);
+      if (Date.now() > deadline) throw new ShardKitError('INTERNAL', `${this.name} did not finish its recovery within ${timeoutMs} ms`);
+      await sleep(50);
+    }
+  }
+
   /** Makes the server start as a standby (read-only) even if it was a primary: the fence for a failed master. */
   markStandby(): void {
     if (!this.isInitialized()) return;

@@ -1,0 +1,109 @@
+import { chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { createGunzip, createGzip } from 'node:zlib';
+import { ShardKitError } from '../../errors.js';
+import type { DevCluster } from '../dev/dev-cluster.js';
+import { PG_DATABASE, pgServer } from '../dev/dev-postgres.js';
+import { liveShardMap } from '../dev/dev-writable.js';
+import { pgRebuildSlave } from '../failover/pg-failover.js';
+import { pickFreePort } from '../free-port.js';
+import { DEFAULT_POSTGRES_BIN } from '../postgres/postgres-instance.js';
+import { PostgresServer } from '../postgres/postgres-server.js';
+import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
+import type { TableSummary, UnitBackup } from './backup-manifest.js';
+import type { BackupTarget } from './backup-target.js';
+import { fleetPairs, pairNow } from './fleet-pairs.js';
+import { postgresTableSummaries } from './postgres-tables.js';
+import { byteCounter, toolInput, toolOutput } from './process-streams.js';
+
+const PAUSED = 'paused';
+const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
+
+/**
+ * PostgreSQL pairs of a dev cluster: each copied from its standby with `pg_basebackup` (tar, WAL
+ * fetched), replay paused meanwhile so the counts, the checksums and the copy's end all sit at
+ * one LSN; a restore replays the copy's WAL exactly to that LSN (recovery_target_lsn) and promotes.
+ */
+export class PostgresBackupEngine implements BackupEngine {
+  readonly kind = 'postgres' as const;
+
+  constructor(private readonly cluster: DevCluster) {}
+
+  async mapVersion(): Promise<number> {
+    return (await liveShardMap(this.cluster)).version;
+  }
+
+  async units(): Promise<BackupUnitSource[]> {
+    return fleetPairs(await liveShardMap(this.cluster));
+  }
+
+  async backupUnit(unit: BackupUnitSource, target: BackupTarget, prefix: string, onBytes: BytesListener): Promise<UnitBackup> {
+    const standby = pgServer(this.cluster, unit.source);
+    const [rec] = await standby.sql<{ r: boolean }>('SELECT pg_is_in_recovery() AS r');
+    if (rec?.r !== true) throw new ShardKitError('PRECONDITION_FAILED', `${unit.source} is not a standby (the map names it the slave of ${unit.unit}): nothing written`);
+    await target.put(`${prefix}/${PAUSED}/${unit.source}`, unit.unit);
+    await standby.sql('SELECT pg_wal_replay_pause()');
+    try {
+      for (;;) {
+        const [s] = await standby.sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s');
+        if (s?.s === 'paused') break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const [p] = await standby.sql<{ lsn: string }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
+      const at = Date.now();
+      const tables = await postgresTableSummaries(standby, PG_DATABASE);
+      const file = `${unit.unit}.base.tar.gz`;
+      const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '--no-manifest']);
+      const bytes = await target.put(`${prefix}/${file}`, tar.pipe(byteCounter(onBytes)).pipe(createGzip({ level: 1 })));
+      return { unit: unit.unit, source: unit.source, position: p!.lsn, files: [file], bytes, tables, at };
+    } finally {
+      await standby.sql('SELECT pg_wal_replay_resume()');
+      await target.remove(`${prefix}/${PAUSED}/${unit.source}`);
+    }
+  }
+
+  async recover(target: BackupTarget, prefix: string): Promise<void> {
+    for (const host of await target.list(`${prefix}/${PAUSED}`)) {
+      await pgServer(this.cluster, host).sql('SELECT pg_wal_replay_resume()');
+      await target.remove(`${prefix}/${PAUSED}/${host}`);
+    }
+  }
+
+  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
+    const { master } = pairNow(await liveShardMap(this.cluster), unit.unit);
+    const server = pgServer(this.cluster, master);
+    if (!options.force && server.isRunning()) {
+      const [row] = await server.sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = $1 AND pid <> pg_backend_pid()", [PG_DATABASE]);
+      if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${row!.n} client connection(s) to ${PG_DATABASE}: stop the services first (or --force): nothing changed`);
+    }
+    await server.stop();
+    await restoreInto(server, unit, target, prefix);
+    await server.start();
+    await server.waitPromoted();
+    await server.clearRecoveryTarget();
+    // The standby followed the old history: it is rebuilt from the restored master.
+    await pgRebuildSlave(this.cluster, master);
+  }
+
+  async drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {
+    // The server runs as the postgres user when we are root: it must reach its directory.
+    chmodSync(scratchDir, 0o755);
+    const server = new PostgresServer({ name: 'drill', dir: join(scratchDir, 'pg'), port: await pickFreePort() });
+    await restoreInto(server, unit, target, prefix);
+    await server.start();
+    try {
+      await server.waitPromoted();
+      return await postgresTableSummaries(server, PG_DATABASE);
+    } finally {
+      await server.stop();
+    }
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** The unit's base backup extracted into the stopped server's datadir, recovering to the backup's LSN. */
+async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string): Promise<void> {
+  await server.replaceDataDir((dataDir) => toolInput('tar', ['-x', '-C', dataDir], target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip())));
+  server.setRecoveryTarget({ lsn: unit.position });
+}
