@@ -12,6 +12,7 @@ import { DEFAULT_BODY_TIMEOUT_MS, installBodyTimeout } from './body-timeout.js';
 import { installHostCheck } from './host-check.js';
 import { childLoggerFactory, installRequestIdEcho, requestId } from './request-ids.js';
 import { hardenedTls, installHsts } from './tls.js';
+import { installOperationIds, shapeDocument } from './openapi-shape.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
@@ -120,6 +121,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
   const contract = installContractHooks(app, MAX_PARAM_LENGTH);
+  installOperationIds(app);
   // With tokens, their scopes guard the admin routes too (an admin-scope token).
   installAdminAuth(app, options.tokens !== undefined ? { kind: 'open' } : (options.admin ?? { kind: 'open' }));
   const unmatchedAuth = installScopeAuth(app, options.tokens);
@@ -130,6 +132,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   installErrorHandler(app, { notFoundPreHandler: unmatched, methodNotAllowed: contract.methodNotAllowed });
 
   await app.register(swagger, {
+    transformObject: (document) => shapeDocument((document as { openapiObject: Parameters<typeof shapeDocument>[0] }).openapiObject) as never,
     openapi: {
       openapi: '3.0.3',
       info: {

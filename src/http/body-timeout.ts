@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { toErrorResponse } from './error-handler.js';
 import { ShardKitError } from '../errors.js';
@@ -22,8 +23,9 @@ export function installBodyTimeout(app: FastifyInstance, ms: number): void {
   app.addHook('onRequest', (request, reply, done) => {
     const req = request.raw;
     const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0');
-    if (!hasBody || req.complete) return done();
     const socket = req.socket;
+    // app.inject's requests have no network socket, and no client to be slow.
+    if (!hasBody || req.complete || !(socket instanceof Socket)) return done();
     const timer = setTimeout(() => {
       if (req.complete) return;
       request.log.warn(`REQUEST_TIMEOUT: the body of ${request.method} ${request.routeOptions.url ?? 'an unknown route'} was not complete after ${ms} ms`);

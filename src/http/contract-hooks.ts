@@ -30,10 +30,10 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     }
     if (!route.url.startsWith(API_PREFIX)) return;
     // Statuses any /v1/ route can answer whatever it does: a missing or weak token (auth file),
-    // the rate limit, the concurrency cap (docs/security.md).
+    // the rate limit, an internal error, the concurrency cap (docs/security.md).
     // Not inside another app (shardkitRoutes): its own auth and limits answer in their own shape.
     const answered = route.schema ?? {};
-    const schema = options.statusSchemas === false ? answered : { ...answered, response: { ...(answered.response as object | undefined), 401: errorBody, 403: errorBody, 429: errorBody, 503: errorBody } };
+    const schema = options.statusSchemas === false ? answered : { ...answered, response: { ...(answered.response as object | undefined), 401: errorBody, 403: errorBody, 429: errorBody, 500: errorBody, 503: errorBody } };
     route.schema = schema;
     const query = schema.querystring as { type?: string; additionalProperties?: unknown; properties?: object } | undefined;
     if (query === undefined) {

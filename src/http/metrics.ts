@@ -100,7 +100,9 @@ export interface AppMetrics {
  */
 export function installMetrics(app: FastifyInstance, kit: ShardKit): AppMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'shardkit_' });
+  // Under their standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, ...):
+  // the names Node dashboards and alerts expect (#33: shardkit_process_* matched none of them).
+  collectDefaultMetrics({ register: registry });
   const stats = new RouteStats();
   for (const m of stats.metrics()) registry.registerMetric(m);
   const shardErrors = new Counter({

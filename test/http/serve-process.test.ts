@@ -181,6 +181,8 @@ test('CLI bad input: one line on stderr and exit 2', () => {
   try {
     for (const args of [
       ['serve', '--data', dir, '--port', 'eighty'],
+      ['serve', '--data', dir, '--body-timeout', '0'],
+      ['serve', '--data', dir, '--body-timeout', 'slow'],
       ['serve', '--data', dir, '--config', join(dir, 'missing.json')],
       ['demo', 'seed', '--users', '0'],
     ]) {

@@ -73,6 +73,10 @@ test('/metrics counts requests by route pattern and shard errors by host', async
     assert.match(res.body, /shardkit_http_request_duration_seconds_bucket\{le="[0-9.]+",method="GET",route="\/v1\/objects\/:id"\}/);
     assert.match(res.body, /shardkit_shard_errors_total\{host="MySQL001A",fleet="objects",op="get"\} 1/);
     assert.match(res.body, /shardkit_topology_version 1/);
+    // Process metrics under the names Node dashboards expect (#33: they were shardkit_process_*).
+    assert.match(res.body, /^process_cpu_seconds_total \d/m);
+    assert.match(res.body, /^nodejs_heap_size_used_bytes \d/m);
+    assert.doesNotMatch(res.body, /shardkit_process_|shardkit_nodejs_/);
     assert.doesNotMatch(res.body, new RegExp(o.id), 'IDs never become label values');
   } finally {
     await f.cleanup();

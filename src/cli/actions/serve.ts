@@ -28,6 +28,7 @@ export interface ServeOptions {
   rateLimit?: number;
   rateWindow?: number;
   maxConcurrent?: number;
+  bodyTimeout?: number;
 }
 
 /** The token set of --auth-file / SHARDKIT_AUTH_FILE, with the admin token (if any) as an admin-scope one. */
@@ -184,6 +185,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       // DNS rebinding: without tokens, answer only loopback names and the address given. On a
       // wildcard address any of the machine's names may be in use (and exposureWarning warns).
       ...(isWildcard(options.host) ? {} : { hosts: [options.host] }),
+      ...(options.bodyTimeout !== undefined ? { bodyTimeoutMs: options.bodyTimeout * 1000 } : {}),
       limits: {
         ...(options.rateLimit !== undefined ? { rateLimit: { max: options.rateLimit, windowMs: (options.rateWindow ?? 60) * 1000 } } : {}),
         ...(options.maxConcurrent !== undefined ? { maxConcurrent: options.maxConcurrent } : {}),

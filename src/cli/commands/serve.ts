@@ -33,6 +33,7 @@ export function register(program: Command): void {
     .option('--tls-client-ca <file>', 'PEM CA bundle: require client certificates signed by it (mutual TLS)')
     .option('--rate-limit <n>', 'requests per client address per --rate-window; more get 429 with Retry-After (default: off)', intOption('--rate-limit', 1))
     .option('--rate-window <seconds>', 'the window of --rate-limit', intOption('--rate-window', 1, 86400), 60)
+    .option('--body-timeout <seconds>', 'most seconds a request body may take to arrive after its headers; slower ones get 408 and their connection closed', intOption('--body-timeout', 1, 3600), 30)
     .option('--max-concurrent <n>', 'requests answered at once; more are shed with 503 OVERLOADED and Retry-After (default: off)', intOption('--max-concurrent', 1))
     .addHelpText('after', `
 Security (docs/security.md): without --auth-file the data API is open to whoever reaches the port,
