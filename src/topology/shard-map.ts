@@ -60,9 +60,9 @@ export interface MoveRecord {
   /** Engine-specific resume data (positions, counts); small scalars only. */
   detail?: Record<string, string | number | boolean>;
   /**
-   * How far the running phase is, written by the mover at most once a second
-   * (src/moves/move-progress.ts) for the dashboard and `topology show`. Never part of a
-   * compare-and-set precondition: a progress write touches nothing else.
+   * How far the running phase is. Stored maps no longer carry it (#30): the mover writes it at
+   * most once a second into the store's progress records (move-progress-records.ts), which
+   * services do not watch, and readers (dashboard, `topology show`) merge it into this view.
    */
   progress?: MoveProgress;
 }
@@ -118,6 +118,17 @@ const rangeSchema = z.object({
   open: z.boolean().optional(),
   frozen: freezeSchema.optional(),
 }).strict();
+/** A move's progress record (kept beside the map since #30; older maps may still carry one inline). */
+export const moveProgressSchema = z.object({
+  phase: z.enum(MOVE_PHASES),
+  shardsDone: z.number().int().min(0).optional(),
+  shardsTotal: z.number().int().min(0).optional(),
+  rowsCopied: z.number().int().min(0).optional(),
+  rowsTotal: z.number().int().min(0).optional(),
+  bytesCopied: z.number().int().min(0).optional(),
+  lag: z.number().min(0).optional(),
+  at: epochMs,
+}).strict();
 const moveSchema = z.object({
   id: moveId,
   kind: z.enum(['move', 'failover']),
@@ -129,16 +140,7 @@ const moveSchema = z.object({
   startedAt: epochMs,
   updatedAt: epochMs,
   detail: z.record(z.string(), z.union([z.string().max(4096), z.number(), z.boolean()])).optional(),
-  progress: z.object({
-    phase: z.enum(MOVE_PHASES),
-    shardsDone: z.number().int().min(0).optional(),
-    shardsTotal: z.number().int().min(0).optional(),
-    rowsCopied: z.number().int().min(0).optional(),
-    rowsTotal: z.number().int().min(0).optional(),
-    bytesCopied: z.number().int().min(0).optional(),
-    lag: z.number().min(0).optional(),
-    at: epochMs,
-  }).strict().optional(),
+  progress: moveProgressSchema.optional(),
 }).strict();
 
 export const shardMapSchema = z.object({

@@ -6,6 +6,7 @@ import { changeShardMap } from '../../topology/change-shard-map.js';
 import { createTopologyStore, FileTopologyStore } from '../../topology/index.js';
 import { formatShardMapDiff, moveShards, parseShardSpan, promoteSlave, setOpen } from '../../topology/map-edits.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
+import { withMoveProgress } from '../../topology/move-progress-records.js';
 import { defaultShardMapJson, ShardMap, type ShardMapJson, type ShardRange } from '../../topology/shard-map.js';
 import { textTable } from '../text-table.js';
 
@@ -47,7 +48,8 @@ export async function loadShardMapFile(path: string, dataDir?: string): Promise<
       const store = createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) });
       try {
         const live = await store.read();
-        if (live !== undefined) return live;
+        // Move progress lives beside the map (#30); the operator sees it merged into the moves.
+        if (live !== undefined) return live.moves().length === 0 ? live : ShardMap.fromJSON(withMoveProgress(live.toJSON(), (await store.progress?.readAll()) ?? new Map()));
       } finally {
         await store.close();
       }

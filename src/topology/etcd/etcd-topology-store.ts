@@ -5,7 +5,8 @@ import type { ShardMap } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
-import { ShardMap as ShardMapClass } from '../shard-map.js';
+import { ShardMap as ShardMapClass, type MoveProgress } from '../shard-map.js';
+import { checkProgressId, parseProgressRecord, type MoveProgressRecords } from '../move-progress-records.js';
 
 export const DEFAULT_ETCD_TOPOLOGY_KEY = '/shardkit/topology';
 
@@ -44,6 +45,11 @@ type CockatielModule = typeof import('cockatiel');
 export class EtcdTopologyStore implements TopologyStore {
   readonly key: string;
   readonly endpoints: readonly string[];
+  /**
+   * Move progress, one key per move under `<key>/progress/`: services watch only the map's key,
+   * so a progress write reaches nobody but the readers that ask for it.
+   */
+  readonly progress: MoveProgressRecords;
   private readonly timeoutMs: number;
   private readonly retryMaxMs: number;
   private etcd: EtcdModule | undefined;
@@ -69,6 +75,42 @@ export class EtcdTopologyStore implements TopologyStore {
     this.retryMaxMs = options.retryMaxMs ?? 1000;
     this.onError = options.onError ?? (() => {});
     this.listeners = new VersionListeners(this.onError);
+    this.progress = {
+      readAll: () => this.readProgress(),
+      put: (id, p) => this.putProgress(id, p),
+      remove: (id) => this.removeProgress(id),
+    };
+  }
+
+  private get progressPrefix(): string {
+    return `${this.key}/progress/`;
+  }
+
+  private async readProgress(): Promise<Map<string, MoveProgress>> {
+    if (this.closed) throw closedError();
+    const client = await this.client();
+    const res = await this.call('read', (options) => client.getAll().prefix(this.progressPrefix).options(options).exec());
+    const out = new Map<string, MoveProgress>();
+    for (const kv of res.kvs) {
+      const key = kv.key.toString('utf8');
+      out.set(key.slice(this.progressPrefix.length), parseProgressRecord(kv.value.toString('utf8'), `etcd key ${key}`));
+    }
+    return out;
+  }
+
+  private async putProgress(id: string, progress: MoveProgress): Promise<void> {
+    if (this.closed) throw closedError();
+    const key = this.progressPrefix + checkProgressId(id);
+    const text = JSON.stringify(parseProgressRecord(JSON.stringify(progress), `etcd key ${key}`));
+    const client = await this.client();
+    await this.call('write', (options) => client.put(key).value(text).options(options).exec());
+  }
+
+  private async removeProgress(id: string): Promise<void> {
+    if (this.closed) throw closedError();
+    const key = this.progressPrefix + checkProgressId(id);
+    const client = await this.client();
+    await this.call('write', (options) => client.delete().key(key).options(options).exec());
   }
 
   async read(): Promise<ShardMap | undefined> {
