@@ -160,7 +160,7 @@ export interface ShardLocation {
   frozen?: RangeFreeze;
 }
 
-/** Sorted, validated ranges with O(log n) shard → host lookup. */
+/** Sorted, validated ranges with O(1) shard → host lookup (a shard → range table). */
 class RangeIndex {
   readonly ranges: ShardRange[];
   private readonly starts: number[];
@@ -186,7 +186,18 @@ class RangeIndex {
     return this.ranges[this.ranges.length - 1]!.range[1];
   }
 
+  private table: Uint32Array | undefined;
+
+  private buildTable(): Uint32Array {
+    const table = new Uint32Array(this.lastShard + 1);
+    for (let i = 0; i < this.ranges.length; i++) table.fill(i, this.ranges[i]!.range[0], this.ranges[i]!.range[1] + 1);
+    return table;
+  }
+
   find(shard: number): ShardRange | undefined {
+    // O(1) at any fragmentation: one slot per shard (at most 65,536: 256 KiB), built on first use.
+    if (this.table === undefined && this.lastShard <= PINTEREST_MAX_SHARD) this.table = this.buildTable();
+    if (this.table !== undefined) return shard >= 0 && shard < this.table.length ? this.ranges[this.table[shard]!] : undefined;
     let lo = 0;
     let hi = this.starts.length - 1;
     while (lo < hi) {
