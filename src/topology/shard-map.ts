@@ -111,7 +111,7 @@ const epochMs = z.number().int().min(0);
 /** A hold budget: a freeze longer than a minute would be an outage, not a pause. */
 const holdMs = z.number().int().min(1).max(60_000);
 const freezeSchema = z.object({ id: moveId, source: pairSchema, target: pairSchema, frozenAt: epochMs, holdMs }).strict();
-const rangeSchema = z.object({
+export const rangeSchema = z.object({
   range: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
   master: hostName,
   slave: hostName.optional(),
@@ -129,7 +129,7 @@ export const moveProgressSchema = z.object({
   lag: z.number().min(0).optional(),
   at: epochMs,
 }).strict();
-const moveSchema = z.object({
+export const moveRecordSchema = z.object({
   id: moveId,
   kind: z.enum(['move', 'failover']),
   range: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
@@ -147,7 +147,7 @@ export const shardMapSchema = z.object({
   version: z.number().int().min(0),
   ranges: z.array(rangeSchema).min(1),
   modShards: z.object({ count: z.number().int().min(1).max(65536), ranges: z.array(rangeSchema).min(1) }).strict(),
-  moves: z.array(moveSchema).optional(),
+  moves: z.array(moveRecordSchema).optional(),
   readOnly: z.object({ reason: z.string().min(1).max(1000), since: epochMs }).strict().optional(),
 }).strict();
 

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { parseConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { changeShardMap } from '../../topology/change-shard-map.js';
-import { createTopologyStore, FileTopologyStore } from '../../topology/index.js';
+import { createTopologyStore, FileTopologyStore, type EtcdTopologyStore } from '../../topology/index.js';
 import { formatShardMapDiff, moveShards, parseShardSpan, promoteSlave, setOpen } from '../../topology/map-edits.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import { withMoveProgress } from '../../topology/move-progress-records.js';
@@ -88,6 +88,31 @@ export function formatShardMapTable(map: ShardMap): string {
 export async function showTopology(opts: { file?: string; json?: boolean; data?: string }): Promise<void> {
   const map = opts.file === undefined ? ShardMap.fromJSON(defaultShardMapJson()) : await loadShardMapFile(opts.file, opts.data);
   process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map)}\n`);
+}
+
+/** `topology upgrade`: an etcd store's single document becomes records and a root (EtcdTopologyStore.upgrade). */
+export async function upgradeTopology(opts: { file: string; json?: boolean }): Promise<void> {
+  const json = await readJsonFile(opts.file);
+  let config;
+  try {
+    config = parseConfig(json);
+  } catch (err) {
+    if (err instanceof ShardKitError) throw new ShardKitError(err.code, `${opts.file}: ${err.message}`, { cause: err });
+    throw err;
+  }
+  if (config.topologyStore.kind !== 'etcd') {
+    throw new ShardKitError('INVALID_ARGUMENT', `${opts.file} keeps its shard map in a "${config.topologyStore.kind}" topology store, which has one layout: only an etcd store has records to upgrade to`);
+  }
+  const store = createTopologyStore(config.topologyStore) as EtcdTopologyStore;
+  try {
+    const out = await store.upgrade();
+    if (opts.json) process.stdout.write(`${JSON.stringify(out)}\n`);
+    else if (out.upgraded) process.stdout.write(`upgraded etcd key ${store.key} to the record layout: shard map version ${out.version} in ${out.records} records; the old document is kept at ${out.copyKey}\n`);
+    else if (out.layout === 0) process.stdout.write(`etcd key ${store.key} holds no shard map: nothing to upgrade (a first write creates the record layout)\n`);
+    else process.stdout.write(`etcd key ${store.key} is already in the record layout (shard map version ${out.version}, ${out.records} records): nothing to do\n`);
+  } finally {
+    await store.close();
+  }
 }
 
 /** Where an edit command reads and writes the live map, and what the next map is checked against. */

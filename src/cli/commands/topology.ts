@@ -15,6 +15,17 @@ Without --file, prints the default map: 4096 shards (all open) over MySQL001A/B.
 4096 mod shards over msdb001a/b..msdb008a/b.`)
     .action(action(async (opts: { file?: string; json?: boolean; data?: string }) => (await import('../actions/topology.js')).showTopology(opts)));
 
+  topology
+    .command('upgrade')
+    .description('Convert an etcd topology store holding one JSON document to the record layout (#30): a root plus one record per pair and per move; keeps a copy of the document')
+    .requiredOption('--file <config>', 'the shardkit config whose topologyStore is the etcd store to upgrade')
+    .option('--json', 'print one JSON line: {"upgraded","layout","version","records","copyKey"}')
+    .addHelpText('after', `
+Idempotent: a store already in the record layout is left as it is. Services of an older shardkit
+cannot read the record layout and refuse to start against it (INVALID_CONFIG): upgrade them first.
+docs/topology.md, "Record layout".`)
+    .action(action(async (opts: { file: string; json?: boolean }) => (await import('../actions/topology.js')).upgradeTopology(opts)));
+
   const edit = (cmd: Command): Command =>
     cmd
       .option('--file <config>', 'the shardkit config whose topology store holds the live map (or a topology file, which is then the store)')

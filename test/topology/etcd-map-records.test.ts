@@ -1,0 +1,142 @@
+/**
+ * The etcd store's record layout (#30, src/topology/etcd/etcd-map-records.ts) on a real etcd: a
+ * one-shard switch rewrites only the root and the records it changes, and a watcher receives
+ * only those; a bad record is INVALID_CONFIG naming it and is never overwritten by a reader;
+ * a single-document map is read as before and upgraded in place, keeping a copy.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Etcd3 } from 'etcd3';
+import { EtcdTopologyStore, ShardKitError, ShardMap, type ShardMapJson } from '../../src/index.js';
+import { evenRanges } from '../../src/topology/shard-map.js';
+import { LocalEtcd } from './etcd-server.js';
+
+let etcd: LocalEtcd;
+let n = 0;
+const freshKey = (): string => `/shardkit-records/${process.pid}/${++n}/topology`;
+
+before(async () => {
+  etcd = await LocalEtcd.start();
+});
+after(async () => {
+  await etcd?.destroy();
+});
+
+/** 1,024 shards on 128 pairs (p001..p128): more records than one transaction may carry. */
+function bigMap(): ShardMapJson {
+  return {
+    version: 0,
+    ranges: evenRanges(1024, 128, (i, role) => `p${String(i).padStart(3, '0')}${role === 'master' ? 'm' : 's'}`, true),
+    modShards: { count: 16, ranges: evenRanges(16, 2, (i, role) => `x${i}${role[0]}`) },
+  };
+}
+
+/** Shard 0 from p001 to p002: the one-shard switch of the issue's benchmark. */
+function switchShard0(map: ShardMap): ShardMap {
+  const json = map.toJSON();
+  const [first, ...rest] = json.ranges;
+  const moved = { ...first!, range: [0, 0] as [number, number], master: 'p002m', slave: 'p002s' };
+  return ShardMap.fromJSON({ ...json, ranges: [moved, { ...first!, range: [1, first!.range[1]] }, ...rest] });
+}
+
+async function keysUnder(raw: Etcd3, key: string): Promise<Map<string, { value: string; mod: string }>> {
+  const res = await raw.getAll().inRange({ start: key, end: `${key}/~` }).exec();
+  return new Map(res.kvs.map((kv) => [kv.key.toString(), { value: kv.value.toString(), mod: kv.mod_revision }]));
+}
+
+test('records layout: a one-shard switch rewrites the root and two pair records, and a watcher receives only those', async () => {
+  const key = freshKey();
+  const writer = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const service = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const raw = new Etcd3({ hosts: etcd.endpoint });
+  const watched: string[] = [];
+  const rawWatch = await raw.watch().inRange({ start: key, end: `${key}/n` }).create();
+  rawWatch.on('data', (res) => {
+    for (const e of res.events) watched.push(e.kv.key.toString());
+  });
+  try {
+    // 130 records (128 pairs, mod, nothing else) in a new generation, then the root.
+    const first = await writer.write(ShardMap.fromJSON(bigMap()), 0);
+    const root = JSON.parse((await raw.get(key).string())!) as { layout: number; version: number; gen: string; records: number };
+    assert.deepEqual({ layout: root.layout, version: root.version, records: root.records }, { layout: 2, version: 1, records: 129 });
+    assert.deepEqual((await service.read())!.toJSON(), first.toJSON());
+
+    const seen: ShardMap[] = [];
+    service.watch((m) => seen.push(m));
+    // The watch is up once a write made now reaches it.
+    const before = await keysUnder(raw, key);
+    watched.length = 0;
+    const next = await writer.write(switchShard0(first), 1);
+    for (; seen.length === 0;) await new Promise((r) => setTimeout(r, 20));
+    const after = await keysUnder(raw, key);
+    const changed = [...after].filter(([k, v]) => before.get(k)?.mod !== v.mod).map(([k]) => k.slice(key.length)).sort();
+    assert.deepEqual(changed, ['', `/m/${root.gen}/pair/p001m`, `/m/${root.gen}/pair/p002m`]);
+    assert.deepEqual(watched.map((k) => k.slice(key.length)).sort(), changed, 'a watcher of the map receives only what changed');
+    assert.deepEqual(seen.at(-1)!.toJSON(), next.toJSON());
+    assert.equal(seen.at(-1)!.locate(0).master, 'p002m');
+    assert.equal(seen.at(-1)!.locate(1).master, 'p001m');
+  } finally {
+    await rawWatch.cancel();
+    raw.close();
+    await writer.close();
+    await service.close();
+  }
+});
+
+test('records layout: a record that does not parse, a missing record, an overlap: INVALID_CONFIG naming the record, never overwritten', async () => {
+  const key = freshKey();
+  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const raw = new Etcd3({ hosts: etcd.endpoint });
+  const invalid = async (pattern: RegExp) => {
+    for (const call of [() => store.read(), () => store.write(ShardMap.fromJSON(bigMap()), 1)]) {
+      const err = await call().then(() => undefined, (e: unknown) => e);
+      assert.ok(err instanceof ShardKitError && err.code === 'INVALID_CONFIG', String(err));
+      assert.match(err.message, pattern);
+    }
+  };
+  try {
+    await store.write(ShardMap.fromJSON(bigMap()), 0);
+    const gen = (JSON.parse((await raw.get(key).string())!) as { gen: string }).gen;
+    const p5 = `${key}/m/${gen}/pair/p005m`;
+    const good = (await raw.get(p5).string())!;
+    await raw.put(p5).value('[[32,39,"p005s",1');
+    await invalid(new RegExp(`${p5.replace(/\//g, '\\/')} is not valid JSON`));
+    assert.equal(await raw.get(p5).string(), '[[32,39,"p005s",1', 'the reader left the record as it was');
+    await raw.put(p5).value('[[32,39,"p005s",1],[8,9,0,1]]');
+    await invalid(/records .*pair\/p00[25]m.*overlaps|overlaps.*pair\/p00[25]m/);
+    await raw.put(p5).value(good);
+    await raw.delete().key(p5);
+    await invalid(/names 129 records, 128 are stored/);
+    await raw.put(p5).value(good);
+    assert.equal((await store.read())!.locate(33).master, 'p005m');
+  } finally {
+    raw.close();
+    await store.close();
+  }
+});
+
+test('records layout: a single-document map is read as before; upgrade converts it in place at the same version, keeps a copy, and is idempotent', async () => {
+  const key = freshKey();
+  const old = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key, layout: 1 });
+  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const raw = new Etcd3({ hosts: etcd.endpoint });
+  try {
+    const v1 = await old.write(ShardMap.fromJSON(bigMap()), 0);
+    const v2 = await store.write(switchShard0(v1), 1);
+    const document = (await raw.get(key).string())!;
+    assert.deepEqual(JSON.parse(document), v2.toJSON(), 'a store of the single-document layout keeps it on write');
+    const out = await store.upgrade();
+    assert.deepEqual(out, { upgraded: true, layout: 2, version: 2, copyKey: `${key}/v1-copy`, records: 129 });
+    assert.equal(await raw.get(`${key}/v1-copy`).string(), document);
+    assert.deepEqual((await old.read())!.toJSON(), v2.toJSON(), 'the same map, in records now');
+    assert.deepEqual(await store.upgrade(), { upgraded: false, layout: 2, version: 2, records: 129 });
+    // A service of the single-document layout cannot parse the root: it refuses, it does not misroute.
+    const root = (await raw.get(key).string())!;
+    assert.throws(() => ShardMap.fromJSON(JSON.parse(root)), (err: ShardKitError) => err.code === 'INVALID_CONFIG');
+    assert.equal((await store.write(switchShard0(ShardMap.fromJSON({ ...bigMap(), version: 2 })), 2)).version, 3);
+  } finally {
+    raw.close();
+    await old.close();
+    await store.close();
+  }
+});
