@@ -9,6 +9,11 @@ import assert from 'node:assert/strict';
 import { Etcd3 } from 'etcd3';
 import { EtcdTopologyStore, ShardKitError, ShardMap, type ShardMapJson } from '../../src/index.js';
 import { evenRanges } from '../../src/topology/shard-map.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultConfig } from '../../src/config/config.js';
+import { cli } from '../cli/cli-harness.js';
 import { LocalEtcd } from './etcd-server.js';
 
 let etcd: LocalEtcd;
@@ -138,5 +143,31 @@ test('records layout: a single-document map is read as before; upgrade converts 
     raw.close();
     await old.close();
     await store.close();
+  }
+});
+
+test('shardkit topology upgrade: converts a config\'s etcd store, says what it did, a second run does nothing; a file store is refused in one line', async () => {
+  const key = freshKey();
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-upgrade-'));
+  const old = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key, layout: 1 });
+  try {
+    await old.write(ShardMap.fromJSON(bigMap()), 0);
+    const config = join(dir, 'shardkit.json');
+    writeFileSync(config, JSON.stringify({ ...defaultConfig({ shards: 16, pairs: 2 }), topologyStore: { kind: 'etcd', endpoints: [etcd.endpoint], key } }));
+    const first = await cli(['topology', 'upgrade', '--file', config]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(first.stdout, `upgraded etcd key ${key} to the record layout: shard map version 1 in 129 records; the old document is kept at ${key}/v1-copy\n`);
+    const again = await cli(['topology', 'upgrade', '--file', config, '--json']);
+    assert.deepEqual(JSON.parse(again.stdout), { upgraded: false, layout: 2, version: 1, records: 129 });
+    assert.equal((await old.read())!.locate(1000).master, 'p126m');
+    const fileConfig = join(dir, 'file.json');
+    writeFileSync(fileConfig, JSON.stringify(defaultConfig({ shards: 16, pairs: 2 })));
+    const refused = await cli(['topology', 'upgrade', '--file', fileConfig]);
+    assert.notEqual(refused.code, 0);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    assert.match(refused.stderr, /"file" topology store/);
+  } finally {
+    await old.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
