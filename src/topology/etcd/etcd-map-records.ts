@@ -64,7 +64,8 @@ export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<str
   const decoded = new Map([...records].map(([n, r]) => [n, r.decoded]));
   const json = assembleMap(root, decoded, `etcd keys ${keys.genPrefix(root.gen)}*`);
   try {
-    return ShardMap.fromJSON(json);
+    // Each record was schema-checked when it was decoded (and only changed ones are decoded).
+    return ShardMap.fromCheckedParts(json);
   } catch (err) {
     if (!(err instanceof ShardKitError)) throw err;
     const lo = /range \[(\d+),/.exec(err.message);
