@@ -171,3 +171,31 @@ test('shardkit topology upgrade: converts a config\'s etcd store, says what it d
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('records layout: a writer that dies after writing a new generation, before the flip, leaves no half-visible change', async () => {
+  const key = freshKey();
+  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const service = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const raw = new Etcd3({ hosts: etcd.endpoint });
+  try {
+    const v1 = await store.write(ShardMap.fromJSON(bigMap()), 0);
+    const seen: ShardMap[] = [];
+    await service.read();
+    service.watch((m) => seen.push(m));
+    // What a large write puts before its flip: a whole generation, here with every shard on p001.
+    const dead = `${key}/m/0badc0ffee00/`;
+    await raw.put(`${dead}pair/p001m`).value(JSON.stringify([[0, 1023, 'p001s', 1]]));
+    await raw.put(`${dead}mod`).value((await raw.get(`${key}/m/${(JSON.parse((await raw.get(key).string())!) as { gen: string }).gen}/mod`).string())!);
+    assert.deepEqual((await service.read())!.toJSON(), v1.toJSON(), 'readers see the old map');
+    // The next writer goes on from version 1; the watcher hears its map, never the dead one.
+    const v2 = await store.write(switchShard0(v1), 1);
+    for (; seen.length === 0;) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(seen.map((m) => m.version), [2]);
+    assert.deepEqual(seen[0]!.toJSON(), v2.toJSON());
+    assert.equal((await service.read())!.locate(100).master, 'p013m');
+  } finally {
+    raw.close();
+    await store.close();
+    await service.close();
+  }
+});
