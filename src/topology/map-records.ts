@@ -139,17 +139,28 @@ export function decodeRecord(name: string, text: string, where: string): Decoded
  * the record count, one mod record. Overlaps and gaps are found by the ShardMap itself; the
  * store names the records involved (recordsOfRange).
  */
-export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedRecord>, where: string): ShardMapJson {
+export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedRecord>, where: string, delta?: MapDelta): ShardMapJson {
   if (records.size !== root.records) {
     throw new ShardKitError('INVALID_CONFIG', `shard map in ${where}: the root (version ${root.version}) names ${root.records} records, ${records.size} are stored`);
   }
-  const ranges: ShardRange[] = [];
   const moves: MoveRecord[] = [];
   let mod: { count: number; ranges: ShardRange[] } | undefined;
+  let ranges: ShardRange[];
+  if (delta === undefined) {
+    ranges = [];
+    for (const rec of records.values()) if (rec.kind === 'pair') for (const r of rec.ranges) ranges.push(r);
+  } else {
+    // The previous map's ranges (sorted) minus the changed pairs' old ones, plus their new ones:
+    // the sort below then only places a few ranges in an already sorted list.
+    ranges = delta.previous.filter((r) => !delta.changed.has(`pair/${r.master}`));
+    for (const name of delta.changed) {
+      const rec = records.get(name);
+      if (rec?.kind === 'pair') for (const r of rec.ranges) ranges.push(r);
+    }
+  }
   for (const rec of records.values()) {
-    if (rec.kind === 'pair') for (const r of rec.ranges) ranges.push(r);
-    else if (rec.kind === 'move') moves.push(rec.move);
-    else mod = rec;
+    if (rec.kind === 'move') moves.push(rec.move);
+    else if (rec.kind === 'mod') mod = rec;
   }
   if (mod === undefined) throw new ShardKitError('INVALID_CONFIG', `shard map in ${where}: no mod record`);
   ranges.sort((a, b) => a.range[0] - b.range[0]);
@@ -161,6 +172,12 @@ export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedR
     ...(moves.length > 0 ? { moves } : {}),
     ...(root.readOnly !== undefined ? { readOnly: root.readOnly } : {}),
   };
+}
+
+/** A change applied to the previous map: its object ranges, and the names of the records that changed. */
+export interface MapDelta {
+  previous: readonly ShardRange[];
+  changed: ReadonlySet<string>;
 }
 
 /** The pair records holding a range that starts at `lo` (to name them in an overlap error). */

@@ -2,7 +2,7 @@ import type { Etcd3, IKeyValue } from 'etcd3';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
 import { ShardMap } from '../shard-map.js';
-import { assembleMap, decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, recordsOfRange, type DecodedRecord, type MapRoot } from '../map-records.js';
+import { assembleMap, decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, recordsOfRange, type DecodedRecord, type MapDelta, type MapRoot } from '../map-records.js';
 
 /** Most operations one compare-and-set transaction carries (etcd's --max-txn-ops default is 128). */
 export const MAX_TXN_RECORDS = 100;
@@ -60,9 +60,10 @@ export function snapshotOf(keys: EtcdMapKeys, kvs: IKeyValue[], revision: number
 }
 
 /** The map of a root and its records; an overlap or gap names the records involved. */
-export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>): ShardMap {
-  const decoded = new Map([...records].map(([n, r]) => [n, r.decoded]));
-  const json = assembleMap(root, decoded, `etcd keys ${keys.genPrefix(root.gen)}*`);
+export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, delta?: MapDelta): ShardMap {
+  const decoded = new Map<string, DecodedRecord>();
+  for (const [n, r] of records) decoded.set(n, r.decoded);
+  const json = assembleMap(root, decoded, `etcd keys ${keys.genPrefix(root.gen)}*`, delta);
   try {
     // Each record was schema-checked when it was decoded (and only changed ones are decoded).
     return ShardMap.fromCheckedParts(json);
@@ -125,6 +126,10 @@ export class RecordWatchState {
   private root: MapRoot | undefined;
   private records = new Map<string, { text: string; decoded: DecodedRecord }>();
   private revision = 0;
+  /** The map the records made last: the base of the next delta. */
+  private last: ShardMap | undefined;
+  /** Records changed since `last` was made (a response without the root leaves them here). */
+  private changedSince = new Set<string>();
 
   constructor(private readonly keys: EtcdMapKeys) {}
 
@@ -134,6 +139,8 @@ export class RecordWatchState {
     this.revision = s.revision;
     this.root = s.layout === 2 ? s.root : undefined;
     this.records = s.layout === 2 ? new Map(s.records) : new Map();
+    this.last = s.layout === 2 ? s.map : undefined;
+    this.changedSince.clear();
   }
 
   /**
@@ -163,6 +170,7 @@ export class RecordWatchState {
           this.revision = maxRevision;
           this.root = undefined;
           this.records.clear();
+          this.last = undefined;
           return parseOld(kv);
         }
         const root = parseRoot(json, `etcd key ${this.keys.key}`);
@@ -184,9 +192,20 @@ export class RecordWatchState {
     for (const [name, rec] of changes) {
       if (rec === undefined) this.records.delete(name);
       else this.records.set(name, rec);
+      this.changedSince.add(name);
     }
     if (!rootChanged || nextRoot === undefined) return undefined;
     this.root = nextRoot;
-    return mapOf(this.keys, nextRoot, this.records);
+    const delta = this.last === undefined ? undefined : { previous: this.last.objectRanges(), changed: this.changedSince };
+    try {
+      this.last = mapOf(this.keys, nextRoot, this.records, delta);
+    } catch (err) {
+      // The next change is then assembled from all the records, not from a map never made.
+      this.last = undefined;
+      throw err;
+    } finally {
+      this.changedSince = new Set();
+    }
+    return this.last;
   }
 }
