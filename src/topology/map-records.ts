@@ -152,7 +152,9 @@ export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedR
   } else {
     // The previous map's ranges (sorted) minus the changed pairs' old ones, plus their new ones:
     // the sort below then only places a few ranges in an already sorted list.
-    ranges = delta.previous.filter((r) => !delta.changed.has(`pair/${r.master}`));
+    const masters = new Set<string>();
+    for (const name of delta.changed) if (name.startsWith('pair/')) masters.add(name.slice('pair/'.length));
+    ranges = delta.previous.filter((r) => !masters.has(r.master));
     for (const name of delta.changed) {
       const rec = records.get(name);
       if (rec?.kind === 'pair') for (const r of rec.ranges) ranges.push(r);

@@ -61,13 +61,36 @@ export async function loadShardMapFile(path: string, dataDir?: string): Promise<
 
 const rangeText = (r: ShardRange): string => (r.range[0] === r.range[1] ? `${r.range[0]}` : `${r.range[0]}..${r.range[1]}`);
 
-export function formatShardMapTable(map: ShardMap): string {
+/** Past this many object ranges, `topology show` sums them up by pair unless asked for --ranges. */
+export const SUMMARY_AFTER_RANGES = 200;
+
+/** One row per master: its ranges, shards, open shards, first and last shard (a map at moon size). */
+function pairSummary(objects: readonly ShardRange[]): string {
+  const rows = new Map<string, { slave: string; ranges: number; shards: number; open: number; first: number; last: number; frozen: number }>();
+  for (const r of objects) {
+    const n = r.range[1] - r.range[0] + 1;
+    const row = rows.get(r.master) ?? { slave: r.slave ?? '-', ranges: 0, shards: 0, open: 0, first: r.range[0], last: r.range[1], frozen: 0 };
+    row.ranges++;
+    row.shards += n;
+    if (r.open) row.open += n;
+    if (r.frozen !== undefined) row.frozen++;
+    row.last = Math.max(row.last, r.range[1]);
+    rows.set(r.master, row);
+  }
+  return textTable(['MASTER', 'SLAVE', 'RANGES', 'SHARDS', 'OPEN', 'FIRST..LAST', 'FROZEN'],
+    [...rows].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([m, r]) => [m, r.slave, String(r.ranges), String(r.shards), String(r.open), `${r.first}..${r.last}`, r.frozen === 0 ? '-' : String(r.frozen)]));
+}
+
+export function formatShardMapTable(map: ShardMap, options: { ranges?: boolean } = {}): string {
   const objects = map.objectRanges();
   const mod = map.modShardRanges();
+  const summarize = objects.length > SUMMARY_AFTER_RANGES && options.ranges !== true;
   return [
     `shard map version ${map.version}: ${map.shardCount} object shards (${map.openShardCount} open) on ${objects.length} ranges; ${map.modShardCount} mod shards`,
     '',
-    textTable(['RANGE', 'MASTER', 'SLAVE', 'OPEN'], objects.map((r) => [rangeText(r), r.master, r.slave ?? '-', r.open ? 'yes' : 'no'])),
+    summarize
+      ? `${pairSummary(objects)}\n(${objects.length} ranges summed up by master; --ranges lists each)`
+      : textTable(['RANGE', 'MASTER', 'SLAVE', 'OPEN'], objects.map((r) => [rangeText(r), r.master, r.slave ?? '-', r.open ? 'yes' : 'no'])),
     '',
     `mod shards (${map.modShardCount}):`,
     textTable(['RANGE', 'MASTER', 'SLAVE'], mod.map((r) => [rangeText(r), r.master, r.slave ?? '-'])),
@@ -85,9 +108,9 @@ export function formatShardMapTable(map: ShardMap): string {
 }
 
 /** `topology show`: the map of --file, or the built-in default map. */
-export async function showTopology(opts: { file?: string; json?: boolean; data?: string }): Promise<void> {
+export async function showTopology(opts: { file?: string; json?: boolean; data?: string; ranges?: boolean }): Promise<void> {
   const map = opts.file === undefined ? ShardMap.fromJSON(defaultShardMapJson()) : await loadShardMapFile(opts.file, opts.data);
-  process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map)}\n`);
+  process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map, { ranges: opts.ranges === true })}\n`);
 }
 
 /** `topology upgrade`: an etcd store's single document becomes records and a root (EtcdTopologyStore.upgrade). */

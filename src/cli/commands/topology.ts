@@ -10,10 +10,11 @@ export function register(program: Command): void {
     .option('--file <file>', 'a topology JSON file, or a shardkit config file (the live map from its topology store, else its "shardMap"); default: the built-in default map')
     .option('--data <dir>', 'with a config file: the data directory whose topology store holds the live map (default: the config file\'s directory)')
     .option('--json', 'print the JSON form: {"version","ranges":[{"range","master","slave","open"}...],"modShards":{"count","ranges"}}')
+    .option('--ranges', 'list every object range even past 200 (a larger map is summed up by master)')
     .addHelpText('after', `
 Without --file, prints the default map: 4096 shards (all open) over MySQL001A/B..MySQL008A/B and
 4096 mod shards over msdb001a/b..msdb008a/b.`)
-    .action(action(async (opts: { file?: string; json?: boolean; data?: string }) => (await import('../actions/topology.js')).showTopology(opts)));
+    .action(action(async (opts: { file?: string; json?: boolean; data?: string; ranges?: boolean }) => (await import('../actions/topology.js')).showTopology(opts)));
 
   topology
     .command('upgrade')
