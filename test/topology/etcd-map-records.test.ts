@@ -9,6 +9,9 @@ import assert from 'node:assert/strict';
 import { Etcd3 } from 'etcd3';
 import { EtcdTopologyStore, ShardKitError, ShardMap, type ShardMapJson } from '../../src/index.js';
 import { evenRanges } from '../../src/topology/shard-map.js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -197,5 +200,62 @@ test('records layout: a writer that dies after writing a new generation, before 
     raw.close();
     await store.close();
     await service.close();
+  }
+});
+
+test('records layout: a writer process killed -9 in the middle of large rewrites: readers and watchers only ever see whole maps, and the next writer goes on', async () => {
+  const key = freshKey();
+  const tagged = (t: number): ShardMapJson => ({ ...bigMap(), ranges: evenRanges(1024, 128, (i, role) => `k${t}p${String(i).padStart(3, '0')}${role[0]}`, true) });
+  // Each map renames every pair: 128 deletes and 128 puts, so each write is a new generation.
+  const maps = [tagged(1), tagged(2), tagged(3)];
+  const whole = new Set(maps.map((m) => JSON.stringify(m.ranges)));
+  const reader = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT;
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./etcd-store-writer.ts', import.meta.url)), etcd.endpoint, key], { stdio: ['pipe', 'pipe', 'inherit'], env });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const seen: ShardMap[] = [];
+  let reads = 0;
+  let stop = false;
+  try {
+    await reader.write(ShardMap.fromJSON(maps[0]!), 0);
+    await reader.read();
+    reader.watch((m) => seen.push(m));
+    // Read as fast as possible while the child writes: every read must be one whole map.
+    const reading = (async () => {
+      while (!stop) {
+        const m = (await reader.read())!;
+        assert.ok(whole.has(JSON.stringify(m.toJSON().ranges)), `read version ${m.version}: not one of the maps written`);
+        reads++;
+      }
+    })();
+    let wins = 0;
+    await new Promise<void>((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`writer exited with ${code}`)));
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        const msg = JSON.parse(line) as { ok?: boolean; ready?: boolean };
+        if (msg.ready) child.stdin!.write(`${JSON.stringify({ id: 1, op: 'churn', maps })}\n`);
+        else if (msg.ok && ++wins === 3) {
+          // The child is already on its next write: kill it there.
+          child.kill('SIGKILL');
+          resolve();
+        }
+      });
+    });
+    await exited;
+    stop = true;
+    await reading;
+    assert.ok(reads > 0);
+    const after = (await reader.read())!;
+    assert.ok(whole.has(JSON.stringify(after.toJSON().ranges)));
+    // The next writer goes on from whatever version stands.
+    const next = await reader.write(ShardMap.fromJSON(maps[1]!), after.version);
+    while ((seen.at(-1)?.version ?? 0) < next.version) await new Promise((r) => setTimeout(r, 20));
+    for (const m of seen) assert.ok(whole.has(JSON.stringify(m.toJSON().ranges)), `watcher heard version ${m.version}: not a whole map`);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i]!.version > seen[i - 1]!.version);
+  } finally {
+    stop = true;
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await reader.close();
   }
 });
