@@ -196,6 +196,12 @@ test('records layout: a writer that dies after writing a new generation, before 
     assert.deepEqual(seen.map((m) => m.version), [2]);
     assert.deepEqual(seen[0]!.toJSON(), v2.toJSON());
     assert.equal((await service.read())!.locate(100).master, 'p013m');
+    // The next large write (a new generation) leaves no other generation behind, the dead one included.
+    const v3 = await store.write(ShardMap.fromJSON({ ...bigMap(), ranges: evenRanges(1024, 128, (i, role) => `q${String(i).padStart(3, '0')}${role[0]}`, true) }), 2);
+    const gen = (JSON.parse((await raw.get(key).string())!) as { gen: string }).gen;
+    const gens = new Set([...(await keysUnder(raw, key)).keys()].filter((k) => k.startsWith(`${key}/m/`)).map((k) => k.slice(`${key}/m/`.length).split('/')[0]));
+    assert.deepEqual([...gens], [gen]);
+    assert.deepEqual((await service.read())!.toJSON(), v3.toJSON());
   } finally {
     raw.close();
     await store.close();

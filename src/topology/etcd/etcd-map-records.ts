@@ -110,9 +110,15 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
     await client.if(keys.key, 'Mod', '==', current.modRevision).options(deadline).then(...batch.map(([name, text]) => client.put(prefix + name).value(text))).commit();
   }
   const txn = await client.if(keys.key, 'Mod', '==', current.modRevision).options(deadline).then(client.put(keys.key).value(rootText)).commit();
-  // The generation that lost (ours) or the one replaced (theirs) is no longer referenced.
-  const unused = txn.succeeded ? (current.layout === 2 ? keys.genPrefix(current.root.gen) : undefined) : prefix;
-  if (unused !== undefined) await client.delete().prefix(unused).options(deadline).exec().catch(() => {});
+  // Lost: our generation is referenced by nobody. Won: every other generation is garbage (the one
+  // replaced, and any a writer killed before its flip left behind). Generation names have one
+  // length, so [<key>/m/, <key>/m/<gen>/) and [<key>/m/<gen>0, <key>/m0) are all the others.
+  if (!txn.succeeded) await client.delete().prefix(prefix).options(deadline).exec().catch(() => {});
+  else {
+    for (const range of [{ start: `${keys.key}/m/`, end: prefix }, { start: `${keys.key}/m/${gen}0`, end: `${keys.key}/m0` }]) {
+      await client.delete().inRange(range).options(deadline).exec().catch(() => {});
+    }
+  }
   return { won: txn.succeeded, rootText };
 }
 
