@@ -6,7 +6,8 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Etcd3 } from 'etcd3';
+import { Etcd3, type IKeyValue } from 'etcd3';
+import { EtcdMapKeys, RecordWatchState } from '../../src/topology/etcd/etcd-map-records.js';
 import { EtcdTopologyStore, ShardKitError, ShardMap, type ShardMapJson } from '../../src/index.js';
 import { evenRanges } from '../../src/topology/shard-map.js';
 import { spawn } from 'node:child_process';
@@ -263,5 +264,39 @@ test('records layout: a writer process killed -9 in the middle of large rewrites
     stop = true;
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await reader.close();
+  }
+});
+
+test('records layout: a watch response carrying two transactions yields both maps, in order (no change skipped)', async () => {
+  const key = freshKey();
+  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const raw = new Etcd3({ hosts: etcd.endpoint });
+  try {
+    const v1 = await store.write(ShardMap.fromJSON(bigMap()), 0);
+    const snap = await store.snapshot();
+    const keys = new EtcdMapKeys(key);
+    const state = new RecordWatchState(keys);
+    state.reset(snap);
+    // Two switches, then the events of both as etcd would send them in one response.
+    const from = snap.revision;
+    const v2 = await store.write(switchShard0(v1), 1);
+    const v3json = v2.toJSON();
+    v3json.ranges[2] = { ...v3json.ranges[2]!, open: false };
+    const v3 = await store.write(ShardMap.fromJSON(v3json), 2);
+    const events: Array<{ type: 'put' | 'delete'; kv: IKeyValue }> = [];
+    const w = await raw.watch().inRange({ start: key, end: keys.watchEnd }).startRevision(String(from + 1)).create();
+    await new Promise<void>((resolve) => {
+      w.on('data', (res) => {
+        for (const e of res.events) events.push({ type: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv });
+        if (events.filter((e) => e.kv.key.toString() === key).length === 2) resolve();
+      });
+    });
+    await w.cancel();
+    const out = state.apply(events, () => assert.fail('not the record layout'));
+    assert.ok(out !== 'resync');
+    assert.deepEqual(out.map((m) => m.toJSON()), [v2.toJSON(), v3.toJSON()]);
+  } finally {
+    raw.close();
+    await store.close();
   }
 });

@@ -150,18 +150,26 @@ export class RecordWatchState {
   }
 
   /**
-   * Applies one response's events. Returns the new map when the root changed, 'resync' when a
-   * full read is needed, undefined when nothing routing-relevant changed.
+   * Applies one response's events in order (etcd may put several transactions in one response):
+   * a transaction's records come before its root, so each root event closes one change. Returns
+   * the map of each change, oldest first, or 'resync' when a full read is needed (a new
+   * generation, the root deleted, no base yet). After an error the next change resyncs too.
    */
-  apply(events: Array<{ type: 'put' | 'delete'; kv: IKeyValue }>, parseOld: (kv: IKeyValue) => ShardMap): ShardMap | 'resync' | undefined {
-    let rootChanged = false;
-    let nextRoot = this.root;
-    const changes: Array<[string, { text: string; decoded: DecodedRecord } | undefined]> = [];
-    let maxRevision = this.revision;
+  apply(events: Array<{ type: 'put' | 'delete'; kv: IKeyValue }>, parseOld: (kv: IKeyValue) => ShardMap): ShardMap[] | 'resync' {
+    try {
+      return this.applyInOrder(events, parseOld);
+    } catch (err) {
+      this.root = undefined;
+      this.last = undefined;
+      throw err;
+    }
+  }
+
+  private applyInOrder(events: Array<{ type: 'put' | 'delete'; kv: IKeyValue }>, parseOld: (kv: IKeyValue) => ShardMap): ShardMap[] | 'resync' {
+    const out: ShardMap[] = [];
     for (const { type, kv } of events) {
       const revision = Number(kv.mod_revision);
       if (revision <= this.revision) continue;
-      maxRevision = Math.max(maxRevision, revision);
       const key = kv.key.toString('utf8');
       if (key === this.keys.key) {
         if (type === 'delete') return 'resync';
@@ -172,46 +180,33 @@ export class RecordWatchState {
         } catch {
           json = undefined;
         }
+        this.revision = revision;
         if (!isRecordRoot(json)) {
-          this.revision = maxRevision;
           this.root = undefined;
           this.records.clear();
           this.last = undefined;
-          return parseOld(kv);
+          out.push(parseOld(kv));
+          continue;
         }
         const root = parseRoot(json, `etcd key ${this.keys.key}`);
         if (this.root === undefined || root.gen !== this.root.gen) return 'resync';
-        nextRoot = root;
-        rootChanged = true;
+        this.root = root;
+        const delta = this.last === undefined ? undefined : { previous: this.last.objectRanges(), changed: this.changedSince };
+        this.changedSince = new Set();
+        this.last = mapOf(this.keys, root, this.records, delta);
+        out.push(this.last);
         continue;
       }
       if (this.root === undefined) continue;
       const name = this.keys.recordName(key, this.root.gen);
       if (name === undefined) continue;
-      if (type === 'delete') changes.push([name, undefined]);
+      if (type === 'delete') this.records.delete(name);
       else {
         const text = kv.value.toString('utf8');
-        changes.push([name, { text, decoded: decodeRecord(name, text, `etcd key ${key}`) }]);
+        this.records.set(name, { text, decoded: decodeRecord(name, text, `etcd key ${key}`) });
       }
-    }
-    this.revision = maxRevision;
-    for (const [name, rec] of changes) {
-      if (rec === undefined) this.records.delete(name);
-      else this.records.set(name, rec);
       this.changedSince.add(name);
     }
-    if (!rootChanged || nextRoot === undefined) return undefined;
-    this.root = nextRoot;
-    const delta = this.last === undefined ? undefined : { previous: this.last.objectRanges(), changed: this.changedSince };
-    try {
-      this.last = mapOf(this.keys, nextRoot, this.records, delta);
-    } catch (err) {
-      // The next change is then assembled from all the records, not from a map never made.
-      this.last = undefined;
-      throw err;
-    } finally {
-      this.changedSince = new Set();
-    }
-    return this.last;
+    return out;
   }
 }

@@ -355,7 +355,7 @@ export class EtcdTopologyStore implements TopologyStore {
     w.on('data', (res) => {
       if (this.watcher !== w) return;
       this.seeRevision(res.header.revision);
-      let out: ShardMap | 'resync' | undefined;
+      let out: ShardMap[] | 'resync';
       try {
         out = this.watchState.apply(res.events.map((e) => ({ type: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv })), (kv) => this.parse(kv));
       } catch (err) {
@@ -363,7 +363,7 @@ export class EtcdTopologyStore implements TopologyStore {
         return;
       }
       if (out === 'resync') void this.catchUp();
-      else if (out !== undefined) this.offer(out);
+      else for (const map of out) this.offer(map);
     });
     // Every (re)connect: read once, so whatever happened while the stream was down is caught up.
     w.on('connected', () => {
