@@ -153,11 +153,11 @@ async function run(etcd: LocalEtcd, layout: 1 | 2, base: ShardMapJson, locateRat
     next = await writer.write(after, next.version);
     await Promise.all(all);
     for (; events.length === 0;) await new Promise((r) => setTimeout(r, 10));
-    // The subscriber's work for this change, 5 times from the same base: the median, wall and CPU
+    // The subscriber's work for this change, 15 times from the same base (a long-running subscriber is warm): the median, wall and CPU
     // (the machine is shared: CPU time shows the cost apart from waiting for a core).
     const walls: number[] = [];
     const cpus: number[] = [];
-    for (let k = 0; k < 5; k++) {
+    for (let k = 0; k < 15; k++) {
       const fresh = new RecordWatchState(keys);
       fresh.reset(snap);
       const c0 = process.cpuUsage();

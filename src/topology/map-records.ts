@@ -150,22 +150,31 @@ export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedR
     ranges = [];
     for (const rec of records.values()) if (rec.kind === 'pair') for (const r of rec.ranges) ranges.push(r);
   } else {
-    // The previous map's ranges (sorted) minus the changed pairs' old ones, plus their new ones:
-    // the sort below then only places a few ranges in an already sorted list.
+    // The previous map's ranges (sorted) minus the changed pairs' old ones, merged with their new ones.
     const masters = new Set<string>();
     for (const name of delta.changed) if (name.startsWith('pair/')) masters.add(name.slice('pair/'.length));
-    ranges = delta.previous.filter((r) => !masters.has(r.master));
+    const added: ShardRange[] = [];
     for (const name of delta.changed) {
       const rec = records.get(name);
-      if (rec?.kind === 'pair') for (const r of rec.ranges) ranges.push(r);
+      if (rec?.kind === 'pair') for (const r of rec.ranges) added.push(r);
     }
+    added.sort((a, b) => a.range[0] - b.range[0]);
+    // One merge of two sorted lists.
+    ranges = [];
+    let k = 0;
+    for (const r of delta.previous) {
+      if (masters.has(r.master)) continue;
+      while (k < added.length && added[k]!.range[0] < r.range[0]) ranges.push(added[k++]!);
+      ranges.push(r);
+    }
+    while (k < added.length) ranges.push(added[k++]!);
   }
   for (const rec of records.values()) {
     if (rec.kind === 'move') moves.push(rec.move);
     else if (rec.kind === 'mod') mod = rec;
   }
   if (mod === undefined) throw new ShardKitError('INVALID_CONFIG', `shard map in ${where}: no mod record`);
-  ranges.sort((a, b) => a.range[0] - b.range[0]);
+  if (delta === undefined) ranges.sort((a, b) => a.range[0] - b.range[0]);
   const order = new Map((root.moves ?? []).map((id, i) => [id, i]));
   for (const m of moves) if (!order.has(m.id)) throw new ShardKitError('INVALID_CONFIG', `shard map in ${where}: record move/${m.id} is not named by the root`);
   moves.sort((a, b) => order.get(a.id)! - order.get(b.id)!);

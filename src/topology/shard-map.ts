@@ -166,7 +166,10 @@ class RangeIndex {
   private readonly starts: number[];
 
   constructor(ranges: ShardRange[], what: string, firstShard: number, lastShard: number | undefined) {
-    this.ranges = [...ranges].sort((a, b) => a.range[0] - b.range[0]);
+    // Usually sorted already (stores keep ranges in order): then a copy, not a sort.
+    let sorted = true;
+    for (let i = 1; i < ranges.length && sorted; i++) sorted = ranges[i - 1]!.range[0] <= ranges[i]!.range[0];
+    this.ranges = sorted ? ranges.slice() : [...ranges].sort((a, b) => a.range[0] - b.range[0]);
     this.starts = this.ranges.map((r) => r.range[0]);
     let expected = firstShard;
     for (const r of this.ranges) {
