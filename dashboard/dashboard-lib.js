@@ -214,6 +214,31 @@ export function summarizeMap(map) {
   return { shards, open, hosts: hosts.size };
 }
 
+/** Past this many ranges the shard map table shows one row per master (a map at moon size). */
+export const SUMMARY_AFTER_RANGES = 200;
+
+/**
+ * The object ranges summed up by master, in master order: how many ranges and shards each pair
+ * serves, how many are open, its first and last shard, and the moves freezing its ranges.
+ * @param {Array<{ range: [number, number], master: string, slave?: string, open?: boolean, frozen?: { id: string } }>} ranges
+ */
+export function rangesByMaster(ranges) {
+  /** @type {Map<string, { master: string, slave: string | undefined, ranges: number, shards: number, open: number, first: number, last: number, frozenBy: string[] }>} */
+  const rows = new Map();
+  for (const r of ranges) {
+    const n = r.range[1] - r.range[0] + 1;
+    let row = rows.get(r.master);
+    if (row === undefined) rows.set(r.master, (row = { master: r.master, slave: r.slave, ranges: 0, shards: 0, open: 0, first: r.range[0], last: r.range[1], frozenBy: [] }));
+    row.ranges++;
+    row.shards += n;
+    if (r.open === true) row.open += n;
+    row.first = Math.min(row.first, r.range[0]);
+    row.last = Math.max(row.last, r.range[1]);
+    if (r.frozen !== undefined) row.frozenBy.push(r.frozen.id);
+  }
+  return [...rows.values()].sort((a, b) => (a.master < b.master ? -1 : a.master > b.master ? 1 : 0));
+}
+
 /**
  * @typedef {{ shard: number, reads: number, writes: number, rate: number | undefined, objects: number | null }} HeatCell
  * @typedef {{ range: [number, number], frozenBy: string | undefined, cells: HeatCell[], calls: number, rate: number | undefined, objects: number | null }} HeatRange

@@ -6,7 +6,7 @@
  * (#object=…, #mapping=…&from=…, #lookup=…&key=…), so links and the back button work.
  */
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap, SUMMARY_AFTER_RANGES,
 } from './dashboard-lib.js';
 
 const REFRESH_MS = 5000;
@@ -173,12 +173,20 @@ async function refresh() {
 function renderTopology(map) {
   const s = summarizeMap(map);
   $('topology-summary').textContent = `${s.shards.toLocaleString('en-US')} logical shards on ${s.hosts} hosts, ${s.open.toLocaleString('en-US')} open for new objects (version ${map.version})`;
-  const rows = map.ranges.map((r) => el('tr', {},
-    el('td', { class: 'mono' }, `${r.range[0]}–${r.range[1]}`),
-    el('td', { class: 'num' }, String(r.range[1] - r.range[0] + 1)),
-    el('td', {}, r.master),
-    el('td', {}, r.slave ?? '–'),
-    el('td', {}, r.open === true ? 'open' : 'closed', r.frozen ? el('span', { class: 'frozen' }, ` · frozen by ${r.frozen.id}`) : '')));
+  // A fragmented map at moon size has tens of thousands of ranges: one row per master instead.
+  const rows = map.ranges.length > SUMMARY_AFTER_RANGES
+    ? rangesByMaster(map.ranges).map((p) => el('tr', { 'data-master': p.master },
+      el('td', { class: 'mono' }, `${p.ranges.toLocaleString('en-US')} ranges in ${p.first}–${p.last}`),
+      el('td', { class: 'num' }, p.shards.toLocaleString('en-US')),
+      el('td', {}, p.master),
+      el('td', {}, p.slave ?? '–'),
+      el('td', {}, `${p.open.toLocaleString('en-US')} open`, p.frozenBy.length > 0 ? el('span', { class: 'frozen' }, ` · frozen by ${p.frozenBy.join(', ')}`) : '')))
+    : map.ranges.map((r) => el('tr', {},
+      el('td', { class: 'mono' }, `${r.range[0]}–${r.range[1]}`),
+      el('td', { class: 'num' }, String(r.range[1] - r.range[0] + 1)),
+      el('td', {}, r.master),
+      el('td', {}, r.slave ?? '–'),
+      el('td', {}, r.open === true ? 'open' : 'closed', r.frozen ? el('span', { class: 'frozen' }, ` · frozen by ${r.frozen.id}`) : '')));
   $('topology').querySelector('tbody')?.replaceChildren(...rows);
   // Moves in progress (docs/moves.md): phase and whether services are holding writes right now.
   const moves = map.moves ?? [];

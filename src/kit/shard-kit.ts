@@ -5,7 +5,7 @@ import { loadConfigFile, parseConfig, resolveSchema, type ConfigInput, type Shar
 import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
 import { createCache, DEFAULT_CACHE_TTL_SECONDS, type Cache } from '../cache/index.js';
 import { createTopologyStore } from '../topology/index.js';
-import { ShardMap } from '../topology/shard-map.js';
+import { ShardMap, type MoveProgress } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import { createBackend } from './backend-factory.js';
 import { Lookups } from './lookups.js';
@@ -157,6 +157,14 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   /** The shard map in force (follows the topology store's updates). */
   async shardMap(): Promise<ShardMap> {
     return this.ctx.map();
+  }
+
+  /**
+   * Each move's latest progress from the topology store's progress records (#30: kept out of the
+   * map this kit routes with); empty without a store or records. For the dashboard, not routing.
+   */
+  async moveProgress(): Promise<Map<string, MoveProgress>> {
+    return (await this.topology?.progress?.readAll()) ?? new Map();
   }
 
   /** Reads the topology store now rather than waiting for the watch (the MyRocks engine after a move's fence). */

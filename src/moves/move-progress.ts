@@ -1,35 +1,19 @@
-import type { MovePhase, MoveProgress, ShardMap, ShardMapJson } from '../topology/shard-map.js';
+import type { MovePhase, MoveProgress } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
-import { casMoveState } from './move-state.js';
 
-/** At most one progress write per this many ms: each write is a new map version every service adopts. */
+/** At most one progress write per this many ms. */
 export const PROGRESS_EVERY_MS = 1000;
 
 export type ProgressUpdate = Omit<MoveProgress, 'phase' | 'at'>;
 
 /**
- * The transition of a progress write: sets `progress` on move `id` only while the move is still
- * in `phase`, and changes nothing else (not the phase, the ranges, the freeze or updatedAt). A
- * move that went on to another phase, or is gone, leaves the map as it is: casMoveState then
- * writes nothing. So a progress write can never make the cutover's precondition ("frozen by this
- * move, still on the source, phase fenced") true or false.
- */
-export function recordProgress(map: ShardMap, id: string, phase: MovePhase, update: ProgressUpdate, now = Date.now()): ShardMapJson {
-  const json = map.toJSON();
-  const m = map.move(id);
-  if (m === undefined || m.phase !== phase) return json;
-  const base = m.progress?.phase === phase ? m.progress : undefined;
-  const progress: MoveProgress = { ...base, ...update, phase, at: now };
-  return { ...json, moves: (json.moves ?? []).map((x) => (x.id === id ? { ...x, progress } : x)) };
-}
-
-/**
- * Writes a running move's progress into its record, throttled to one write per PROGRESS_EVERY_MS
- * (the latest numbers win; nothing queues up). The runner wraps each of its own phase writes in
- * around(), which waits for a progress write in flight and holds the next one until the phase
- * write is done: the two never race for the same map version, so the runner's compare-and-set
- * rounds are spent only on other writers. A progress write that fails is tried again after
- * the throttle, and never fails the move: progress is for people watching, never a reason to stop a move.
+ * Writes a running move's progress into the store's progress record for the move (#30: never
+ * into the shard map, so services adopt no new map version while a move copies), throttled to
+ * one write per PROGRESS_EVERY_MS (the latest numbers win; nothing queues up). Numbers of the
+ * same phase merge; a new phase starts afresh. The runner wraps each of its own phase writes in
+ * around(), so a record is never written for a phase while the runner is leaving it. A progress
+ * write that fails is tried again after the throttle and never fails the move: progress is for
+ * people watching, never a reason to stop a move. A store without progress records shows none.
  */
 export class MoveProgressWriter {
   private id: string | undefined;
@@ -40,8 +24,10 @@ export class MoveProgressWriter {
   private lastWrite = 0;
   private paused = 0;
   private closed = false;
+  /** What this writer last wrote (numbers of the same phase merge into it). */
+  private last: MoveProgress | undefined;
 
-  constructor(private readonly store: TopologyStore, private readonly hosts?: Iterable<string>, private readonly everyMs = PROGRESS_EVERY_MS) {}
+  constructor(private readonly store: TopologyStore, private readonly everyMs = PROGRESS_EVERY_MS) {}
 
   /** The move and the phase it is in now (after each of the runner's own writes). */
   track(id: string, phase: MovePhase | undefined): void {
@@ -86,11 +72,16 @@ export class MoveProgressWriter {
     this.schedule();
   }
 
-  /** Stops writing (a pending update is dropped) and waits for a write in flight. */
+  /**
+   * Stops writing (a pending update is dropped) and waits for a write in flight. A move that
+   * ended (switched, or gone after an abort) has its record removed; one left mid-phase (the
+   * runner failed or will be resumed) keeps it for the people watching.
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.clearTimer();
     await this.inFlight;
+    if (this.id !== undefined && (this.phase === undefined || this.phase === 'switched')) await this.store.progress?.remove(this.id).catch(() => {});
   }
 
   private clearTimer(): void {
@@ -118,11 +109,15 @@ export class MoveProgressWriter {
     const update = this.pending!;
     this.pending = undefined;
     this.lastWrite = Date.now();
-    if (phase === undefined) return;
-    // One round: on a conflict (or a store error) the numbers go back to pending and are written
-    // again after the throttle, unless newer ones came meanwhile.
-    this.inFlight = casMoveState(this.store, (map) => recordProgress(map, id, phase, update), { attempts: 1, ...(this.hosts !== undefined ? { hosts: this.hosts } : {}) })
-      .then(() => undefined, () => {
+    const records = this.store.progress;
+    if (phase === undefined || records === undefined) return;
+    const progress: MoveProgress = { ...(this.last?.phase === phase ? this.last : {}), ...update, phase, at: Date.now() };
+    // On a store error the numbers go back to pending and are written again after the throttle,
+    // unless newer ones came meanwhile.
+    this.inFlight = records.put(id, progress)
+      .then(() => {
+        this.last = progress;
+      }, () => {
         if (this.id === id && this.phase === phase) this.pending = { ...update, ...this.pending };
       })
       .finally(() => {

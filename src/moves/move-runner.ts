@@ -65,8 +65,8 @@ export interface MoveResult {
  * --resume or --abort. A resumed move in frozen or fenced re-freezes first, with a fresh budget.
  */
 export async function runMove(options: MoveRunOptions): Promise<MoveResult> {
-  // Progress (shards done, lag) goes into the move's record too, for the dashboard (move-progress.ts).
-  const progress = new MoveProgressWriter(options.store, options.hosts);
+  // Progress (shards done, lag) goes to the store's progress records, for the dashboard (move-progress.ts).
+  const progress = new MoveProgressWriter(options.store);
   try {
     return await runPhases(options, progress);
   } finally {

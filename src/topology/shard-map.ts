@@ -60,9 +60,9 @@ export interface MoveRecord {
   /** Engine-specific resume data (positions, counts); small scalars only. */
   detail?: Record<string, string | number | boolean>;
   /**
-   * How far the running phase is, written by the mover at most once a second
-   * (src/moves/move-progress.ts) for the dashboard and `topology show`. Never part of a
-   * compare-and-set precondition: a progress write touches nothing else.
+   * How far the running phase is. Stored maps no longer carry it (#30): the mover writes it at
+   * most once a second into the store's progress records (move-progress-records.ts), which
+   * services do not watch, and readers (dashboard, `topology show`) merge it into this view.
    */
   progress?: MoveProgress;
 }
@@ -111,14 +111,25 @@ const epochMs = z.number().int().min(0);
 /** A hold budget: a freeze longer than a minute would be an outage, not a pause. */
 const holdMs = z.number().int().min(1).max(60_000);
 const freezeSchema = z.object({ id: moveId, source: pairSchema, target: pairSchema, frozenAt: epochMs, holdMs }).strict();
-const rangeSchema = z.object({
+export const rangeSchema = z.object({
   range: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
   master: hostName,
   slave: hostName.optional(),
   open: z.boolean().optional(),
   frozen: freezeSchema.optional(),
 }).strict();
-const moveSchema = z.object({
+/** A move's progress record (kept beside the map since #30; older maps may still carry one inline). */
+export const moveProgressSchema = z.object({
+  phase: z.enum(MOVE_PHASES),
+  shardsDone: z.number().int().min(0).optional(),
+  shardsTotal: z.number().int().min(0).optional(),
+  rowsCopied: z.number().int().min(0).optional(),
+  rowsTotal: z.number().int().min(0).optional(),
+  bytesCopied: z.number().int().min(0).optional(),
+  lag: z.number().min(0).optional(),
+  at: epochMs,
+}).strict();
+export const moveRecordSchema = z.object({
   id: moveId,
   kind: z.enum(['move', 'failover']),
   range: z.tuple([z.number().int().min(0), z.number().int().min(0)]),
@@ -129,23 +140,14 @@ const moveSchema = z.object({
   startedAt: epochMs,
   updatedAt: epochMs,
   detail: z.record(z.string(), z.union([z.string().max(4096), z.number(), z.boolean()])).optional(),
-  progress: z.object({
-    phase: z.enum(MOVE_PHASES),
-    shardsDone: z.number().int().min(0).optional(),
-    shardsTotal: z.number().int().min(0).optional(),
-    rowsCopied: z.number().int().min(0).optional(),
-    rowsTotal: z.number().int().min(0).optional(),
-    bytesCopied: z.number().int().min(0).optional(),
-    lag: z.number().min(0).optional(),
-    at: epochMs,
-  }).strict().optional(),
+  progress: moveProgressSchema.optional(),
 }).strict();
 
 export const shardMapSchema = z.object({
   version: z.number().int().min(0),
   ranges: z.array(rangeSchema).min(1),
   modShards: z.object({ count: z.number().int().min(1).max(65536), ranges: z.array(rangeSchema).min(1) }).strict(),
-  moves: z.array(moveSchema).optional(),
+  moves: z.array(moveRecordSchema).optional(),
   readOnly: z.object({ reason: z.string().min(1).max(1000), since: epochMs }).strict().optional(),
 }).strict();
 
@@ -158,13 +160,16 @@ export interface ShardLocation {
   frozen?: RangeFreeze;
 }
 
-/** Sorted, validated ranges with O(log n) shard → host lookup. */
+/** Sorted, validated ranges with O(1) shard → host lookup (a shard → range table). */
 class RangeIndex {
   readonly ranges: ShardRange[];
   private readonly starts: number[];
 
   constructor(ranges: ShardRange[], what: string, firstShard: number, lastShard: number | undefined) {
-    this.ranges = [...ranges].sort((a, b) => a.range[0] - b.range[0]);
+    // Usually sorted already (stores keep ranges in order): then a copy, not a sort.
+    let sorted = true;
+    for (let i = 1; i < ranges.length && sorted; i++) sorted = ranges[i - 1]!.range[0] <= ranges[i]!.range[0];
+    this.ranges = sorted ? ranges.slice() : [...ranges].sort((a, b) => a.range[0] - b.range[0]);
     this.starts = this.ranges.map((r) => r.range[0]);
     let expected = firstShard;
     for (const r of this.ranges) {
@@ -184,7 +189,18 @@ class RangeIndex {
     return this.ranges[this.ranges.length - 1]!.range[1];
   }
 
+  private table: Uint32Array | undefined;
+
+  private buildTable(): Uint32Array {
+    const table = new Uint32Array(this.lastShard + 1);
+    for (let i = 0; i < this.ranges.length; i++) table.fill(i, this.ranges[i]!.range[0], this.ranges[i]!.range[1] + 1);
+    return table;
+  }
+
   find(shard: number): ShardRange | undefined {
+    // O(1) at any fragmentation: one slot per shard (at most 65,536: 256 KiB), built on first use.
+    if (this.table === undefined && this.lastShard <= PINTEREST_MAX_SHARD) this.table = this.buildTable();
+    if (this.table !== undefined) return shard >= 0 && shard < this.table.length ? this.ranges[this.table[shard]!] : undefined;
     let lo = 0;
     let hi = this.starts.length - 1;
     while (lo < hi) {
@@ -240,6 +256,15 @@ export class ShardMap {
       invalid(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
     }
     return new ShardMap(parsed.data as ShardMapJson, options.hosts);
+  }
+
+  /**
+   * A map from parts already checked one by one against the schema (the record layout's decoded
+   * records, map-records.ts): skips the schema pass over every range, which at 65,536 shards is
+   * most of the cost, and still checks everything across parts (overlaps, gaps, moves, hosts).
+   */
+  static fromCheckedParts(json: ShardMapJson, options: { hosts?: Iterable<string> } = {}): ShardMap {
+    return new ShardMap(json, options.hosts);
   }
 
   toJSON(): ShardMapJson {

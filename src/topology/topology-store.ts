@@ -1,4 +1,5 @@
 import type { ShardMap } from './shard-map.js';
+import type { MoveProgressRecords } from './move-progress-records.js';
 
 /**
  * Where the shard map lives (Pinterest: ZooKeeper). A thin interface in the Vitess `conn.go`
@@ -15,4 +16,9 @@ export interface TopologyStore {
   /** Calls `listener` with every new map (in version order, at least the latest). Returns an unsubscribe function. */
   watch(listener: (map: ShardMap) => void): () => void;
   close(): Promise<void>;
+  /**
+   * Move progress records beside the map, which services never watch (#30). The three stores
+   * have them; a store without them (a test double) simply shows no progress.
+   */
+  readonly progress?: MoveProgressRecords;
 }

@@ -113,3 +113,29 @@ test('topology show: bad files exit 2 with one line naming the problem', async (
   ];
   await Promise.all(cases.map(async ([args, pattern]) => assertBadInput(await cli(['topology', 'show', ...args]), args.join(' '), pattern)));
 });
+
+test('topology show at moon size (65,536 shards, 1,000 pairs, fragmented): one row per master, --ranges lists every range', async () => {
+  const owner = (s: number) => (s % 97 === 0 ? (s % 1000) + 1 : Math.floor((s * 1000) / 65_536) + 1);
+  const name = (i: number, r: string) => `db${String(i).padStart(4, '0')}${r}`;
+  const ranges: ShardMapJson['ranges'] = [];
+  for (let s = 0; s < 65_536;) {
+    let e = s;
+    while (e + 1 < 65_536 && owner(e + 1) === owner(s)) e++;
+    ranges.push({ range: [s, e], master: name(owner(s), 'a'), slave: name(owner(s), 'b'), open: true });
+    s = e + 1;
+  }
+  const file = join(dir, 'moon.json');
+  await writeFile(file, JSON.stringify({ ...defaultShardMapJson(), ranges }));
+  const summary = await cli(['topology', 'show', '--file', file]);
+  assert.equal(summary.code, 0, summary.stderr);
+  const lines = summary.stdout.split('\n');
+  assert.match(lines[0]!, new RegExp(`^shard map version 1: 65536 object shards \\(65536 open\\) on ${ranges.length} ranges`));
+  assert.match(lines[2]!, /^MASTER\s+SLAVE\s+RANGES\s+SHARDS\s+OPEN\s+FIRST\.\.LAST\s+FROZEN/);
+  const rows = lines.filter((l) => /^db\d{4}a\s/.test(l));
+  assert.equal(rows.length, 1000, 'one row per master');
+  // Every shard is counted once, on its master.
+  assert.equal(rows.reduce((sum, l) => sum + Number(l.split(/\s+/)[3]), 0), 65_536);
+  assert.ok(summary.stdout.includes(`(${ranges.length} ranges summed up by master; --ranges lists each)`));
+  const all = await cli(['topology', 'show', '--file', file, '--ranges']);
+  assert.equal(all.stdout.split('\n').filter((l) => /^\d+(\.\.\d+)?\s+db\d{4}a\s/.test(l)).length, ranges.length);
+});

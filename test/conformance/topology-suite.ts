@@ -165,6 +165,32 @@ export function runTopologySuite({ name, factory, supports = {} }: TopologySuite
       }
     });
 
+    test('move progress goes to its own records: another instance reads them, the map version and its watchers do not move', async () => {
+      const writer = await open();
+      const reader = await open();
+      assert.ok(writer.progress !== undefined && reader.progress !== undefined, 'the store keeps move progress records');
+      await writer.write(sampleMap('pr'), 0);
+      await casMoveState(writer, (m) => addMove(m, { id: 'pr-1', span: { first: 2, last: 5 }, target: { master: 'pr-m9' }, now: 1_000 }));
+      // A service that has read version 2 and watches from there.
+      assert.equal((await reader.read())!.version, 2);
+      const rec = new Recorder();
+      const unwatch = reader.watch(rec.listener);
+      try {
+        for (let i = 1; i <= 5; i++) await writer.progress.put('pr-1', { phase: 'started', rowsCopied: i * 100, rowsTotal: 500, at: 1_000 + i });
+        assert.deepEqual([...(await reader.progress.readAll())], [['pr-1', { phase: 'started', rowsCopied: 500, rowsTotal: 500, at: 1_005 }]]);
+        assert.equal((await reader.read())!.version, 2, 'five progress writes made no map version');
+        assert.equal((await reader.read())!.move('pr-1')!.progress, undefined);
+        // The next map change is the first thing the watcher hears.
+        await casMoveState(writer, (m) => advanceMove(m, 'pr-1', ['started'], 'copied', undefined, 2_000));
+        await rec.until(3, 'copy step');
+        assert.deepEqual(rec.versions, [3]);
+        await writer.progress.remove('pr-1');
+        assert.equal((await reader.progress.readAll()).size, 0);
+      } finally {
+        unwatch();
+      }
+    });
+
     test('a stale expectedVersion is VERSION_CONFLICT and changes nothing', async () => {
       const store = await open();
       await store.write(sampleMap('one'), 0);

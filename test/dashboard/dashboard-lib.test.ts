@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap,
 } from '../../dashboard/dashboard-lib.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { defaultShardMapJson } from '../../src/topology/shard-map.js';
@@ -164,4 +164,25 @@ test('formatBytes: bytes below 1 KiB as they are, then one decimal of the larges
 
 test('movePhaseLabel names what the mover does in each phase', () => {
   assert.deepEqual(['started', 'copied', 'frozen', 'fenced', 'switched', 'aborting', 'other'].map(movePhaseLabel), ['copying', 'catching up', 'frozen', 'fenced: verifying', 'switched', 'aborting', 'other']);
+});
+
+test('rangesByMaster sums a moon-size map up by master: every shard counted once, on its master (the dashboard\'s table past 200 ranges)', () => {
+  const owner = (s: number) => (s % 97 === 0 ? (s % 1000) + 1 : Math.floor((s * 1000) / 65_536) + 1);
+  const ranges: Array<{ range: [number, number]; master: string; slave?: string; open?: boolean; frozen?: { id: string } }> = [];
+  for (let s = 0; s < 65_536;) {
+    let e = s;
+    while (e + 1 < 65_536 && owner(e + 1) === owner(s)) e++;
+    ranges.push({ range: [s, e], master: `db${String(owner(s)).padStart(4, '0')}a`, slave: `db${String(owner(s)).padStart(4, '0')}b`, open: s % 2 === 0 });
+    s = e + 1;
+  }
+  ranges[5]!.frozen = { id: 'move-x' };
+  const rows = rangesByMaster(ranges);
+  assert.equal(rows.length, 1000);
+  assert.deepEqual(rows.map((r) => r.master), [...rows.map((r) => r.master)].sort());
+  assert.equal(rows.reduce((n, r) => n + r.shards, 0), 65_536);
+  assert.equal(rows.reduce((n, r) => n + r.ranges, 0), ranges.length);
+  assert.equal(rows.reduce((n, r) => n + r.open, 0), ranges.filter((r) => r.open).reduce((n, r) => n + r.range[1] - r.range[0] + 1, 0));
+  assert.deepEqual(rows.find((r) => r.master === ranges[5]!.master)!.frozenBy, ['move-x']);
+  const first = rows[0]!;
+  assert.deepEqual([first.master, first.first], ['db0001a', 0]);
 });

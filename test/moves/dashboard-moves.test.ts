@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { listeningApp } from '../http/http-fixture.js';
 import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/move-state.js';
-import { recordProgress } from '../../src/moves/move-progress.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import type { MoveEngine } from '../../src/moves/move-engine.js';
 import { SqliteMoveEngine } from '../../src/moves/sqlite/sqlite-move-engine.js';
@@ -62,9 +61,9 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     const running = runMove({ store: f.topology, engine, start: { span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, id: 'move-live', holdMs: 60_000 } });
     // Another move, its record written as an engine with replication reports it: rows and lag.
     await casMoveState(f.topology, (m) => addMove(m, { id: 'move-rows', span: { first: 8, last: 11 }, target: { master: 'MySQL001A', slave: 'MySQL001B' } }));
-    await casMoveState(f.topology, (m) => recordProgress(m, 'move-rows', 'started', { rowsCopied: 1500, rowsTotal: 6000, lag: 3 }));
+    await f.topology.progress!.put('move-rows', { phase: 'started', rowsCopied: 1500, rowsTotal: 6000, lag: 3, at: Date.now() });
 
-    // The mover's progress reaches the map (throttled to once a second): wait for its last numbers.
+    // The mover's progress reaches its record (throttled to once a second): wait for its last numbers.
     for (;;) {
       const map = (await (await fetch(`${f.base}/v1/topology`)).json()) as { moves?: Array<{ id: string; phase: string; progress?: { phase: string; shardsDone?: number } }> };
       const live = map.moves?.find((m) => m.id === 'move-live');

@@ -1,7 +1,7 @@
 /**
  * An EtcdTopologyStore in its own process, driven by etcd-store.test.ts over stdin/stdout JSON
  * lines (the protocol of file-store-writer.ts): {"id":1,"op":"write","map":{...},"expectedVersion":0}
- * → {"id":1,"ok":true,"version":1}. Ops: write, race (read-modify-CAS loop).
+ * → {"id":1,"ok":true,"version":1}. Ops: write, race (read-modify-CAS loop), churn (write maps in turn until killed).
  */
 import { createInterface } from 'node:readline';
 import { EtcdTopologyStore } from '../../src/topology/etcd/etcd-topology-store.js';
@@ -24,6 +24,14 @@ lines.on('line', (line) => {
       if (cmd.op === 'write') {
         const stored = await store.write(ShardMap.fromJSON(cmd.map), cmd.expectedVersion!);
         reply({ id: cmd.id, ok: true, version: stored.version });
+      } else if (cmd.op === 'churn') {
+        // Writes the given maps in turn, forever, one line per win: the test kills it -9 mid-write.
+        const maps = (cmd as { maps?: unknown[] }).maps!;
+        for (let i = 0; ; i++) {
+          const current = await store.read();
+          const stored = await store.write(ShardMap.fromJSON(maps[i % maps.length]), current?.version ?? 0);
+          reply({ id: cmd.id, ok: true, version: stored.version, index: i % maps.length });
+        }
       } else if (cmd.op === 'race') {
         reply({ id: cmd.id, ok: true, won: await raceIncrements(store, cmd.rounds!, cmd.tag!) });
       } else {

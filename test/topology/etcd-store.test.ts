@@ -134,9 +134,9 @@ test('etcd store: two instances racing CAS on the same version: exactly one wins
   }
 });
 
-test('etcd store: the key holds the JSON form; an invalid stored value is INVALID_CONFIG naming the key and is not overwritten', async () => {
+test('etcd store, single-document layout: the key holds the JSON form; an invalid stored value is INVALID_CONFIG naming the key and is not overwritten', async () => {
   const key = freshKey();
-  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key, layout: 1 });
   const raw = new Etcd3({ hosts: etcd.endpoint });
   try {
     await store.write(sampleMap('json'), 0);

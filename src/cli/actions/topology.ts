@@ -3,9 +3,10 @@ import { dirname } from 'node:path';
 import { parseConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { changeShardMap } from '../../topology/change-shard-map.js';
-import { createTopologyStore, FileTopologyStore } from '../../topology/index.js';
+import { createTopologyStore, FileTopologyStore, type EtcdTopologyStore } from '../../topology/index.js';
 import { formatShardMapDiff, moveShards, parseShardSpan, promoteSlave, setOpen } from '../../topology/map-edits.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
+import { withMoveProgress } from '../../topology/move-progress-records.js';
 import { defaultShardMapJson, ShardMap, type ShardMapJson, type ShardRange } from '../../topology/shard-map.js';
 import { textTable } from '../text-table.js';
 
@@ -47,7 +48,8 @@ export async function loadShardMapFile(path: string, dataDir?: string): Promise<
       const store = createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) });
       try {
         const live = await store.read();
-        if (live !== undefined) return live;
+        // Move progress lives beside the map (#30); the operator sees it merged into the moves.
+        if (live !== undefined) return live.moves().length === 0 ? live : ShardMap.fromJSON(withMoveProgress(live.toJSON(), (await store.progress?.readAll()) ?? new Map()));
       } finally {
         await store.close();
       }
@@ -59,13 +61,36 @@ export async function loadShardMapFile(path: string, dataDir?: string): Promise<
 
 const rangeText = (r: ShardRange): string => (r.range[0] === r.range[1] ? `${r.range[0]}` : `${r.range[0]}..${r.range[1]}`);
 
-export function formatShardMapTable(map: ShardMap): string {
+/** Past this many object ranges, `topology show` sums them up by pair unless asked for --ranges. */
+export const SUMMARY_AFTER_RANGES = 200;
+
+/** One row per master: its ranges, shards, open shards, first and last shard (a map at moon size). */
+function pairSummary(objects: readonly ShardRange[]): string {
+  const rows = new Map<string, { slave: string; ranges: number; shards: number; open: number; first: number; last: number; frozen: number }>();
+  for (const r of objects) {
+    const n = r.range[1] - r.range[0] + 1;
+    const row = rows.get(r.master) ?? { slave: r.slave ?? '-', ranges: 0, shards: 0, open: 0, first: r.range[0], last: r.range[1], frozen: 0 };
+    row.ranges++;
+    row.shards += n;
+    if (r.open) row.open += n;
+    if (r.frozen !== undefined) row.frozen++;
+    row.last = Math.max(row.last, r.range[1]);
+    rows.set(r.master, row);
+  }
+  return textTable(['MASTER', 'SLAVE', 'RANGES', 'SHARDS', 'OPEN', 'FIRST..LAST', 'FROZEN'],
+    [...rows].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([m, r]) => [m, r.slave, String(r.ranges), String(r.shards), String(r.open), `${r.first}..${r.last}`, r.frozen === 0 ? '-' : String(r.frozen)]));
+}
+
+export function formatShardMapTable(map: ShardMap, options: { ranges?: boolean } = {}): string {
   const objects = map.objectRanges();
   const mod = map.modShardRanges();
+  const summarize = objects.length > SUMMARY_AFTER_RANGES && options.ranges !== true;
   return [
     `shard map version ${map.version}: ${map.shardCount} object shards (${map.openShardCount} open) on ${objects.length} ranges; ${map.modShardCount} mod shards`,
     '',
-    textTable(['RANGE', 'MASTER', 'SLAVE', 'OPEN'], objects.map((r) => [rangeText(r), r.master, r.slave ?? '-', r.open ? 'yes' : 'no'])),
+    summarize
+      ? `${pairSummary(objects)}\n(${objects.length} ranges summed up by master; --ranges lists each)`
+      : textTable(['RANGE', 'MASTER', 'SLAVE', 'OPEN'], objects.map((r) => [rangeText(r), r.master, r.slave ?? '-', r.open ? 'yes' : 'no'])),
     '',
     `mod shards (${map.modShardCount}):`,
     textTable(['RANGE', 'MASTER', 'SLAVE'], mod.map((r) => [rangeText(r), r.master, r.slave ?? '-'])),
@@ -83,9 +108,34 @@ export function formatShardMapTable(map: ShardMap): string {
 }
 
 /** `topology show`: the map of --file, or the built-in default map. */
-export async function showTopology(opts: { file?: string; json?: boolean; data?: string }): Promise<void> {
+export async function showTopology(opts: { file?: string; json?: boolean; data?: string; ranges?: boolean }): Promise<void> {
   const map = opts.file === undefined ? ShardMap.fromJSON(defaultShardMapJson()) : await loadShardMapFile(opts.file, opts.data);
-  process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map)}\n`);
+  process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map, { ranges: opts.ranges === true })}\n`);
+}
+
+/** `topology upgrade`: an etcd store's single document becomes records and a root (EtcdTopologyStore.upgrade). */
+export async function upgradeTopology(opts: { file: string; json?: boolean }): Promise<void> {
+  const json = await readJsonFile(opts.file);
+  let config;
+  try {
+    config = parseConfig(json);
+  } catch (err) {
+    if (err instanceof ShardKitError) throw new ShardKitError(err.code, `${opts.file}: ${err.message}`, { cause: err });
+    throw err;
+  }
+  if (config.topologyStore.kind !== 'etcd') {
+    throw new ShardKitError('INVALID_ARGUMENT', `${opts.file} keeps its shard map in a "${config.topologyStore.kind}" topology store, which has one layout: only an etcd store has records to upgrade to`);
+  }
+  const store = createTopologyStore(config.topologyStore) as EtcdTopologyStore;
+  try {
+    const out = await store.upgrade();
+    if (opts.json) process.stdout.write(`${JSON.stringify(out)}\n`);
+    else if (out.upgraded) process.stdout.write(`upgraded etcd key ${store.key} to the record layout: shard map version ${out.version} in ${out.records} records; the old document is kept at ${out.copyKey}\n`);
+    else if (out.layout === 0) process.stdout.write(`etcd key ${store.key} holds no shard map: nothing to upgrade (a first write creates the record layout)\n`);
+    else process.stdout.write(`etcd key ${store.key} is already in the record layout (shard map version ${out.version}, ${out.records} records): nothing to do\n`);
+  } finally {
+    await store.close();
+  }
 }
 
 /** Where an edit command reads and writes the live map, and what the next map is checked against. */

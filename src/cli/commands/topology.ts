@@ -10,10 +10,22 @@ export function register(program: Command): void {
     .option('--file <file>', 'a topology JSON file, or a shardkit config file (the live map from its topology store, else its "shardMap"); default: the built-in default map')
     .option('--data <dir>', 'with a config file: the data directory whose topology store holds the live map (default: the config file\'s directory)')
     .option('--json', 'print the JSON form: {"version","ranges":[{"range","master","slave","open"}...],"modShards":{"count","ranges"}}')
+    .option('--ranges', 'list every object range even past 200 (a larger map is summed up by master)')
     .addHelpText('after', `
 Without --file, prints the default map: 4096 shards (all open) over MySQL001A/B..MySQL008A/B and
 4096 mod shards over msdb001a/b..msdb008a/b.`)
-    .action(action(async (opts: { file?: string; json?: boolean; data?: string }) => (await import('../actions/topology.js')).showTopology(opts)));
+    .action(action(async (opts: { file?: string; json?: boolean; data?: string; ranges?: boolean }) => (await import('../actions/topology.js')).showTopology(opts)));
+
+  topology
+    .command('upgrade')
+    .description('Convert an etcd topology store holding one JSON document to the record layout (#30): a root plus one record per pair and per move; keeps a copy of the document')
+    .requiredOption('--file <config>', 'the shardkit config whose topologyStore is the etcd store to upgrade')
+    .option('--json', 'print one JSON line: {"upgraded","layout","version","records","copyKey"}')
+    .addHelpText('after', `
+Idempotent: a store already in the record layout is left as it is. Services of an older shardkit
+cannot read the record layout and refuse to start against it (INVALID_CONFIG): upgrade them first.
+docs/topology.md, "Record layout".`)
+    .action(action(async (opts: { file: string; json?: boolean }) => (await import('../actions/topology.js')).upgradeTopology(opts)));
 
   const edit = (cmd: Command): Command =>
     cmd

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { ShardKit } from '../../kit/shard-kit.js';
+import { withMoveProgress } from '../../topology/move-progress-records.js';
 
 const pair = { type: 'object', properties: { master: { type: 'string' }, slave: { type: 'string' } }, required: ['master'] } as const;
 const span = { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 } as const;
@@ -73,7 +74,7 @@ export function systemRoutes(kit: ShardKit, registry: Registry | undefined) {
           },
         },
       },
-    }, async () => (await kit.shardMap()).toJSON());
+    }, async () => withMoveProgress((await kit.shardMap()).toJSON(), await kit.moveProgress()));
 
     const named = (extra: Record<string, { type: string }>, required: string[]) =>
       ({ type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, table: { type: 'string' }, ...extra }, required: ['name', 'table', ...required] } }) as const;

@@ -5,7 +5,9 @@ import type { ShardMap } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
-import { ShardMap as ShardMapClass } from '../shard-map.js';
+import { ShardMap as ShardMapClass, type MoveProgress } from '../shard-map.js';
+import { checkProgressId, parseProgressRecord, type MoveProgressRecords } from '../move-progress-records.js';
+import { EtcdMapKeys, RecordWatchState, snapshotOf, writeRecords, type EtcdSnapshot } from './etcd-map-records.js';
 
 export const DEFAULT_ETCD_TOPOLOGY_KEY = '/shardkit/topology';
 
@@ -23,6 +25,11 @@ export interface EtcdTopologyStoreOptions {
   retryMaxMs?: number;
   /** Called when a watch listener throws, a watched value cannot be parsed, or a catch-up read fails. */
   onError?: (err: unknown) => void;
+  /**
+   * The layout a first write creates: 2, records plus a root (#30, the default), or 1, today's
+   * single document. A store already holding a map keeps its layout until `upgrade()`.
+   */
+  layout?: 1 | 2;
 }
 
 type EtcdModule = typeof import('etcd3');
@@ -44,7 +51,15 @@ type CockatielModule = typeof import('cockatiel');
 export class EtcdTopologyStore implements TopologyStore {
   readonly key: string;
   readonly endpoints: readonly string[];
+  /**
+   * Move progress, one key per move under `<key>/progress/`: services watch only the map's key,
+   * so a progress write reaches nobody but the readers that ask for it.
+   */
+  readonly progress: MoveProgressRecords;
   private readonly timeoutMs: number;
+  private readonly keys: EtcdMapKeys;
+  private readonly layout: 1 | 2;
+  private watchState: RecordWatchState;
   private readonly retryMaxMs: number;
   private etcd: EtcdModule | undefined;
   private readonly onError: (err: unknown) => void;
@@ -65,15 +80,55 @@ export class EtcdTopologyStore implements TopologyStore {
     }
     this.endpoints = [...options.endpoints];
     this.key = options.key ?? DEFAULT_ETCD_TOPOLOGY_KEY;
+    this.keys = new EtcdMapKeys(this.key);
+    this.watchState = new RecordWatchState(this.keys);
+    this.layout = options.layout ?? 2;
     this.timeoutMs = options.dialTimeoutMs ?? 3000;
     this.retryMaxMs = options.retryMaxMs ?? 1000;
     this.onError = options.onError ?? (() => {});
     this.listeners = new VersionListeners(this.onError);
+    this.progress = {
+      readAll: () => this.readProgress(),
+      put: (id, p) => this.putProgress(id, p),
+      remove: (id) => this.removeProgress(id),
+    };
+  }
+
+  private get progressPrefix(): string {
+    return `${this.key}/progress/`;
+  }
+
+  private async readProgress(): Promise<Map<string, MoveProgress>> {
+    if (this.closed) throw closedError();
+    const client = await this.client();
+    const res = await this.call('read', (options) => client.getAll().prefix(this.progressPrefix).options(options).exec());
+    const out = new Map<string, MoveProgress>();
+    for (const kv of res.kvs) {
+      const key = kv.key.toString('utf8');
+      out.set(key.slice(this.progressPrefix.length), parseProgressRecord(kv.value.toString('utf8'), `etcd key ${key}`));
+    }
+    return out;
+  }
+
+  private async putProgress(id: string, progress: MoveProgress): Promise<void> {
+    if (this.closed) throw closedError();
+    const key = this.progressPrefix + checkProgressId(id);
+    const text = JSON.stringify(parseProgressRecord(JSON.stringify(progress), `etcd key ${key}`));
+    const client = await this.client();
+    await this.call('write', (options) => client.put(key).value(text).options(options).exec());
+  }
+
+  private async removeProgress(id: string): Promise<void> {
+    if (this.closed) throw closedError();
+    const key = this.progressPrefix + checkProgressId(id);
+    const client = await this.client();
+    await this.call('write', (options) => client.delete().key(key).options(options).exec());
   }
 
   async read(): Promise<ShardMap | undefined> {
     if (this.closed) throw closedError();
-    return (await this.readRaw()).map;
+    const snap = await this.snapshot();
+    return snap.layout === 0 ? undefined : snap.map;
   }
 
   async write(next: ShardMap, expectedVersion: number): Promise<ShardMap> {
@@ -81,30 +136,55 @@ export class EtcdTopologyStore implements TopologyStore {
     const expected = checkExpectedVersion(expectedVersion);
     const map = toShardMap(next);
     const stored = map.withVersion(expected + 1);
-    const text = JSON.stringify(stored.toJSON());
+    const oldText = JSON.stringify(stored.toJSON());
     // Each round either wins, or re-reads and finds the version moved on (VERSION_CONFLICT). Only a
     // value rewritten with the same version (by hand) sends it round again, so a few rounds suffice.
     let sent = 0;
+    let ours: string | undefined;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const { map: current, modRevision, text: currentText } = await this.readRaw();
+      const current = await this.snapshot();
       // A transaction sent more than once (the connection dropped after etcd applied it, see call)
-      // fails its compare against its own put: finding exactly our value means our write landed.
-      if (sent > 1 && currentText === text) break;
-      const actual = current?.version ?? 0;
+      // fails its compare against its own put: finding exactly our root means our write landed.
+      if (sent > 1 && current.layout !== 0 && current.text === ours) break;
+      const actual = current.layout === 0 ? 0 : current.map.version;
       if (actual !== expected) throw conflict(expected, actual);
       if (this.closed) throw closedError();
       const client = await this.client();
       sent = 0;
-      const txn = await this.call('write', (options) => (sent++, client).if(this.key, 'Mod', '==', modRevision).options(options).then(client.put(this.key).value(text)).commit());
-      // Only a won transaction's revision is one this instance has seen the key at.
-      if (txn.succeeded) {
-        this.seeRevision(txn.header.revision);
-        break;
+      let won: boolean;
+      if (current.layout === 1 || (current.layout === 0 && this.layout === 1)) {
+        ours = oldText;
+        const txn = await this.call('write', (options) => (sent++, client).if(this.key, 'Mod', '==', current.modRevision).options(options).then(client.put(this.key).value(oldText)).commit());
+        won = txn.succeeded;
+      } else {
+        const out = await this.call('write', (options) => (sent++, writeRecords(client, this.keys, current, stored, options)));
+        ours = out.rootText;
+        won = out.won;
       }
-      if (attempt === 4) throw conflict(expected, (await this.readRaw()).map?.version ?? 0);
+      if (won) break;
+      if (attempt === 4) throw conflict(expected, (await this.read())?.version ?? 0);
     }
     this.offer(stored);
     return stored;
+  }
+
+  /**
+   * Converts a single-document map (layout 1) to records and a root (layout 2) in place, at the
+   * same version, after copying the document to `<key>/v1-copy`. Idempotent: a store already in
+   * layout 2 (or empty) is left as it is. The flip is one compare-and-set on the document's
+   * revision, so an operator's write in between makes it VERSION_CONFLICT, never a lost edit.
+   */
+  async upgrade(): Promise<{ upgraded: boolean; layout: 0 | 1 | 2; version: number; records?: number; copyKey?: string }> {
+    if (this.closed) throw closedError();
+    const current = await this.snapshot();
+    if (current.layout !== 1) return { upgraded: false, layout: current.layout, version: current.layout === 0 ? 0 : current.map.version, ...(current.layout === 2 ? { records: current.root.records } : {}) };
+    const client = await this.client();
+    const copyKey = `${this.key}/v1-copy`;
+    await this.call('write', (options) => client.put(copyKey).value(current.text).options(options).exec());
+    const out = await this.call('write', (options) => writeRecords(client, this.keys, current, current.map, options));
+    if (!out.won) throw conflict(current.map.version, (await this.read())?.version ?? 0);
+    const after = await this.snapshot();
+    return { upgraded: true, layout: 2, version: current.map.version, copyKey, ...(after.layout === 2 ? { records: after.root.records } : {}) };
   }
 
   watch(listener: TopologyListener): () => void {
@@ -128,15 +208,14 @@ export class EtcdTopologyStore implements TopologyStore {
     }
   }
 
-  private async readRaw(): Promise<{ map: ShardMap | undefined; modRevision: string; text?: string }> {
+  /** The root and records (or today's single document) at one etcd revision. */
+  async snapshot(): Promise<EtcdSnapshot> {
     const client = await this.client();
-    const res = await this.call('read', (options) => client.get(this.key).options(options).exec());
+    const res = await this.call('read', (options) => client.getAll().inRange({ start: this.key, end: this.keys.watchEnd }).options(options).exec());
     this.seeRevision(res.header.revision);
-    const kv = res.kvs[0];
-    if (kv === undefined) return { map: undefined, modRevision: '0' };
-    const map = this.parse(kv);
-    this.known = Math.max(this.known, map.version);
-    return { map, modRevision: kv.mod_revision, text: kv.value.toString('utf8') };
+    const snap = snapshotOf(this.keys, res.kvs, Number(res.header.revision), (kv) => this.parse(kv));
+    if (snap.layout !== 0) this.known = Math.max(this.known, snap.map.version);
+    return snap;
   }
 
   /** The stored value; anything wrong is INVALID_CONFIG naming the key (and is never overwritten). */
@@ -267,22 +346,24 @@ export class EtcdTopologyStore implements TopologyStore {
     }
     // Stopped meanwhile, or a quick stop/start already opened one while this waited for the client.
     if (!this.watching || this.closed || this.watcher !== undefined) return;
-    let builder = client.watch().key(this.key);
+    let builder = client.watch().inRange({ start: this.key, end: this.keys.watchEnd });
     // Start right after the last revision this instance saw, so no write in between is missed.
     if (this.revision > 0) builder = builder.startRevision(String(this.revision + 1));
     const w = builder.watcher();
     this.watcher = w;
-    w.on('put', (kv) => {
+    // One response carries one transaction's events: the watch state applies them as a delta.
+    w.on('data', (res) => {
       if (this.watcher !== w) return;
-      this.seeRevision(kv.mod_revision);
-      let map: ShardMap;
+      this.seeRevision(res.header.revision);
+      let out: ShardMap[] | 'resync';
       try {
-        map = this.parse(kv);
+        out = this.watchState.apply(res.events.map((e) => ({ type: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv })), (kv) => this.parse(kv));
       } catch (err) {
         this.onError(err);
         return;
       }
-      this.offer(map);
+      if (out === 'resync') void this.catchUp();
+      else for (const map of out) this.offer(map);
     });
     // Every (re)connect: read once, so whatever happened while the stream was down is caught up.
     w.on('connected', () => {
@@ -299,6 +380,7 @@ export class EtcdTopologyStore implements TopologyStore {
       this.watcher = undefined;
       void w.cancel().catch(() => {});
       this.revision = 0;
+      this.watchState = new RecordWatchState(this.keys);
       this.scheduleRestart();
     });
   }
@@ -315,8 +397,9 @@ export class EtcdTopologyStore implements TopologyStore {
   private async catchUp(): Promise<void> {
     if (this.closed || !this.watching) return;
     try {
-      const { map } = await this.readRaw();
-      if (map !== undefined) this.offer(map);
+      const snap = await this.snapshot();
+      this.watchState.reset(snap);
+      if (snap.layout !== 0) this.offer(snap.map);
     } catch (err) {
       this.onError(err);
     }

@@ -8,6 +8,7 @@ import { checkExpectedVersion, closedError, conflict, toShardMap } from '../stor
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { acquireFileLock } from './file-lock.js';
+import { FileMoveProgressRecords } from './file-progress-records.js';
 
 export interface FileTopologyStoreOptions {
   /** The topology JSON file (the shard map's JSON form). Its directory is created on first write. */
@@ -32,6 +33,8 @@ export interface FileTopologyStoreOptions {
  */
 export class FileTopologyStore implements TopologyStore {
   readonly path: string;
+  /** Move progress, one file per move in `<path>.progress/` (never the map's file). */
+  readonly progress: FileMoveProgressRecords;
   private readonly dir: string;
   private readonly base: string;
   private readonly lockPath: string;
@@ -56,6 +59,7 @@ export class FileTopologyStore implements TopologyStore {
     this.dir = dirname(this.path);
     this.base = basename(this.path);
     this.lockPath = `${this.path}.lock`;
+    this.progress = new FileMoveProgressRecords(`${this.path}.progress`);
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.fsEvents = options.fsEvents ?? true;
     this.lockTimeoutMs = options.lockTimeoutMs ?? 5000;

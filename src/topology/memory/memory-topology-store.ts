@@ -2,6 +2,7 @@ import type { ShardMap } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
+import { MemoryMoveProgressRecords } from '../move-progress-records.js';
 
 /**
  * The state several MemoryTopologyStore instances can share, standing in for one ZooKeeper/etcd
@@ -9,6 +10,7 @@ import { VersionListeners, type TopologyListener } from '../version-listeners.js
  */
 export class MemoryTopologyBacking {
   current: ShardMap | undefined;
+  readonly progress = new MemoryMoveProgressRecords();
   readonly stores = new Set<MemoryTopologyStore>();
 
   constructor(initial?: ShardMap) {
@@ -37,6 +39,10 @@ export class MemoryTopologyStore implements TopologyStore {
     this.backing = options.backing ?? new MemoryTopologyBacking();
     this.listeners = new VersionListeners(options.onListenerError);
     this.backing.stores.add(this);
+  }
+
+  get progress(): MemoryMoveProgressRecords {
+    return this.backing.progress;
   }
 
   async read(): Promise<ShardMap | undefined> {
