@@ -18,6 +18,7 @@ import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/m
 import { FileTopologyStore } from '../../src/topology/file/file-topology-store.js';
 import { EtcdTopologyStore } from '../../src/topology/etcd/etcd-topology-store.js';
 import { addMove, casMoveState, freezeMove, advanceMove, switchMove } from '../../src/moves/move-state.js';
+import { mulberry32 } from '../../src/util/prng.js';
 import { LocalEtcd } from './etcd-server.js';
 
 const SEED = Number(process.env.SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -31,16 +32,7 @@ const SEED_MAP: ShardMapJson = {
   modShards: { count: 16, ranges: evenRanges(16, 2, (i, role) => `mdlmod${i}${role[0]}`) },
 };
 
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+const prng = mulberry32;
 
 /** One writer's run: `rounds` random edits; every map it wrote goes into the oracle by version. */
 async function writer(store: TopologyStore, rand: () => number, rounds: number, tag: number, oracle: Map<number, ShardMapJson>): Promise<void> {
