@@ -5,7 +5,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveProgressFn } from '../move-engine.js';
 import { moveShards } from '../move-shared.js';
 import { MARKER_SCHEMA, qi, ql, replicationName, type Client } from './engine-base.js';
-import { copyColumns, copyTablesInParallel, rowsSoFar, type TableCopyState } from './parallel-copy.js';
+import { copyColumns, copyProgress, copyTablesInParallel, type TableCopyState } from './parallel-copy.js';
 import { PostgresMoveVerify } from './verify-engine.js';
 import { dropSlot } from './drop.js';
 
@@ -40,14 +40,17 @@ function serverGone(err: unknown): boolean {
  * the connection that exported it, so a copy cannot be resumed half-way.
  */
 export class PostgresMoveCopy extends PostgresMoveVerify {
-  /** Copies `tables` (the marker's included) and creates the subscription; a no-op once it exists. */
-  protected async copyThenSubscribe(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number; attempts: number }> {
+  /**
+   * Copies `tables` (the marker's included) and creates the subscription. `fresh`: the target's
+   * tables were found empty and created just now (else an interrupted copy may have left rows).
+   */
+  protected async copyThenSubscribe(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, fresh: boolean, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number; attempts: number }> {
     const deadlineMs = this.options.copyStallMs ?? 300_000;
     let lastError: unknown;
     for (let attempt = 1; ; attempt++) {
       try {
-        const done = await this.copyOnce(move, tables, rowsTotal, onProgress);
-        await this.withConn(move.target.master, (dst) => this.subscribe(dst, move));
+        const done = await this.copyOnce(move, tables, rowsTotal, !fresh || attempt > 1, onProgress);
+        await this.step('copy: CREATE SUBSCRIPTION (target)', () => this.withConn(move.target.master, (dst) => this.subscribe(dst, move)));
         return { ...done, attempts: attempt };
       } catch (err) {
         if (!serverGone(err)) throw err;
@@ -72,25 +75,33 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
     }
   }
 
-  private async copyOnce(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number }> {
+  private async copyOnce(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, truncate: boolean, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number }> {
     const name = replicationName(move.id);
     // What an earlier attempt left: its slot (its snapshot died with its connection) and its rows.
     await this.withConn(move.source.master, (src) => dropSlot(src, name));
-    await this.withConn(move.target.master, (dst) => dst.query(`TRUNCATE ${tables.map((x) => `${qi(x.ns)}.${qi(x.t)}`).join(', ')}`));
-    const plan = await this.withConn(move.source.master, (src) => copyColumns(src, tables.map((x) => ({ ns: x.ns, t: x.t })), qi));
+    if (truncate) await this.withConn(move.target.master, (dst) => dst.query(`TRUNCATE ${tables.map((x) => `${qi(x.ns)}.${qi(x.t)}`).join(', ')}`));
+    const plan = await this.step('copy: columns (source)', () => this.withConn(move.source.master, (src) => copyColumns(src, tables.map((x) => ({ ns: x.ns, t: x.t })), qi)));
     const repl = await this.connect(move.source.master, true);
     const state = new Map<string, TableCopyState>();
     let copying = true;
     let reporter: Promise<void> | undefined;
     try {
-      const snapshot = await this.createExportedSlot(repl, move, name);
+      const snapshot = await this.step('copy: CREATE_REPLICATION_SLOT (source)', () => this.createExportedSlot(repl, move, name));
       const shards = moveShards(move);
+      const counted = (table: string) => !table.startsWith(`${qi(MARKER_SCHEMA)}.`);
+      const started = performance.now();
       const report = async (): Promise<void> => {
         if (onProgress === undefined) return;
-        const rows = await this.withConn(move.target.master, (dst) => rowsSoFar(dst, state));
-        const doneShards = shards.filter((s) => plan.filter((p) => p.name.startsWith(`${qi(shardDatabaseName(s))}.`)).every((p) => state.get(p.name)?.done === true)).length;
-        const bytes = [...state.values()].reduce((a, s) => a + s.bytes, 0);
-        onProgress(doneShards, shards.length, { rowsCopied: rows, rowsTotal, bytesCopied: bytes });
+        const p = await this.withConn(move.target.master, (dst) => copyProgress(dst, state, counted));
+        const doneShards = shards.filter((s) => plan.filter((t) => t.name.startsWith(`${qi(shardDatabaseName(s))}.`)).every((t) => state.get(t.name)?.done === true)).length;
+        const seconds = (performance.now() - started) / 1000;
+        const rate = seconds > 0 ? p.rows / seconds : 0;
+        onProgress(doneShards, shards.length, {
+          rowsCopied: p.rows, rowsTotal, bytesCopied: p.bytes,
+          rowsPerSecond: Math.round(rate), bytesPerSecond: seconds > 0 ? Math.round(p.bytes / seconds) : 0,
+          ...(rate > 0 ? { etaSeconds: Math.max(0, Math.ceil((rowsTotal - p.rows) / rate)) } : {}),
+          ...(p.running.length > 0 ? { tables: p.running } : {}),
+        });
       };
       reporter = (async () => {
         while (copying) {
@@ -98,11 +109,11 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
           for (let i = 0; i < 5 && copying; i++) await sleep(100);
         }
       })();
-      await copyTablesInParallel({
+      await this.step('copy: tables', () => copyTablesInParallel({
         tables: plan, snapshot, streams: this.options.copyStreams ?? 4, state,
         connectSource: () => this.connect(move.source.master),
         connectTarget: () => this.connect(move.target.master),
-      });
+      }));
       copying = false;
       await reporter;
       // The last line of the copy: every shard and every row.
@@ -115,7 +126,8 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
     let rows = 0;
     let bytes = 0;
     for (const [table, s] of state) {
-      if (!table.startsWith(`${qi(MARKER_SCHEMA)}.`)) rows += s.rows;
+      if (table.startsWith(`${qi(MARKER_SCHEMA)}.`)) continue;
+      rows += s.rows;
       bytes += s.bytes;
     }
     return { rows, bytes };

@@ -1,6 +1,7 @@
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import type { TableProgress } from '../move-engine.js';
 import type { Client } from './engine-base.js';
 
 /** One table of the copy: its schema-qualified, quoted name (the same on both sides) and the columns COPY names. */
@@ -80,17 +81,32 @@ export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void
   if (failed !== undefined) throw failed.reason;
 }
 
-/** Rows copied so far: finished tables' counts, and for tables still copying the target's COPY counter. */
-export async function rowsSoFar(dst: Client, state: Map<string, TableCopyState>): Promise<number> {
-  const pids = [...state.values()].filter((s) => !s.done && s.pid !== undefined).map((s) => s.pid!);
-  let running = 0;
+/**
+ * The copy's progress from `state`, for the tables `counted` keeps: rows of finished tables, and
+ * for tables still copying the target's COPY counter (pg_stat_progress_copy of their backend);
+ * bytes as streamed. `running` lists the tables in flight.
+ */
+export async function copyProgress(dst: Client, state: Map<string, TableCopyState>, counted: (table: string) => boolean): Promise<{ rows: number; bytes: number; running: TableProgress[] }> {
+  const tables = [...state].filter(([t]) => counted(t));
+  const pids = tables.filter(([, s]) => !s.done && s.pid !== undefined).map(([, s]) => s.pid!);
+  const byPid = new Map<number, number>();
   if (pids.length > 0) {
-    const { rows: [r] } = await dst.query<{ n: string }>('SELECT coalesce(sum(tuples_processed), 0)::text AS n FROM pg_stat_progress_copy WHERE pid = ANY($1::int[])', [pids]);
-    running = Number(r?.n ?? 0);
+    const { rows } = await dst.query<{ pid: number; n: string }>('SELECT pid, tuples_processed::text AS n FROM pg_stat_progress_copy WHERE pid = ANY($1::int[])', [pids]);
+    for (const r of rows) byPid.set(r.pid, Number(r.n));
   }
-  let done = 0;
-  for (const s of state.values()) if (s.done) done += s.rows;
-  return done + running;
+  let rows = 0;
+  let bytes = 0;
+  const running: TableProgress[] = [];
+  for (const [table, s] of tables) {
+    bytes += s.bytes;
+    if (s.done) rows += s.rows;
+    else if (s.pid !== undefined) {
+      const n = byPid.get(s.pid) ?? 0;
+      rows += n;
+      running.push({ table, rowsCopied: n, bytesCopied: s.bytes });
+    }
+  }
+  return { rows, bytes, running };
 }
 
 /** The columns COPY names for `tables` (schema, table) on the source, in their order there (generated columns left out: the target computes them). */

@@ -7,7 +7,7 @@ import { undoTargetThenSource } from '../undo-order.js';
 import { moveShards } from '../move-shared.js';
 import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
-import { MARKER_SCHEMA, movedSchema, qi, replicationName, type Client } from './engine-base.js';
+import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
 import { readSequences } from './sequences.js';
 import { dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
 
@@ -52,9 +52,11 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       if (w?.wal_level !== 'logical') {
         throw new ShardKitError('INVALID_CONFIG', `${move.source.master} runs with wal_level=${w?.wal_level ?? '?'}: a PostgreSQL shard move replicates from the source master with a publication, which needs wal_level=logical (set it in postgresql.conf, with max_replication_slots and max_wal_senders of at least 4, and restart the server; dev clusters get it from \`shardkit dev up\`)`);
       }
-      for (const s of moveShards(move)) {
-        const live = await this.present(src, shardDatabaseName(s));
-        if (live.length === 0 && (await this.present(src, movedSchema(s))).length > 0) {
+      const shards = moveShards(move);
+      const have = await this.presentIn(src, [...shards.map((s) => shardDatabaseName(s)), ...shards.map(movedSchema)]);
+      for (const s of shards) {
+        const live = have.get(shardDatabaseName(s))!;
+        if (live.length === 0 && have.get(movedSchema(s))!.length > 0) {
           throw new ShardKitError('INTERNAL', `shard ${s} is fenced on ${move.source.master} (${movedSchema(s)}) but the move was not: run shards move --abort`);
         }
         for (const t of live) published.push({ ns: shardDatabaseName(s), t });
@@ -64,7 +66,8 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     const quoted = published.map((x) => `${qi(x.ns)}.${qi(x.t)}`);
 
     let subscribed = false;
-    await this.withConn(move.target.master, async (dst) => {
+    let fresh = true;
+    await this.step('prepare: target tables', () => this.withConn(move.target.master, async (dst) => {
       if (await this.subscriptionExists(dst, move)) {
         subscribed = true; // a resumed prepare: the copy is done and streaming
         return;
@@ -74,26 +77,29 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       // The marker is created with the tables, in one transaction: with it there, the tables and
       // what an interrupted copy put in them are this move's (the copy truncates them first).
       const { rows: ours } = await dst.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, name]);
-      if (ours.length > 0) return;
-      for (const s of moveShards(move)) {
-        for (const t of await this.present(dst, shardDatabaseName(s))) {
-          const { rows } = await dst.query(`SELECT 1 FROM ${qi(shardDatabaseName(s))}.${qi(t)} LIMIT 1`);
-          if (rows.length > 0) throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
-        }
+      if (ours.length > 0) {
+        fresh = false;
+        return;
+      }
+      // One round trip each (32 shards of ten tables each are 320 statements otherwise).
+      const have = await this.presentIn(dst, moveShards(move).map((s) => shardDatabaseName(s)));
+      const existing = [...have].flatMap(([ns, ts]) => ts.map((t) => ({ ns, t })));
+      if (existing.length > 0) {
+        const { rows: full } = await dst.query<{ ns: string; t: string }>(existing.map((x) => `(SELECT ${ql(x.ns)} AS ns, ${ql(x.t)} AS t FROM ${qi(x.ns)}.${qi(x.t)} LIMIT 1)`).join(' UNION ALL ') + ' LIMIT 1');
+        const f = full[0];
+        if (f !== undefined) throw new ShardKitError('ALREADY_EXISTS', `${f.ns}.${f.t} on the target ${move.target.master} already holds rows: drop them before moving shard ${Number(f.ns.slice(2))} there`);
       }
       // The shard as `shardkit init` makes it (tables, index, next_id()), in one transaction.
       await dst.query('BEGIN');
       try {
-        for (const s of moveShards(move)) {
-          for (const sql of postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })) await dst.query(sql);
-        }
+        await dst.query(moveShards(move).flatMap((s) => postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })).join(';\n'));
         await this.createMarker(dst, move);
         await dst.query('COMMIT');
       } catch (err) {
         await dst.query('ROLLBACK').catch(() => undefined);
         throw err;
       }
-    });
+    }));
     if (subscribed) return { tables: published.length, subscription: name };
 
     let rowsTotal = 0;
@@ -107,7 +113,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       if (rows.length === 0) await src.query(`CREATE PUBLICATION ${qi(name)} FOR TABLE ${[...quoted, this.markerTable(move)].join(', ')}`);
     });
 
-    const copied = await this.copyThenSubscribe(move, [...published, { ns: MARKER_SCHEMA, t: name }], rowsTotal, onProgress);
+    const copied = await this.copyThenSubscribe(move, [...published, { ns: MARKER_SCHEMA, t: name }], rowsTotal, fresh, onProgress);
     return { tables: published.length, subscription: name, rowsCopied: copied.rows, bytesCopied: copied.bytes, copyAttempts: copied.attempts };
   }
 
