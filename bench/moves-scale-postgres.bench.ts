@@ -42,7 +42,7 @@ function sh(cmd: string): Promise<void> {
   });
 }
 
-interface Figures { rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number }
+interface Figures { steps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number }
 
 async function one(rows: number): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-pgscale-'));
@@ -96,7 +96,8 @@ async function one(rows: number): Promise<Figures> {
       }
     })();
     const store = createTopologyStore(config.topologyStore, { dataDir: dir });
-    const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (name.startsWith('copy') || name.startsWith('prepare')) console.log(`  ${rows} rows: ${name} ${ms.toFixed(0)} ms`); }, hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
+    const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms); }, hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
+    const steps = new Map<string, number>();
     const events: Array<MoveEvent & { at: number }> = [];
     const result = await runMove({
       store, engine, hosts: Object.keys(config.hosts), maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
@@ -112,7 +113,7 @@ async function one(rows: number): Promise<Figures> {
     await engine.close();
     await store.close();
     return {
-      rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
+      steps, rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
       moveCopyMs: at('copied') - at('started'), moveMs: at('switched') - at('started'),
       freezeMs: result.freezeToSwitchMs ?? NaN, acked: acked.length, lost, refused,
     };
@@ -126,11 +127,13 @@ async function one(rows: number): Promise<Figures> {
 const load = loadavg()[0]!.toFixed(1);
 const out: Figures[] = [];
 for (const rows of SIZES) out.push(await one(rows));
+const tablesMs = (f: Figures) => f.steps.get('copy: tables') ?? NaN;
 const rate = (rows: number, ms: number) => `${Math.round(rows / (ms / 1000)).toLocaleString('en')} rows/s`;
 console.log(`PostgreSQL 15 moves at size: ${SHARDS} shards, one writer on them, ${new Date().toISOString().slice(0, 10)}, load average ${load} at the start`);
-console.log('| rows | MB | pg_dump -a \\| psql | binary COPY pipe | move copy (start -> copied) | copy / pg_dump | copy / COPY pipe | move end to end | freeze to switch | writes acked / lost / refused |');
-console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| rows | MB | pg_dump -a \\| psql | binary COPY pipe | move copy (start -> copied) | of which tables copied | tables: copy / pg_dump | tables: copy / COPY pipe | move end to end | freeze to switch | writes acked / lost / refused |');
+console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const f of out) {
-  console.log(`| ${f.rows.toLocaleString('en')} | ${f.mb} | ${(f.dumpMs / 1000).toFixed(2)} s (${rate(f.rows, f.dumpMs)}) | ${(f.copyPipeMs / 1000).toFixed(2)} s (${rate(f.rows, f.copyPipeMs)}) | ${(f.moveCopyMs / 1000).toFixed(2)} s (${rate(f.rows, f.moveCopyMs)}) | ${(f.dumpMs / f.moveCopyMs).toFixed(2)}x | ${(f.copyPipeMs / f.moveCopyMs).toFixed(2)}x | ${(f.moveMs / 1000).toFixed(1)} s | ${f.freezeMs} ms | ${f.acked} / ${f.lost} / ${f.refused} |`);
+  console.log(`| ${f.rows.toLocaleString('en')} | ${f.mb} | ${(f.dumpMs / 1000).toFixed(2)} s (${rate(f.rows, f.dumpMs)}) | ${(f.copyPipeMs / 1000).toFixed(2)} s (${rate(f.rows, f.copyPipeMs)}) | ${(f.moveCopyMs / 1000).toFixed(2)} s (${rate(f.rows, f.moveCopyMs)}) | ${(tablesMs(f) / 1000).toFixed(2)} s (${rate(f.rows, tablesMs(f))}) | ${(f.dumpMs / tablesMs(f)).toFixed(2)}x | ${(f.copyPipeMs / tablesMs(f)).toFixed(2)}x | ${(f.moveMs / 1000).toFixed(1)} s | ${f.freezeMs} ms | ${f.acked} / ${f.lost} / ${f.refused} |`);
 }
+for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, the copy's steps: ${[...f.steps].map(([n, ms]) => `${n} ${Math.round(ms)} ms`).join('; ')}`);
 if (out.length >= 2) console.log(`freeze to switch at ${out.at(-1)!.rows.toLocaleString('en')} rows / at ${out[0]!.rows.toLocaleString('en')} rows: ${(out.at(-1)!.freezeMs / out[0]!.freezeMs).toFixed(2)}x`);

@@ -13,7 +13,9 @@
  *   restarted --abort completes, and a new move succeeds with a clean verify.
  * - the source master killed inside the initial copy (the target's COPY into one table held by a
  *   lock until the source is back, so on every run): the copy starts over from a new slot by
- *   itself and the same mover run switches the range, verify clean.
+ *   itself and the same mover run switches the range, verify clean;
+ * - the mover (the CLI) killed inside the copy, held there the same way: --abort restores the
+ *   source; killed there again, --resume copies again and switches.
  * Every test ends with 0 acknowledged writes lost (each on the host the final map names).
  */
 import { after, before, describe, test } from 'node:test';
@@ -28,6 +30,9 @@ import { devAddPair } from '../../src/ops/dev/dev-add-pair.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { postgresDialect } from '../../src/storage/postgres/postgres-dialect.js';
 import pg from 'pg';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { CLI, ROOT } from '../cli/cli-harness.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import type { HostPair } from '../../src/topology/shard-map.js';
@@ -325,5 +330,70 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     const ledger = w.ledger;
     assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
     console.log(`source killed after the fence: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  });
+
+  test('kill -9 of the mover in the middle of the copy (held there by a lock on one target table): --abort restores the source with nothing left behind; killed there again, --resume copies again and switches, verify clean, 0 acknowledged writes lost', async () => {
+    for (const m of (await map()).moves().filter((x) => x.phase === 'switched')) {
+      if ((await map()).locate(m.range[0]).master !== m.source.master) await engine.dropMoved(m);
+      await casMoveState(store, (x) => forgetMove(x, m.id));
+    }
+    const span: [number, number] = [2, 3];
+    const from = (await map()).locate(span[0]).master === PAIR1.master ? PAIR1 : PAIR2;
+    const to = from === PAIR1 ? PAIR2 : PAIR1;
+    const config = c.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const schema = resolveSchema(config);
+    const target = config.hosts[to.master]!;
+    /** The CLI's mover, killed once its JSON lines show the copy running (the target's COPY into shard 2's pins waits for a lock the test holds). */
+    const killMidCopy = async (): Promise<string> => {
+      for (const q of postgresDialect.createShard(schema, { host: to.master, shard: span[0], fleet: 'objects' })) await sql(to.master, q);
+      const holder = new pg.Client({ host: target.socket ?? target.host, port: target.port, user: config.storage.user, database: config.storage.database });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`LOCK TABLE ${db(span[0])}.pins IN SHARE MODE`);
+        const child = spawn(process.execPath, [CLI, 'shards', 'move', `${span[0]}..${span[1]}`, '--to', to.master, '--to-slave', to.slave, '--hold-ms', '30000', '--json', '--config', configPath, '--data', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+        const exited = new Promise((r) => child.on('exit', r));
+        let stderr = '';
+        child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+        const id = await new Promise<string>((resolve, reject) => {
+          createInterface({ input: child.stdout }).on('line', (l) => {
+            const e = JSON.parse(l) as { event: string; phase?: string; moveId?: string };
+            if (e.event === 'progress' && e.phase === 'started') resolve(e.moveId!);
+          });
+          child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before its copy ran: ${stderr}`)));
+        });
+        child.kill('SIGKILL');
+        await exited;
+        assert.equal((await map()).moves().find((m) => m.id === id)?.phase, 'started');
+        return id;
+      } finally {
+        await holder.query('COMMIT').catch(() => undefined);
+        await holder.end().catch(() => undefined);
+      }
+    };
+    const w = load([0, 1, 2, 3]);
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      const first = await killMidCopy();
+      const aborted = await move({ moveId: first, abort: true });
+      assert.equal(aborted.outcome, 'aborted');
+      await cleanlyAborted(span, from.master, to.master);
+      await ackedOn(w.ledger, [span[0], span[1]], Date.now());
+
+      const second = await killMidCopy();
+      const events: MoveEvent[] = [];
+      const resumed = await move({ moveId: second, onEvent: (e) => events.push(e) });
+      assert.equal(resumed.outcome, 'switched');
+      assert.deepEqual(resumed.verify?.mismatches, []);
+      for (let s = span[0]; s <= span[1]; s++) assert.equal((await map()).locate(s).master, to.master);
+      assert.deepEqual(await replicationLeft(), []);
+      await ackedOn(w.ledger, [span[0], span[1]], Date.now());
+    } finally {
+      await w.stop();
+    }
+    const ledger = w.ledger;
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`mover killed inside the copy: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
   });
 });

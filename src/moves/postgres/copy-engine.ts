@@ -7,7 +7,7 @@ import { moveShards } from '../move-shared.js';
 import { MARKER_SCHEMA, qi, ql, replicationName, type Client } from './engine-base.js';
 import { copyColumns, copyProgress, copyTablesInParallel, type TableCopyState } from './parallel-copy.js';
 import { PostgresMoveVerify } from './verify-engine.js';
-import { dropSlot } from './drop.js';
+import { dropOwnSlot, dropSlot } from './drop.js';
 
 /** One published table: schema and name, unquoted. */
 export interface PublishedTable {
@@ -66,7 +66,7 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
           } catch (err) {
             if (!serverGone(err)) throw err;
             if (Date.now() > until) {
-              throw new ShardKitError('SHARD_UNAVAILABLE', `the initial copy from ${move.source.master} to ${move.target.master} failed (${(lastError as Error).message}) and ${host} did not answer again within ${deadlineMs} ms: run shards move --resume once it is back, or --abort`, { cause: lastError });
+              throw new ShardKitError('SHARD_UNAVAILABLE', `the initial copy from ${move.source.master} to ${move.target.master} failed (${(lastError as Error).message}) and ${host} did not answer again within ${deadlineMs} ms`, { cause: lastError });
             }
             await sleep(200);
           }
@@ -78,7 +78,7 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
   private async copyOnce(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, truncate: boolean, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number }> {
     const name = replicationName(move.id);
     // What an earlier attempt left: its slot (its snapshot died with its connection) and its rows.
-    await this.withConn(move.source.master, (src) => dropSlot(src, name));
+    await this.withConn(move.source.master, (src) => dropOwnSlot(src, name));
     if (truncate) await this.withConn(move.target.master, (dst) => dst.query(`TRUNCATE ${tables.map((x) => `${qi(x.ns)}.${qi(x.t)}`).join(', ')}`));
     const plan = await this.step('copy: columns (source)', () => this.withConn(move.source.master, (src) => copyColumns(src, tables.map((x) => ({ ns: x.ns, t: x.t })), qi)));
     const repl = await this.connect(move.source.master, true);

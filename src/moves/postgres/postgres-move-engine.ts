@@ -9,7 +9,7 @@ import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
 import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
 import { readSequences } from './sequences.js';
-import { dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
+import { dropOwnSlot, dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
 
 export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOptions, type PostgresMoveHost } from './engine-base.js';
 
@@ -279,7 +279,8 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     const name = replicationName(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
       await c.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
-      await dropSlot(c, name);
+      // Run after the target's part: the subscription that used the slot is gone by now.
+      await dropOwnSlot(c, name);
       await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
       await c.query('BEGIN');
       try {
