@@ -38,7 +38,8 @@ export interface ParallelCopyOptions {
  * transaction, so all tables are read as of the slot's consistent point, and the subscription
  * created on that slot afterwards streams exactly the changes after it. Citus does the same
  * (citusdata/citus#6119): the server's table sync workers start slowly and a few at a time.
- * The target's tables must be empty; a failed copy leaves them to the caller to truncate.
+ * The target's tables must be empty; a failed copy commits nothing on a stream that failed, but
+ * other streams may have committed: the caller truncates before trying again.
  */
 export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void> {
   const queue = [...o.tables];
@@ -50,6 +51,9 @@ export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void
     try {
       dst = await o.connectTarget();
       const { rows: [p] } = await dst.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      // One commit per stream on the target, not one per table (each waits for a synchronous
+      // standby's flush; 320 small tables made the commits most of the copy).
+      await dst.query('BEGIN');
       await src.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       await src.query(`SET TRANSACTION SNAPSHOT '${o.snapshot.replace(/'/g, "''")}'`);
       for (let t = queue.shift(); t !== undefined; t = queue.shift()) {
@@ -69,6 +73,7 @@ export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void
         st.done = true;
         delete st.pid;
       }
+      await dst.query('COMMIT');
       await src.query('COMMIT');
     } finally {
       // A connection that failed mid-COPY is in no state to reuse: each worker's are its own.
