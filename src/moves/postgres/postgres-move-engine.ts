@@ -85,7 +85,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       const have = await this.presentIn(dst, moveShards(move).map((s) => shardDatabaseName(s)));
       const existing = [...have].flatMap(([ns, ts]) => ts.map((t) => ({ ns, t })));
       if (existing.length > 0) {
-        const { rows: full } = await dst.query<{ ns: string; t: string }>(existing.map((x) => `(SELECT ${ql(x.ns)} AS ns, ${ql(x.t)} AS t FROM ${qi(x.ns)}.${qi(x.t)} LIMIT 1)`).join(' UNION ALL ') + ' LIMIT 1');
+        const { rows: full } = await dst.query<{ ns: string; t: string }>(`SELECT * FROM (${existing.map((x) => `(SELECT ${ql(x.ns)} AS ns, ${ql(x.t)} AS t FROM ${qi(x.ns)}.${qi(x.t)} LIMIT 1)`).join(' UNION ALL ')}) x LIMIT 1`);
         const f = full[0];
         if (f !== undefined) throw new ShardKitError('ALREADY_EXISTS', `${f.ns}.${f.t} on the target ${move.target.master} already holds rows: drop them before moving shard ${Number(f.ns.slice(2))} there`);
       }
