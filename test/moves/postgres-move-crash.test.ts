@@ -344,7 +344,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
     const schema = resolveSchema(config);
     const target = config.hosts[to.master]!;
-    /** The CLI's mover, killed once its JSON lines show the copy running (the target's COPY into shard 2's pins waits for a lock the test holds). */
+    /** The CLI's mover, killed once its JSON lines show the copy running with shard 2's pins in flight (the target's COPY into it waits for a lock the test holds). */
     const killMidCopy = async (): Promise<string> => {
       for (const q of postgresDialect.createShard(schema, { host: to.master, shard: span[0], fleet: 'objects' })) await sql(to.master, q);
       const holder = new pg.Client({ host: target.socket ?? target.host, port: target.port, user: config.storage.user, database: config.storage.database });
@@ -358,8 +358,9 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
         child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
         const id = await new Promise<string>((resolve, reject) => {
           createInterface({ input: child.stdout }).on('line', (l) => {
-            const e = JSON.parse(l) as { event: string; phase?: string; moveId?: string };
-            if (e.event === 'progress' && e.phase === 'started') resolve(e.moveId!);
+            // The progress lines name the tables in flight: the held one shows up there, with its bytes read so far.
+            const e = JSON.parse(l) as { event: string; phase?: string; moveId?: string; tables?: Array<{ table: string; rowsCopied: number; bytesCopied: number }> };
+            if (e.event === 'progress' && e.phase === 'started' && e.tables?.some((t) => t.table === `"${db(span[0])}"."pins"`)) resolve(e.moveId!);
           });
           child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before its copy ran: ${stderr}`)));
         });
