@@ -15,7 +15,9 @@
  *   lock until the source is back, so on every run): the copy starts over from a new slot by
  *   itself and the same mover run switches the range, verify clean;
  * - the mover (the CLI) killed inside the copy, held there the same way: --abort restores the
- *   source; killed there again, --resume copies again and switches.
+ *   source; killed there again, --resume copies again and switches;
+ * - the target master killed inside the copy (the lock's session dies with it): the copy starts
+ *   over once it is back and the same run switches.
  * Every test ends with 0 acknowledged writes lost (each on the host the final map names).
  */
 import { after, before, describe, test } from 'node:test';
@@ -396,5 +398,57 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     const ledger = w.ledger;
     assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
     console.log(`mover killed inside the copy: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
+  });
+
+  test('kill -9 of the target master in the middle of the copy (held there by a lock on one of its tables, which dies with it): the copy starts over once it is back and the same run switches, verify clean, no slot left, 0 acknowledged writes lost', async () => {
+    for (const m of (await map()).moves().filter((x) => x.phase === 'switched')) {
+      if ((await map()).locate(m.range[0]).master !== m.source.master) await engine.dropMoved(m);
+      await casMoveState(store, (x) => forgetMove(x, m.id));
+    }
+    const span: [number, number] = [2, 3];
+    const from = (await map()).locate(span[0]).master === PAIR1.master ? PAIR1 : PAIR2;
+    const to = from === PAIR1 ? PAIR2 : PAIR1;
+    const config = c.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const target = pgServer(c, to.master);
+    const address = config.hosts[to.master]!;
+    for (const q of postgresDialect.createShard(resolveSchema(config), { host: to.master, shard: span[0], fleet: 'objects' })) await sql(to.master, q);
+    const holder = new pg.Client({ host: address.socket ?? address.host, port: address.port, user: config.storage.user, database: config.storage.database });
+    holder.on('error', () => undefined); // it dies with the target
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${db(span[0])}.pins IN SHARE MODE`);
+    const w = load([0, 1, 2, 3]);
+    let crash: Promise<void> | undefined;
+    const events: MoveEvent[] = [];
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      const result = await move({
+        start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
+        onEvent: (e) => events.push(e),
+        onProgress: () => {
+          crash ??= (async () => {
+            await target.kill();
+            await target.start();
+          })();
+        },
+      });
+      await crash;
+      assert.equal(result.outcome, 'switched');
+      assert.deepEqual(result.verify?.mismatches, []);
+      const copied = events.find((e) => e.phase === 'copied');
+      assert.ok(Number(copied?.detail?.copyAttempts ?? 0) >= 2, `the copy started over: ${JSON.stringify(copied)}`);
+      for (let s = span[0]; s <= span[1]; s++) assert.equal((await map()).locate(s).master, to.master);
+      assert.deepEqual(await replicationLeft(), []);
+      await ackedOn(w.ledger, [span[0], span[1]], Date.now());
+    } finally {
+      await crash?.catch(() => undefined);
+      await holder.end().catch(() => undefined);
+      await target.start();
+      await w.stop();
+    }
+    const ledger = w.ledger;
+    assert.deepEqual(await lost(ledger), [], 'every acknowledged write is on the master the map names');
+    console.log(`target killed inside the copy: ${ledger.acked.length} acknowledged writes, 0 lost, errors ${JSON.stringify([...ledger.errors])}`);
   });
 });
