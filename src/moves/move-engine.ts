@@ -29,6 +29,18 @@ export interface RowProgress {
   rowsTotal?: number;
   /** Bytes of the copy streamed so far, for engines that stream one (MariaDB: the dump, while it runs). */
   bytesCopied?: number;
+  /** Average rates since the copy started, and the time left at that rate (engines that know rowsTotal). */
+  rowsPerSecond?: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  /** The tables being copied right now (at most the copy's streams at once), rows and bytes each. */
+  tables?: TableProgress[];
+}
+
+export interface TableProgress {
+  table: string;
+  rowsCopied: number;
+  bytesCopied: number;
 }
 
 /** Shards done of total, and rows where the engine knows them. */

@@ -82,7 +82,13 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     options.onEvent?.({ moveId, phase, elapsedMs: Date.now() - started, ...(detail ? { detail } : {}) });
   };
   const onProgress: MoveProgressFn = (done, total, rows) => {
-    progress.note({ shardsDone: done, shardsTotal: total, ...rows });
+    // The move's record keeps the totals only (its schema is strict); rates and tables in flight go to the caller.
+    progress.note({
+      shardsDone: done, shardsTotal: total,
+      ...(rows?.rowsCopied !== undefined ? { rowsCopied: rows.rowsCopied } : {}),
+      ...(rows?.rowsTotal !== undefined ? { rowsTotal: rows.rowsTotal } : {}),
+      ...(rows?.bytesCopied !== undefined ? { bytesCopied: rows.bytesCopied } : {}),
+    });
     options.onProgress?.(done, total, rows);
   };
   const cas = (t: (m: ShardMap) => ReturnType<typeof addMove>) => progress.around(async () => {

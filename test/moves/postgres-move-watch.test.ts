@@ -237,7 +237,13 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
     assert.ok(rows >= 50);
     // The last line of the copy: every shard, every row the source held.
     const copy = progress.filter((l) => l.phase === 'started').at(-1);
-    assert.deepEqual(copy, { event: 'progress', moveId: lines[0]!.moveId, phase: 'started', shardsDone: 2, shardsTotal: 2, rowsCopied: rows, rowsTotal: rows });
+    // Bytes: the binary COPY streams of the shards' tables (more than their rows' ids alone); a
+    // rate, and nothing left to copy.
+    assert.ok(typeof copy?.bytesCopied === 'number' && copy.bytesCopied > rows * 8, `bytes copied: ${JSON.stringify(copy)}`);
+    assert.ok(typeof copy.rowsPerSecond === 'number' && copy.rowsPerSecond > 0 && typeof copy.bytesPerSecond === 'number', `rates: ${JSON.stringify(copy)}`);
+    const { bytesCopied, rowsPerSecond, bytesPerSecond, ...rest } = copy;
+    assert.ok(bytesCopied !== undefined && rowsPerSecond !== undefined && bytesPerSecond !== undefined);
+    assert.deepEqual(rest, { event: 'progress', moveId: lines[0]!.moveId, phase: 'started', shardsDone: 2, shardsTotal: 2, rowsCopied: rows, rowsTotal: rows, etaSeconds: 0 });
     assert.equal(lines.at(-1)!.outcome, 'switched');
   });
 
@@ -278,7 +284,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
       await page.goto(`${base}/dashboard/`);
       await page.waitForSelector('#moves tbody tr[data-move="move-pg-dash"]');
       const copying = await page.locator('#moves tbody tr[data-move="move-pg-dash"]').innerText();
-      assert.match(copying, new RegExp(`^move-pg-dash\\s+6–7\\s+PG001A\\s+PG002A\\s+copying\\s+2/2 shards, ${rows}/${rows} rows \\(100%\\)\\s+–\\s+\\d+ s ago\\s+–$`));
+      assert.match(copying, new RegExp(`^move-pg-dash\\s+6–7\\s+PG001A\\s+PG002A\\s+copying\\s+2/2 shards, ${rows}/${rows} rows \\(100%\\), [\\d.]+ (B|KiB|MiB) copied\\s+–\\s+\\d+ s ago\\s+–$`));
 
       // The target falls behind: its subscription stops while the source takes writes on the moving shards.
       await sql(TARGET.master, `ALTER SUBSCRIPTION ${replicationName('move-pg-dash')} DISABLE`);

@@ -164,6 +164,8 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
           phase,
           rows: rows?.rowsCopied === undefined ? undefined : `${rows.rowsCopied}${rows.rowsTotal === undefined ? '' : `/${rows.rowsTotal}`}`,
           bytes: rows?.bytesCopied === undefined ? undefined : formatBytes(rows.bytesCopied),
+          rate: rows?.rowsPerSecond === undefined ? undefined : `${rows.rowsPerSecond} rows/s${rows.bytesPerSecond === undefined ? '' : ` ${formatBytes(rows.bytesPerSecond)}/s`}`,
+          'rows eta': rows?.etaSeconds === undefined ? undefined : `${rows.etaSeconds} s`,
           lag: lastLag,
         });
       },

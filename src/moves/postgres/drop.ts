@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { qi, type Client } from './engine-base.js';
 
 /** Drops a subscription and its slot on the source; when the source cannot be reached, drops it here only (the slot is dropped later by dropSlot). */
@@ -16,6 +17,21 @@ export async function dropSubscription(c: Client, name: string): Promise<void> {
 /** A slot left behind (its subscription dropped without reaching the source) keeps WAL forever: drop it when no one uses it. */
 export async function dropSlot(c: Client, name: string): Promise<void> {
   await c.query('SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active', [name]);
+}
+
+/**
+ * A move's own slot, once its subscription is gone or was never made: a walsender still holding it
+ * can only be a killed mover's copy connection (the server notices the dead client a moment
+ * later), so it is ended first.
+ */
+export async function dropOwnSlot(c: Client, name: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const { rows } = await c.query<{ pid: number }>('SELECT active_pid AS pid FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL', [name]);
+    if (rows.length === 0) break;
+    await c.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+    await sleep(100);
+  }
+  await dropSlot(c, name);
 }
 
 export async function dropSchemaIfEmpty(c: Client, ns: string): Promise<void> {

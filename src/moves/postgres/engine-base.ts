@@ -27,8 +27,10 @@ export interface PostgresMoveEngineOptions {
   schema: SchemaDef;
   /** How long the fence waits for transactions in flight on the moving tables (lock_timeout). Default 10 s. */
   lockTimeoutMs?: number;
-  /** The initial copy is given up when no table finished copying for this long. Default 5 min. */
+  /** The initial copy is given up when its source or target stays unreachable (or no table finishes copying) for this long. Default 5 min. */
   copyStallMs?: number;
+  /** Tables copied at once by the initial copy (one source and one target connection each). Default 4. */
+  copyStreams?: number;
   /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
   catchUpTimeoutMs?: number;
   /**
@@ -107,9 +109,11 @@ export class PostgresMoveBase {
     return hostAddress(this.options.hosts, host, this.options);
   }
 
-  protected async connect(host: string): Promise<Client> {
+  /** `replication`: a walsender connection (the copy creates its slot there, with an exported snapshot). */
+  protected async connect(host: string, replication = false): Promise<Client> {
     const a = this.address(host);
     const c = new pg.Client({
+      ...(replication ? { replication: 'database' } : {}),
       host: a.socket ?? a.host ?? '127.0.0.1', port: a.port ?? 5432, user: a.user,
       ...(a.password !== undefined ? { password: a.password } : {}),
       database: this.options.database, connectionTimeoutMillis: 5000,

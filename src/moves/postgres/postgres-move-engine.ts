@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
@@ -6,11 +5,11 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
 import { moveShards } from '../move-shared.js';
-import { copiedRows, countRows } from './postgres-copy-progress.js';
+import { countRows } from './postgres-copy-progress.js';
+import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
 import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
-import { PostgresMoveVerify } from './verify-engine.js';
 import { readSequences } from './sequences.js';
-import { dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
+import { dropOwnSlot, dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
 
 export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOptions, type PostgresMoveHost } from './engine-base.js';
 
@@ -21,9 +20,10 @@ export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOp
  *            init` does (empty; a target already holding rows is refused), and a marker table;
  *            source master: a publication FOR TABLE of exactly those object tables plus the
  *            marker (not FOR TABLES IN SCHEMA: the dev cluster keeps mod-shard lookup tables in
- *            the same dbNNNNN schema, and those stay); target master: a subscription with
- *            copy_data = true, which takes a consistent snapshot of each table and then streams
- *            every later change. Returns when every table finished its initial copy.
+ *            the same dbNNNNN schema, and those stay); then the copy (copy-engine.ts): a logical
+ *            slot made with an exported snapshot, every table copied from that snapshot with
+ *            binary COPY, several at once, and a subscription on that slot with copy_data =
+ *            false, which streams every change after the snapshot. Returns once it exists.
  *            The source must run with wal_level=logical.
  *   lag      bytes of WAL the source wrote that the subscription's slot has not confirmed.
  *   fence    one transaction on the source: LOCK the moving tables (waits for transactions in
@@ -43,149 +43,78 @@ export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOp
  *
  * The target's standby follows its master by streaming replication, so it gets the copy too.
  */
-export class PostgresMoveEngine extends PostgresMoveVerify implements MoveEngine {
-  /**
-   * Cannot run in a transaction block; creates the slot on the source and starts the copy. The
-   * slot waits for every transaction holding an xid on the source, whatever it touches: one left
-   * `idle in transaction` would hold the move in `started` for ever, so the wait is bounded and the
-   * error names who to look at.
-   */
-  private async createSubscription(dst: Client, move: MoveRecord, name: string): Promise<void> {
-    const waitMs = Math.max(1, Math.floor(this.options.slotWaitMs ?? 60_000));
-    await dst.query(`SET statement_timeout = ${waitMs}`);
-    try {
-      await dst.query(`CREATE SUBSCRIPTION ${qi(name)} CONNECTION ${ql(this.conninfo(move.source.master))} PUBLICATION ${qi(name)} WITH (copy_data = true, slot_name = ${ql(name)})`);
-    } catch (err) {
-      if ((err as { code?: string }).code !== '57014') throw err;
-      const open = await this.withConn(move.source.master, (src) => src.query<{ pid: number; state: string; since: string; usename: string }>(
-        `SELECT pid, coalesce(state, '?') AS state, to_char(xact_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS since, coalesce(usename, '?') AS usename
-           FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start LIMIT 5`));
-      // The source's walsender still waits to build the slot, and would make it for good once
-      // those transactions end, with no subscription to use it (it would keep WAL for ever):
-      // ended here, its unfinished slot goes with it.
-      await this.withConn(move.source.master, async (src) => {
-        await src.query('SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL', [name]);
-        for (let i = 0; i < 100; i++) {
-          const { rows } = await src.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL', [name]);
-          if (rows.length === 0) break;
-          await sleep(100);
-        }
-      });
-      const who = open.rows.map((r) => `pid ${r.pid} (${r.state} since ${r.since}, user ${r.usename})`).join(', ');
-      throw new ShardKitError('SHARD_UNAVAILABLE', `creating the move's replication slot on ${move.source.master} waited ${waitMs} ms for transactions open there since before the copy started${who === '' ? '' : `: ${who}`}; end them (pg_stat_activity on ${move.source.master}) and start the move again`, { cause: err });
-    } finally {
-      await dst.query('RESET statement_timeout').catch(() => undefined);
-    }
-  }
-
-  /**
-   * What a stalled copy is waiting for, for the operator (and for a CI log, where the servers are
-   * gone afterwards): the tables not ready and their state (i init, d copying, f/s syncing), the
-   * target's workers, and what the source's walsenders are doing. Best effort: never the error.
-   */
-  private async stallReport(dst: Client, move: MoveRecord, name: string): Promise<string> {
-    const parts: string[] = [];
-    try {
-      const { rows } = await dst.query<{ t: string; s: string }>(
-        `SELECT r.srrelid::regclass::text AS t, r.srsubstate::text AS s FROM pg_subscription_rel r JOIN pg_subscription x ON x.oid = r.srsubid
-          WHERE x.subname = $1 AND r.srsubstate <> 'r' ORDER BY 1 LIMIT 5`, [name]);
-      parts.push(`not ready: ${rows.map((r) => `${r.t} (${r.s})`).join(', ') || 'none'}`);
-      const { rows: w } = await dst.query<{ rel: string | null; pid: number }>('SELECT relid::regclass::text AS rel, pid FROM pg_stat_subscription WHERE subname = $1 AND pid IS NOT NULL', [name]);
-      parts.push(`workers on ${move.target.master}: ${w.map((r) => `${r.rel ?? 'apply'} pid ${r.pid}`).join(', ') || 'none'}`);
-      const { rows: ws } = await this.withConn(move.source.master, (src) => src.query<{ pid: number; st: string; wait: string; q: string }>(
-        `SELECT pid, coalesce(state, '?') AS st, coalesce(wait_event_type || ':' || wait_event, '-') AS wait, left(coalesce(query, ''), 60) AS q
-           FROM pg_stat_activity WHERE backend_type = 'walsender' ORDER BY pid LIMIT 8`));
-      parts.push(`walsenders on ${move.source.master}: ${ws.map((r) => `pid ${r.pid} ${r.st} ${r.wait} "${r.q}"`).join(', ') || 'none'}`);
-    } catch (err) {
-      parts.push(`(report cut short: ${(err as Error).message})`);
-    }
-    return `; ${parts.join('; ')}`;
-  }
-
+export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
   async prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
     const name = replicationName(move.id);
-    const published: string[] = [];
+    const published: PublishedTable[] = [];
     await this.withConn(move.source.master, async (src) => {
       const { rows: [w] } = await src.query<{ wal_level: string }>('SHOW wal_level');
       if (w?.wal_level !== 'logical') {
         throw new ShardKitError('INVALID_CONFIG', `${move.source.master} runs with wal_level=${w?.wal_level ?? '?'}: a PostgreSQL shard move replicates from the source master with a publication, which needs wal_level=logical (set it in postgresql.conf, with max_replication_slots and max_wal_senders of at least 4, and restart the server; dev clusters get it from \`shardkit dev up\`)`);
       }
-      for (const s of moveShards(move)) {
-        const live = await this.present(src, shardDatabaseName(s));
-        if (live.length === 0 && (await this.present(src, movedSchema(s))).length > 0) {
+      const shards = moveShards(move);
+      const have = await this.presentIn(src, [...shards.map((s) => shardDatabaseName(s)), ...shards.map(movedSchema)]);
+      for (const s of shards) {
+        const live = have.get(shardDatabaseName(s))!;
+        if (live.length === 0 && have.get(movedSchema(s))!.length > 0) {
           throw new ShardKitError('INTERNAL', `shard ${s} is fenced on ${move.source.master} (${movedSchema(s)}) but the move was not: run shards move --abort`);
         }
-        for (const t of live) published.push(`${qi(shardDatabaseName(s))}.${qi(t)}`);
+        for (const t of live) published.push({ ns: shardDatabaseName(s), t });
       }
     });
     if (published.length === 0) throw new ShardKitError('NOT_FOUND', `shards ${move.range[0]}..${move.range[1]} have no object tables on ${move.source.master}: nothing to move (run shardkit init?)`);
+    const quoted = published.map((x) => `${qi(x.ns)}.${qi(x.t)}`);
 
-    await this.withConn(move.target.master, async (dst) => {
-      if (await this.subscriptionExists(dst, move)) return; // a resumed prepare: the copy is ours
+    let subscribed = false;
+    let fresh = true;
+    await this.step('prepare: target tables', () => this.withConn(move.target.master, async (dst) => {
+      if (await this.subscriptionExists(dst, move)) {
+        subscribed = true; // a resumed prepare: the copy is done and streaming
+        return;
+      }
       const { rows: [r] } = await dst.query<{ ro: string }>('SELECT pg_is_in_recovery()::text AS ro');
       if (r?.ro === 'true') throw new ShardKitError('INVALID_ARGUMENT', `the target ${move.target.master} is a standby (read-only): move to a master`);
-      for (const s of moveShards(move)) {
-        for (const t of await this.present(dst, shardDatabaseName(s))) {
-          const { rows } = await dst.query(`SELECT 1 FROM ${qi(shardDatabaseName(s))}.${qi(t)} LIMIT 1`);
-          if (rows.length > 0) throw new ShardKitError('ALREADY_EXISTS', `${shardDatabaseName(s)}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${s} there`);
-        }
+      // The marker is created with the tables, in one transaction: with it there, the tables and
+      // what an interrupted copy put in them are this move's (the copy truncates them first).
+      const { rows: ours } = await dst.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, name]);
+      if (ours.length > 0) {
+        fresh = false;
+        return;
+      }
+      // One round trip each (32 shards of ten tables each are 320 statements otherwise).
+      const have = await this.presentIn(dst, moveShards(move).map((s) => shardDatabaseName(s)));
+      const existing = [...have].flatMap(([ns, ts]) => ts.map((t) => ({ ns, t })));
+      if (existing.length > 0) {
+        const { rows: full } = await dst.query<{ ns: string; t: string }>(`SELECT * FROM (${existing.map((x) => `(SELECT ${ql(x.ns)} AS ns, ${ql(x.t)} AS t FROM ${qi(x.ns)}.${qi(x.t)} LIMIT 1)`).join(' UNION ALL ')}) x LIMIT 1`);
+        const f = full[0];
+        if (f !== undefined) throw new ShardKitError('ALREADY_EXISTS', `${f.ns}.${f.t} on the target ${move.target.master} already holds rows: drop them before moving shard ${Number(f.ns.slice(2))} there`);
       }
       // The shard as `shardkit init` makes it (tables, index, next_id()), in one transaction.
       await dst.query('BEGIN');
       try {
-        for (const s of moveShards(move)) {
-          for (const sql of postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })) await dst.query(sql);
-        }
+        await dst.query(moveShards(move).flatMap((s) => postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })).join(';\n'));
         await this.createMarker(dst, move);
         await dst.query('COMMIT');
       } catch (err) {
         await dst.query('ROLLBACK').catch(() => undefined);
         throw err;
       }
-    });
+    }));
+    if (subscribed) return { tables: published.length, subscription: name };
 
     let rowsTotal = 0;
     await this.withConn(move.source.master, async (src) => {
       // For the progress shown while the copy runs (a count, not the planner's estimate).
-      rowsTotal = await countRows(src, published);
+      rowsTotal = await countRows(src, quoted);
       await this.createMarker(src, move);
       await src.query(`INSERT INTO ${this.markerTable(move)} (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
+      // Before the slot: pgoutput reads the publication as of each change it decodes.
       const { rows } = await src.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [name]);
-      if (rows.length === 0) await src.query(`CREATE PUBLICATION ${qi(name)} FOR TABLE ${[...published, this.markerTable(move)].join(', ')}`);
+      if (rows.length === 0) await src.query(`CREATE PUBLICATION ${qi(name)} FOR TABLE ${[...quoted, this.markerTable(move)].join(', ')}`);
     });
 
-    await this.withConn(move.target.master, async (dst) => {
-      if (!(await this.subscriptionExists(dst, move))) {
-        await this.createSubscription(dst, move, name);
-      }
-      // Every table's initial copy done ('r': ready, streaming with the apply worker). A failed
-      // table copy is retried by the server itself (a busy source, a worker limit): the move
-      // gives up only when no table got ready for copyStallMs, saying how many errors it saw.
-      const stallMs = this.options.copyStallMs ?? 300_000;
-      let lastReady = -1;
-      let progressAt = Date.now();
-      const copied = new Map<string, number>();
-      for (;;) {
-        const { rows: [st] } = await dst.query<{ total: string; ready: string; errors: string }>(
-          `SELECT count(*)::text AS total, count(*) FILTER (WHERE r.srsubstate = 'r')::text AS ready,
-             coalesce((SELECT sync_error_count + apply_error_count FROM pg_stat_subscription_stats x WHERE x.subid = s.oid), 0)::text AS errors
-           FROM pg_subscription s LEFT JOIN pg_subscription_rel r ON r.srsubid = s.oid WHERE s.subname = $1 GROUP BY s.oid`, [name]);
-        const total = Number(st?.total ?? 0);
-        const ready = Number(st?.ready ?? 0);
-        // Reported in shards (the dashboard shows shards done): the share of tables copied.
-        const shards = moveShards(move).length;
-        if (onProgress !== undefined) onProgress(total === 0 ? 0 : Math.floor((ready / total) * shards), shards, { rowsCopied: await copiedRows(dst, name, MARKER_SCHEMA, copied), rowsTotal });
-        if (total > 0 && ready === total) break;
-        if (ready !== lastReady) {
-          lastReady = ready;
-          progressAt = Date.now();
-        } else if (Date.now() - progressAt > stallMs) {
-          throw new ShardKitError('SHARD_UNAVAILABLE', `the initial copy from ${move.source.master} to ${move.target.master} made no progress for ${stallMs} ms (${ready} of ${total} tables copied, ${st?.errors ?? 0} replication error(s): see the target's server log)${await this.stallReport(dst, move, name)}`);
-        }
-        await sleep(100);
-      }
-    });
-    return { tables: published.length, subscription: name };
+    const copied = await this.copyThenSubscribe(move, [...published, { ns: MARKER_SCHEMA, t: name }], rowsTotal, fresh, onProgress);
+    return { tables: published.length, subscription: name, rowsCopied: copied.rows, bytesCopied: copied.bytes, copyAttempts: copied.attempts };
   }
 
   async lag(move: MoveRecord): Promise<number> {
@@ -350,7 +279,8 @@ export class PostgresMoveEngine extends PostgresMoveVerify implements MoveEngine
     const name = replicationName(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
       await c.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
-      await dropSlot(c, name);
+      // Run after the target's part: the subscription that used the slot is gone by now.
+      await dropOwnSlot(c, name);
       await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
       await c.query('BEGIN');
       try {

@@ -1,0 +1,139 @@
+/**
+ * PostgreSQL moves at size (issue 29 "Benchmark", PostgreSQL part; bench/moves-scale.bench.ts is
+ * the shared name): for each size, a dev cluster (`dev up --engine postgres`, 32 object shards on
+ * PG001A, `dev add-pair`), ~N rows of ~300 bytes put into the 32 shards' pins, then in the same run
+ *   - the raw tool: `pg_dump -a | psql` of the 32 shards into a scratch database on PG002A (its
+ *     schema made first, untimed), and one binary COPY pipe (psql COPY TO STDOUT | psql COPY FROM
+ *     STDIN) table after table;
+ *   - `shards move` of the 32 shards to PG002A (the engine's parallel binary COPY from the slot's
+ *     snapshot), while one writer creates pins on the moving shards; every acknowledged create is
+ *     read back after the switch.
+ * Prints the copy (start -> copied) beside the raw tools and their ratio, and freeze to switch at
+ * each size (default 20k and 1M rows: BENCH_ROWS=20000,1000000).
+ *
+ *   npm run bench -- moves-scale-postgres      (or: node --import tsx bench/moves-scale-postgres.bench.ts)
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resolveSchema } from '../src/config/config.js';
+import { ShardKit } from '../src/kit/shard-kit.js';
+import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
+import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../src/moves/postgres/postgres-move-engine.js';
+import { devClusterDown, devUp, DevCluster } from '../src/ops/dev-cluster.js';
+import { devAddPair } from '../src/ops/dev/dev-add-pair.js';
+import { pgServer } from '../src/ops/dev/dev-postgres.js';
+import { DEFAULT_POSTGRES_BIN } from '../src/ops/postgres/postgres-instance.js';
+import { createTopologyStore } from '../src/topology/index.js';
+
+const SHARDS = 32;
+const SIZES = (process.env.BENCH_ROWS ?? '20000,1000000').split(',').map(Number);
+const BIN = process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN;
+const db = (s: number) => `db${String(s).padStart(5, '0')}`;
+
+/** Runs `cmd` through bash (pipes), failing on any stage's error. */
+function sh(cmd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn('bash', ['-o', 'pipefail', '-c', cmd], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    p.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd.slice(0, 120)}: exit ${code}: ${err.slice(-400)}`))));
+  });
+}
+
+interface Figures { steps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number }
+
+async function one(rows: number): Promise<Figures> {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-pgscale-'));
+  try {
+    await devUp({ dir, engine: 'postgres', pairs: 1, shards: SHARDS, modShards: 2 });
+    const pair = await devAddPair(dir);
+    const cluster = DevCluster.require(dir);
+    const config = cluster.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres cluster');
+    const src = pgServer(cluster, 'PG001A');
+    const dst = pgServer(cluster, pair.master);
+    const database = config.storage.database;
+    const per = Math.ceil(rows / SHARDS);
+    for (let s = 0; s < SHARDS; s++) {
+      await src.sql(`INSERT INTO ${db(s)}.pins (data, ts) SELECT '{"i":' || g || ',"pad":"' || repeat(md5(g::text), 8) || '"}', g FROM generate_series(1, ${per}) g`, [], database);
+    }
+    await src.sql('CHECKPOINT');
+    const [{ mb }] = await src.sql<{ mb: string }>(`SELECT (sum(pg_total_relation_size(c.oid)) / 1048576)::int::text AS mb FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname LIKE 'db000%' AND c.relkind = 'r'`, [], database);
+
+    const conn = (s: ReturnType<typeof pgServer>, dbname: string) => {
+      const h = config.hosts[s === src ? 'PG001A' : pair.master]!;
+      return `-h '${h.socket ?? h.host}' -p ${h.port} -U '${config.storage.user}' -d '${dbname}'`;
+    };
+    // The raw tools, into a scratch database on the target's master (schema first, untimed).
+    await dst.sql('CREATE DATABASE rawcopy');
+    const schemas = Array.from({ length: SHARDS }, (_, s) => `-n ${db(s)}`).join(' ');
+    await sh(`${BIN}/pg_dump -s ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
+    let t = performance.now();
+    await sh(`${BIN}/pg_dump -a ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
+    const dumpMs = performance.now() - t;
+    await dst.sql(`TRUNCATE ${Array.from({ length: SHARDS }, (_, s) => `${db(s)}.pins`).join(', ')}`, [], 'rawcopy');
+    t = performance.now();
+    for (let s = 0; s < SHARDS; s++) {
+      await sh(`${BIN}/psql -q ${conn(src, database)} -c "COPY ${db(s)}.pins TO STDOUT (FORMAT binary)" | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')} -c "COPY ${db(s)}.pins FROM STDIN (FORMAT binary)"`);
+    }
+    const copyPipeMs = performance.now() - t;
+    await dst.sql('DROP DATABASE rawcopy');
+
+    // One writer on the moving shards while they move; its acknowledged creates are read back after.
+    const kit = await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir });
+    const acked: string[] = [];
+    let refused = 0;
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing; i++) {
+        try {
+          acked.push((await kit.objects.create('pin', { w: i }, { shard: i % SHARDS })).id.toString());
+        } catch {
+          refused++;
+        }
+      }
+    })();
+    const store = createTopologyStore(config.topologyStore, { dataDir: dir });
+    const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms); }, hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
+    const steps = new Map<string, number>();
+    const events: Array<MoveEvent & { at: number }> = [];
+    const result = await runMove({
+      store, engine, hosts: Object.keys(config.hosts), maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
+      start: { span: { first: 0, last: SHARDS - 1 }, target: { master: pair.master, slave: pair.slave } },
+      onEvent: (e) => events.push({ ...e, at: performance.now() }),
+    });
+    writing = false;
+    await writer;
+    const at = (phase: string) => events.find((e) => e.phase === phase)!.at;
+    let lost = 0;
+    for (const id of acked) await kit.objects.get(id).catch(() => lost++);
+    await kit.close();
+    await engine.close();
+    await store.close();
+    return {
+      steps, rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
+      moveCopyMs: at('copied') - at('started'), moveMs: at('switched') - at('started'),
+      freezeMs: result.freezeToSwitchMs ?? NaN, acked: acked.length, lost, refused,
+    };
+  } finally {
+    const c = DevCluster.open(dir);
+    if (c) await devClusterDown(c).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const load = loadavg()[0]!.toFixed(1);
+const out: Figures[] = [];
+for (const rows of SIZES) out.push(await one(rows));
+const tablesMs = (f: Figures) => f.steps.get('copy: tables') ?? NaN;
+const rate = (rows: number, ms: number) => `${Math.round(rows / (ms / 1000)).toLocaleString('en')} rows/s`;
+console.log(`PostgreSQL 15 moves at size: ${SHARDS} shards, one writer on them, ${new Date().toISOString().slice(0, 10)}, load average ${load} at the start`);
+console.log('| rows | MB | pg_dump -a \\| psql | binary COPY pipe | move copy (start -> copied) | of which tables copied | tables: copy / pg_dump | tables: copy / COPY pipe | move end to end | freeze to switch | writes acked / lost / refused |');
+console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const f of out) {
+  console.log(`| ${f.rows.toLocaleString('en')} | ${f.mb} | ${(f.dumpMs / 1000).toFixed(2)} s (${rate(f.rows, f.dumpMs)}) | ${(f.copyPipeMs / 1000).toFixed(2)} s (${rate(f.rows, f.copyPipeMs)}) | ${(f.moveCopyMs / 1000).toFixed(2)} s (${rate(f.rows, f.moveCopyMs)}) | ${(tablesMs(f) / 1000).toFixed(2)} s (${rate(f.rows, tablesMs(f))}) | ${(f.dumpMs / tablesMs(f)).toFixed(2)}x | ${(f.copyPipeMs / tablesMs(f)).toFixed(2)}x | ${(f.moveMs / 1000).toFixed(1)} s | ${f.freezeMs} ms | ${f.acked} / ${f.lost} / ${f.refused} |`);
+}
+for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, the copy's steps: ${[...f.steps].map(([n, ms]) => `${n} ${Math.round(ms)} ms`).join('; ')}`);
+if (out.length >= 2) console.log(`freeze to switch at ${out.at(-1)!.rows.toLocaleString('en')} rows / at ${out[0]!.rows.toLocaleString('en')} rows: ${(out.at(-1)!.freezeMs / out[0]!.freezeMs).toFixed(2)}x`);
