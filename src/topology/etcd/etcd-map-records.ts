@@ -1,17 +1,14 @@
 import type { Etcd3, IKeyValue } from 'etcd3';
+
+export type { EtcdSnapshot } from './etcd-snapshot.js';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
 import { ShardMap } from '../shard-map.js';
+import type { EtcdSnapshot } from './etcd-snapshot.js';
 import { assembleMap, decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, recordsOfRange, type DecodedRecord, type MapDelta, type MapRoot } from '../map-records.js';
 
 /** Most operations one compare-and-set transaction carries (etcd's --max-txn-ops default is 128). */
 export const MAX_TXN_RECORDS = 100;
-
-/** What the map's keys hold at one etcd revision. */
-export type EtcdSnapshot =
-  | { layout: 0; revision: number; modRevision: '0' }
-  | { layout: 1; revision: number; modRevision: string; map: ShardMap; text: string }
-  | { layout: 2; revision: number; modRevision: string; map: ShardMap; text: string; root: MapRoot; records: Map<string, { text: string; decoded: DecodedRecord }> };
 
 /**
  * The etcd keys of the shard map. The root stays at the map's key (where today's single

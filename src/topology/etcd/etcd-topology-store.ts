@@ -7,7 +7,8 @@ import { checkExpectedVersion, closedError, conflict, toShardMap } from '../stor
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
 import { ShardMap as ShardMapClass, type MoveProgress } from '../shard-map.js';
 import { checkProgressId, parseProgressRecord, type MoveProgressRecords } from '../move-progress-records.js';
-import { EtcdMapKeys, RecordWatchState, snapshotOf, writeRecords, type EtcdSnapshot } from './etcd-map-records.js';
+import { EtcdMapKeys, RecordWatchState, snapshotOf, writeRecords } from './etcd-map-records.js';
+import type { EtcdSnapshot } from './etcd-snapshot.js';
 
 export const DEFAULT_ETCD_TOPOLOGY_KEY = '/shardkit/topology';
 
