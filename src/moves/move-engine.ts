@@ -29,10 +29,19 @@ export interface RowProgress {
   rowsTotal?: number;
   /** Bytes of the copy streamed so far, for engines that stream one (MariaDB: the dump, while it runs). */
   bytesCopied?: number;
+  /** Rows per second since the copy started, and the seconds left at that rate (from rowsTotal), where the engine knows them. */
+  rowsPerS?: number;
+  etaS?: number;
 }
 
 /** Shards done of total, and rows where the engine knows them. */
 export type MoveProgressFn = (done: number, total: number, rows?: RowProgress) => void;
+
+/** What the freeze would cost if it started now (the admission check's measure), and of what. */
+export interface FreezeCost {
+  ms: number;
+  what: string;
+}
 
 /**
  * What a database engine does for a shard move (src/moves/move-runner.ts runs the phases and
@@ -52,6 +61,11 @@ export interface MoveEngine {
    * the runner waits for the lag again afterwards.
    */
   beforeFreeze?(move: MoveRecord): Promise<void>;
+  /**
+   * Optional: what the freeze would wait for if it started now, measured on the live hosts (a
+   * catch-up, the checks under it). The runner freezes only once this fits the move's hold budget.
+   */
+  freezeCost?(move: MoveRecord): Promise<FreezeCost>;
   /** Makes the source refuse every read and write of the moving shards, after draining in-flight work. */
   fence(move: MoveRecord): Promise<void>;
   /** After the fence: the target holds everything the source acknowledged. */

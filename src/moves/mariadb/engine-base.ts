@@ -12,6 +12,7 @@ import { movedName, q, WC_PREFIX, wcDatabaseName, type Conn, type ShardDatabase 
 import { chunks, compareTable, STATEMENT_TABLES, tableLabel, type VerifyPair } from './verify.js';
 import { gtidsNotReached } from '../../storage/mysql/index.js';
 import { verifyChangedSince, type VerifiedTables } from './pre-verify.js';
+import type { CopyWait } from './copy-throttle.js';
 
 export interface MariadbMoveEngineOptions {
   /** Address of every host the config declares (a host's own user/password win over the storage section's). */
@@ -55,6 +56,12 @@ export interface MariadbMoveEngineOptions {
    * no table needs an ALTER. A table whose source counter passed it is altered under the freeze.
    */
   autoIncrementMargin?: number;
+  /** Rows per second the pre-copy (the dump) may read at most (`shards move --max-rate`); default: no limit. */
+  maxRate?: number;
+  /** The pre-copy waits while the source's slave is more than this many transactions behind its master (default 1000). */
+  maxSourceSlaveLag?: number;
+  /** Told each time the pre-copy waits (its rate, or the source's slave lag). */
+  onCopyWait?: (wait: CopyWait) => void;
   /** Told how long each step of fence, catch-up and verify took (bench/moves-mariadb.bench.ts prints them). */
   onStep?: OnStep;
 }

@@ -15,7 +15,8 @@ export interface MoveAdmin {
   /**
    * A consistent copy of `databases` (less `ignoreTables`, `db.table`) from `from` into every
    * host of `to`, binlog off on the targets; returns the snapshot's GTID position. `onBytes` is
-   * told the bytes streamed so far, now and then while the copy runs.
+   * told the bytes (and estimated rows) streamed so far, now and then while the copy runs;
+   * `throttle` is awaited with the rows of each piece before it goes on to the loaders.
    */
-  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number) => void }): Promise<string>;
+  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number, rows: number) => void; throttle?: (rows: number) => Promise<void> }): Promise<string>;
 }

@@ -22,11 +22,14 @@ async function snapshotPosition(c: Conn): Promise<string> {
 }
 
 export interface ConsistentPointOptions {
-  /** Source master and target master, app user (both sides decode values alike); each holds one snapshot for the whole comparison. */
-  src: Conn;
-  dst: Conn;
-  /** Admin connection to the target master: stops the move's connection and lets it run up to the source's snapshot. */
-  dstAdmin: Conn;
+  /**
+   * Opens the source master and target master as the app user (both sides decode values alike;
+   * each holds one snapshot for the whole comparison), and the target master as admin (stops the
+   * move's connection and lets it run up to the source's snapshot). Closed at the end.
+   */
+  open: () => Promise<[src: Conn, dst: Conn, dstAdmin: Conn]>;
+  /** The tables to compare, read on the (app) connections. */
+  pairs: (src: Conn, dst: Conn) => Promise<VerifyPair[]>;
   connection: string;
   domain: number;
   doTables: readonly string[];
@@ -41,36 +44,38 @@ export interface ConsistentPointOptions {
  * runs on. Both snapshots hold the same transactions of the moving tables, so even a table written
  * throughout compares exactly, chunk by chunk, with no retries and nothing held but two read views.
  */
-export async function verifyAtConsistentPoint(pairs: readonly VerifyPair[], shards: number, o: ConsistentPointOptions): Promise<{ report: VerifyReport; verified: VerifiedTables }> {
+export async function verifyAtConsistentPoint(shards: number, o: ConsistentPointOptions): Promise<{ report: VerifyReport; verified: VerifiedTables }> {
   const report = emptyReport(shards);
   const verified: VerifiedTables = new Map();
+  const [src, dst, dstAdmin] = await o.open();
   try {
+    const pairs = await o.pairs(src, dst);
     await timedStep(o.onStep, 'pre-verify: consistent point (source snapshot, target up to it)', async () => {
       try {
-        await o.dstAdmin.query(`STOP SLAVE '${o.connection}'`);
+        await dstAdmin.query(`STOP SLAVE '${o.connection}'`);
         // Read after the stop: the target is at or behind this position, never past it.
-        const at = gtidByDomain(await snapshotPosition(o.src)).get(o.domain)?.text;
+        const at = gtidByDomain(await snapshotPosition(src)).get(o.domain)?.text;
         if (at !== undefined) {
-          await o.dstAdmin.query(`START SLAVE '${o.connection}' UNTIL master_gtid_pos = ?`, [at]);
-          const [r] = await o.dstAdmin.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [at, o.waitS]);
+          await dstAdmin.query(`START SLAVE '${o.connection}' UNTIL master_gtid_pos = ?`, [at]);
+          const [r] = await dstAdmin.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [at, o.waitS]);
           if (Number((r as Array<{ w: number | string }>)[0]!.w) !== 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the move's connection '${o.connection}' did not reach the source's position ${at} within ${o.waitS} s: not freezing`);
         }
-        await o.dst.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
+        await dst.query('START TRANSACTION WITH CONSISTENT SNAPSHOT');
       } finally {
         // Runs on past the point whatever happened (the filter is set again on every start).
-        await startFiltered(o.dstAdmin, o.connection, o.doTables);
+        await startFiltered(dstAdmin, o.connection, o.doTables);
       }
     });
     await timedStep(o.onStep, 'pre-verify: chunks compared (both snapshots)', async () => {
       for (const p of pairs) {
         report.tables++;
-        const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: o.src, db: p.srcDb } : undefined, p.b !== undefined ? { c: o.dst, db: p.dstDb } : undefined, undefined, p.label);
+        const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: src, db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label);
         addTableResult(report, r);
         if (p.a !== undefined && p.b !== undefined && r.mismatches.length === 0) verified.set(pairKey(p), { rows: r.rows, hi: r.last });
       }
     });
   } finally {
-    await Promise.all([o.src.query('COMMIT').catch(() => undefined), o.dst.query('COMMIT').catch(() => undefined)]);
+    await Promise.all([src, dst, dstAdmin].map((c) => c.end().catch(() => c.destroy())));
   }
   return { report, verified };
 }

@@ -1,6 +1,8 @@
 import { ShardKitError } from '../../errors.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveProgressFn, VerifyReport } from '../move-engine.js';
+import type { FreezeCost, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import { measureFreezeCost } from './admission.js';
+import { dumpProgress, moveCopyThrottle } from './copy-throttle.js';
 import { moveShards } from '../move-shared.js';
 import { armLockFence, completeLockFence, lockFence, MAX_FENCE_SESSIONS, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
 import {
@@ -8,16 +10,12 @@ import {
 } from './move-replication.js';
 import { autoIncrementPast, autoIncrements, autoIncrementsIn } from './auto-increment.js';
 import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.js';
-import { q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
+import { FENCE_DOMAIN_ID, q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
 import { closeFreezeConns, type FreezeConns } from './freeze-conns.js';
 import { chunks, STATEMENT_TABLES } from './verify.js';
 import { verifyAtConsistentPoint, type VerifiedTables } from './pre-verify.js';
 
-/**
- * Default gtid_domain_id of the replicated fence's statements on the source (see fenceDomainId).
- * It must be no pair's own gtid_domain_id; the dev cluster numbers pairs' domains 1, 2, ...
- */
-export const FENCE_DOMAIN_ID = 1_000_000;
+export { FENCE_DOMAIN_ID };
 
 /**
  * Shard moves on MariaDB with admin access (the CLI's default on a dev cluster or with
@@ -204,17 +202,19 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       await createConnection(c, admin, name, move.source.master, domain);
     });
     const srcTables = new Set(doTables);
-    const ignore = await this.withAdmin(move.source.master, async (c) => {
-      const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => x.live));
-      return (rows as Array<{ t: string }>).map((r) => r.t).filter((t) => !srcTables.has(t));
+    // The tables left out of the dump, and the statistics' estimate of the rows it carries (for the ETA).
+    const [ignore, estimate] = await this.withAdmin(move.source.master, async (c) => {
+      const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t, TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => x.live));
+      const all = rows as Array<{ t: string; n: number | string | null }>;
+      return [all.map((r) => r.t).filter((t) => !srcTables.has(t)), all.filter((r) => srcTables.has(r.t)).reduce((n, r) => n + Number(r.n ?? 0), 0)] as const;
     });
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
     if (move.target.slave !== undefined) await slaveCaughtUp(admin, move.target.master, move.target.slave, this.options.catchUpTimeoutS ?? 30);
-    // While the dump runs only its bytes are known (rows are counted once it is loaded).
+    // While the dump runs: its bytes, rows read off the stream, rate and ETA (exact rows are counted once it is loaded).
     let bytesCopied = 0;
     const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
-      ignoreTables: ignore,
-      ...(onProgress !== undefined ? { onBytes: (b: number) => onProgress(0, moveShards(move).length, { bytesCopied: (bytesCopied = b) }) } : {}),
+      ignoreTables: ignore, throttle: moveCopyThrottle(admin, move, this.options),
+      ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => onProgress(0, moveShards(move).length, { ...p, bytesCopied: (bytesCopied = p.bytesCopied) })) } : {}),
     });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
@@ -241,17 +241,18 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
 
   /** The full comparison before the freeze, at one consistent point of the running replication (pre-verify.ts); verifyFenced then checks only what changed. */
   async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
-    const [src, dst, dstAdmin] = await Promise.all([this.connect(move.source.master), this.connect(move.target.master), this.options.admin!.connect(move.target.master)]);
-    try {
-      const domain = await this.withAdmin(move.source.master, sourceDomain);
-      const doTables = this.doTables(await this.sourceTables(move));
-      const pairs = await this.verifyPairs(move, src, dst);
-      const { report, verified } = await verifyAtConsistentPoint(pairs, moveShards(move).length, { src, dst, dstAdmin, connection: moveConnectionName(move), domain, doTables, waitS: this.options.catchUpTimeoutS ?? 30, ...(this.options.onStep !== undefined ? { onStep: this.options.onStep } : {}) });
-      if (report.mismatches.length === 0) this.preVerified.set(move.id, verified);
-      return report;
-    } finally {
-      await Promise.all([src, dst, dstAdmin].map((c) => c.end().catch(() => c.destroy())));
-    }
+    const [domain, live] = await Promise.all([this.withAdmin(move.source.master, sourceDomain), this.sourceTables(move)]);
+    const { report, verified } = await verifyAtConsistentPoint(moveShards(move).length, {
+      open: () => Promise.all([this.connect(move.source.master), this.connect(move.target.master), this.options.admin!.connect(move.target.master)]), pairs: (src, dst) => this.verifyPairs(move, src, dst),
+      connection: moveConnectionName(move), domain, doTables: this.doTables(live), waitS: this.options.catchUpTimeoutS ?? 30, ...(this.options.onStep !== undefined ? { onStep: this.options.onStep } : {}),
+    });
+    if (report.mismatches.length === 0) this.preVerified.set(move.id, verified);
+    return report;
+  }
+
+  /** The admission check's measure (admission.ts): catch-up and the fenced counts on the live hosts now. */
+  async freezeCost(move: MoveRecord): Promise<FreezeCost> {
+    return measureFreezeCost(this.options.admin!, move, this.doTables(await this.sourceTables(move)), this.options.catchUpTimeoutS ?? 30);
   }
 
   /** Under the freeze: counts and tails after a verifyBeforeFreeze of this process, else (a resumed mover) the full verify. */

@@ -8,6 +8,12 @@
  *   acknowledged write (ledger) is on the target with its last value;
  * - a divergence on the target (a row changed behind replication's back) is found before the
  *   freeze: the move aborts with nothing frozen, the range stays on the source, no connection left.
+ * Item 5, the admission check: the freeze starts only once what it will wait for (measured on the
+ * live hosts: catch-up, the fenced counts) fits the move's hold budget; while it does not, the
+ * runner waits and reports, and in the end gives up with nothing frozen.
+ * Item 3, bounded impact on the source: the pre-copy holds while the source's slave lags past the
+ * bound (here: its SQL thread stopped behind 5 writes) and goes on once it caught up; with a row
+ * rate set, the rate limiter holds the copy too.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +27,10 @@ import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/m
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createMariadbMoveEngine } from '../../src/moves/mariadb/index.js';
+import { MariadbReplicatedMoveEngine } from '../../src/moves/mariadb/replicated-engine.js';
+import type { FreezeCost } from '../../src/moves/move-engine.js';
+import type { CopyWait } from '../../src/moves/mariadb/copy-throttle.js';
+import type { MoveRecord } from '../../src/topology/shard-map.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe, userProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
@@ -30,7 +40,7 @@ const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const SOURCE = 'MySQL001A';
 const TARGET = { master: 'MySQL002A', slave: 'MySQL002B' };
 
-describe('moves on MariaDB: verify before the freeze, counts and tails under it', () => {
+describe('moves on MariaDB: a freeze that does not grow with the data, and its admission check', () => {
   let stop: () => Promise<void>;
   let hosts: Record<string, { host: string; port: number }>;
   let storage: { user: string; password?: string };
@@ -162,5 +172,79 @@ describe('moves on MariaDB: verify before the freeze, counts and tails under it'
     assert.equal((await kit.shardMap()).locate(3).master, SOURCE);
     assert.deepEqual(await ids(SOURCE, db(3), 'pins'), before);
     assert.deepEqual(await moveConnections(TARGET.master), []);
+  });
+
+  /** An engine whose admission measure says "too long" `overBudget` times, then measures for real. */
+  const admitting = (overBudget: number) => {
+    const costs: FreezeCost[] = [];
+    class Busy extends MariadbReplicatedMoveEngine {
+      override async freezeCost(move: MoveRecord): Promise<FreezeCost> {
+        const cost = costs.length < overBudget ? { ms: 60_000, what: 'catch-up 60000 ms (the test\'s busy host)' } : await super.freezeCost(move);
+        costs.push(cost);
+        return cost;
+      }
+    }
+    return { costs, engine: new Busy({ hosts, ...storage, tables: objectTables, admin: moveAdmin(admin) }) };
+  };
+
+  test('admission: a freeze that would overrun its budget never starts; the runner reports the measure, then gives up with a clear message and nothing frozen', async () => {
+    for (let i = 0; i < 10; i++) await kit.objects.create('pin', { i }, { shard: 4 });
+    const before = await ids('MySQL002A', db(4), 'pins');
+    const { costs, engine } = admitting(Infinity);
+    const events: MoveEvent[] = [];
+    await assert.rejects(
+      runMove({ store: store(), engine, hosts: Object.keys(hosts), start: { span: { first: 4, last: 4 }, target: { master: SOURCE, slave: 'MySQL001B' }, holdMs: 400 }, lagWaitMs: 1000, onEvent: (e) => events.push(e) }),
+      (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /freeze would take about 60000 ms/.test(err.message) && /budget of 400 ms/.test(err.message) && /not freezing/.test(err.message),
+    );
+    await engine.close();
+    assert.ok(costs.length >= 2, `measured again while waiting (${costs.length} measures)`);
+    assert.ok(events.some((e) => e.phase === 'copied' && (e.detail?.admission as FreezeCost | undefined)?.ms === 60_000), 'the measure is reported while the runner waits');
+    assert.deepEqual(events.filter((e) => e.phase === 'frozen' || e.phase === 'fenced'), []);
+    assert.equal((await kit.shardMap()).locate(4).master, 'MySQL002A');
+    assert.deepEqual(await ids('MySQL002A', db(4), 'pins'), before);
+    assert.deepEqual(await moveConnections(SOURCE), []);
+  });
+
+  test('admission waits for a quiet moment: over budget twice, then measured on the live hosts within it, the move switches', async () => {
+    const { costs, engine } = admitting(2);
+    const result = await runMove({ store: store(), engine, hosts: Object.keys(hosts), start: { span: { first: 5, last: 5 }, target: { master: SOURCE, slave: 'MySQL001B' }, holdMs: 30_000 } });
+    await engine.close();
+    assert.equal(result.outcome, 'switched');
+    assert.equal(costs.length, 3);
+    assert.ok(Number.isFinite(costs[2]!.ms) && costs[2]!.ms <= 30_000 && /catch-up \d+ ms, row counts \d+ ms/.test(costs[2]!.what), JSON.stringify(costs[2]));
+    assert.equal((await kit.shardMap()).locate(5).master, SOURCE);
+  });
+
+  test('the copy holds while the source\'s slave lags past the bound, goes on once it caught up; --max-rate holds it too; every row is on the target', async () => {
+    const [src, srcSlave] = ['MySQL002A', 'MySQL002B'];
+    for (let i = 0; i < 40; i++) await kit.objects.create('pin', { i }, { shard: 6 });
+    const slave = await admin.connect(srcSlave);
+    const waits: CopyWait[] = [];
+    try {
+      await slave.query('STOP SLAVE SQL_THREAD');
+      for (let i = 0; i < 5; i++) await kit.objects.create('pin', { late: i }, { shard: 6 });
+      let resumed: Promise<unknown> | undefined;
+      const engine = createMariadbMoveEngine({
+        hosts, ...storage, tables: objectTables, admin: moveAdmin(admin), maxSourceSlaveLag: 2, maxRate: 20,
+        onCopyWait: (w) => {
+          waits.push(w);
+          // The slave catches up only once the copy has been seen waiting for it.
+          if (w.why === 'lag') resumed ??= slave.query('START SLAVE SQL_THREAD');
+        },
+      });
+      const result = await runMove({ store: store(), engine, hosts: Object.keys(hosts), start: { span: { first: 6, last: 6 }, target: { master: SOURCE, slave: 'MySQL001B' }, holdMs: 30_000 } });
+      await resumed;
+      await engine.close();
+      assert.equal(result.outcome, 'switched');
+    } finally {
+      await slave.query('START SLAVE SQL_THREAD').catch(() => undefined);
+      await slave.end();
+    }
+    const lagWaits = waits.filter((w): w is Extract<CopyWait, { why: 'lag' }> => w.why === 'lag');
+    assert.ok(lagWaits.length > 0 && lagWaits.every((w) => w.bound === 2 && w.lag > 2), JSON.stringify(waits));
+    assert.ok(lagWaits.some((w) => w.lag >= 5), `the 5 writes the slave had not applied were seen: ${JSON.stringify(lagWaits)}`);
+    assert.ok(waits.some((w) => w.why === 'rate'), `the rate limiter held the copy: ${JSON.stringify(waits)}`);
+    assert.equal((await kit.shardMap()).locate(6).master, SOURCE);
+    assert.deepEqual(await ids(SOURCE, db(6), 'pins'), await ids(src, `${db(6)}_moved`, 'pins'));
   });
 });

@@ -1,0 +1,102 @@
+import type { MoveRecord } from '../../topology/shard-map.js';
+import type { RowProgress } from '../move-engine.js';
+import type { MoveAdmin } from './move-admin.js';
+import { binlogPos, gtidByDomain, sourceDomain } from './move-replication.js';
+
+/** Why the copy waits: over its row rate, or the source's slave lags past the bound. */
+export type CopyWait = { why: 'rate'; ms: number } | { why: 'lag'; lag: number; bound: number };
+
+export interface CopyThrottleOptions {
+  /** Rows per second the copy may read at most (`--max-rate`); none: no limit. */
+  maxRate?: number;
+  /** The source's slave lag now (transactions), and the bound over which the copy waits. */
+  lag?: () => Promise<number>;
+  maxLag?: number;
+  /** How often the lag is read while the copy runs, and again while it waits. Default 250 ms. */
+  lagEveryMs?: number;
+  onWait?: (wait: CopyWait) => void;
+  /** For tests: the clock and the sleep. */
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * The throttle a copy awaits with the rows of each piece it streams (issue #29 item 3, bounded
+ * impact on the source; vitess#11385): a rate limit in rows per second (the rows so far may not
+ * run ahead of rate x time since the start), and a lag gate, read now and then, that holds the
+ * copy while the source's slave is more than maxLag transactions behind its master.
+ */
+export function copyThrottle(o: CopyThrottleOptions): (rows: number) => Promise<void> {
+  const now = o.now ?? (() => performance.now());
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const every = o.lagEveryMs ?? 250;
+  const start = now();
+  let rows = 0;
+  let lagReadAt = -Infinity;
+  return async (n: number) => {
+    rows += n;
+    if (o.maxRate !== undefined && o.maxRate > 0) {
+      const ahead = (rows / o.maxRate) * 1000 - (now() - start);
+      if (ahead > 0) {
+        o.onWait?.({ why: 'rate', ms: ahead });
+        await sleep(ahead);
+      }
+    }
+    if (o.lag === undefined || o.maxLag === undefined || now() - lagReadAt < every) return;
+    for (;;) {
+      lagReadAt = now();
+      const lag = await o.lag();
+      if (lag <= o.maxLag) return;
+      o.onWait?.({ why: 'lag', lag, bound: o.maxLag });
+      await sleep(every);
+    }
+  };
+}
+
+/**
+ * The source's slave lag, in transactions of the source's own domain that the slave has not
+ * applied yet (gtid_binlog_pos of the master against the slave's gtid_slave_pos). A slave that
+ * cannot be reached is not waited for (0): the copy does not depend on it.
+ */
+export function sourceSlaveLag(admin: MoveAdmin, move: MoveRecord): () => Promise<number> {
+  const slave = move.source.slave;
+  return async () => {
+    if (slave === undefined) return 0;
+    const opened = await Promise.allSettled([admin.connect(move.source.master), admin.connect(slave)]);
+    const ok = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+    if (ok.length < 2) {
+      for (const c of ok) c.destroy();
+      return 0;
+    }
+    const [m, s] = ok as [typeof ok[0], typeof ok[0]];
+    try {
+      const domain = await sourceDomain(m);
+      const head = gtidByDomain(await binlogPos(m)).get(domain)?.seq ?? 0n;
+      const [r] = await s.query('SELECT @@GLOBAL.gtid_slave_pos AS p');
+      const applied = gtidByDomain(String((r as Array<{ p: string | null }>)[0]!.p ?? '')).get(domain)?.seq ?? 0n;
+      return head > applied ? Number(head - applied) : 0;
+    } finally {
+      await Promise.all([m, s].map((c) => c.end().catch(() => c.destroy())));
+    }
+  };
+}
+
+/** The pre-copy's throttle from the engine's options: `maxRate`, and the source's slave lag bound (default 1000 transactions). */
+export function moveCopyThrottle(admin: MoveAdmin, move: MoveRecord, o: { maxRate?: number; maxSourceSlaveLag?: number; onCopyWait?: (wait: CopyWait) => void }): (rows: number) => Promise<void> {
+  return copyThrottle({
+    ...(o.maxRate !== undefined ? { maxRate: o.maxRate } : {}), lag: sourceSlaveLag(admin, move), maxLag: o.maxSourceSlaveLag ?? 1000,
+    ...(o.onCopyWait !== undefined ? { onWait: o.onCopyWait } : {}),
+  });
+}
+
+/** Turns a dump's (bytes, rows so far) into progress with the rate since the start and an ETA against the statistics' row estimate. */
+export function dumpProgress(rowsEstimate: number, tell: (p: RowProgress & { bytesCopied: number }) => void, now: () => number = () => performance.now()): (bytes: number, rows: number) => void {
+  const start = now();
+  return (bytes, rows) => {
+    const s = (now() - start) / 1000;
+    const rowsPerS = s > 0 ? Math.round(rows / s) : 0;
+    // The estimate (InnoDB statistics) can be low: never less than what is already copied.
+    const total = Math.max(rowsEstimate, rows);
+    tell({ bytesCopied: bytes, rowsCopied: rows, rowsTotal: total, rowsPerS, ...(rowsPerS > 0 ? { etaS: Math.round((total - rows) / rowsPerS) } : {}) });
+  };
+}
