@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     const src = await hostAdmin.connect('MySQL001A');
     const t0 = performance.now();
     for (const d of dbs) {
-      await src.query(`INSERT INTO \`${d}\`.pins (data) SELECT CONCAT('{"i":', seq, ',"pad":"', REPEAT('x', 260), '"}') FROM seq_1_to_${per}`);
+      await src.query(`INSERT INTO \`${d}\`.pins (data) SELECT CONCAT('{"i":', seq, ',"pad":"', REPEAT('x', 260), '"}') FROM \`${d}\`.seq_1_to_${per}`);
     }
     const [sz] = await src.query(`SELECT SUM(DATA_LENGTH) AS b FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${dbs.map((d) => `'${d}'`).join(', ')})`);
     await src.end();
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     console.log(`| copied -> frozen (lag gate, before-freeze work, full verify at a consistent point, admission) | ${at('frozen') - at('copied')} ms | | |`);
     console.log(`| freeze to switch | ${result.freezeToSwitchMs} ms | | |`);
     console.log(`| start -> switch | ${at('switched') - m0} ms | | |`);
-    console.log(`outcome ${result.outcome}, verified ${result.verify?.rows} rows under the freeze (counts), mismatches ${result.verify?.mismatches.length}`);
+    console.log(`outcome ${result.outcome}, verified ${result.verify?.rows} rows under the freeze (key bounds + tails), mismatches ${result.verify?.mismatches.length}`);
     for (const line of steps.lines('step (engine onStep; topology CAS = store.write)')) console.log(line);
   } finally {
     await (cluster ?? DevCluster.open(dir))?.down().catch(() => undefined);

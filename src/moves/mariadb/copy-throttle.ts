@@ -1,7 +1,9 @@
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { RowProgress } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
-import { binlogPos, gtidByDomain, sourceDomain } from './move-replication.js';
+import { sourceSlaveLag } from './copy-source.js';
+
+export { copySource } from './copy-source.js';
 
 /** Why the copy waits: over its row rate, or the source's slave lags past the bound. */
 export type CopyWait = { why: 'rate'; ms: number } | { why: 'lag'; lag: number; bound: number };
@@ -49,34 +51,6 @@ export function copyThrottle(o: CopyThrottleOptions): (rows: number) => Promise<
       if (lag <= o.maxLag) return;
       o.onWait?.({ why: 'lag', lag, bound: o.maxLag });
       await sleep(every);
-    }
-  };
-}
-
-/**
- * The source's slave lag, in transactions of the source's own domain that the slave has not
- * applied yet (gtid_binlog_pos of the master against the slave's gtid_slave_pos). A slave that
- * cannot be reached is not waited for (0): the copy does not depend on it.
- */
-export function sourceSlaveLag(admin: MoveAdmin, move: MoveRecord): () => Promise<number> {
-  const slave = move.source.slave;
-  return async () => {
-    if (slave === undefined) return 0;
-    const opened = await Promise.allSettled([admin.connect(move.source.master), admin.connect(slave)]);
-    const ok = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
-    if (ok.length < 2) {
-      for (const c of ok) c.destroy();
-      return 0;
-    }
-    const [m, s] = ok as [typeof ok[0], typeof ok[0]];
-    try {
-      const domain = await sourceDomain(m);
-      const head = gtidByDomain(await binlogPos(m)).get(domain)?.seq ?? 0n;
-      const [r] = await s.query('SELECT @@GLOBAL.gtid_slave_pos AS p');
-      const applied = gtidByDomain(String((r as Array<{ p: string | null }>)[0]!.p ?? '')).get(domain)?.seq ?? 0n;
-      return head > applied ? Number(head - applied) : 0;
-    } finally {
-      await Promise.all([m, s].map((c) => c.end().catch(() => c.destroy())));
     }
   };
 }

@@ -56,6 +56,8 @@ export interface MariadbMoveEngineOptions {
    * no table needs an ALTER. A table whose source counter passed it is altered under the freeze.
    */
   autoIncrementMargin?: number;
+  /** Dumps the pre-copy runs at once, from one consistent point (default 4; 1: one dump as before). */
+  copyStreams?: number;
   /** Rows per second the pre-copy (the dump) may read at most (`shards move --max-rate`); default: no limit. */
   maxRate?: number;
   /** The pre-copy waits while the source's slave is more than this many transactions behind its master (default 1000). */
@@ -413,7 +415,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
   }
 
   /**
-   * Under the freeze, after a clean comparison before it (pre-verify.ts): only counts, and the
+   * Under the freeze, after a clean comparison before it (pre-verify.ts): only key bounds, and the
    * tails written since, on the freeze's connections (a lock fence's sessions read their tables).
    */
   protected async verifyFencedOn(move: MoveRecord, verified: VerifiedTables): Promise<VerifyReport> {

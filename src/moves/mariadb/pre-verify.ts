@@ -4,11 +4,11 @@ import { addTableResult, emptyReport } from '../move-shared.js';
 import type { OnStep } from '../step-timer.js';
 import { timedStep } from '../step-timer.js';
 import { gtidByDomain, startFiltered } from './move-replication.js';
-import type { Conn } from './names.js';
-import { chunks, compareTable, STATEMENT_TABLES, type VerifyPair } from './verify.js';
+import { q, type Conn } from './names.js';
+import { chunks, compareTable, primaryKey, STATEMENT_TABLES, type VerifyPair } from './verify.js';
 
-/** What the comparison before the freeze saw of one table (`dbNNNNN.t`): its rows and last primary key at the consistent point. */
-export type VerifiedTables = Map<string, { rows: number; hi: unknown[] | undefined }>;
+/** What the comparison before the freeze saw of one table (`dbNNNNN.t`): its rows, primary key columns and last key at the consistent point. */
+export type VerifiedTables = Map<string, { rows: number; keys: string[]; hi: unknown[] | undefined }>;
 
 const pairKey = (p: VerifyPair): string => `${p.dstDb}.${p.table}`;
 
@@ -71,7 +71,7 @@ export async function verifyAtConsistentPoint(shards: number, o: ConsistentPoint
         report.tables++;
         const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: src, db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label);
         addTableResult(report, r);
-        if (p.a !== undefined && p.b !== undefined && r.mismatches.length === 0) verified.set(pairKey(p), { rows: r.rows, hi: r.last });
+        if (p.a !== undefined && p.b !== undefined && r.mismatches.length === 0) verified.set(pairKey(p), { rows: r.rows, keys: await primaryKey(src, p.srcDb!, p.table), hi: r.last });
       }
     });
   } finally {
@@ -81,33 +81,45 @@ export async function verifyAtConsistentPoint(shards: number, o: ConsistentPoint
 }
 
 /**
- * The check under the freeze after a clean verifyAtConsistentPoint: nothing in it reads every
- * row. Every table was equal at a consistent point, and catch-up has applied every source
- * transaction since, so per table the row counts of both sides are compared, and where the
- * source's count moved since the consistent point, the rows past that point's last key (the
- * tail written since) are compared. A table with a differing count or tail, or one the earlier
- * comparison did not settle (new, or on one side only), is compared in full, chunk by chunk,
+ * The lowest and highest primary key of each table (`i` -> `lo`/`hi` as text): two index dives
+ * per table, whatever its size. One statement per bound (a session under LOCK TABLES may name a
+ * locked table once per statement) and per STATEMENT_TABLES tables.
+ */
+export async function keyBounds(c: Conn, items: Array<{ name: string; keys: readonly string[]; i: number }>, out: Array<{ lo?: string; hi?: string }>): Promise<void> {
+  for (const part of chunks(items, STATEMENT_TABLES)) {
+    for (const w of ['lo', 'hi'] as const) {
+      const sql = part.map(({ name, keys, i }) => {
+        const k = keys.map(q);
+        return `(SELECT ${i} AS i, CONCAT_WS(CHAR(31), ${k.join(', ')}) AS k FROM ${name} ORDER BY ${k.map((x) => `${x} ${w === 'lo' ? 'ASC' : 'DESC'}`).join(', ')} LIMIT 1)`;
+      }).join(' UNION ALL ');
+      const [rows] = await c.query(sql);
+      for (const r of rows as Array<{ i: number | string; k: string | null }>) (out[Number(r.i)] ??= {})[w] = String(r.k);
+    }
+  }
+}
+
+/**
+ * The check under the freeze after a clean verifyAtConsistentPoint: nothing in it grows with the
+ * tables' size. Every table was equal at a consistent point, and catch-up has applied every source
+ * transaction since, so per table the lowest and highest primary keys of both sides are compared
+ * (index dives), and where the source's highest key moved past the consistent point's, the rows
+ * past that key (the tail written since) are compared. A table whose bounds or tail differ, or
+ * that the earlier comparison did not settle (new, or on one side only), is compared in full,
  * which names the differing keys.
  */
 export async function verifyChangedSince(pairs: readonly VerifyPair[], shards: number, verified: VerifiedTables, srcConn: (p: VerifyPair) => Conn, dst: Conn, onStep?: OnStep): Promise<VerifyReport> {
   const report = emptyReport(shards);
   const known = pairs.filter((p) => p.a !== undefined && p.b !== undefined && verified.has(pairKey(p)));
-  const count = async (c: Conn, items: Array<{ name: string; i: number }>, out: number[]): Promise<void> => {
-    for (const part of chunks(items, STATEMENT_TABLES)) {
-      const [rows] = await c.query(part.map(({ name, i }) => `SELECT ${i} AS i, COUNT(*) AS n FROM ${name}`).join(' UNION ALL '));
-      for (const r of rows as Array<{ i: number | string; n: number | string }>) out[Number(r.i)] = Number(r.n);
-    }
-  };
-  const srcCounts: number[] = [];
-  const dstCounts: number[] = [];
-  await timedStep(onStep, 'verify (fenced): COUNT(*) both sides', async () => {
+  const srcBounds: Array<{ lo?: string; hi?: string }> = [];
+  const dstBounds: Array<{ lo?: string; hi?: string }> = [];
+  await timedStep(onStep, 'verify (fenced): key bounds both sides', async () => {
     // Each source table on the connection that may read it (the lock fence's session), all side by side.
-    const bySession = new Map<Conn, Array<{ name: string; i: number }>>();
+    const bySession = new Map<Conn, Array<{ name: string; keys: string[]; i: number }>>();
     known.forEach((p, i) => {
       const c = srcConn(p);
-      bySession.set(c, [...(bySession.get(c) ?? []), { name: p.a!, i }]);
+      bySession.set(c, [...(bySession.get(c) ?? []), { name: p.a!, keys: verified.get(pairKey(p))!.keys, i }]);
     });
-    await Promise.all([...[...bySession].map(([c, items]) => count(c, items, srcCounts)), count(dst, known.map((p, i) => ({ name: p.b!, i })), dstCounts)]);
+    await Promise.all([...[...bySession].map(([c, items]) => keyBounds(c, items, srcBounds)), keyBounds(dst, known.map((p, i) => ({ name: p.b!, keys: verified.get(pairKey(p))!.keys, i })), dstBounds)]);
   });
   const full = (p: VerifyPair) => timedStep(onStep, 'verify (fenced): a table compared in full', () => compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: srcConn(p), db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label));
   await timedStep(onStep, 'verify (fenced): tails written since, tables not settled', async () => {
@@ -115,18 +127,21 @@ export async function verifyChangedSince(pairs: readonly VerifyPair[], shards: n
       report.tables++;
       const i = known.indexOf(p);
       const seen = verified.get(pairKey(p));
-      if (i < 0 || seen === undefined || srcCounts[i] !== dstCounts[i]) {
+      const [a, b] = [srcBounds[i], dstBounds[i]];
+      if (i < 0 || seen === undefined || a?.lo !== b?.lo || a?.hi !== b?.hi) {
         addTableResult(report, await full(p));
         continue;
       }
-      if (srcCounts[i] !== seen.rows) {
+      let rows = seen.rows;
+      if (a?.hi !== (seen.hi === undefined ? undefined : seen.hi.map(String).join(String.fromCharCode(31)))) {
         const tail = await compareTable(p.shard, p.table, { c: srcConn(p), db: p.srcDb! }, { c: dst, db: p.dstDb }, undefined, p.label, undefined, false, seen.hi);
         if (tail.mismatches.length > 0) {
           addTableResult(report, await full(p));
           continue;
         }
+        rows += tail.rows;
       }
-      addTableResult(report, { rows: srcCounts[i]!, chunks: 1 });
+      addTableResult(report, { rows, chunks: 1 });
     }
   });
   return report;

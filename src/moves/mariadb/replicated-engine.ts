@@ -2,7 +2,7 @@ import { ShardKitError } from '../../errors.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { FreezeCost, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import { measureFreezeCost } from './admission.js';
-import { dumpProgress, moveCopyThrottle } from './copy-throttle.js';
+import { copySource, dumpProgress, moveCopyThrottle } from './copy-throttle.js';
 import { moveShards } from '../move-shared.js';
 import { armLockFence, completeLockFence, lockFence, MAX_FENCE_SESSIONS, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
 import {
@@ -45,7 +45,7 @@ export { FENCE_DOMAIN_ID };
  *   catchUp  reads the source's gtid_binlog_pos only now that the fence holds (vitess#16563),
  *            MASTER_GTID_WAIT on the target, and alters AUTO_INCREMENT only where the source's
  *            counter went past what beforeFreeze set;
- *   verify   in full before the freeze, at one consistent point (pre-verify.ts); under it counts and tails only;
+ *   verify   in full before the freeze, at one consistent point (pre-verify.ts); under it key bounds and tails;
  *   beforeSwitch  arms the lock fence: each locking session gets one block that waits for the
  *            mover's "go" lock, renames its tables into dbNNNNN_moved (fence domain) and ends;
  *            the server runs it even if the mover dies, so the fence becomes permanent;
@@ -212,8 +212,8 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     if (move.target.slave !== undefined) await slaveCaughtUp(admin, move.target.master, move.target.slave, this.options.catchUpTimeoutS ?? 30);
     // While the dump runs: its bytes, rows read off the stream, rate and ETA (exact rows are counted once it is loaded).
     let bytesCopied = 0;
-    const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
-      ignoreTables: ignore, throttle: moveCopyThrottle(admin, move, this.options),
+    const position = await admin.dumpCopy(await copySource(admin, move), targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
+      ignoreTables: ignore, throttle: moveCopyThrottle(admin, move, this.options), streams: this.options.copyStreams ?? 4,
       ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => onProgress(0, moveShards(move).length, { ...p, bytesCopied: (bytesCopied = p.bytesCopied) })) } : {}),
     });
     const at = gtidByDomain(position).get(domain)?.text;
@@ -250,9 +250,9 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     return report;
   }
 
-  /** The admission check's measure (admission.ts): catch-up and the fenced counts on the live hosts now. */
+  /** The admission check's measure (admission.ts): catch-up and the fenced key bounds on the live hosts now. */
   async freezeCost(move: MoveRecord): Promise<FreezeCost> {
-    return measureFreezeCost(this.options.admin!, move, this.doTables(await this.sourceTables(move)), this.options.catchUpTimeoutS ?? 30);
+    return measureFreezeCost(this.options.admin!, move, [...(this.preVerified.get(move.id) ?? [])].map(([name, v]) => ({ name, keys: v.keys })), this.options.catchUpTimeoutS ?? 30);
   }
 
   /** Under the freeze: counts and tails after a verifyBeforeFreeze of this process, else (a resumed mover) the full verify. */

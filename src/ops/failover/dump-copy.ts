@@ -18,6 +18,8 @@ export interface DumpCopyOptions {
    * the pipe's back-pressure pauses mariadb-dump meanwhile.
    */
   throttle?: (rows: number) => Promise<void>;
+  /** Told once the dump's consistent snapshot is open (its first database is being dumped), or at its end. */
+  onSnapshot?: () => void;
 }
 
 /** Rows in a piece of a dump: one per INSERT statement, one more per boundary between its tuples (`),(`, or `),` newline `(` as mariadb-dump 10.11 writes them). */
@@ -55,6 +57,7 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
   let bytes = 0;
   let rows = 0;
   let toldAt = 0;
+  let snapped = false;
   const scan = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytes += chunk.length;
@@ -66,6 +69,11 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
         options.onBytes(bytes, rows);
       }
       const text = carry + piece;
+      // The transaction is open before the first database is dumped.
+      if (!snapped && /-- Current Database: /.test(text)) {
+        snapped = true;
+        options.onSnapshot?.();
+      }
       const m = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(text);
       if (m) position = m[1]!;
       carry = text.slice(-256);
@@ -96,6 +104,7 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
     scan.pipe(load.stdin!);
   }
   await Promise.all([exited(dump, 'mariadb-dump'), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
+  if (!snapped) options.onSnapshot?.();
   if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
   if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
   options.onBytes?.(bytes, rows);
