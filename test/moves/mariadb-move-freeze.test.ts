@@ -38,6 +38,8 @@ import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe, userProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
 import { moveAdmin } from '../../src/ops/failover/move-admin.js';
+import { spawn } from 'node:child_process';
+import { CLI, ROOT, cliProcess, ensureBuilt } from '../cli/cli-harness.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const SOURCE = 'MySQL001A';
@@ -51,6 +53,8 @@ describe('moves on MariaDB: a freeze that does not grow with the data, and its a
   let backing: MemoryTopologyBacking;
   let kit: ShardKit;
   let objectTables: string[];
+  let configPath: string;
+  let clusterDir: string;
   const stores: MemoryTopologyStore[] = [];
   const store = () => {
     const s = new MemoryTopologyStore({ backing });
@@ -63,6 +67,9 @@ describe('moves on MariaDB: a freeze that does not grow with the data, and its a
   before(async () => {
     const started = await startTestCluster({ pairs: 2, shards: 8, prefix: 'shardkit-mariaverify-' });
     stop = started.stop;
+    configPath = started.cluster.configPath;
+    clusterDir = started.dir;
+    ensureBuilt();
     const config = started.cluster.config();
     if (config.storage.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
     storage = { user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}) };
@@ -290,5 +297,65 @@ describe('moves on MariaDB: a freeze that does not grow with the data, and its a
     assert.equal(result.outcome, 'switched');
     assert.deepEqual(result.verify?.mismatches, []);
     for (const [id, shard] of acked) assert.ok((await ids(TARGET.master, db(shard), 'pins')).includes(String(pinterestId.decode(id).localId)), `acknowledged pin ${id} is on the target`);
+  });
+
+  test('kill -9 of the CLI mover in the middle of the parallel copy (held there by --max-rate 1): --abort restores, a second kill then --resume switches; 0 acknowledged writes lost (ledger)', async () => {
+    const args = ['--config', configPath, '--data', clusterDir];
+    // Services of the CLI's topology (the config's store), writing to shard 7 throughout.
+    const service = await ShardKit.open({ configPath, dataDir: clusterDir });
+    const ledger = new Map<string, unknown>();
+    let writing = true;
+    let writerError: unknown;
+    for (let i = 0; i < 20; i++) ledger.set(String((await service.objects.create('pin', { i }, { shard: 7 })).id), { i });
+    const writer = (async () => {
+      for (let n = 0; writing; n++) {
+        try {
+          const o = await service.objects.create('pin', { n }, { shard: 7 });
+          ledger.set(String(o.id), o.data);
+        } catch (err) {
+          if (!isShardKitError(err)) throw err;
+        }
+      }
+    })().catch((err) => { writerError = err; });
+    const killMidCopy = async () => {
+      const child = spawn(process.execPath, [CLI, 'shards', 'move', '7..7', '--to', SOURCE, '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--max-rate', '1', '--json', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      // The first progress line with bytes: the dumps are streaming, and the rate limit keeps them there.
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (b: Buffer) => {
+          out += b.toString();
+          if (out.split('\n').some((l) => /"event":"progress"/.test(l) && /"bytesCopied":[1-9]/.test(l))) resolve();
+        });
+        child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before copying: ${out}`)));
+      });
+      child.removeAllListeners('exit');
+      const exited = new Promise((r) => child.on('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      assert.ok(!out.includes('"phase":"copied"'), `killed inside the copy: ${out}`);
+    };
+    try {
+      await killMidCopy();
+      const aborted = await cliProcess(['shards', 'move', '7..7', '--abort', '--json', ...args]);
+      assert.equal(aborted.code, 0, aborted.stderr);
+      assert.equal((JSON.parse(aborted.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'aborted');
+      assert.deepEqual((await ids(SOURCE, db(7), 'pins').catch(() => [])), [], 'no copy left on the target');
+      await killMidCopy();
+      const resumed = await cliProcess(['shards', 'move', '7..7', '--resume', '--json', ...args]);
+      assert.equal(resumed.code, 0, resumed.stderr);
+      assert.equal((JSON.parse(resumed.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'switched');
+      const before = ledger.size;
+      while (ledger.size < before + 5 && writerError === undefined) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      writing = false;
+      await writer;
+    }
+    assert.equal(writerError, undefined);
+    const onTarget = new Set(await ids(SOURCE, db(7), 'pins'));
+    for (const [id, data] of ledger) {
+      assert.ok(onTarget.has(String(pinterestId.decode(id).localId)), `acknowledged pin ${id} is on the target`);
+      assert.deepEqual((await service.objects.get(id)).data, data);
+    }
+    await service.close();
   });
 });
