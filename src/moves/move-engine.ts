@@ -46,6 +46,12 @@ export interface TableProgress {
 /** Shards done of total, and rows where the engine knows them. */
 export type MoveProgressFn = (done: number, total: number, rows?: RowProgress) => void;
 
+/** What the freeze would cost if it started now (the admission check's measure), and of what. */
+export interface FreezeCost {
+  ms: number;
+  what: string;
+}
+
 /**
  * What a database engine does for a shard move (src/moves/move-runner.ts runs the phases and
  * records them in the shard map). Every method is idempotent: a resumed mover calls it again.
@@ -64,6 +70,11 @@ export interface MoveEngine {
    * the runner waits for the lag again afterwards.
    */
   beforeFreeze?(move: MoveRecord): Promise<void>;
+  /**
+   * Optional: what the freeze would wait for if it started now, measured on the live hosts (a
+   * catch-up, the checks under it). The runner freezes only once this fits the move's hold budget.
+   */
+  freezeCost?(move: MoveRecord): Promise<FreezeCost>;
   /** Makes the source refuse every read and write of the moving shards, after draining in-flight work. */
   fence(move: MoveRecord): Promise<void>;
   /** After the fence: the target holds everything the source acknowledged. */

@@ -2,7 +2,7 @@ import { ShardKitError } from '../errors.js';
 import type { ShardSpan } from '../topology/map-edits.js';
 import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
-import type { MoveEngine, MoveProgressFn, VerifyReport } from './move-engine.js';
+import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
 import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
 
@@ -148,6 +148,8 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             emit(id, 'copied', { verified: true, rows: pre.rows, chunks: pre.chunks });
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
+          // Admission: the freeze starts only when what it waits for fits its budget on the live hosts now.
+          await admitFreeze(engine, m, lagWaitMs, (cost) => emit(id, 'copied', { admission: cost }));
           // No progress write in flight delays the freeze's compare-and-set (frozeAt is the
           // moment it is written). Under the freeze, progress is written again as the engine
           // reports it (an engine that copies there, like SQLite, shows its shards on the
@@ -268,6 +270,26 @@ function refuseMismatches(report: VerifyReport): void {
   if (report.mismatches.length === 0) return;
   const first = report.mismatches[0]!;
   throw new ShardKitError('INTERNAL', `verify found ${report.mismatches.length} mismatching chunk(s) between source and target (first: shard ${first.shard} ${first.table} keys ${first.fromKey}..${first.toKey}, ${first.sourceRows} vs ${first.targetRows} rows): not switching`);
+}
+
+/**
+ * The admission check (issue #29): measures what the freeze would cost now and waits (reported
+ * about once a second) until it fits the move's hold budget; gives up with nothing frozen.
+ */
+async function admitFreeze(engine: MoveEngine, move: MoveRecord, waitMs: number, report: (cost: FreezeCost) => void): Promise<void> {
+  if (engine.freezeCost === undefined) return;
+  const deadline = Date.now() + waitMs;
+  let reported = 0;
+  for (;;) {
+    const cost = await engine.freezeCost(move);
+    if (cost.ms <= move.holdMs) return;
+    if (Date.now() - reported >= 1000) {
+      reported = Date.now();
+      report(cost);
+    }
+    if (Date.now() >= deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `the freeze would take about ${Math.round(cost.ms)} ms on the hosts now (${cost.what}), more than its budget of ${move.holdMs} ms, still after ${waitMs} ms: not freezing (try again at a quieter time, or give a larger hold)`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /** The lag gate: polls the engine's lag (reported about once a second) until it is at most maxLag. */

@@ -31,7 +31,7 @@ export interface OpenedMoveEngine {
  * Opens the move engine of the config's storage backend (`shards move`, `verify`, `drop-moved`):
  * the one place that picks an engine by backend, as kit/backend-factory.ts does for backends.
  */
-export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap): Promise<OpenedMoveEngine> {
+export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { maxRate?: number } = {}): Promise<OpenedMoveEngine> {
   if (config.storage.backend === 'postgres') {
     const storage = config.storage;
     const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
@@ -54,6 +54,7 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
     const engine = createMariadbMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
       ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
+      ...(copy.maxRate !== undefined ? { maxRate: copy.maxRate } : {}),
     });
     const replicaPair = (s: number): [string, string] | undefined => {
       const loc = s < map.modShardCount ? map.locateModShard(s) : undefined;

@@ -26,6 +26,7 @@ export interface MoveCommandOptions extends CommonOptions {
   holdMs: number;
   resume?: boolean;
   abort?: boolean;
+  maxRate?: number;
 }
 
 export type VerifyCommandOptions = CommonOptions & { againstSource?: boolean };
@@ -49,7 +50,7 @@ interface MoveContext {
   close(): Promise<void>;
 }
 
-async function open(opts: CommonOptions): Promise<MoveContext> {
+async function open(opts: CommonOptions & { maxRate?: number }): Promise<MoveContext> {
   const { dataDir, configPath } = locations(opts);
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --dir for a dev cluster, or --config)`);
   const config = loadConfigFile(configPath);
@@ -67,7 +68,7 @@ async function open(opts: CommonOptions): Promise<MoveContext> {
   const schema = resolveSchema(config);
   let opened: OpenedMoveEngine;
   try {
-    opened = await openMoveEngine(config, schema, dataDir, map);
+    opened = await openMoveEngine(config, schema, dataDir, map, opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {});
   } catch (err) {
     await store.close();
     throw err;

@@ -9,8 +9,10 @@ import { addTableResult, emptyReport, hostAddress, moveShards, refuseFenceClash 
 import type { LockFence } from './lock-fence.js';
 import { timedStep, type OnStep } from '../step-timer.js';
 import { movedName, q, WC_PREFIX, wcDatabaseName, type Conn, type ShardDatabase } from './names.js';
-import { chunks, compareTable, STATEMENT_TABLES, tableLabel } from './verify.js';
+import { chunks, compareTable, STATEMENT_TABLES, tableLabel, type VerifyPair } from './verify.js';
 import { gtidsNotReached } from '../../storage/mysql/index.js';
+import { verifyChangedSince, type VerifiedTables } from './pre-verify.js';
+import type { CopyWait } from './copy-throttle.js';
 
 export interface MariadbMoveEngineOptions {
   /** Address of every host the config declares (a host's own user/password win over the storage section's). */
@@ -54,6 +56,14 @@ export interface MariadbMoveEngineOptions {
    * no table needs an ALTER. A table whose source counter passed it is altered under the freeze.
    */
   autoIncrementMargin?: number;
+  /** Dumps the pre-copy runs at once, from one consistent point (default 4; 1: one dump as before). */
+  copyStreams?: number;
+  /** Rows per second the pre-copy (the dump) may read at most (`shards move --max-rate`); default: no limit. */
+  maxRate?: number;
+  /** The pre-copy waits while the source's slave is more than this many transactions behind its master (default 1000). */
+  maxSourceSlaveLag?: number;
+  /** Told each time the pre-copy waits (its rate, or the source's slave lag). */
+  onCopyWait?: (wait: CopyWait) => void;
   /** Told how long each step of fence, catch-up and verify took (bench/moves-mariadb.bench.ts prints them). */
   onStep?: OnStep;
 }
@@ -215,25 +225,14 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     }
   }
 
-  /**
-   * With a lock fence (`lock`), the source's tables are readable only on the sessions that lock
-   * them: each session checksums its own tables, and the rows are counted on the target (`dstCounter`;
-   * equal checksums mean equal rows), all side by side.
-   */
-  protected async verifyOn(move: MoveRecord, src: Conn, dst: Conn, counter: Conn = src, lock?: LockFence, dstCounter?: Conn): Promise<VerifyReport> {
-    const owner = new Map<string, Conn>(lock?.groups.flatMap((g) => g.tables.map((t) => [`${t.db}.${t.table}`, g.conn] as const)) ?? []);
-    const srcConn = (db: string, table: string): Conn => owner.get(`${db}.${table}`) ?? src;
-    // A locked table is read on its (admin) fence session: the chunks it is compared with come from
-    // an admin connection to the target too, so both sides decode values alike.
-    const dstRows = lock !== undefined && dstCounter !== undefined ? dstCounter : dst;
-    const report = emptyReport();
+  /** The tables verify compares: each moving table on the source (fenced copy once the fence holds, live before) and on the target. */
+  protected async verifyPairs(move: MoveRecord, src: Conn, dst: Conn): Promise<VerifyPair[]> {
     const all = this.databases(move);
     const [srcMap, dstMap] = await this.step('verify: catalogue', () => Promise.all([
       this.presentMany(src, all.flatMap((d) => [d.live, d.moved])),
       this.presentMany(dst, all.map((d) => d.live)),
     ]));
-    const pairs: Array<{ shard: number; table: string; label: string; srcDb?: string; dstDb: string; a?: string; b?: string }> = [];
-    report.shards = moveShards(move).length;
+    const pairs: VerifyPair[] = [];
     for (const d of all) {
       // The source's copy is the fenced one once the fence holds, the live one before.
       const moved = srcMap.get(d.moved)!;
@@ -247,6 +246,23 @@ export abstract class MariadbMoveEngine implements MoveEngine {
         });
       }
     }
+    return pairs;
+  }
+
+  /**
+   * With a lock fence (`lock`), the source's tables are readable only on the sessions that lock
+   * them: each session checksums its own tables, and the rows are counted on the target (`dstCounter`;
+   * equal checksums mean equal rows), all side by side.
+   */
+  protected async verifyOn(move: MoveRecord, src: Conn, dst: Conn, counter: Conn = src, lock?: LockFence, dstCounter?: Conn): Promise<VerifyReport> {
+    const owner = new Map<string, Conn>(lock?.groups.flatMap((g) => g.tables.map((t) => [`${t.db}.${t.table}`, g.conn] as const)) ?? []);
+    const srcConn = (db: string, table: string): Conn => owner.get(`${db}.${table}`) ?? src;
+    // A locked table is read on its (admin) fence session: the chunks it is compared with come from
+    // an admin connection to the target too, so both sides decode values alike.
+    const dstRows = lock !== undefined && dstCounter !== undefined ? dstCounter : dst;
+    const report = emptyReport();
+    const pairs = await this.verifyPairs(move, src, dst);
+    report.shards = moveShards(move).length;
     const both = pairs.filter((p) => p.a !== undefined && p.b !== undefined);
     const sums = async (c: Conn, names: string[]): Promise<string[]> => {
       const out: string[] = [];
@@ -281,7 +297,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     };
     const [sa, sb, n] = await this.step('verify: CHECKSUM TABLE both sides + COUNT(*)', () => Promise.all([sourceSums(), sums(dst, both.map((p) => p.b!)), counter === src ? Promise.resolve(undefined) : counts()]));
     const rowCounts = n ?? (await counts());
-    const quick = new Map<(typeof pairs)[number], number>();
+    const quick = new Map<VerifyPair, number>();
     both.forEach((p, i) => {
       if (sa[i] !== 'null' && sa[i] === sb[i]) quick.set(p, rowCounts[i]!);
     });
@@ -396,6 +412,20 @@ export abstract class MariadbMoveEngine implements MoveEngine {
       await m.end().catch(() => undefined);
     }
     return report;
+  }
+
+  /**
+   * Under the freeze, after a clean comparison before it (pre-verify.ts): only key bounds, and the
+   * tails written since, on the freeze's connections (a lock fence's sessions read their tables).
+   */
+  protected async verifyFencedOn(move: MoveRecord, verified: VerifiedTables): Promise<VerifyReport> {
+    const held = this.heldForVerify(move.id);
+    if (held === undefined) return this.verify(move);
+    const owner = new Map<string, Conn>(held.lock?.groups.flatMap((g) => g.tables.map((t) => [`${t.db}.${t.table}`, g.conn] as const)) ?? []);
+    const pairs = await this.verifyPairs(move, held.src, held.dst);
+    // Rows compared with a lock fence's (admin) session come from an admin connection to the target too: both sides decode values alike.
+    const dstRows = held.lock !== undefined ? held.dstAdmin : held.dst;
+    return verifyChangedSince(pairs, moveShards(move).length, verified, (p) => owner.get(`${p.srcDb}.${p.table}`) ?? held.src, dstRows, this.options.onStep);
   }
 
   /** The connections a replicated freeze holds for this move (verify reads on them), if any. */

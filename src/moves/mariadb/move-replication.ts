@@ -160,3 +160,24 @@ export function filterMatches(status: ConnectionStatus, doTables: readonly strin
   const want = [...doTables].sort();
   return have.length === want.length && have.every((x, i) => x === want[i]);
 }
+
+/**
+ * The dump is loaded into the target's slave directly (binlog off), beside that slave's own
+ * replication from the target master. Anything the master binlogged before (a resumed prepare's
+ * DROP of an old copy, say) must be applied on the slave first: applied later, it would land on
+ * the freshly loaded tables (a drop removes them under the loader: ER_NO_SUCH_TABLE).
+ */
+export async function slaveCaughtUp(admin: MoveAdmin, master: string, slave: string, timeoutS: number): Promise<void> {
+  const on = async <T>(host: string, fn: (c: Conn) => Promise<T>): Promise<T> => {
+    const c = await admin.connect(host);
+    try {
+      return await fn(c);
+    } finally {
+      await c.end().catch(() => c.destroy());
+    }
+  };
+  const pos = await on(master, binlogPos);
+  if (pos === '') return;
+  const w = await on(slave, async (c) => Number(((await c.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [pos, timeoutS]))[0] as Array<{ w: number | string }>)[0]!.w));
+  if (w !== 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target's slave ${slave} did not reach its master ${master}'s position ${pos} within ${timeoutS} s: it must replicate its master before a move loads a copy into it`);
+}

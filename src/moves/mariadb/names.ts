@@ -28,3 +28,9 @@ export interface ShardDatabase {
 
 export type Conn = mysql.Connection;
 export const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
+
+/**
+ * Default gtid_domain_id of the replicated fence's statements on the source (see fenceDomainId).
+ * It must be no pair's own gtid_domain_id; the dev cluster numbers pairs' domains 1, 2, ...
+ */
+export const FENCE_DOMAIN_ID = 1_000_000;

@@ -1,21 +1,21 @@
 import { ShardKitError } from '../../errors.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveProgressFn } from '../move-engine.js';
+import type { FreezeCost, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import { measureFreezeCost } from './admission.js';
+import { copySource, dumpProgress, moveCopyThrottle } from './copy-throttle.js';
 import { moveShards } from '../move-shared.js';
 import { armLockFence, completeLockFence, lockFence, MAX_FENCE_SESSIONS, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
 import {
-  binlogPos, connectionStatus, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
+  binlogPos, connectionStatus, slaveCaughtUp, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
 } from './move-replication.js';
 import { autoIncrementPast, autoIncrements, autoIncrementsIn } from './auto-increment.js';
 import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.js';
-import { q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
+import { FENCE_DOMAIN_ID, q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
+import { closeFreezeConns, type FreezeConns } from './freeze-conns.js';
 import { chunks, STATEMENT_TABLES } from './verify.js';
+import { verifyAtConsistentPoint, type VerifiedTables } from './pre-verify.js';
 
-/**
- * Default gtid_domain_id of the replicated fence's statements on the source (see fenceDomainId).
- * It must be no pair's own gtid_domain_id; the dev cluster numbers pairs' domains 1, 2, ...
- */
-export const FENCE_DOMAIN_ID = 1_000_000;
+export { FENCE_DOMAIN_ID };
 
 /**
  * Shard moves on MariaDB with admin access (the CLI's default on a dev cluster or with
@@ -45,7 +45,7 @@ export const FENCE_DOMAIN_ID = 1_000_000;
  *   catchUp  reads the source's gtid_binlog_pos only now that the fence holds (vitess#16563),
  *            MASTER_GTID_WAIT on the target, and alters AUTO_INCREMENT only where the source's
  *            counter went past what beforeFreeze set;
- *   verify   the source's checksums on the sessions that hold its locks;
+ *   verify   in full before the freeze, at one consistent point (pre-verify.ts); under it key bounds and tails;
  *   beforeSwitch  arms the lock fence: each locking session gets one block that waits for the
  *            mover's "go" lock, renames its tables into dbNNNNN_moved (fence domain) and ends;
  *            the server runs it even if the mover dies, so the fence becomes permanent;
@@ -62,6 +62,9 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
 
   /** Per move id: the lock fence this process holds (fence -> beforeSwitch arms it -> afterSwitch completes it). */
   private readonly locks = new Map<string, LockFence>();
+
+  /** Per move id: what verifyBeforeFreeze found equal (verifyFenced checks only what changed since). */
+  private readonly preVerified = new Map<string, VerifiedTables>();
 
   private get fenceDomain(): number {
     return this.options.fenceDomainId ?? FENCE_DOMAIN_ID;
@@ -131,6 +134,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     this.held.delete(moveId);
     this.raised.delete(moveId);
     this.locks.delete(moveId);
+    this.preVerified.delete(moveId);
     let failed: unknown;
     if (lock !== undefined) await completeLockFence(lock).catch((err: unknown) => { failed = err; });
     if (k !== undefined) await closeFreezeConns(k);
@@ -176,20 +180,6 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     }
   }
 
-  /**
-   * The dump is loaded into the target's slave directly (binlog off), beside that slave's own
-   * replication from the target master. Anything the master binlogged before (a resumed prepare's
-   * DROP of an old copy, say) must be applied on the slave first: applied later, it would land on
-   * the freshly loaded tables (a drop removes them under the loader: ER_NO_SUCH_TABLE).
-   */
-  private async slaveCaughtUp(master: string, slave: string): Promise<void> {
-    const pos = await this.withAdmin(master, async (c) => ((await c.query('SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0] as Array<{ p: string }>)[0]!.p);
-    if (pos === '') return;
-    const timeout = this.options.catchUpTimeoutS ?? 30;
-    const w = await this.withAdmin(slave, async (c) => Number(((await c.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [pos, timeout]))[0] as Array<{ w: number | string }>)[0]!.w));
-    if (w !== 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target's slave ${slave} did not reach its master ${master}'s position ${pos} within ${timeout} s: it must replicate its master before a move loads a copy into it`);
-  }
-
   async prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
     await this.targetWritable(move);
     const admin = this.options.admin!;
@@ -212,17 +202,19 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       await createConnection(c, admin, name, move.source.master, domain);
     });
     const srcTables = new Set(doTables);
-    const ignore = await this.withAdmin(move.source.master, async (c) => {
-      const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => x.live));
-      return (rows as Array<{ t: string }>).map((r) => r.t).filter((t) => !srcTables.has(t));
+    // The tables left out of the dump, and the statistics' estimate of the rows it carries (for the ETA).
+    const [ignore, estimate] = await this.withAdmin(move.source.master, async (c) => {
+      const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t, TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => x.live));
+      const all = rows as Array<{ t: string; n: number | string | null }>;
+      return [all.map((r) => r.t).filter((t) => !srcTables.has(t)), all.filter((r) => srcTables.has(r.t)).reduce((n, r) => n + Number(r.n ?? 0), 0)] as const;
     });
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
-    if (move.target.slave !== undefined) await this.slaveCaughtUp(move.target.master, move.target.slave);
-    // While the dump runs only its bytes are known (rows are counted once it is loaded).
+    if (move.target.slave !== undefined) await slaveCaughtUp(admin, move.target.master, move.target.slave, this.options.catchUpTimeoutS ?? 30);
+    // While the dump runs: its bytes, rows read off the stream, rate and ETA (exact rows are counted once it is loaded).
     let bytesCopied = 0;
-    const position = await admin.dumpCopy(move.source.master, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
-      ignoreTables: ignore,
-      ...(onProgress !== undefined ? { onBytes: (b: number) => onProgress(0, moveShards(move).length, { bytesCopied: (bytesCopied = b) }) } : {}),
+    const position = await admin.dumpCopy(await copySource(admin, move), targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
+      ignoreTables: ignore, throttle: moveCopyThrottle(admin, move, this.options), streams: this.options.copyStreams ?? 4,
+      ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => onProgress(0, moveShards(move).length, { ...p, bytesCopied: (bytesCopied = p.bytesCopied) })) } : {}),
     });
     const at = gtidByDomain(position).get(domain)?.text;
     await this.withAdmin(move.target.master, async (c) => {
@@ -245,6 +237,28 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const detail: Record<string, string | number | boolean> = { tables: doTables.length, connection: name, domain, position: at ?? '' };
     if (modShards) detail.modShards = true;
     return detail;
+  }
+
+  /** The full comparison before the freeze, at one consistent point of the running replication (pre-verify.ts); verifyFenced then checks only what changed. */
+  async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
+    const [domain, live] = await Promise.all([this.withAdmin(move.source.master, sourceDomain), this.sourceTables(move)]);
+    const { report, verified } = await verifyAtConsistentPoint(moveShards(move).length, {
+      open: () => Promise.all([this.connect(move.source.master), this.connect(move.target.master), this.options.admin!.connect(move.target.master)]), pairs: (src, dst) => this.verifyPairs(move, src, dst),
+      connection: moveConnectionName(move), domain, doTables: this.doTables(live), waitS: this.options.catchUpTimeoutS ?? 30, ...(this.options.onStep !== undefined ? { onStep: this.options.onStep } : {}),
+    });
+    if (report.mismatches.length === 0) this.preVerified.set(move.id, verified);
+    return report;
+  }
+
+  /** The admission check's measure (admission.ts): catch-up and the fenced key bounds on the live hosts now. */
+  async freezeCost(move: MoveRecord): Promise<FreezeCost> {
+    return measureFreezeCost(this.options.admin!, move, [...(this.preVerified.get(move.id) ?? [])].map(([name, v]) => ({ name, keys: v.keys })), this.options.catchUpTimeoutS ?? 30);
+  }
+
+  /** Under the freeze: counts and tails after a verifyBeforeFreeze of this process, else (a resumed mover) the full verify. */
+  async verifyFenced(move: MoveRecord): Promise<VerifyReport> {
+    const verified = this.preVerified.get(move.id);
+    return verified === undefined ? this.verify(move) : this.verifyFencedOn(move, verified);
   }
 
   async lag(move: MoveRecord): Promise<number> {
@@ -483,17 +497,4 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
   constructor(options: MariadbMoveEngineOptions & { admin: NonNullable<MariadbMoveEngineOptions['admin']> }) {
     super(options, options.maxLag ?? 50);
   }
-}
-
-interface FreezeConns {
-  /** Source master: app user, admin; target master: app user, admin; the fence's admin connections (fence domain). */
-  src: Conn;
-  srcAdmin: Conn;
-  dst: Conn;
-  dstAdmin: Conn;
-  fence: Conn[];
-}
-
-async function closeFreezeConns(k: FreezeConns): Promise<void> {
-  await Promise.all([k.src, k.srcAdmin, k.dst, k.dstAdmin, ...k.fence].map((c) => c.end().catch(() => c.destroy())));
 }

@@ -30,6 +30,9 @@ export function chunkReader(c: Conn, db: string, table: string, keys: string[]) 
   };
 }
 
+/** One table verify compares: `a` names it on the source (in `srcDb`), `b` on the target (in `dstDb`); one of them may be missing. */
+export interface VerifyPair { shard: number; table: string; label: string; srcDb?: string; dstDb: string; a?: string; b?: string }
+
 /** How verify names a table: the object fleet's by name (as before), a wide-column one with its database (`wc00003.events`). */
 export function tableLabel(db: string, table: string): string {
   return db.startsWith(WC_PREFIX) ? `${db}.${table}` : table;
@@ -40,12 +43,13 @@ export function tableLabel(db: string, table: string): string {
  * in the same key interval (so rows on one side only are found too); target rows past the
  * source's last key are a chunk of their own.
  */
-export async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table, beforeRead?: () => Promise<void>, bAhead = false): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
-  const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
+export async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table, beforeRead?: () => Promise<void>, bAhead = false, after?: unknown[]): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[]; last: unknown[] | undefined }> {
+  const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[], last: after };
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.db, table);
   const ra = a === undefined ? undefined : chunkReader(a.c, a.db, table, keys);
   const rb = b === undefined ? undefined : chunkReader(b.c, b.db, table, keys);
-  let last: unknown[] | undefined;
+  // `after`: only the keys past it are compared (the tail written since an earlier comparison).
+  let last: unknown[] | undefined = after;
   if (ra === undefined) await sync?.();
   for (;;) {
     if (ra !== undefined) await beforeRead?.();
@@ -62,6 +66,7 @@ export async function compareTable(shard: number, table: string, a: { c: Conn; d
       out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(lo), toKey: keyText(hi), sourceRows: chunk.rows.length, targetRows: other.length });
     }
     last = hi;
+    out.last = hi;
   }
   if (ra !== undefined) await sync?.();
   let extra = rb === undefined ? [] : (await rb.rest(last)).rows;

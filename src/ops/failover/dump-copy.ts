@@ -6,8 +6,27 @@ import type { HostAdmin } from './host-admin.js';
 export interface DumpCopyOptions {
   /** `db.table` names the dump leaves out (a shard move copies only the object tables of a database). */
   ignoreTables?: readonly string[];
-  /** Told the bytes of the dump streamed so far: at most every `BYTES_EVERY_MS`, and once at the end. */
-  onBytes?: (bytes: number) => void;
+  /**
+   * Told the bytes of the dump streamed so far, and the rows (an estimate read off the stream: the
+   * tuples of its INSERT statements; exact counts are the loader's business): at most every
+   * `BYTES_EVERY_MS`, and once at the end.
+   */
+  onBytes?: (bytes: number, rows: number) => void;
+  /**
+   * Awaited before each piece of the dump goes on to the loaders, with the rows in it (estimated
+   * as for onBytes): a copy that must slow down (a rate limit, a lagging slave) waits here, and
+   * the pipe's back-pressure pauses mariadb-dump meanwhile.
+   */
+  throttle?: (rows: number) => Promise<void>;
+  /** Told once the dump's consistent snapshot is open (its first database is being dumped), or at its end. */
+  onSnapshot?: () => void;
+}
+
+/** Rows in a piece of a dump: one per INSERT statement, one more per boundary between its tuples (`),(`, or `),` newline `(` as mariadb-dump 10.11 writes them). */
+export function dumpRows(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf('INSERT INTO '); i >= 0; i = text.indexOf('INSERT INTO ', i + 12)) n++;
+  return n + (text.match(/\),\n?\(/g)?.length ?? 0);
 }
 
 /** How often onBytes hears about a running dump. */
@@ -36,19 +55,30 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
   // the first 1 MB used to be scanned: any dump larger than that failed with "no GTID position".)
   let carry = '';
   let bytes = 0;
+  let rows = 0;
   let toldAt = 0;
+  let snapped = false;
   const scan = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytes += chunk.length;
+      const piece = chunk.toString('latin1');
+      const n = dumpRows(piece);
+      rows += n;
       if (options.onBytes !== undefined && Date.now() - toldAt >= BYTES_EVERY_MS) {
         toldAt = Date.now();
-        options.onBytes(bytes);
+        options.onBytes(bytes, rows);
       }
-      const text = carry + chunk.toString('latin1');
+      const text = carry + piece;
+      // The transaction is open before the first database is dumped.
+      if (!snapped && /-- Current Database: /.test(text)) {
+        snapped = true;
+        options.onSnapshot?.();
+      }
       const m = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(text);
       if (m) position = m[1]!;
       carry = text.slice(-256);
-      done(null, chunk);
+      if (options.throttle === undefined) done(null, chunk);
+      else options.throttle(n).then(() => done(null, chunk), (err: Error) => done(err));
     },
   });
   const errors: string[] = [];
@@ -61,6 +91,12 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
       resolve();
     });
   });
+  // A throttle that fails (its lag probe lost the slave, say) stops the copy: the move reports it, nothing half-loaded is kept.
+  scan.on('error', (e) => {
+    errors.push(`throttle: ${e.message}`);
+    dump.kill();
+    for (const l of loads) l.kill();
+  });
   dump.stdout.pipe(scan);
   for (const [i, load] of loads.entries()) {
     // A loader that dies early closes its stdin: report its exit code, not an EPIPE crash.
@@ -68,8 +104,9 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
     scan.pipe(load.stdin!);
   }
   await Promise.all([exited(dump, 'mariadb-dump'), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
+  if (!snapped) options.onSnapshot?.();
   if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
   if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
-  options.onBytes?.(bytes);
+  options.onBytes?.(bytes, rows);
   return position;
 }

@@ -1,0 +1,118 @@
+/**
+ * Shard moves on MariaDB at size (issue #29 item 6): a dev cluster of 2 pairs and 64 shards;
+ * ROWS pin rows (~300 bytes each) spread over shards 0..31 of MySQL001A. In the same run:
+ *   1. the raw tool: `mariadb-dump --single-transaction --databases db00000..db00031 | mariadb`
+ *      into MySQL002A (binlog off, as the move loads), timed, then emptied again;
+ *   2. `shards move 0..31` to MySQL002A/B with the replication pre-copy (the move loads the dump
+ *      into the target master AND its slave, the raw pipe into the master only), timed.
+ * Prints both rates and their ratio, the freeze to switch, and the steps under the freeze (the
+ * full verify runs before the freeze now: its time is shown apart). The machine is to itself
+ * (no write load: the freeze figure at 20k and at 1M rows is what is compared).
+ *
+ *   ROWS=20000 node --import tsx bench/moves-scale-mariadb.bench.ts
+ *   ROWS=1000000 node --import tsx bench/moves-scale-mariadb.bench.ts
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { resolveSchema } from '../src/config/config.js';
+import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
+import { createMariadbMoveEngine } from '../src/moves/mariadb/index.js';
+import { devUp, DevCluster } from '../src/ops/dev-cluster.js';
+import { devHostAdmin } from '../src/ops/failover/host-admin.js';
+import { moveAdmin } from '../src/ops/failover/move-admin.js';
+import { fleetTables } from '../src/storage/shard-names.js';
+import { createTopologyStore } from '../src/topology/index.js';
+import { ShardMap } from '../src/topology/shard-map.js';
+import { moveSteps } from './move-steps.js';
+
+const SHARDS = 64;
+const MOVING = { first: 0, last: 31 };
+const ROWS = Number(process.env.ROWS ?? 1_000_000);
+const db = (s: number) => `db${String(s).padStart(5, '0')}`;
+
+/** `mariadb-dump ... | mariadb ...`, as a shell pipe would run it; resolves when both exit 0. */
+function rawPipe(dumpArgs: string[], loadArgs: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const dump = spawn('mariadb-dump', dumpArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const load = spawn('mariadb', loadArgs, { stdio: ['pipe', 'ignore', 'inherit'] });
+    dump.stdout.pipe(load.stdin);
+    let left = 2;
+    const exited = (what: string) => (code: number | null) => {
+      if (code !== 0) reject(new Error(`${what} exited ${code}`));
+      else if (--left === 0) resolve();
+    };
+    dump.on('close', exited('mariadb-dump'));
+    load.on('close', exited('mariadb'));
+  });
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-mariascale-'));
+  let cluster: DevCluster | undefined;
+  try {
+    cluster = (await devUp({ dir, pairs: 2, shards: SHARDS })).cluster;
+    const config = cluster.config();
+    if (config.storage.backend !== 'mysql') throw new Error('not a mysql cluster');
+    const hostAdmin = devHostAdmin(cluster);
+    const dbs = Array.from({ length: MOVING.last - MOVING.first + 1 }, (_, i) => db(MOVING.first + i));
+    // The rows, made by the server itself (the SEQUENCE engine): the bench is about the move, not the load.
+    const per = Math.ceil(ROWS / dbs.length);
+    const src = await hostAdmin.connect('MySQL001A');
+    const t0 = performance.now();
+    for (const d of dbs) {
+      await src.query(`INSERT INTO \`${d}\`.pins (data) SELECT CONCAT('{"i":', seq, ',"pad":"', REPEAT('x', 260), '"}') FROM \`${d}\`.seq_1_to_${per}`);
+    }
+    const [sz] = await src.query(`SELECT SUM(DATA_LENGTH) AS b FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${dbs.map((d) => `'${d}'`).join(', ')})`);
+    await src.end();
+    const rows = per * dbs.length;
+    const mb = Number((sz as Array<{ b: string | number }>)[0]!.b) / 1e6;
+    console.error(`filled ${rows} rows (${mb.toFixed(0)} MB) in ${Math.round(performance.now() - t0)} ms`);
+
+    // 1. The raw tool, same data, same target master.
+    const r0 = performance.now();
+    await rawPipe([...hostAdmin.clientArgs('MySQL001A'), '--single-transaction', '--hex-blob', '--databases', ...dbs], [...hostAdmin.clientArgs('MySQL002A'), '--init-command=SET SESSION sql_log_bin = 0']);
+    const rawMs = performance.now() - r0;
+    const dst = await hostAdmin.connect('MySQL002A');
+    await dst.query('SET SESSION sql_log_bin = 0');
+    for (const d of dbs) {
+      const [ts] = await dst.query('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [d]);
+      for (const { t } of ts as Array<{ t: string }>) await dst.query(`TRUNCATE TABLE \`${d}\`.\`${t}\``);
+    }
+    await dst.end();
+
+    // 2. The move.
+    const store = createTopologyStore(config.topologyStore, { dataDir: dir });
+    if ((await store.read()) === undefined) await store.write(ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) }), 0);
+    const steps = moveSteps(store);
+    const storage = config.storage;
+    const engine = createMariadbMoveEngine({
+      onStep: steps.note, hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}),
+      tables: fleetTables(resolveSchema(config), 'objects'), admin: moveAdmin(hostAdmin),
+    });
+    const events: Array<MoveEvent & { at: number }> = [];
+    const m0 = Date.now();
+    const result = await runMove({ store, engine, hosts: Object.keys(config.hosts), start: { span: MOVING, target: { master: 'MySQL002A', slave: 'MySQL002B' } }, onEvent: (e) => events.push({ ...e, at: Date.now() }) });
+    steps.stop();
+    await engine.close();
+    await store.close();
+    const at = (phase: string) => events.find((e) => e.phase === phase)!.at;
+    const copyMs = at('copied') - m0;
+    const load = loadavg()[0]!.toFixed(1);
+    console.log(`MariaDB 10.11 move at size, ${new Date().toISOString().slice(0, 10)}, 2 cores, load average ${load}: ${rows} rows (${mb.toFixed(0)} MB) in 32 of ${SHARDS} shards, no write load`);
+    console.log('| measure | shardkit | raw tool | ratio |');
+    console.log('| --- | ---: | ---: | ---: |');
+    console.log(`| copy (move: dump + load into master and slave, replication started; raw: mariadb-dump --single-transaction \\| mariadb into the master) | ${copyMs} ms (${Math.round(rows / (copyMs / 1000))} rows/s) | ${Math.round(rawMs)} ms (${Math.round(rows / (rawMs / 1000))} rows/s) | ${(copyMs / rawMs).toFixed(2)}x |`);
+    console.log(`| copied -> frozen (lag gate, before-freeze work, full verify at a consistent point, admission) | ${at('frozen') - at('copied')} ms | | |`);
+    console.log(`| freeze to switch | ${result.freezeToSwitchMs} ms | | |`);
+    console.log(`| start -> switch | ${at('switched') - m0} ms | | |`);
+    console.log(`outcome ${result.outcome}, verified ${result.verify?.rows} rows under the freeze (key bounds + tails), mismatches ${result.verify?.mismatches.length}`);
+    for (const line of steps.lines('step (engine onStep; topology CAS = store.write)')) console.log(line);
+  } finally {
+    await (cluster ?? DevCluster.open(dir))?.down().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

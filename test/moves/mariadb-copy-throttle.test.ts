@@ -1,0 +1,75 @@
+/**
+ * The MariaDB pre-copy's throttle and progress (issue #29 items 3 and 5), on a fake clock and a
+ * fake lag (no server): what they decide, never how long anything took.
+ * - `--max-rate`: the copy never runs ahead of rate x elapsed time; it sleeps exactly the excess;
+ * - the lag gate: while the source's slave is past the bound, the copy waits and reads the lag
+ *   again; it goes on only once the lag is back within the bound;
+ * - the rows of a dump piece are read off its INSERT statements; progress carries rate and ETA.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyThrottle, dumpProgress, type CopyWait } from '../../src/moves/mariadb/copy-throttle.js';
+import { dumpRows } from '../../src/ops/failover/dump-copy.js';
+
+/** A clock that only moves when the throttle sleeps (or the test says so). */
+const fakeTime = () => {
+  let t = 0;
+  const slept: number[] = [];
+  return { now: () => t, sleep: async (ms: number) => { slept.push(ms); t += ms; }, advance: (ms: number) => { t += ms; }, slept };
+};
+
+test('--max-rate: 5,000 rows at 1,000 rows/s sleep 5 s in all, spread over the pieces; a copy already slower than the rate never sleeps', async () => {
+  const clock = fakeTime();
+  const waits: CopyWait[] = [];
+  const take = copyThrottle({ maxRate: 1000, now: clock.now, sleep: clock.sleep, onWait: (w) => waits.push(w) });
+  for (let i = 0; i < 5; i++) await take(1000);
+  assert.equal(clock.slept.reduce((a, b) => a + b, 0), 5000);
+  assert.equal(waits.length, 5);
+  assert.ok(waits.every((w) => w.why === 'rate'));
+
+  const slow = fakeTime();
+  const take2 = copyThrottle({ maxRate: 1000, now: slow.now, sleep: slow.sleep });
+  for (let i = 0; i < 5; i++) {
+    slow.advance(2000);
+    await take2(1000);
+  }
+  assert.deepEqual(slow.slept, []);
+});
+
+test('lag gate: the copy holds while the source\'s slave is past the bound, reads it again, and goes on only within it', async () => {
+  const clock = fakeTime();
+  const lags = [0, 7, 12, 5, 2, 0];
+  const seen: number[] = [];
+  const waits: CopyWait[] = [];
+  const take = copyThrottle({ lag: async () => { const l = lags.shift()!; seen.push(l); return l; }, maxLag: 3, lagEveryMs: 250, now: clock.now, sleep: clock.sleep, onWait: (w) => waits.push(w) });
+  await take(10); // lag 0: through
+  await take(10); // read less than 250 ms ago: not read again
+  assert.deepEqual(seen, [0]);
+  clock.advance(250);
+  await take(10); // 7, 12, 5: waits; 2: through
+  assert.deepEqual(seen, [0, 7, 12, 5, 2]);
+  assert.deepEqual(waits, [{ why: 'lag', lag: 7, bound: 3 }, { why: 'lag', lag: 12, bound: 3 }, { why: 'lag', lag: 5, bound: 3 }]);
+  // Every piece that went through did so after a lag reading within the bound.
+  assert.ok(seen.at(-1)! <= 3);
+});
+
+test('a lag probe that fails stops the copy (the error reaches the dump, which reports it)', async () => {
+  const take = copyThrottle({ lag: async () => { throw new Error('slave unreachable'); }, maxLag: 3 });
+  await assert.rejects(take(1), /slave unreachable/);
+});
+
+test('rows of a dump piece: one per INSERT, one more per tuple boundary; progress gives rate and ETA against the estimate', () => {
+  assert.equal(dumpRows("INSERT INTO `pins` VALUES (1,'a','t'),(2,'b','t'),(3,'c','t');\nINSERT INTO `pins` VALUES (4,'d','t');\n"), 4);
+  assert.equal(dumpRows("INSERT INTO `pins` VALUES\n(1,'a','t'),\n(2,'b','t'),\n(3,'c','t');\n"), 3);
+  assert.equal(dumpRows('CREATE TABLE `pins` (\n  `local_id` bigint\n);\n'), 0);
+  let t = 0;
+  const told: Array<Record<string, number | undefined>> = [];
+  const progress = dumpProgress(1000, (p) => told.push({ ...p }), () => t);
+  t = 2000;
+  progress(4096, 200);
+  assert.deepEqual(told.at(-1), { bytesCopied: 4096, rowsCopied: 200, rowsTotal: 1000, rowsPerSecond: 100, bytesPerSecond: 2048, etaSeconds: 8 });
+  // The statistics' estimate was low: the total is never below what is copied.
+  t = 4000;
+  progress(9000, 1200);
+  assert.deepEqual(told.at(-1), { bytesCopied: 9000, rowsCopied: 1200, rowsTotal: 1200, rowsPerSecond: 300, bytesPerSecond: 2250, etaSeconds: 0 });
+});
