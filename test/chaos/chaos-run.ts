@@ -194,7 +194,7 @@ export async function runChaos(options: { seed: number; faults: Fault[]; pairs: 
     // A failover is due only for a master killed or stopped, decided while that fault lasted.
     const failovers = fleet.allDecisions().filter((d) => d.verdict === 'failover');
     falseFailovers = failovers.filter((d) => !fleet.hits.some((h) => h.master === d.master && d.receivedAt >= h.from && d.receivedAt <= h.to)).length;
-    for (const d of failovers) log(`heal failed over ${d.master}: ${d.reason ?? ''}`);
+    for (const d of fleet.allDecisions()) log(`heal ${d.verdict} ${d.master}${d.reason !== undefined ? `: ${d.reason}` : ''}${d.error !== undefined ? ` (error: ${d.error})` : ''}`);
     // Writes flow again everywhere before they stop.
     await fleet.ackedAfter(Date.now(), new Set(Array.from({ length: options.shards }, (_, i) => i)));
     await fleet.stopWriters();
