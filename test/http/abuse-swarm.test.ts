@@ -14,6 +14,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
+import { mulberry32 } from '../../src/util/prng.js';
 import { openStore, tempDir } from '../widecolumn/helpers.js';
 import { listeningApp } from './http-fixture.js';
 
@@ -24,17 +25,6 @@ const HONEST_OPS = 40;
 const BODY_TIMEOUT_MS = 400;
 /** Heap growth the whole run may cause: one 1 MiB object answered 1000 times was 1.2 GB before #34. */
 const HEAP_BOUND_BYTES = 384 * 1024 * 1024;
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Answer {
   status: number;
@@ -92,7 +82,7 @@ async function connections(server: { getConnections(cb: (err: Error | null, n: n
 test('a swarm of hostile clients cannot take the service from honest ones: ledger intact, no socket left, memory bounded', { timeout: 180_000 }, async () => {
   const seed = Number(process.env.SWARM_SEED ?? Math.floor(Math.random() * 2 ** 31));
   console.log(`abuse swarm seed ${seed} (SWARM_SEED=${seed} reruns it)`);
-  const random = prng(seed);
+  const random = mulberry32(seed);
   const tmp = tempDir();
   const store = await openStore(tmp.dir);
   const f = await listeningApp({ plugins: [widecolumnRoutes(store)], limits: { maxConcurrent: 4 }, app: { bodyTimeoutMs: BODY_TIMEOUT_MS, hosts: ['127.0.0.1'] } });
