@@ -10,8 +10,8 @@ import { installContractHooks } from './contract-hooks.js';
 import { installLimits, type LimitOptions } from './limits.js';
 import { DEFAULT_BODY_TIMEOUT_MS, installBodyTimeout } from './body-timeout.js';
 import { installHostCheck } from './host-check.js';
-import { childLoggerFactory, installRequestIdEcho, requestId } from './request-ids.js';
-import { hardenedTls, installHsts } from './tls.js';
+import { childLoggerFactory, installAnswerHeaders, requestId } from './request-ids.js';
+import { hardenedTls, HSTS } from './tls.js';
 import { installOperationIds, shapeDocument } from './openapi-shape.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
@@ -103,17 +103,16 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   app.decorate('kit', kit);
-  installRequestIdEcho(app);
+  // No page may frame an answer of this service (clickjacking of /docs and the dashboard), nor a
+  // browser guess another type than the one sent; over HTTPS, browsers come back only over HTTPS.
+  installAnswerHeaders(app, {
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+    ...(options.https !== undefined ? { 'strict-transport-security': HSTS } : {}),
+  });
   // First of the refusing hooks: a request refused before its body came still has a body deadline.
   installBodyTimeout(app, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS);
   if (options.hosts !== undefined && options.tokens === undefined) installHostCheck(app, options.hosts);
-  if (options.https !== undefined) installHsts(app);
-  // No page may frame an answer of this service (clickjacking of /docs and the dashboard), nor a
-  // browser guess another type than the one sent.
-  app.addHook('onSend', async (_request, reply, payload) => {
-    void reply.header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff');
-    return payload;
-  });
   // JSON only, on every route (ours and the plugins'): text/plain would reach a schema as a
   // string, and it is a body any web page may send cross-site without a CORS preflight, so a page
   // in the operator's browser could otherwise POST to a loopback service's open admin routes.

@@ -1,7 +1,6 @@
-import { STATUS_CODES } from 'node:http';
 import { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { toErrorResponse } from './error-handler.js';
+import { rawErrorAnswer } from './error-handler.js';
 import { ShardKitError } from '../errors.js';
 
 /**
@@ -29,11 +28,9 @@ export function installBodyTimeout(app: FastifyInstance, ms: number): void {
     const timer = setTimeout(() => {
       if (req.complete) return;
       request.log.warn(`REQUEST_TIMEOUT: the body of ${request.method} ${request.routeOptions.url ?? 'an unknown route'} was not complete after ${ms} ms`);
-      const { status, body } = toErrorResponse(new ShardKitError('REQUEST_TIMEOUT', `the request body did not arrive within ${Math.round(ms / 1000)} s; send it faster or in smaller requests`));
       // Answered already (shed, refused): only the connection is left to close.
       if (socket.writable && !reply.raw.headersSent) {
-        const text = JSON.stringify(body);
-        socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+        socket.write(rawErrorAnswer(new ShardKitError('REQUEST_TIMEOUT', `the request body did not arrive within ${Math.round(ms / 1000)} s; send it faster or in smaller requests`)));
       }
       // Closing the socket aborts the request: its slot (limits.ts) is freed with it.
       socket.end(() => socket.destroy());

@@ -82,12 +82,8 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): 
       : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
         ? new ShardKitError('PAYLOAD_TOO_LARGE', 'the chunk extensions of the request body are too large')
         : new ShardKitError('MALFORMED_REQUEST', `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`);
-  const { status, body } = toErrorResponse(error);
   const answer = () => {
-    if (socket.writable) {
-      const text = JSON.stringify(body);
-      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
-    }
+    if (socket.writable) socket.write(rawErrorAnswer(error));
     socket.destroy();
   };
   // Node keeps the response being written on this connection here (lib/_http_server.js).
@@ -106,4 +102,11 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): 
     return;
   }
   answer();
+}
+
+/** A whole HTTP/1.1 error answer, for a socket fastify cannot answer on: the usual body, then the connection closes. */
+export function rawErrorAnswer(error: ShardKitError): string {
+  const { status, body } = toErrorResponse(error);
+  const text = JSON.stringify(body);
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`;
 }

@@ -57,22 +57,33 @@ export const errorComponent = {
 };
 
 interface Operation {
-  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
+  responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: unknown }> }>;
 }
 
-/** swagger's transformObject: the Error component, and status texts for "Default Response". */
+/** components.headers: each documented once, referenced by every answer that carries it. */
+const HEADER_COMPONENTS = {
+  // Every answer (request-ids.ts).
+  RequestId: { description: 'The request\'s id: the X-Request-Id it sent when sane (1-128 of A-Za-z0-9._:@/+=-), else a UUID; the reqId of its log lines', schema: { type: 'string' } },
+  // The retryable refusals (limits.ts, the SHARD_MOVING answer).
+  RetryAfter: { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+};
+const ANSWER_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
+const RETRY_HEADERS = { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } };
+
+/** swagger's transformObject: the Error component, the answer headers, status texts for "Default Response". */
 export function shapeDocument<T extends { paths?: Record<string, Record<string, Operation>>; components?: Record<string, unknown> }>(doc: T): T {
   for (const operations of Object.values(doc.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         if (response.description === 'Default Response') response.description = STATUS_CODES[Number(status)] ?? 'Response';
+        response.headers = { ...response.headers, ...ANSWER_HEADERS, ...(status === '429' || status === '503' ? RETRY_HEADERS : {}) };
         for (const media of Object.values(response.content ?? {})) {
           if (JSON.stringify(media.schema) === INLINE_ERROR) media.schema = ERROR_REF;
         }
       }
     }
   }
-  const components = (doc.components ?? {}) as { schemas?: Record<string, unknown> };
-  doc.components = { ...components, schemas: { ...components.schemas, Error: errorComponent } };
+  const components = (doc.components ?? {}) as { schemas?: Record<string, unknown>; headers?: Record<string, unknown> };
+  doc.components = { ...components, schemas: { ...components.schemas, Error: errorComponent }, headers: { ...components.headers, ...HEADER_COMPONENTS } };
   return doc;
 }

@@ -19,9 +19,15 @@ export function requestId(req: IncomingMessage): string {
   return typeof incoming === 'string' && SANE_ID.test(incoming) ? incoming : randomUUID();
 }
 
-export function installRequestIdEcho(app: FastifyInstance): void {
+/**
+ * One onRequest hook (cheaper than an async onSend) that gives every answer, errors and 404s
+ * included, its `X-Request-Id` and the fixed headers given (frame and sniffing protection, HSTS).
+ */
+export function installAnswerHeaders(app: FastifyInstance, fixed: Readonly<Record<string, string>>): void {
+  const entries = Object.entries(fixed);
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header(REQUEST_ID_HEADER, request.id);
+    for (const [name, value] of entries) void reply.header(name, value);
     done();
   });
 }

@@ -1,5 +1,4 @@
 import type { ServerOptions } from 'node:https';
-import type { FastifyInstance } from 'fastify';
 
 /**
  * TLS 1.2 suites with forward secrecy (ECDHE) and AEAD (GCM, ChaCha20-Poly1305) only: Mozilla's
@@ -16,18 +15,10 @@ export const TLS12_CIPHERS = [
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
 
-/** A year, the value HSTS preload lists ask for. */
+/** Strict-Transport-Security of every HTTPS answer: a year, the value HSTS preload lists ask for. */
 export const HSTS = 'max-age=31536000';
 
 /** The caller's https options over ours: TLS 1.2 or later, the suites above, the server's order. */
 export function hardenedTls(options: ServerOptions): ServerOptions {
   return { minVersion: 'TLSv1.2', ciphers: TLS12_CIPHERS, honorCipherOrder: true, ...options };
-}
-
-/** Over HTTPS, every answer tells browsers to come back only over HTTPS (Strict-Transport-Security). */
-export function installHsts(app: FastifyInstance): void {
-  app.addHook('onSend', async (_request, reply, payload) => {
-    void reply.header('strict-transport-security', HSTS);
-    return payload;
-  });
 }

@@ -14,6 +14,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { widecolumnRoutes } from '../../src/http/routes/widecolumn-routes.js';
+import { mulberry32 } from '../../src/util/prng.js';
 import { openStore, tempDir } from '../widecolumn/helpers.js';
 import { listeningApp } from './http-fixture.js';
 import { mulberry32 } from '../../src/util/prng.js';

@@ -2,7 +2,8 @@
  * Issue #33, the OpenAPI document a client generator loves: every operation has a unique
  * operationId (0 of 35 had one), error answers reference one `Error` component whose code is the
  * enum of src/errors.ts (it was inline 300+ times, a plain string), every /v1/ operation
- * documents 500, and no response is described as "Default Response".
+ * documents 500, no response is described as "Default Response", answers document X-Request-Id
+ * (and Retry-After on 429/503), and PATCH takes application/merge-patch+json.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import { ERROR_CODES } from '../../src/errors.js';
 import { operationIdFor } from '../../src/http/openapi-shape.js';
 
 interface Doc {
-  paths: Record<string, Record<string, { operationId?: string; responses: Record<string, { description: string; content?: Record<string, { schema: unknown }> }> }>>;
+  paths: Record<string, Record<string, { operationId?: string; responses: Record<string, { description: string; headers?: Record<string, unknown>; content?: Record<string, { schema: unknown }> }> }>>;
   components: { schemas?: Record<string, { properties: { error: { properties: { code: { enum?: string[] } } } } }> };
 }
 
@@ -42,6 +43,8 @@ test('docs/openapi.json: every error answer is the shared Error component, whose
       if (path.startsWith('/v1/')) assert.ok(operation.responses['500'] !== undefined, `${where} documents 500`);
       for (const [status, response] of Object.entries(operation.responses)) {
         assert.notEqual(response.description, 'Default Response', `${where} ${status}`);
+        assert.ok(response.headers?.['X-Request-Id'] !== undefined, `${where} ${status} documents X-Request-Id`);
+        if (status === '429' || status === '503') assert.ok(response.headers?.['Retry-After'] !== undefined, `${where} ${status} documents Retry-After`);
         if (Number(status) < 400) continue;
         for (const media of Object.values(response.content ?? {})) {
           assert.deepEqual(media.schema, { $ref: '#/components/schemas/Error' }, `${where} ${status}`);
@@ -51,5 +54,7 @@ test('docs/openapi.json: every error answer is the shared Error component, whose
     }
   }
   assert.ok(refs > 300, `${refs} error answers`);
+  const patch = doc.paths['/v1/objects/{id}']!.patch as unknown as { requestBody: { content: Record<string, unknown> } };
+  assert.deepEqual(Object.keys(patch.requestBody.content).sort(), ['application/json', 'application/merge-patch+json']);
   assert.doesNotMatch(JSON.stringify(doc.paths), /"message":\{"type":"string"\}/, 'no inline copy of the error body left');
 });

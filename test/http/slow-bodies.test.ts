@@ -35,6 +35,10 @@ function trickle(port: number, host = '127.0.0.1'): { answered: Promise<string>;
   return { answered, started };
 }
 
+async function connections(server: { getConnections(cb: (err: Error | null, n: number) => void): void }): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+}
+
 test('bodies that never finish arriving get 408 REQUEST_TIMEOUT and their connection closed; the slots they held come back', async () => {
   const f = await listeningApp({ limits: { maxConcurrent: 2 }, app: { bodyTimeoutMs: 300 } });
   try {
@@ -51,7 +55,15 @@ test('bodies that never finish arriving get 408 REQUEST_TIMEOUT and their connec
       assert.match(text, /"code":"REQUEST_TIMEOUT"/);
       assert.match(text, /connection: close/i);
     }
-    const after = await f.app.inject({ method: 'GET', url: '/v1/topology' });
+    // The client saw its socket close; the server lets go of its side (and the slot) just after.
+    for (let i = 0; i < 500 && (await connections(f.app.server)) > 0; i++) await sleep(10);
+    assert.equal(await connections(f.app.server), 0, 'no connection of the slow clients left on the server');
+    // The slots follow on the next ticks (the responses' close events): a bounded wait for them.
+    let after = await f.app.inject({ method: 'GET', url: '/v1/topology' });
+    for (let i = 0; i < 500 && after.statusCode === 503; i++) {
+      await sleep(10);
+      after = await f.app.inject({ method: 'GET', url: '/v1/topology' });
+    }
     assert.equal(after.statusCode, 200, after.body);
     const created = await f.app.inject({ method: 'POST', url: '/v1/objects/board', payload: { data: { name: 'honest' } } });
     assert.equal(created.statusCode, 201, created.body);

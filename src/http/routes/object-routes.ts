@@ -129,6 +129,7 @@ export function objectRoutes(kit: ShardKit) {
       schema: {
         tags: ['objects'],
         summary: 'Update an object with a JSON merge patch (RFC 7396)',
+        consumes: ['application/merge-patch+json', 'application/json'],
         description: 'Content-Type application/merge-patch+json or application/json. `null` removes a field. With If-Match, the patch applies only if the object still has that ETag (strong comparison; else 412 PRECONDITION_FAILED); a malformed If-Match is 400. Read, patch and write happen in one transaction.',
         params: { type: 'object', properties: { id: idString }, required: ['id'] },
         headers: { type: 'object', properties: { 'if-match': { type: 'string' } } },
