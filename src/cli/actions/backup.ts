@@ -1,4 +1,4 @@
-import { createBackup, DirectoryTarget, listBackups, openBackupEngine, restoreBackup, verifyBackup, type BackupEngine } from '../../ops/backup/index.js';
+import { archiveLogs, createBackup, parseTime, DirectoryTarget, listBackups, openBackupEngine, restoreBackup, verifyBackup, type BackupEngine } from '../../ops/backup/index.js';
 
 export interface BackupCliOptions {
   config?: string;
@@ -38,7 +38,21 @@ export async function backupVerifyCommand(opts: BackupCliOptions & { from: strin
   if (r.differing.length > 0) process.exitCode = 3;
 }
 
-export async function backupRestoreCommand(opts: BackupCliOptions & { from: string; id?: string; force?: boolean }): Promise<void> {
-  const r = await withEngine(opts, (e) => restoreBackup(e, new DirectoryTarget(opts.from), { ...(opts.id !== undefined ? { id: opts.id } : {}), ...(opts.force ? { force: true } : {}) }));
-  print(opts.json, r, `restored backup ${r.id}: ${r.units.map((u) => `${u} at ${r.position[u] || '-'}`).join(', ')}`);
+export async function backupRestoreCommand(opts: BackupCliOptions & { from: string; id?: string; force?: boolean; toTime?: string }): Promise<void> {
+  const toTime = opts.toTime === undefined ? undefined : parseTime(opts.toTime);
+  const r = await withEngine(opts, (e) => restoreBackup(e, new DirectoryTarget(opts.from), { ...(opts.id !== undefined ? { id: opts.id } : {}), ...(opts.force ? { force: true } : {}), ...(toTime !== undefined ? { toTime } : {}) }));
+  print(opts.json, r, `restored backup ${r.id}${r.toTime ? ` and the archived log up to ${r.toTime}` : ''}: ${r.units.map((u) => `${u} from ${r.position[u] || '-'}`).join(', ')}`);
+}
+
+export async function backupArchiveCommand(opts: BackupCliOptions & { to: string }): Promise<void> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  try {
+    await withEngine(opts, (e) => archiveLogs(e, new DirectoryTarget(opts.to), stop.signal, log));
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
 }

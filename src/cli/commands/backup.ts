@@ -26,6 +26,10 @@ Examples:
     .requiredOption('--from <path>', 'the backup directory')
     .option('--json', 'print the result as one JSON object')
     .action(action(async (opts: { from: string; json?: boolean }) => (await import('../actions/backup.js')).backupListCommand(opts)));
+  fleetOptions(backup.command('archive'))
+    .description('Streams every pair\'s binlog from its slave (mariadb-binlog --read-from-remote-server --raw --stop-never) into PATH/archive/<pair>/ until SIGTERM; started again, each stream resumes from its newest file')
+    .requiredOption('--to <path>', 'the backup directory')
+    .action(action(async (opts: BackupCliOptions & { to: string }) => (await import('../actions/backup.js')).backupArchiveCommand(opts)));
   fleetOptions(backup.command('verify'))
     .description('A restore drill: each pair of the backup restored into a throwaway local server, its row counts and checksums compared with the manifest; exit 3 when any differs')
     .requiredOption('--from <path>', 'the backup directory')
@@ -36,5 +40,6 @@ Examples:
     .requiredOption('--from <path>', 'the backup directory')
     .option('--id <id>', 'the backup (default: the newest complete one)')
     .option('--force', 'restore even though services are connected')
-    .action(action(async (opts: BackupCliOptions & { from: string; id?: string; force?: boolean }) => (await import('../actions/backup.js')).backupRestoreCommand(opts)));
+    .option('--to-time <time>', 'restore to this time (ISO with a zone, or epoch ms): the newest backup before it, then the archived log up to it (MariaDB: whole seconds, at or before it)')
+    .action(action(async (opts: BackupCliOptions & { from: string; id?: string; force?: boolean; toTime?: string }) => (await import('../actions/backup.js')).backupRestoreCommand(opts)));
 }

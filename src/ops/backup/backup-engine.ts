@@ -28,5 +28,11 @@ export interface BackupEngine {
   restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void>;
   /** Restores a unit into a scratch server and returns what it holds there. */
   drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>>;
+  /** Streams every pair's log (binlog, WAL) into the target's archive until `signal` aborts. */
+  archive?(target: BackupTarget, signal: AbortSignal, log: (m: string) => void): Promise<void>;
+  /** Wall-clock ms of the newest log the archive holds for a unit (undefined: none). */
+  archivedUntil?(target: BackupTarget, unit: UnitBackup): Promise<number | undefined>;
+  /** After restoreUnit: the archived log from the unit's position up to `toMs` applied. */
+  replayUnit?(unit: UnitBackup, target: BackupTarget, toMs: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -16,6 +16,7 @@ export type { BackupEngine } from './backup-engine.js';
 export { createBackup, type BackupCreateOptions } from './backup-create.js';
 export { restoreBackup, type RestoreOptions, type RestoreReport } from './backup-restore.js';
 export { verifyBackup, type VerifyReport } from './backup-verify.js';
+export { archiveLogs, parseTime } from './backup-archive.js';
 
 export interface BackupFleetOptions {
   /** A dev cluster directory. */

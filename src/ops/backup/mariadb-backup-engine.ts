@@ -10,6 +10,9 @@ import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-eng
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
+import { archiveDir } from './archive-dir.js';
+import { archiveBinlogs, archivedBinlogs, archivedUntil } from './mariadb-binlog-archive.js';
+import { replayBinlogs } from './mariadb-binlog-replay.js';
 import { mariadbTableSummaries } from './mariadb-tables.js';
 import { byteCounter, toolInput, toolOutput } from './process-streams.js';
 
@@ -76,6 +79,22 @@ export class MariadbBackupEngine implements BackupEngine {
 
   async drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {
     return drillMariadb(unit, target, prefix, scratchDir);
+  }
+
+  async archive(target: BackupTarget, signal: AbortSignal, log: (m: string) => void): Promise<void> {
+    const pairs = await this.units();
+    await Promise.all(pairs.map((p) => archiveBinlogs(this.fleet.admin, p, archiveDir(target, p.unit), signal, log)));
+  }
+
+  async archivedUntil(target: BackupTarget, unit: UnitBackup): Promise<number | undefined> {
+    const t = await archivedUntil(archiveDir(target, unit.unit));
+    // Event times are whole seconds: an event stamped in T's second may come after T.
+    return t === undefined ? undefined : t + 999;
+  }
+
+  async replayUnit(unit: UnitBackup, target: BackupTarget, toMs: number): Promise<void> {
+    const { master } = pairNow(await this.fleet.map(), unit.unit);
+    await replayBinlogs(this.fleet.admin, master, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, toMs);
   }
 
   async close(): Promise<void> {
