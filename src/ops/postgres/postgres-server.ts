@@ -122,8 +122,15 @@ export class PostgresServer {
   async commitsAfter(lsn: string): Promise<number> {
     const control = await this.run('pg_controldata', ['-D', this.dataDir]);
     const tli = /Latest checkpoint's TimeLineID:\s*(\d+)/.exec(control)?.[1] ?? '1';
-    const out = await this.run('pg_waldump', ['-p', join(this.dataDir, 'pg_wal'), '-t', tli, '-s', lsn, '-r', 'Transaction'], 120_000, { stdoutOnError: true });
-    return out.split('\n').filter((l) => /desc: COMMIT\b/.test(l)).length;
+    // The standby may have received part of a commit record: that record starts before `lsn` and
+    // ends after it, and pg_waldump started at `lsn` skips to the next record (a lost write
+    // uncounted, seen once in CI). So read from up to 64 KiB earlier (within lsn's segment) and
+    // count every commit record that ends past `lsn`.
+    const at = parseLsn(lsn);
+    const segmentStart = at - (at % WAL_SEGMENT_BYTES);
+    const from = at - 65_536n > segmentStart ? at - 65_536n : segmentStart;
+    const out = await this.run('pg_waldump', ['-p', join(this.dataDir, 'pg_wal'), '-t', tli, '-s', formatLsn(from), '-r', 'Transaction'], 120_000, { stdoutOnError: true });
+    return commitsEndingAfter(out, at);
   }
 
   /** The LSN of the last checkpoint in the control file: after a clean stop, the end of its WAL. */
@@ -292,4 +299,28 @@ export class PostgresServer {
   async sql<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], database = 'postgres'): Promise<T[]> {
     return superuserQuery<T>({ host: this.host, port: this.port, database, connectTimeoutMs: 3000 }, text, values);
   }
+}
+
+/** WAL segment size of the servers this module creates (initdb's default). */
+const WAL_SEGMENT_BYTES = 16n * 1024n * 1024n;
+
+/** An LSN such as 0/3000060 as a byte position. */
+export function parseLsn(lsn: string): bigint {
+  const [hi, lo] = lsn.split('/');
+  return (BigInt(`0x${hi}`) << 32n) | BigInt(`0x${lo}`);
+}
+
+export function formatLsn(at: bigint): string {
+  return `${(at >> 32n).toString(16).toUpperCase()}/${(at & 0xffffffffn).toString(16).toUpperCase()}`;
+}
+
+/** Commit records in pg_waldump's output that end past `at` (a record ends at its LSN plus its total length). */
+export function commitsEndingAfter(waldump: string, at: bigint): number {
+  let commits = 0;
+  for (const line of waldump.split('\n')) {
+    if (!/desc: COMMIT\b/.test(line)) continue;
+    const m = /len \(rec\/tot\):\s*\d+\/\s*(\d+), .*lsn: ([0-9A-F]+\/[0-9A-F]+)/.exec(line);
+    if (m === null || parseLsn(m[2]!) + BigInt(m[1]!) > at) commits++;
+  }
+  return commits;
 }

@@ -1,0 +1,29 @@
+/**
+ * Counting what a PostgreSQL emergency failover lost (#28): commits in the old master's WAL that
+ * end past what the standby received. A commit record the standby got only part of starts before
+ * that LSN; counting from the LSN alone missed it (1 acknowledged write lost, 0 reported, seen in
+ * CI on test/failover/postgres-pairs). Server-free: pg_waldump's output as it prints it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { commitsEndingAfter, formatLsn, parseLsn } from '../../src/ops/postgres/postgres-server.js';
+
+const line = (lsn: string, tot: number, desc: string) => `rmgr: Transaction len (rec/tot):     ${tot}/    ${tot}, tx:        751, lsn: ${lsn}, prev 0/0301F280, desc: ${desc}`;
+
+test('LSNs parse and print as PostgreSQL writes them', () => {
+  assert.equal(parseLsn('0/3000060'), 0x3000060n);
+  assert.equal(parseLsn('1/A0'), (1n << 32n) + 0xa0n);
+  assert.equal(formatLsn(parseLsn('2F/1C0FFEE8')), '2F/1C0FFEE8');
+});
+
+test('a commit record straddling the received LSN is counted; one that ended before it is not', () => {
+  const received = parseLsn('0/3000100');
+  const out = [
+    line('0/3000000', 34, 'COMMIT 2026-11-28 12:00:00.000001 UTC'), // ends 0/3000022: the standby has it
+    line('0/30000F0', 34, 'COMMIT 2026-11-28 12:00:00.000002 UTC'), // ends 0/3000112: only part received
+    line('0/3000118', 66, 'ABORT 2026-11-28 12:00:00.000003 UTC'),
+    line('0/3000160', 34, 'COMMIT 2026-11-28 12:00:00.000004 UTC'), // wholly after
+    'pg_waldump: error: error in WAL record at 0/30001A0: invalid record length',
+  ].join('\n');
+  assert.equal(commitsEndingAfter(out, received), 2);
+});
