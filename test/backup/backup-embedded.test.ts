@@ -3,20 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultConfig } from '../../src/config/config.js';
-import { isShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { cli } from '../cli/cli-harness.js';
 import { newLedger, type Ledger } from '../failover/ledger.js';
-
-async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+import { until, present } from './backup-helpers.js';
 
 /**
  * Writers creating pins until `stop` resolves. The embedded engine answers without I/O waits, so
@@ -34,19 +25,6 @@ async function embeddedLoad(kits: ShardKit[], shards: number[], stop: Promise<vo
       await new Promise((r) => setImmediate(r));
     }
   })));
-}
-
-async function present(kit: ShardKit, ids: bigint[]): Promise<number> {
-  let n = 0;
-  for (const id of ids) {
-    try {
-      await kit.objects.get(id);
-      n++;
-    } catch (err) {
-      if (!isShardKitError(err, 'NOT_FOUND')) throw err;
-    }
-  }
-  return n;
 }
 
 describe('shardkit backup on the embedded default (SQLite online backup API)', () => {

@@ -10,18 +10,11 @@ import { spawn } from 'node:child_process';
 import { CLI, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { missingOn, newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { until } from './backup-helpers.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
 
 const SHARDS = [0, 1, 2, 3, 4, 5, 6, 7];
-
-async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('shardkit backup on a MariaDB dev cluster', () => {
   let fx: Fixture;

@@ -4,22 +4,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { archivedUntil } from '../../src/ops/backup/mariadb-binlog-archive.js';
 import { CLI, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { missingOn, newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { until } from './backup-helpers.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('shardkit backup archive and restore --to-time on a MariaDB dev cluster', () => {
   let fx: Fixture;

@@ -3,35 +3,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { isShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { cli } from '../cli/cli-harness.js';
 import { newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { until, present } from './backup-helpers.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
-
-async function until(what: string, check: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-async function present(kit: ShardKit, ids: bigint[]): Promise<number> {
-  let n = 0;
-  for (const id of ids) {
-    try {
-      await kit.objects.get(id);
-      n++;
-    } catch (err) {
-      if (!isShardKitError(err, 'NOT_FOUND')) throw err;
-    }
-  }
-  return n;
-}
 
 describe('shardkit backup on a PostgreSQL dev cluster (pg_basebackup from the standby)', () => {
   let fx: Fixture;

@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKit } from '../../src/kit/shard-kit.js';
+import { pairOf } from '../../src/ops/dev/dev-cluster-state.js';
 import { liveShardMap } from '../../src/ops/dev/dev-writable.js';
 import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
 import { cliProcess } from '../cli/cli-harness.js';
@@ -52,7 +53,7 @@ async function run(args: string[]): Promise<string> {
 /** The current master and slave of pair `p` (1-based) by the live map: a failover swaps names. */
 async function pairHosts(fleet: ChaosFleet, p: number): Promise<{ master: string; slave: string }> {
   const c = fleet.cluster();
-  const inPair = new Set(c.state.servers.filter((s) => (s.pair ?? Number(/(\d{3})[AB]$/.exec(s.name)?.[1])) === p).map((s) => s.name));
+  const inPair = new Set(c.state.servers.filter((s) => (s.pair ?? pairOf(s)) === p).map((s) => s.name));
   const found = pairsOf(await liveShardMap(c)).find((x) => inPair.has(x.master));
   if (found === undefined) throw new Error(`pair ${p} masters no range`);
   return found;

@@ -30,17 +30,6 @@ export interface HealTarget {
 
 export const DEFAULT_HEAL_SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 30, flapWindowMs: 3_600_000, mode: 'observe', rebuild: false, spares: [] };
 
-/** Hosts the map names in any range, as master or slave: a spare must be none of them. */
-function namedHosts(map: ShardMap): Set<string> {
-  const json = map.toJSON();
-  const out = new Set<string>();
-  for (const r of [...json.ranges, ...json.modShards.ranges]) {
-    out.add(r.master);
-    if (r.slave !== undefined) out.add(r.slave);
-  }
-  return out;
-}
-
 /** The (master, slave) pairs of the map's ranges that have a slave: those can be failed over. */
 export function pairsOf(map: ShardMap): Array<{ master: string; slave: string }> {
   const json = map.toJSON();
@@ -124,7 +113,8 @@ export class HealSupervisor {
   private startRebuild(master: string): void {
     const run = (async () => {
       const map = await this.target.map();
-      const named = namedHosts(map);
+      // A spare is a host the map names nowhere (no range, no move).
+      const named = new Set(map.hostNames());
       const spare = this.settings.spares.find((h) => !named.has(h));
       const decision: HealDecision = { at: new Date(this.now()).toISOString(), master, slave: spare ?? slaveOfMaster(map, master) ?? '?', verdict: 'rebuild', evidence: { master, slave: spare ?? '', masterReachable: true, slaveReachable: false } };
       try {
