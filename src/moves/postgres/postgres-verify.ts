@@ -80,6 +80,20 @@ async function rowHashes(side: TableSide | undefined, keys: string[], after: str
   return out;
 }
 
+/** The first and last of some primary keys, compared as integers when they all are (every table the schema makes). */
+function firstAndLast(keys: string[][]): [string[], string[]] {
+  const cmp = (x: string[], y: string[]): number => {
+    for (let i = 0; i < x.length; i++) {
+      const d = BigInt(x[i]!) - BigInt(y[i]!);
+      if (d !== 0n) return d < 0n ? -1 : 1;
+    }
+    return 0;
+  };
+  const numeric = keys.every((k) => k.every((v) => /^-?[0-9]+$/.test(v)));
+  const sorted = [...keys].sort(numeric ? cmp : (x, y) => (JSON.stringify(x) < JSON.stringify(y) ? -1 : 1));
+  return [sorted[0]!, sorted[sorted.length - 1]!];
+}
+
 /**
  * The first and last key that differ between two chunks (a row changed, or on one side only).
  * The other side's rows are read after `sync`, at the first side's position.
@@ -91,18 +105,38 @@ async function differingKeys(a: TableSide | undefined, b: TableSide | undefined,
   const diff: string[][] = [];
   for (const [k, v] of ra) if (rb.get(k)?.hash !== v.hash) diff.push(v.key);
   for (const [k, v] of rb) if (!ra.has(k)) diff.push(v.key);
-  if (diff.length === 0) return undefined;
-  // Keys are integers in every table the schema makes; compare them as such.
-  const cmp = (x: string[], y: string[]): number => {
-    for (let i = 0; i < x.length; i++) {
-      const d = BigInt(x[i]!) - BigInt(y[i]!);
-      if (d !== 0n) return d < 0n ? -1 : 1;
+  return diff.length === 0 ? undefined : firstAndLast(diff);
+}
+
+/**
+ * While the source is still written and the target applies its changes, no single point shows
+ * both sides alike: the target may be caught between two writes of a row that the source's
+ * reads on either side of it do not see (a pin added and removed again), so one differing read
+ * proves nothing (a CI run aborted a move on such a read: "484 vs 485 rows"). A row differs
+ * for sure only when it does so in `rounds` reads in a row, each with the source's row the same
+ * before and after the target's read and the target's row the same in every round. The keys
+ * that did, or undefined when none did (what is left is compared exactly, under the freeze).
+ */
+async function persistentDifference(a: TableSide | undefined, b: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined, sync: (() => Promise<void>) | undefined, rounds: number): Promise<[string[], string[]] | undefined> {
+  let kept: Map<string, { key: string[]; target: string | undefined }> | undefined;
+  for (let round = 0; round < rounds; round++) {
+    const before = await rowHashes(a, keys, after, hi);
+    await sync?.();
+    const target = await rowHashes(b, keys, after, hi);
+    const now = await rowHashes(a, keys, after, hi);
+    const found = new Map<string, { key: string[]; target: string | undefined }>();
+    for (const k of new Set([...before.keys(), ...target.keys()])) {
+      const source = before.get(k)?.hash;
+      if (source !== now.get(k)?.hash) continue; // written meanwhile: no verdict on this read
+      const t = target.get(k)?.hash;
+      if (t === source) continue;
+      if (kept !== undefined && (!kept.has(k) || kept.get(k)!.target !== t)) continue;
+      found.set(k, { key: (before.get(k) ?? target.get(k))!.key, target: t });
     }
-    return 0;
-  };
-  const numeric = diff.every((k) => k.every((v) => /^-?[0-9]+$/.test(v)));
-  diff.sort(numeric ? cmp : (x, y) => (JSON.stringify(x) < JSON.stringify(y) ? -1 : 1));
-  return [diff[0]!, diff[diff.length - 1]!];
+    if (found.size === 0) return undefined;
+    kept = found;
+  }
+  return firstAndLast([...kept!.values()].map((v) => v.key));
 }
 
 /**
@@ -151,11 +185,13 @@ export const sameAggregate = (a: Aggregate | undefined, b: Aggregate | undefined
  * chunk read. A differing chunk is compared once more the same way (a write between the two
  * reads can make a live chunk differ once), and if it still differs, row by row: the report
  * names the first and last key that differ. A `sync` that cannot get there throws: a copy that
- * lags is an error, never a silent comparison with stale rows.
+ * lags is an error, never a silent comparison with stale rows. With `confirm` (the source still
+ * written), a chunk is a mismatch only when persistentDifference holds over that many reads;
+ * otherwise it counts as `unconfirmed`, for the caller to compare again where writes are held.
  */
-export async function compareChunks(shard: number, table: string, a: TableSide | undefined, b: TableSide | undefined, sync?: () => Promise<void>, options: { replica?: boolean } = {}): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[] }> {
+export async function compareChunks(shard: number, table: string, a: TableSide | undefined, b: TableSide | undefined, sync?: () => Promise<void>, options: { replica?: boolean; confirm?: number } = {}): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[]; unconfirmed: number }> {
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.table);
-  const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[] };
+  const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[], unconfirmed: 0 };
   const atOnePoint = async (after: string[] | undefined, hi: string[] | undefined): Promise<[Aggregate, Aggregate]> => {
     const ca = await aggregate(a, keys, after, hi);
     await sync?.();
@@ -169,7 +205,11 @@ export async function compareChunks(shard: number, table: string, a: TableSide |
     if (!same(ca, cb) && options.replica && (await replicaBetween(a, b, keys, after, hi, sync))) cb = ca;
     out.chunks++;
     out.rows += ca.rows;
-    if (!same(ca, cb)) {
+    if (!same(ca, cb) && options.confirm !== undefined) {
+      const held = await persistentDifference(a, b, keys, after, hi, sync, options.confirm);
+      if (held === undefined) out.unconfirmed++;
+      else out.mismatches.push({ shard, table, fromKey: keyText(held[0]), toKey: keyText(held[1]), sourceRows: ca.rows, targetRows: cb.rows });
+    } else if (!same(ca, cb)) {
       // Name the rows: the first and last key that differ inside the chunk.
       const keysDiffer = await differingKeys(a, b, keys, after, hi, sync);
       out.mismatches.push({

@@ -6,6 +6,9 @@ import { STANDBY_WAIT_MS, verifyStandby } from './postgres-standby-verify.js';
 import { compareChunks, sameAggregate, settleTables, tableAggregates, type TablePair, type TableSide } from './postgres-verify.js';
 import { movedSchema, PostgresMoveBase, PRE_FREEZE_ROUNDS, qi, type Client, type VerifyPlan } from './engine-base.js';
 
+/** Reads in a row a difference must hold in before the freeze to abort the move (postgres-verify.ts persistentDifference). */
+const CONFIRM_ROUNDS = 5;
+
 /** The comparisons of a PostgreSQL move: source against target (full, before the freeze, under it) and master against standby. */
 export class PostgresMoveVerify extends PostgresMoveBase {
   /**
@@ -71,9 +74,10 @@ export class PostgresMoveVerify extends PostgresMoveBase {
       for (const x of settled.equal.values()) report.rows += x.rows;
       const unsettled = new Set(settled.unsettled);
       if (settled.differ.length > 0) {
-        const named = await this.compareTables(src, dst, move, plan, new Set(settled.differ));
+        const named = await this.compareTables(src, dst, move, plan, new Set(settled.differ), CONFIRM_ROUNDS);
         addTableResult(report, named);
-        // A difference the chunk comparison did not confirm (the table was written meanwhile) is checked again under the freeze.
+        // A difference the chunk comparison did not confirm (the table was written meanwhile, or
+        // the target was read between two writes of a row) is checked again under the freeze.
         for (const name of settled.differ) if (!named.mismatches.some((m) => `${m.shard}.${m.table}` === name)) unsettled.add(name);
       }
       if (report.mismatches.length === 0) this.preVerified.set(move.id, { unsettled, rows: report.rows, tables: pairs.length });
@@ -116,7 +120,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
    * because the target has not applied the last writes yet: the marker is awaited and the
    * aggregates read again, and each chunk is compared at the marker's point.
    */
-  protected async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>): Promise<VerifyReport> {
+  protected async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>, confirm?: number): Promise<VerifyReport> {
     const report = emptyReport();
     const sync = (await this.step('verify: subscription exists?', () => this.subscriptionExists(dst, move))) ? () => this.step('verify: marker applied (sync)', () => this.waitApplied(src, dst, move)) : undefined;
     const key = (s: number, t: string) => `${s}.${t}`;
@@ -142,7 +146,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
           report.chunks++;
           continue;
         }
-        const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync);
+        const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync, confirm === undefined ? {} : { confirm });
         addTableResult(report, r);
       }
     }
