@@ -127,6 +127,21 @@ export class KitContext {
     return this.map();
   }
 
+  /**
+   * The map version in force and the hosts it names that the backend has no address for, after
+   * reading the host source again if there are any (what the service heartbeat reports).
+   */
+  async unreachableHosts(): Promise<{ mapVersion: number; missing: string[] }> {
+    const map = await this.map();
+    const unknown = () => (this.backend.knowsHost === undefined ? [] : map.hostNames().filter((h) => !this.backend.knowsHost!(h)));
+    let missing = unknown();
+    if (missing.length > 0 && this.hostSource) {
+      await this.learnHosts().catch(() => {});
+      missing = unknown();
+    }
+    return { mapVersion: map.version, missing };
+  }
+
   private load(): Promise<ShardMap> {
     this.loading ??= (async () => {
       const store = this.topology!;

@@ -18,6 +18,7 @@ import { ShardStatsSource, type ShardStats, type ShardStatsOptions } from './sha
 import type { CacheStats, ListOptions } from './types.js';
 import type { KitCacheOptions } from './kit-cache.js';
 import type { KitTracer } from './operation-events.js';
+import { ServiceHeartbeat, type ServiceHeartbeatOptions } from './service-heartbeat.js';
 
 function isCache(value: Cache | KitCacheOptions): value is Cache {
   return typeof (value as Cache).getMany === 'function';
@@ -57,6 +58,12 @@ export interface ShardKitOptions {
    * span (`shardkit.<op>`, with shard, host and fleet). None: no span, nothing loaded.
    */
   tracer?: KitTracer;
+  /**
+   * Write this service's heartbeat to the topology store (#28: a move waits before its freeze
+   * until every live service can reach its target). ShardKit.open turns it on when the store
+   * keeps heartbeats; `false` turns it off.
+   */
+  heartbeat?: boolean | ServiceHeartbeatOptions;
 }
 
 export interface OpenOptions {
@@ -74,6 +81,8 @@ export interface OpenOptions {
   validators?: Record<string, StandardSchemaLike>;
   /** As ShardKitOptions.tracer. */
   tracer?: KitTracer;
+  /** As ShardKitOptions.heartbeat; on by default here. */
+  heartbeat?: boolean | ServiceHeartbeatOptions;
 }
 
 /**
@@ -93,6 +102,9 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   private readonly topology: TopologyStore | undefined;
   private readonly ownsResources: boolean;
   private closing: Promise<void> | undefined;
+  /** This service's record in the topology store's heartbeats (undefined: none written). */
+  readonly heartbeat: ServiceHeartbeat | undefined;
+  private beating = false;
 
   constructor(options: ShardKitOptions) {
     const { cache, validators, ...rest } = options;
@@ -114,6 +126,11 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
     this.mappings = new Mappings(this.ctx) as unknown as TypedMappings<S>;
     this.lookups = new Lookups(this.ctx) as unknown as TypedLookups<S>;
     this.statsSource = new ShardStatsSource(this.ctx);
+    const beat = options.heartbeat;
+    const records = options.topology?.services;
+    this.heartbeat = beat === undefined || beat === false || records === undefined
+      ? undefined
+      : new ServiceHeartbeat(records, () => this.ctx.unreachableHosts(), beat === true ? {} : beat);
   }
 
   static async open<S extends SchemaShape = UntypedSchema>(options: OpenOptions): Promise<ShardKit<S>> {
@@ -139,6 +156,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
       ...(cache ? { cache } : {}),
       ...(options.random ? { random: options.random } : {}),
       ...(options.tracer ? { tracer: options.tracer } : {}),
+      heartbeat: options.heartbeat ?? true,
     });
     try {
       await kit.ready();
@@ -152,6 +170,13 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   /** Resolves once the shard map is loaded (every call waits for it anyway). */
   async ready(): Promise<void> {
     await this.ctx.ready();
+    // The first beat is written before the service takes traffic (a store that is down does not
+    // stop it); then one on every map change, so a move waiting for services hears at once.
+    if (this.heartbeat !== undefined && !this.beating) {
+      this.beating = true;
+      this.ctx.events.on('topology', () => void this.heartbeat!.beat());
+    }
+    await this.heartbeat?.start();
   }
 
   /** The shard map in force (follows the topology store's updates). */
@@ -211,6 +236,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   async close(): Promise<void> {
     this.closing ??= (async () => {
       this.statsSource.close();
+      await this.heartbeat?.stop();
       await this.ctx.close();
       if (this.ownsResources) {
         await this.backend.close();

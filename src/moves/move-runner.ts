@@ -4,6 +4,7 @@ import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shar
 import type { TopologyStore } from '../topology/topology-store.js';
 import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
+import { waitForServices } from './service-gate.js';
 import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
 
 /** What the runner reports as it goes (the CLI prints these as JSON lines or a bar). */
@@ -29,6 +30,8 @@ export interface MoveRunOptions {
   maxLag?: number;
   /** How long to wait for the lag to drop before giving up (and aborting). Default 60 s. */
   lagWaitMs?: number;
+  /** How long to wait for every live service to reach the target (service-gate.ts) before giving up (and aborting). Default: lagWaitMs. */
+  serviceWaitMs?: number;
   onEvent?: (event: MoveEvent) => void;
   /** Shards done (and rows copied, where the engine knows them) in the copy and catch-up. */
   onProgress?: MoveProgressFn;
@@ -53,7 +56,8 @@ export interface MoveResult {
  *   copied   -> wait for lag <= maxLag, engine.beforeFreeze (then the
  *               lag again), engine.verifyBeforeFreeze where the engine
  *               has it (clean, or the move aborts with nothing frozen;
- *               then the lag again), freeze (services hold writes)    -> frozen
+ *               then the lag again), every live service can reach the
+ *               target (service-gate.ts), freeze (services hold writes) -> frozen
  *   frozen   -> engine.fence: the source refuses everything           -> fenced
  *               (recorded while engine.catchUp runs)
  *   fenced   -> engine.catchUp, then engine.verifyFenced after a
@@ -148,6 +152,8 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             emit(id, 'copied', { verified: true, rows: pre.rows, chunks: pre.chunks });
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
+          // Every running service must be able to reach the target before the range can switch to it.
+          await waitForServices(store, m, map.version, options.serviceWaitMs ?? lagWaitMs, (w) => emit(id, 'copied', { servicesWaiting: w }));
           // Admission: the freeze starts only when what it waits for fits its budget on the live hosts now.
           await admitFreeze(engine, m, lagWaitMs, (cost) => emit(id, 'copied', { admission: cost }));
           // No progress write in flight delays the freeze's compare-and-set (frozeAt is the

@@ -1,5 +1,6 @@
 import type { ShardMap } from './shard-map.js';
 import type { MoveProgressRecords } from './move-progress-records.js';
+import type { ServiceRecords } from './service-records.js';
 
 /**
  * Where the shard map lives (Pinterest: ZooKeeper). A thin interface in the Vitess `conn.go`
@@ -21,4 +22,9 @@ export interface TopologyStore {
    * have them; a store without them (a test double) simply shows no progress.
    */
   readonly progress?: MoveProgressRecords;
+  /**
+   * Heartbeats of the running services (#28): which hosts of the map each cannot reach. A move
+   * waits for them before it freezes; a store without them (a test double) skips that wait.
+   */
+  readonly services?: ServiceRecords;
 }

@@ -11,6 +11,7 @@
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { sampleMap, sampleMapJson, raceIncrements } from './topology-race.js';
+import { isShardKitError } from '../../src/errors.js';
 import { ShardMap, ShardKitError, addMove, advanceMove, casMoveState, freezeMove, switchMove, type ShardMapJson, type TopologyStore } from '../../src/index.js';
 
 export type WriteOutcome = { ok: true; version: number } | { ok: false; code: string; message: string };
@@ -189,6 +190,25 @@ export function runTopologySuite({ name, factory, supports = {} }: TopologySuite
       } finally {
         unwatch();
       }
+    });
+
+    test('service heartbeats go to their own records: another instance reads them, no map version moves, a bad name is refused', async () => {
+      const writer = await open();
+      const reader = await open();
+      assert.ok(writer.services !== undefined && reader.services !== undefined, 'the store keeps service heartbeats');
+      await writer.write(sampleMap('hb'), 0);
+      const beat = { at: 5_000, ttlMs: 10_000, mapVersion: 1, missing: ['hb-m9'], hostname: 'web-1', pid: 42 };
+      await writer.services.put('web-1.42.ab12', beat);
+      await writer.services.put('web-1.42.ab12', { ...beat, at: 6_000, missing: [] });
+      assert.deepEqual([...(await reader.services.readAll())], [['web-1.42.ab12', { ...beat, at: 6_000, missing: [] }]]);
+      assert.equal((await reader.read())!.version, 1, 'heartbeats made no map version');
+      for (const bad of ['../escape', '', 'a/b', '.hidden']) {
+        await assert.rejects(writer.services.put(bad, beat), (err) => isShardKitError(err, 'INVALID_ARGUMENT'), `name ${JSON.stringify(bad)}`);
+      }
+      await assert.rejects(writer.services.put('web-2', { ...beat, ttlMs: -1 }), (err) => isShardKitError(err, 'INVALID_CONFIG'));
+      await writer.services.remove('web-1.42.ab12');
+      await writer.services.remove('never-there');
+      assert.equal((await reader.services.readAll()).size, 0);
     });
 
     test('a stale expectedVersion is VERSION_CONFLICT and changes nothing', async () => {

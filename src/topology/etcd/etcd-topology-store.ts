@@ -5,8 +5,10 @@ import type { ShardMap } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
-import { ShardMap as ShardMapClass, type MoveProgress } from '../shard-map.js';
-import { checkProgressId, parseProgressRecord, type MoveProgressRecords } from '../move-progress-records.js';
+import { ShardMap as ShardMapClass } from '../shard-map.js';
+import { moveProgressKind, type MoveProgressRecords } from '../move-progress-records.js';
+import { checkRecordName, parseRecord, recordText, type RecordKind, type RecordSet } from '../record-set.js';
+import { serviceHeartbeatKind, type ServiceRecords } from '../service-records.js';
 import { EtcdMapKeys, RecordWatchState, snapshotOf, writeRecords } from './etcd-map-records.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
 
@@ -57,6 +59,8 @@ export class EtcdTopologyStore implements TopologyStore {
    * so a progress write reaches nobody but the readers that ask for it.
    */
   readonly progress: MoveProgressRecords;
+  /** Service heartbeats, one key per service under `<key>/services/`. */
+  readonly services: ServiceRecords;
   private readonly timeoutMs: number;
   private readonly keys: EtcdMapKeys;
   private readonly layout: 1 | 2;
@@ -88,42 +92,39 @@ export class EtcdTopologyStore implements TopologyStore {
     this.retryMaxMs = options.retryMaxMs ?? 1000;
     this.onError = options.onError ?? (() => {});
     this.listeners = new VersionListeners(this.onError);
-    this.progress = {
-      readAll: () => this.readProgress(),
-      put: (id, p) => this.putProgress(id, p),
-      remove: (id) => this.removeProgress(id),
+    this.progress = this.recordSet(`${this.key}/progress/`, moveProgressKind);
+    this.services = this.recordSet(`${this.key}/services/`, serviceHeartbeatKind);
+  }
+
+  /** Records of one kind, one key each under `prefix` (never a key services watch). */
+  private recordSet<T>(prefix: string, kind: RecordKind<T>): RecordSet<T> {
+    const open = async () => {
+      if (this.closed) throw closedError();
+      return this.client();
     };
-  }
-
-  private get progressPrefix(): string {
-    return `${this.key}/progress/`;
-  }
-
-  private async readProgress(): Promise<Map<string, MoveProgress>> {
-    if (this.closed) throw closedError();
-    const client = await this.client();
-    const res = await this.call('read', (options) => client.getAll().prefix(this.progressPrefix).options(options).exec());
-    const out = new Map<string, MoveProgress>();
-    for (const kv of res.kvs) {
-      const key = kv.key.toString('utf8');
-      out.set(key.slice(this.progressPrefix.length), parseProgressRecord(kv.value.toString('utf8'), `etcd key ${key}`));
-    }
-    return out;
-  }
-
-  private async putProgress(id: string, progress: MoveProgress): Promise<void> {
-    if (this.closed) throw closedError();
-    const key = this.progressPrefix + checkProgressId(id);
-    const text = JSON.stringify(parseProgressRecord(JSON.stringify(progress), `etcd key ${key}`));
-    const client = await this.client();
-    await this.call('write', (options) => client.put(key).value(text).options(options).exec());
-  }
-
-  private async removeProgress(id: string): Promise<void> {
-    if (this.closed) throw closedError();
-    const key = this.progressPrefix + checkProgressId(id);
-    const client = await this.client();
-    await this.call('write', (options) => client.delete().key(key).options(options).exec());
+    return {
+      readAll: async () => {
+        const client = await open();
+        const res = await this.call('read', (options) => client.getAll().prefix(prefix).options(options).exec());
+        const out = new Map<string, T>();
+        for (const kv of res.kvs) {
+          const key = kv.key.toString('utf8');
+          out.set(key.slice(prefix.length), parseRecord(kind, kv.value.toString('utf8'), `etcd key ${key}`));
+        }
+        return out;
+      },
+      put: async (name, value) => {
+        const key = prefix + checkRecordName(kind, name);
+        const text = recordText(kind, value, `etcd key ${key}`);
+        const client = await open();
+        await this.call('write', (options) => client.put(key).value(text).options(options).exec());
+      },
+      remove: async (name) => {
+        const key = prefix + checkRecordName(kind, name);
+        const client = await open();
+        await this.call('write', (options) => client.delete().key(key).options(options).exec());
+      },
+    };
   }
 
   async read(): Promise<ShardMap | undefined> {

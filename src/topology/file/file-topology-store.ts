@@ -2,13 +2,15 @@ import { watch as fsWatch, readFileSync, type FSWatcher } from 'node:fs';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { ShardKitError } from '../../errors.js';
-import { ShardMap } from '../shard-map.js';
+import { ShardMap, type MoveProgress } from '../shard-map.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { acquireFileLock } from './file-lock.js';
-import { FileMoveProgressRecords } from './file-progress-records.js';
+import { FileRecordSet } from './file-record-set.js';
+import { moveProgressKind } from '../move-progress-records.js';
+import { serviceHeartbeatKind, type ServiceHeartbeat } from '../service-records.js';
 
 export interface FileTopologyStoreOptions {
   /** The topology JSON file (the shard map's JSON form). Its directory is created on first write. */
@@ -34,7 +36,9 @@ export interface FileTopologyStoreOptions {
 export class FileTopologyStore implements TopologyStore {
   readonly path: string;
   /** Move progress, one file per move in `<path>.progress/` (never the map's file). */
-  readonly progress: FileMoveProgressRecords;
+  readonly progress: FileRecordSet<MoveProgress>;
+  /** Service heartbeats, one file per service in `<path>.services/`. */
+  readonly services: FileRecordSet<ServiceHeartbeat>;
   private readonly dir: string;
   private readonly base: string;
   private readonly lockPath: string;
@@ -59,7 +63,8 @@ export class FileTopologyStore implements TopologyStore {
     this.dir = dirname(this.path);
     this.base = basename(this.path);
     this.lockPath = `${this.path}.lock`;
-    this.progress = new FileMoveProgressRecords(`${this.path}.progress`);
+    this.progress = new FileRecordSet(`${this.path}.progress`, moveProgressKind);
+    this.services = new FileRecordSet(`${this.path}.services`, serviceHeartbeatKind);
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.fsEvents = options.fsEvents ?? true;
     this.lockTimeoutMs = options.lockTimeoutMs ?? 5000;

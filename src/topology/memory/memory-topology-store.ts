@@ -1,8 +1,11 @@
-import type { ShardMap } from '../shard-map.js';
+import type { MoveProgress, ShardMap } from '../shard-map.js';
+import type { ServiceHeartbeat } from '../service-records.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
-import { MemoryMoveProgressRecords } from '../move-progress-records.js';
+import { moveProgressKind } from '../move-progress-records.js';
+import { MemoryRecordSet } from '../record-set.js';
+import { serviceHeartbeatKind } from '../service-records.js';
 
 /**
  * The state several MemoryTopologyStore instances can share, standing in for one ZooKeeper/etcd
@@ -10,7 +13,8 @@ import { MemoryMoveProgressRecords } from '../move-progress-records.js';
  */
 export class MemoryTopologyBacking {
   current: ShardMap | undefined;
-  readonly progress = new MemoryMoveProgressRecords();
+  readonly progress = new MemoryRecordSet(moveProgressKind);
+  readonly services = new MemoryRecordSet(serviceHeartbeatKind);
   readonly stores = new Set<MemoryTopologyStore>();
 
   constructor(initial?: ShardMap) {
@@ -41,8 +45,12 @@ export class MemoryTopologyStore implements TopologyStore {
     this.backing.stores.add(this);
   }
 
-  get progress(): MemoryMoveProgressRecords {
+  get progress(): MemoryRecordSet<MoveProgress> {
     return this.backing.progress;
+  }
+
+  get services(): MemoryRecordSet<ServiceHeartbeat> {
+    return this.backing.services;
   }
 
   async read(): Promise<ShardMap | undefined> {
