@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ServiceRecords } from '../topology/service-records.js';
+import type { ServiceReach, ServiceRecords } from '../topology/service-records.js';
 
 export interface ServiceHeartbeatOptions {
   /** How often the record is written (default 2000 ms). */
@@ -11,8 +11,11 @@ export interface ServiceHeartbeatOptions {
   id?: string;
 }
 
-/** What a beat reports: the map version the service routes by and the hosts it names that this service cannot reach. */
-export type HeartbeatState = () => Promise<{ mapVersion: number; missing: string[] }>;
+/**
+ * What a beat reports: the map version the service routes by, the hosts it names that this
+ * service cannot reach, and whether it reaches the masters a heal supervisor suspects.
+ */
+export type HeartbeatState = () => Promise<{ mapVersion: number; missing: string[]; reach?: ServiceReach[] }>;
 
 /**
  * A running service's heartbeat in the topology store (#28). It lets a move see, before it
@@ -60,9 +63,9 @@ export class ServiceHeartbeat {
     }
     this.inFlight = (async () => {
       try {
-        const { mapVersion, missing } = await this.state();
+        const { mapVersion, missing, reach } = await this.state();
         if (this.stopped) return;
-        await this.records.put(this.id, { at: Date.now(), ttlMs: this.ttlMs, mapVersion, missing, hostname: hostname().slice(0, 256), pid: process.pid });
+        await this.records.put(this.id, { at: Date.now(), ttlMs: this.ttlMs, mapVersion, missing, hostname: hostname().slice(0, 256), pid: process.pid, ...(reach !== undefined ? { reach } : {}) });
         this.lastError = undefined;
       } catch (err) {
         this.lastError = err as Error;

@@ -19,6 +19,7 @@ import type { CacheStats, ListOptions } from './types.js';
 import type { KitCacheOptions } from './kit-cache.js';
 import type { KitTracer } from './operation-events.js';
 import { ServiceHeartbeat, type ServiceHeartbeatOptions } from './service-heartbeat.js';
+import { witnessSuspects } from './service-witness.js';
 
 function isCache(value: Cache | KitCacheOptions): value is Cache {
   return typeof (value as Cache).getMany === 'function';
@@ -130,7 +131,10 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
     const records = options.topology?.services;
     this.heartbeat = beat === undefined || beat === false || records === undefined
       ? undefined
-      : new ServiceHeartbeat(records, () => this.ctx.unreachableHosts(), beat === true ? {} : beat);
+      : new ServiceHeartbeat(records, async () => {
+        const [hosts, reach] = await Promise.all([this.ctx.unreachableHosts(), witnessSuspects(options.topology!, this.backend).catch(() => undefined)]);
+        return { ...hosts, ...(reach !== undefined ? { reach } : {}) };
+      }, beat === true ? {} : beat);
   }
 
   static async open<S extends SchemaShape = UntypedSchema>(options: OpenOptions): Promise<ShardKit<S>> {

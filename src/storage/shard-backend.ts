@@ -192,6 +192,8 @@ export interface ShardBackend {
   learnHosts?(hosts: Record<string, unknown>): string[];
   /** Server backends: whether `host` has an address here. */
   knowsHost?(host: string): boolean;
+  /** A trivial statement on `host` through this backend's own pool: does this process reach it? (the heal supervisor's third witness). */
+  ping?(host: string): Promise<void>;
 
   close(): Promise<void>;
 }

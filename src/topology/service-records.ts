@@ -19,6 +19,20 @@ export interface ServiceHeartbeat {
   /** Where it runs, for the operator reading a refusal. */
   hostname: string;
   pid: number;
+  /**
+   * The third witness (#31): for each master a heal supervisor suspects (heal-records.ts), whether
+   * this service reached it with a trivial query when it wrote this record.
+   */
+  reach?: ServiceReach[];
+}
+
+/** One suspected master as a service saw it. */
+export interface ServiceReach {
+  host: string;
+  ok: boolean;
+  /** When the probe ended (the service's clock). */
+  at: number;
+  error?: string;
 }
 
 export type ServiceRecords = RecordSet<ServiceHeartbeat>;
@@ -33,6 +47,7 @@ const heartbeatSchema = z.object({
   missing: z.array(z.string().min(1).max(256)).max(100_000),
   hostname: z.string().max(256),
   pid: z.number().int().nonnegative(),
+  reach: z.array(z.object({ host: z.string().min(1).max(256), ok: z.boolean(), at: z.number().int().nonnegative(), error: z.string().max(500).optional() }).strict()).max(1000).optional(),
 }).strict();
 
 export const serviceHeartbeatKind: RecordKind<ServiceHeartbeat> = {

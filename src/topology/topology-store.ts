@@ -1,6 +1,7 @@
 import type { ShardMap } from './shard-map.js';
 import type { MoveProgressRecords } from './move-progress-records.js';
 import type { ServiceRecords } from './service-records.js';
+import type { HealRecords } from './heal-records.js';
 
 /**
  * Where the shard map lives (Pinterest: ZooKeeper). A thin interface in the Vitess `conn.go`
@@ -27,4 +28,6 @@ export interface TopologyStore {
    * waits for them before it freezes; a store without them (a test double) skips that wait.
    */
   readonly services?: ServiceRecords;
+  /** Heal supervisors' status (#31): each pair's state and the masters they cannot reach. */
+  readonly heal?: HealRecords;
 }

@@ -37,6 +37,8 @@ Examples:
     .option('--webhook <url>', 'POST every decision (JSON, as on stdout) to this URL; 3 tries, never holds the supervisor up')
     .option('--metrics-port <n>', 'serve Prometheus /metrics (decisions, failovers, pair health) and /status (each pair\'s last decision) on 127.0.0.1:<n> (0: a free port, logged)', intOption('--metrics-port', 0, 65535))
     .option('--lease-ttl-s <s>', 'act mode with an etcd topology store: the acting supervisor\'s lease TTL; another supervisor takes over this long after it dies (default 5)', intOption('--lease-ttl-s', 1, 600))
+    .option('--witness <who>', 'services: before failing a master over, ask the running services (their heartbeats) whether they still reach it; any that does keeps it from being failed over (default: none; the status is published for the dashboard either way)')
+    .option('--witness-wait-ms <ms>', 'with --witness services: how long after the first missed probe to wait for the services\' word before going on without it (default 5000)', intOption('--witness-wait-ms', 0, 600_000))
     .option('--spares <hosts>', 'comma-separated hosts declared in the config that --rebuild may make slaves (a host the map names is never used)')
     .addHelpText('after', `
 Examples:

@@ -11,7 +11,9 @@ import { acquireHealLock } from './heal-lease.js';
 import { EtcdActingLease } from './etcd-lease.js';
 import { HealReporter } from './heal-report.js';
 import type { HealSettings } from './heal-rules.js';
-import { DEFAULT_HEAL_SETTINGS, HealSupervisor, type HealTarget } from './heal-supervisor.js';
+import { DEFAULT_HEAL_SETTINGS, HealSupervisor, type HealTarget, type HealWitness } from './heal-supervisor.js';
+import { createTopologyStore } from '../../topology/index.js';
+import type { TopologyStore } from '../../topology/topology-store.js';
 import { observeMariadbPair } from './mariadb-probe.js';
 
 export interface HealCliOptions {
@@ -30,6 +32,8 @@ export interface HealCliOptions {
   webhook?: string;
   metricsPort?: number;
   leaseTtlS?: number;
+  witness?: string;
+  witnessWaitMs?: number;
 }
 
 const log = (m: string) => process.stderr.write(`shardkit heal: ${m}\n`);
@@ -39,6 +43,8 @@ interface OpenedTarget {
   lockDir: string;
   /** Where the map lives: an etcd store makes the acting supervisor's lock an etcd lease. */
   topologyStore: ShardKitConfig['topologyStore'];
+  /** The store itself: the supervisor's status and the services' heartbeats (the third witness). */
+  store: TopologyStore;
   close(): Promise<void>;
 }
 
@@ -47,14 +53,16 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<Open
   if (cluster?.state.engine === 'postgres') {
     const { observePgPair } = await import('./postgres-probe.js');
     const { pgEmergencyFailover, pgRebuildSlave } = await import('../failover/pg-failover.js');
+    const store = createTopologyStore(cluster.config().topologyStore, { dataDir: cluster.dir });
     return {
+      store,
       target: {
         map: () => liveShardMap(cluster), observe: (m, s) => observePgPair(cluster, m, s, timeoutMs), failover: (m) => pgEmergencyFailover(cluster, m),
         rebuild: (m, slave) => pgRebuildSlave(cluster, m, slave !== undefined ? { slave } : {}),
       },
       lockDir: cluster.dir,
       topologyStore: cluster.config().topologyStore,
-      close: async () => {},
+      close: () => store.close(),
     };
   }
   const fleet = openFleet({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
@@ -63,9 +71,25 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<Open
       map: () => fleet.map(), observe: (m, s) => observeMariadbPair(fleet.admin, m, s, timeoutMs), failover: (m) => emergencyFailover(fleet, m, { log }),
       rebuild: (m, slave) => rebuildSlave(fleet, m, { log, ...(slave !== undefined ? { slave } : {}) }),
     },
+    store: fleet.store,
     lockDir: cluster?.dir ?? dirname(resolve(opts.config!)),
     topologyStore: fleet.config.topologyStore,
     close: () => fleet.close(),
+  };
+}
+
+/**
+ * The supervisor's status in the store's heal records (the dashboard's pair states, the suspects
+ * the services probe) and, with `ask`, the services' heartbeats as the third witness.
+ */
+function statusWitness(store: TopologyStore, id: string, intervalMs: number, ask: boolean, waitMs: number): HealWitness | undefined {
+  const heal = store.heal;
+  const services = store.services;
+  if (heal === undefined || services === undefined) return undefined;
+  return {
+    ask, waitMs,
+    services: () => services.readAll(),
+    publish: (s) => heal.put(id, { ...s, acting: s.mode === 'act', at: Date.now(), ttlMs: Math.max(10_000, 5 * intervalMs), hostname: hostname().slice(0, 256), pid: process.pid }),
   };
 }
 
@@ -83,12 +107,16 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
   };
   if (opts.webhook !== undefined && !/^https?:\/\/[^\s]+$/.test(opts.webhook)) throw new ShardKitError('INVALID_ARGUMENT', '--webhook takes an http:// or https:// URL');
   if (settings.rebuild && mode !== 'act') throw new ShardKitError('INVALID_ARGUMENT', '--rebuild needs --mode act (observe mode changes nothing)');
-  const { target, lockDir, topologyStore, close } = await openTarget(opts, opts.probeTimeoutMs ?? 1000);
+  if (opts.witness !== undefined && opts.witness !== 'services') throw new ShardKitError('INVALID_ARGUMENT', `--witness takes services, got ${JSON.stringify(opts.witness.slice(0, 20))}`);
+  const { target, lockDir, topologyStore, store, close } = await openTarget(opts, opts.probeTimeoutMs ?? 1000);
+  const supervisorId = `heal.${hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 80) || 'host'}.${process.pid}`;
+  const intervalMs = opts.intervalMs ?? 1000;
+  const witness = statusWitness(store, supervisorId, intervalMs, opts.witness === 'services', opts.witnessWaitMs ?? 5000);
   const reporter = new HealReporter({ ...(opts.webhook !== undefined ? { webhook: opts.webhook } : {}), log });
   const supervisor = new HealSupervisor(target, settings, (d) => {
     process.stdout.write(`${JSON.stringify(d)}\n`);
     reporter.decision(d);
-  }, Date.now, (obs) => reporter.pairState(obs.master, obs.slave, obs.masterReachable));
+  }, Date.now, (obs) => reporter.pairState(obs.master, obs.slave, obs.masterReachable), witness);
   // Several supervisors may observe; exactly one acts: the holder of an etcd lease when the map is
   // in etcd (the others observe until it is gone), else of a lock file beside the config.
   let release: () => Promise<void> | void = () => {};
@@ -122,13 +150,14 @@ export async function healCommand(opts: HealCliOptions): Promise<void> {
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
   try {
-    log(`${mode} mode, a probe every ${opts.intervalMs ?? 1000} ms, a master is dead after ${settings.deadAfterProbes} failed probes and its slave's agreement`);
+    log(`${mode} mode, a probe every ${intervalMs} ms, a master is dead after ${settings.deadAfterProbes} failed probes and its slave's agreement${witness?.ask ? ' and no running service reaching it' : ''}`);
     if (opts.once) await supervisor.round();
-    else await supervisor.run(opts.intervalMs ?? 1000, stop.signal, (err) => log(`round failed: ${err.message}`));
+    else await supervisor.run(intervalMs, stop.signal, (err) => log(`round failed: ${err.message}`));
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
     await supervisor.settle();
+    await store.heal?.remove(supervisorId).catch(() => undefined);
     await release();
     await reporter.close();
     await close();

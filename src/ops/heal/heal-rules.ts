@@ -22,6 +22,22 @@ export interface PairObservation {
   slaveError?: string;
   /** Seconds behind its master when known (MariaDB reports none once the IO thread is down). */
   slaveLagSeconds?: number | null;
+  /** The third witness, when the supervisor asks the services (--witness services). */
+  witness?: WitnessView;
+}
+
+/** What the live services said about an unreachable master since this supervisor first missed it. */
+export interface WitnessView {
+  /** Live services (a heartbeat that has not run out). */
+  services: number;
+  /** Of those, the ones that probed the master since the suspicion began. */
+  answered: number;
+  /** Services that reached it then (their ids). */
+  reaching: string[];
+  /** ms since the suspicion began. */
+  waitedMs: number;
+  /** How long to wait for the services' word before going on without it. */
+  waitMs: number;
 }
 
 export interface HealSettings {
@@ -41,6 +57,8 @@ export interface HealSettings {
 /** What the supervisor remembers between rounds, per master. */
 export interface PairMemory {
   failedProbes: number;
+  /** When the current run of failed probes began (ms). */
+  suspectSince?: number;
   /** When this supervisor last failed over a pair with this master or slave (ms). */
   lastFailoverAt?: number;
 }
@@ -58,7 +76,11 @@ export function judge(obs: PairObservation, memory: PairMemory, settings: HealSe
   if (failed < settings.deadAfterProbes) return { kind: 'suspect', reason: `${obs.master} unreachable (${failed} of ${settings.deadAfterProbes} probes): ${obs.masterError ?? 'no answer'}` };
   if (!obs.slaveReachable) return { kind: 'refuse', reason: `${obs.master} and its slave ${obs.slave} are both unreachable from here: the supervisor may be the one cut off; nothing is done (${obs.slaveError ?? 'no answer'})` };
   if (obs.slaveIoConnected) return { kind: 'suspect', reason: `${obs.master} unreachable from here, but its slave ${obs.slave} is still connected to it: not dead (a partition between the supervisor and the master?)` };
-  const reason = `${obs.master} unreachable for ${failed} probes and its slave ${obs.slave} lost it too`;
+  const w = obs.witness;
+  if (w !== undefined && w.reaching.length > 0) return { kind: 'suspect', reason: `${obs.master} unreachable from here and from its slave, but ${w.reaching.length} of ${w.services} live service(s) still reach it (${w.reaching[0]}): not dead (the supervisor and the slave cut off from it?)` };
+  if (w !== undefined && w.answered < w.services && w.waitedMs < w.waitMs) return { kind: 'suspect', reason: `${obs.master} unreachable from here and from its slave; waiting for the services' word (${w.answered} of ${w.services} answered, ${Math.round(w.waitedMs)} of ${w.waitMs} ms)` };
+  const witnessed = w === undefined ? '' : w.answered === w.services ? `, as did every live service (${w.services})` : `; ${w.answered} of ${w.services} live service(s) answered within ${w.waitMs} ms, none reached it`;
+  const reason = `${obs.master} unreachable for ${failed} probes and its slave ${obs.slave} lost it too${witnessed}`;
   if (!obs.slaveSqlHealthy) return { kind: 'refuse', reason: `${reason}, but ${obs.slave} cannot apply what it received (${obs.slaveError || 'SQL thread stopped'}): promoting it would lose data; repair it or fail over by hand` };
   if (obs.slaveLagSeconds != null && obs.slaveLagSeconds > settings.maxLagSeconds) return { kind: 'refuse', reason: `${reason}, but ${obs.slave} is ${obs.slaveLagSeconds} s behind (more than ${settings.maxLagSeconds} s): not promoted` };
   if (memory.lastFailoverAt !== undefined && now - memory.lastFailoverAt < settings.flapWindowMs) {
@@ -69,6 +91,10 @@ export function judge(obs: PairObservation, memory: PairMemory, settings: HealSe
 }
 
 /** The memory after a round: probes counted while the master stays unreachable, reset once it answers. */
-export function remember(memory: PairMemory, obs: PairObservation): PairMemory {
-  return { ...memory, failedProbes: obs.masterReachable ? 0 : memory.failedProbes + 1 };
+export function remember(memory: PairMemory, obs: PairObservation, now = Date.now()): PairMemory {
+  if (obs.masterReachable) {
+    const { suspectSince: _s, ...rest } = memory;
+    return { ...rest, failedProbes: 0 };
+  }
+  return { ...memory, failedProbes: memory.failedProbes + 1, suspectSince: memory.suspectSince ?? now };
 }

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ShardMap } from '../../topology/shard-map.js';
 import type { FailoverResult } from '../failover/emergency-failover.js';
-import { judge, remember, type HealSettings, type PairMemory, type PairObservation, type Verdict } from './heal-rules.js';
+import type { HealPairState, HealStatus } from '../../topology/heal-records.js';
+import { liveServices, type ServiceHeartbeat } from '../../topology/service-records.js';
+import { judge, remember, type HealSettings, type PairMemory, type PairObservation, type Verdict, type WitnessView } from './heal-rules.js';
 
 /** One decision about one pair, with the evidence it was taken on (logged as a JSON line). */
 export interface HealDecision {
@@ -26,6 +28,34 @@ export interface HealTarget {
   failover(master: string): Promise<FailoverResult>;
   /** `pair rebuild-slave`: builds `slave` (default: the one the map names, the old master) from `master`, records it in the map. */
   rebuild?(master: string, slave?: string): Promise<unknown>;
+}
+
+/**
+ * The services as the third witness, and where the supervisor says what it sees (the topology
+ * store's heal records): services probe the masters it suspects and answer in their heartbeats.
+ */
+export interface HealWitness {
+  /** The services' heartbeats now. */
+  services(): Promise<ReadonlyMap<string, ServiceHeartbeat>>;
+  /** Writes this supervisor's status (every round). */
+  publish(status: Pick<HealStatus, 'mode' | 'suspects' | 'pairs'>): Promise<void>;
+  /** Ask the services before a failover (--witness services); else only publish. */
+  ask: boolean;
+  /** How long to wait for their word after the first missed probe (then go on without it). */
+  waitMs: number;
+}
+
+/** What the live services said about `master` since `since` (heal-rules.ts WitnessView). */
+export function witnessOf(services: ReadonlyMap<string, ServiceHeartbeat>, master: string, since: number, now: number, waitMs: number): WitnessView {
+  const live = liveServices(services, now);
+  const view: WitnessView = { services: live.size, answered: 0, reaching: [], waitedMs: now - since, waitMs };
+  for (const [id, beat] of live) {
+    const word = beat.reach?.find((r) => r.host === master && r.at >= since);
+    if (word === undefined) continue;
+    view.answered++;
+    if (word.ok) view.reaching.push(id);
+  }
+  return view;
 }
 
 export const DEFAULT_HEAL_SETTINGS: HealSettings = { deadAfterProbes: 3, maxLagSeconds: 30, flapWindowMs: 3_600_000, mode: 'observe', rebuild: false, spares: [] };
@@ -53,6 +83,8 @@ export class HealSupervisor {
   private readonly memory = new Map<string, PairMemory>();
   private readonly lastFailover = new Map<string, number>();
   private readonly lastReported = new Map<string, string>();
+  /** Each master's pair as last judged, for the published status. */
+  private readonly states = new Map<string, HealPairState>();
   /** Rebuilds running (not awaited by the rounds: a copy takes longer than a probe interval). */
   private readonly rebuilding = new Set<Promise<void>>();
   failovers = 0;
@@ -64,15 +96,22 @@ export class HealSupervisor {
     private readonly now: () => number = Date.now,
     /** Every round's view of every pair, reported or not (metrics). */
     private readonly onObserved: (obs: PairObservation) => void = () => {},
+    private readonly witness?: HealWitness,
   ) {}
 
   async round(): Promise<HealDecision[]> {
     const pairs = pairsOf(await this.target.map());
     const out: HealDecision[] = [];
+    // The services' word is read once a round, and only while a master is missed.
+    let services: Promise<ReadonlyMap<string, ServiceHeartbeat>> | undefined;
     await Promise.all(pairs.map(async ({ master, slave }) => {
       const obs = await this.target.observe(master, slave);
       this.onObserved(obs);
-      const memory = remember(this.memory.get(master) ?? { failedProbes: 0 }, obs);
+      const memory = remember(this.memory.get(master) ?? { failedProbes: 0 }, obs, this.now());
+      if (this.witness?.ask && !obs.masterReachable && memory.suspectSince !== undefined) {
+        services ??= this.witness.services().catch(() => new Map());
+        obs.witness = witnessOf(await services, master, memory.suspectSince, this.now(), this.witness.waitMs);
+      }
       const flapped = Math.max(this.lastFailover.get(master) ?? -Infinity, this.lastFailover.get(slave) ?? -Infinity);
       if (Number.isFinite(flapped)) memory.lastFailoverAt = flapped;
       this.memory.set(master, memory);
@@ -95,6 +134,8 @@ export class HealSupervisor {
         this.lastFailover.set(slave, at);
         this.memory.delete(master);
       }
+      const previous = this.states.get(master);
+      this.states.set(master, { master, slave, verdict: verdict.kind, ...(decision.reason !== undefined ? { reason: decision.reason.slice(0, 2000) } : {}), since: previous?.verdict === verdict.kind ? previous.since : this.now() });
       const key = `${verdict.kind}|${decision.reason ?? ''}`;
       if (verdict.kind === 'failover' || this.lastReported.get(master) !== key) {
         if (!(verdict.kind === 'healthy' && !this.lastReported.has(master))) out.push(decision);
@@ -102,7 +143,19 @@ export class HealSupervisor {
       }
     }));
     for (const d of out) this.onDecision(d);
+    await this.publish(pairs.map((p) => p.master));
     return out;
+  }
+
+  /** The status record: every pair's state and the masters missed now (a store that is down does not stop the supervisor). */
+  private async publish(masters: string[]): Promise<void> {
+    if (this.witness === undefined) return;
+    const suspects = masters.flatMap((m) => {
+      const since = this.memory.get(m)?.suspectSince;
+      return since === undefined ? [] : [{ host: m, since }];
+    });
+    const pairs = masters.flatMap((m) => (this.states.has(m) ? [this.states.get(m)!] : []));
+    await this.witness.publish({ mode: this.settings.mode, suspects, pairs }).catch(() => undefined);
   }
 
   /**

@@ -52,6 +52,11 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
     return this.pools.has(host);
   }
 
+  async ping(host: string): Promise<void> {
+    checkHost(host);
+    await this.query({ host }, 'SELECT 1');
+  }
+
   /** Later createShard calls use this schema (schema apply). */
   setSchema(schema: SchemaDef): void {
     this.tables = new SchemaTables(schema);

@@ -9,6 +9,7 @@ import { ShardMap as ShardMapClass } from '../shard-map.js';
 import { moveProgressKind, type MoveProgressRecords } from '../move-progress-records.js';
 import { checkRecordName, parseRecord, recordText, type RecordKind, type RecordSet } from '../record-set.js';
 import { serviceHeartbeatKind, type ServiceRecords } from '../service-records.js';
+import { healStatusKind, type HealRecords } from '../heal-records.js';
 import { EtcdMapKeys, RecordWatchState, snapshotOf, writeRecords } from './etcd-map-records.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
 
@@ -61,6 +62,8 @@ export class EtcdTopologyStore implements TopologyStore {
   readonly progress: MoveProgressRecords;
   /** Service heartbeats, one key per service under `<key>/services/`. */
   readonly services: ServiceRecords;
+  /** Heal supervisors' status, one key per supervisor under `<key>/heal/`. */
+  readonly heal: HealRecords;
   private readonly timeoutMs: number;
   private readonly keys: EtcdMapKeys;
   private readonly layout: 1 | 2;
@@ -94,6 +97,7 @@ export class EtcdTopologyStore implements TopologyStore {
     this.listeners = new VersionListeners(this.onError);
     this.progress = this.recordSet(`${this.key}/progress/`, moveProgressKind);
     this.services = this.recordSet(`${this.key}/services/`, serviceHeartbeatKind);
+    this.heal = this.recordSet(`${this.key}/heal/`, healStatusKind);
   }
 
   /** Records of one kind, one key each under `prefix` (never a key services watch). */

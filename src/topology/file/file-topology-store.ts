@@ -11,6 +11,7 @@ import { acquireFileLock } from './file-lock.js';
 import { FileRecordSet } from './file-record-set.js';
 import { moveProgressKind } from '../move-progress-records.js';
 import { serviceHeartbeatKind, type ServiceHeartbeat } from '../service-records.js';
+import { healStatusKind, type HealStatus } from '../heal-records.js';
 
 export interface FileTopologyStoreOptions {
   /** The topology JSON file (the shard map's JSON form). Its directory is created on first write. */
@@ -39,6 +40,8 @@ export class FileTopologyStore implements TopologyStore {
   readonly progress: FileRecordSet<MoveProgress>;
   /** Service heartbeats, one file per service in `<path>.services/`. */
   readonly services: FileRecordSet<ServiceHeartbeat>;
+  /** Heal supervisors' status, one file per supervisor in `<path>.heal/`. */
+  readonly heal: FileRecordSet<HealStatus>;
   private readonly dir: string;
   private readonly base: string;
   private readonly lockPath: string;
@@ -65,6 +68,7 @@ export class FileTopologyStore implements TopologyStore {
     this.lockPath = `${this.path}.lock`;
     this.progress = new FileRecordSet(`${this.path}.progress`, moveProgressKind);
     this.services = new FileRecordSet(`${this.path}.services`, serviceHeartbeatKind);
+    this.heal = new FileRecordSet(`${this.path}.heal`, healStatusKind);
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.fsEvents = options.fsEvents ?? true;
     this.lockTimeoutMs = options.lockTimeoutMs ?? 5000;

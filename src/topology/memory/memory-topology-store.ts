@@ -6,6 +6,7 @@ import { VersionListeners, type TopologyListener } from '../version-listeners.js
 import { moveProgressKind } from '../move-progress-records.js';
 import { MemoryRecordSet } from '../record-set.js';
 import { serviceHeartbeatKind } from '../service-records.js';
+import { healStatusKind, type HealStatus } from '../heal-records.js';
 
 /**
  * The state several MemoryTopologyStore instances can share, standing in for one ZooKeeper/etcd
@@ -15,6 +16,7 @@ export class MemoryTopologyBacking {
   current: ShardMap | undefined;
   readonly progress = new MemoryRecordSet(moveProgressKind);
   readonly services = new MemoryRecordSet(serviceHeartbeatKind);
+  readonly heal = new MemoryRecordSet(healStatusKind);
   readonly stores = new Set<MemoryTopologyStore>();
 
   constructor(initial?: ShardMap) {
@@ -51,6 +53,10 @@ export class MemoryTopologyStore implements TopologyStore {
 
   get services(): MemoryRecordSet<ServiceHeartbeat> {
     return this.backing.services;
+  }
+
+  get heal(): MemoryRecordSet<HealStatus> {
+    return this.backing.heal;
   }
 
   async read(): Promise<ShardMap | undefined> {
