@@ -148,13 +148,15 @@ async function refresh() {
   const status = $('status');
   try {
     // The heat map is an admin route: without the admin token it says so, the rest still shows.
-    const [health, map, metrics, stats] = await Promise.all([
+    const [health, map, metrics, stats, heal] = await Promise.all([
       api('/healthz'), api('/v1/topology'), api('/metrics', 'text').catch(() => undefined), api('/v1/admin/shards/stats').catch((/** @type {unknown} */ err) => ({ failed: err })),
+      api('/v1/heal').catch(() => undefined),
     ]);
     status.dataset.state = 'ok';
     status.textContent = 'up';
     $('service').textContent = `${health.backend} backend · shard map version ${health.topologyVersion}`;
     renderTopology(map);
+    renderHeal(heal);
     renderHeatmap(stats);
     if (typeof metrics === 'string') renderTraffic(metrics);
     $('error').hidden = true;
@@ -167,6 +169,28 @@ async function refresh() {
   } finally {
     refreshing = false;
   }
+}
+
+/**
+ * The heal supervisors' view of each pair (docs/failover.md "Automatic failover"); hidden when none runs.
+ * @param {{ supervisors: Array<{ id: string, mode: string, acting: boolean, hostname: string, pid: number, suspects: Array<{ host: string, since: number }>, pairs: Array<{ master: string, slave: string, verdict: string, reason?: string, since: number }> }> } | undefined} heal
+ */
+function renderHeal(heal) {
+  const supervisors = heal?.supervisors ?? [];
+  $('heal-panel').hidden = supervisors.length === 0;
+  if (supervisors.length === 0) return;
+  // The acting supervisor's word first: it is the one that would fail a pair over.
+  const ordered = [...supervisors].sort((a, b) => Number(b.acting) - Number(a.acting));
+  $('heal-summary').textContent = ordered.map((s) => `${s.id} (${s.acting ? 'acting' : s.mode === 'act' ? 'standing by' : 'observing'}, pid ${s.pid} on ${s.hostname})`).join(' · ');
+  const now = Date.now();
+  const pairs = new Map();
+  for (const s of ordered) for (const p of s.pairs) if (!pairs.has(p.master)) pairs.set(p.master, p);
+  $('heal').querySelector('tbody')?.replaceChildren(...[...pairs.values()].map((p) => el('tr', { 'data-master': p.master, class: p.verdict === 'healthy' ? '' : 'warn' },
+    el('td', {}, p.master),
+    el('td', {}, p.slave),
+    el('td', {}, p.verdict),
+    el('td', { class: 'num' }, `${Math.max(0, Math.round((now - p.since) / 1000))} s`),
+    el('td', {}, p.reason ?? ''))));
 }
 
 /** @param {{ version: number, ranges: Array<{ range: [number, number], master: string, slave?: string, open?: boolean, frozen?: { id: string, frozenAt: number, holdMs: number } }>, modShards: { count: number, ranges: Array<{ range: [number, number], master: string }> }, moves?: Array<{ id: string, range: [number, number], source: { master: string }, target: { master: string }, phase: string }> }} map */

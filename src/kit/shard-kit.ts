@@ -7,6 +7,7 @@ import { createCache, DEFAULT_CACHE_TTL_SECONDS, type Cache } from '../cache/ind
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap, type MoveProgress } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
+import type { HealStatus } from '../topology/heal-records.js';
 import { createBackend } from './backend-factory.js';
 import { Lookups } from './lookups.js';
 import { Mappings } from './mappings.js';
@@ -194,6 +195,11 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
    */
   async moveProgress(): Promise<Map<string, MoveProgress>> {
     return (await this.topology?.progress?.readAll()) ?? new Map();
+  }
+
+  /** The heal supervisors' records beside the map (#31), by supervisor id; empty without a store or records. */
+  async healStatus(): Promise<Map<string, HealStatus>> {
+    return (await this.topology?.heal?.readAll()) ?? new Map();
   }
 
   /** Reads the topology store now rather than waiting for the watch (the MyRocks engine after a move's fence). */

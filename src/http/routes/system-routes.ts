@@ -54,6 +54,38 @@ const move = {
   required: ['id', 'kind', 'range', 'source', 'target', 'phase', 'holdMs', 'startedAt', 'updatedAt'],
 } as const;
 
+/** GET /v1/heal: the live supervisors' records (src/topology/heal-records.ts). */
+const healBody = {
+  type: 'object',
+  properties: {
+    supervisors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          at: { type: 'integer' },
+          mode: { type: 'string', enum: ['observe', 'act'] },
+          acting: { type: 'boolean' },
+          hostname: { type: 'string' },
+          pid: { type: 'integer' },
+          suspects: { type: 'array', items: { type: 'object', properties: { host: { type: 'string' }, since: { type: 'integer' } }, required: ['host', 'since'] } },
+          pairs: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { master: { type: 'string' }, slave: { type: 'string' }, verdict: { type: 'string' }, reason: { type: 'string' }, since: { type: 'integer' } },
+              required: ['master', 'slave', 'verdict', 'since'],
+            },
+          },
+        },
+        required: ['id', 'at', 'mode', 'acting', 'hostname', 'pid', 'suspects', 'pairs'],
+      },
+    },
+  },
+  required: ['supervisors'],
+} as const;
+
 /** Topology, health, Prometheus metrics and the OpenAPI document. */
 export function systemRoutes(kit: ShardKit, registry: Registry | undefined) {
   return async (app: FastifyInstance): Promise<void> => {
@@ -75,6 +107,20 @@ export function systemRoutes(kit: ShardKit, registry: Registry | undefined) {
         },
       },
     }, async () => withMoveProgress((await kit.shardMap()).toJSON(), await kit.moveProgress()));
+
+    app.get('/v1/heal', {
+      schema: {
+        tags: ['system'],
+        summary: 'What the running heal supervisors see (docs/failover.md "Automatic failover"): each pair\'s verdict and the masters they cannot reach; empty when none runs',
+        response: { 200: healBody },
+      },
+    }, async () => {
+      const now = Date.now();
+      const supervisors = [...(await kit.healStatus())]
+        .filter(([, s]) => now <= s.at + s.ttlMs)
+        .map(([id, s]) => ({ id, at: s.at, mode: s.mode, acting: s.acting, hostname: s.hostname, pid: s.pid, suspects: s.suspects, pairs: s.pairs }));
+      return { supervisors };
+    });
 
     const named = (extra: Record<string, { type: string }>, required: string[]) =>
       ({ type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, table: { type: 'string' }, ...extra }, required: ['name', 'table', ...required] } }) as const;
