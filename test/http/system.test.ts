@@ -97,6 +97,7 @@ test('/openapi.json documents every route with its schemas; /docs serves the UI'
       'GET /healthz',
       'GET /metrics',
       'GET /v1/admin/shards/stats',
+      'GET /v1/heal',
       'GET /v1/lookups/{keyspace}',
       'GET /v1/lookups/{keyspace}/{key}',
       'GET /v1/mappings/{name}/{from}',
