@@ -193,7 +193,7 @@ function renderHeal(heal) {
     el('td', {}, p.reason ?? ''))));
 }
 
-/** @param {{ version: number, ranges: Array<{ range: [number, number], master: string, slave?: string, open?: boolean, frozen?: { id: string, frozenAt: number, holdMs: number } }>, modShards: { count: number, ranges: Array<{ range: [number, number], master: string }> }, moves?: Array<{ id: string, range: [number, number], source: { master: string }, target: { master: string }, phase: string }> }} map */
+/** @param {{ version: number, ranges: Array<{ range: [number, number], master: string, slave?: string, open?: boolean, frozen?: { id: string, frozenAt: number, holdMs: number } }>, modShards: { count: number, ranges: Array<{ range: [number, number], master: string }> }, moves?: Array<{ id: string, range: [number, number], source: { master: string }, target: { master: string }, phase: string, detail?: Record<string, string | number | boolean> }> }} map */
 function renderTopology(map) {
   const s = summarizeMap(map);
   $('topology-summary').textContent = `${s.shards.toLocaleString('en-US')} logical shards on ${s.hosts} hosts, ${s.open.toLocaleString('en-US')} open for new objects (version ${map.version})`;
@@ -226,7 +226,7 @@ function renderTopology(map) {
       el('td', { class: 'mono' }, `${m.range[0]}–${m.range[1]}`),
       el('td', {}, m.source.master),
       el('td', {}, m.target.master),
-      el('td', { title: m.phase }, movePhaseLabel(m.phase)),
+      el('td', { title: m.detail?.abortReason ?? m.phase }, movePhaseLabel(m.phase), m.detail?.abortReason ? el('span', { class: 'abort-reason' }, `: ${String(m.detail.abortReason).slice(0, 300)}`) : ''),
       el('td', { class: 'num' }, p.progress),
       el('td', { class: 'num' }, p.lag),
       el('td', { class: 'num' }, p.updated),

@@ -120,7 +120,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     progress.track(id, requireMove(map, id).phase);
   }
 
-  if (options.abort || requireMove(map, id).phase === 'aborting') return abortRun(id);
+  if (options.abort || requireMove(map, id).phase === 'aborting') return abortRun(id, options.abort ? 'aborted by the operator (--abort)' : undefined);
 
   let resumed = options.start === undefined;
   let frozeAt: number | undefined;
@@ -217,7 +217,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     const m = now?.move(id);
     if (m === undefined || m.phase === 'switched') throw err;
     try {
-      await abortRun(id);
+      await abortRun(id, (err as Error).message ?? String(err));
     } catch (abortErr) {
       throw new ShardKitError('INTERNAL', `move ${id} failed (${(err as Error).message}) and so did its abort (${(abortErr as Error).message}): run shards move --abort again`, { cause: err });
     }
@@ -257,10 +257,10 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     }
   }
 
-  async function abortRun(moveId: string): Promise<MoveResult> {
-    // First the record says 'aborting' (no switch can happen after that), then the engine lifts
-    // the fence and removes the copy, then the freeze and the record go.
-    map = await cas((x) => beginAbort(x, moveId));
+  async function abortRun(moveId: string, reason?: string): Promise<MoveResult> {
+    // First the record says 'aborting' and why (no switch can happen after that), then the engine
+    // lifts the fence and removes the copy, then the freeze and the record go.
+    map = await cas((x) => beginAbort(x, moveId, Date.now(), reason));
     const m = requireMove(map, moveId);
     emit(moveId, 'aborting');
     await options.afterPhase?.('aborting');

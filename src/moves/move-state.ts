@@ -177,10 +177,12 @@ export function switchMove(map: ShardMap, id: string, now = Date.now()): ShardMa
 }
 
 /** Marks a move as being aborted (before its engine undoes the fence): from then on it can never switch. */
-export function beginAbort(map: ShardMap, id: string, now = Date.now()): ShardMapJson {
+export function beginAbort(map: ShardMap, id: string, now = Date.now(), reason?: string): ShardMapJson {
   const m = requireMove(map, id);
   if (m.phase === 'switched') throw new ShardKitError('VERSION_CONFLICT', `move ${id} has already switched to ${m.target.master}: it cannot be aborted (move the shards back instead)`, { details: { moveId: id } });
-  return advanceMove(map, id, ['started', 'copied', 'frozen', 'fenced'], 'aborting', undefined, now);
+  // Why, in the record the dashboard and `topology show` read while the abort runs (#28).
+  const detail = reason === undefined || m.detail?.abortReason !== undefined ? undefined : { abortReason: reason.slice(0, 4096) };
+  return advanceMove(map, id, ['started', 'copied', 'frozen', 'fenced'], 'aborting', detail, now);
 }
 
 /** Before the switch: lifts the freeze and forgets the move, so the source serves as before. */

@@ -7,6 +7,7 @@ import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/
 import { runMove } from '../../src/moves/move-runner.js';
 import type { MoveEngine } from '../../src/moves/move-engine.js';
 import { SqliteMoveEngine } from '../../src/moves/sqlite/sqlite-move-engine.js';
+import { isShardKitError, ShardKitError } from '../../src/errors.js';
 
 const CHROMIUM = process.env.SHARDKIT_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -90,6 +91,61 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     await page.reload();
     await page.waitForSelector('#moves tbody tr[data-move="move-live"]');
     assert.match(await page.locator('#moves tbody tr[data-move="move-live"]').innerText(), /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+switched\s+–\s+–\s+–\s+–$/);
+    assert.deepEqual(problems, []);
+  } finally {
+    release();
+    await browser.close();
+    await f.cleanup();
+  }
+});
+
+test('an aborting move shows why, as text, on the dashboard and in GET /v1/topology; --abort says the operator did it', { timeout: 180_000 }, async () => {
+  const f = await listeningApp();
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  try {
+    for (let s = 0; s <= 3; s++) await f.kit.objects.create('pin', { s }, { shard: s });
+    // A real SQLite move whose catch-up fails; its undo waits for the test, so the abort can be watched.
+    const sqlite = new SqliteMoveEngine({ shardPath: (host, shard) => f.backend.shardPath({ host, shard, fleet: 'objects' }) });
+    const engine: MoveEngine = Object.assign(Object.create(sqlite) as MoveEngine, {
+      catchUp: async () => {
+        throw new ShardKitError('SHARD_UNAVAILABLE', 'the target <b>MySQL002A</b> went away during the catch-up');
+      },
+      undo: async (m: Parameters<MoveEngine['undo']>[0]) => {
+        await gate;
+        await sqlite.undo(m);
+      },
+    });
+    const running = runMove({ store: f.topology, engine, start: { span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, id: 'move-bad', holdMs: 60_000 } });
+    running.catch(() => undefined);
+    for (;;) {
+      const map = (await (await fetch(`${f.base}/v1/topology`)).json()) as { moves?: Array<{ id: string; phase: string; detail?: Record<string, unknown> }> };
+      const m = map.moves?.find((x) => x.id === 'move-bad');
+      if (m?.phase === 'aborting') {
+        assert.equal(m.detail?.abortReason, 'the target <b>MySQL002A</b> went away during the catch-up');
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (err) => problems.push(err.message));
+    await page.goto(`${f.base}/dashboard/`);
+    await page.waitForSelector('#moves tbody tr[data-move="move-bad"]');
+    assert.match(await page.locator('#moves tbody tr[data-move="move-bad"]').innerText(), /^move-bad\s+0–3\s+MySQL001A\s+MySQL002A\s+aborting: the target <b>MySQL002A<\/b> went away during the catch-up\s/);
+    assert.equal(await page.locator('#moves b').count(), 0, 'the reason is text, not markup');
+    release();
+    await assert.rejects(running, (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /back on MySQL001A/.test(err.message));
+
+    // An operator's --abort of a move left behind by a mover that died.
+    await casMoveState(f.topology, (m) => addMove(m, { id: 'move-left', span: { first: 8, last: 9 }, target: { master: 'MySQL001A', slave: 'MySQL001B' } }));
+    const phases: Array<Record<string, unknown> | undefined> = [];
+    const watcher = f.topology.watch((m) => phases.push(m.move('move-left')?.detail));
+    const aborted = await runMove({ store: f.topology, engine: sqlite, moveId: 'move-left', abort: true });
+    watcher();
+    assert.equal(aborted.outcome, 'aborted');
+    assert.ok(phases.some((d) => d?.abortReason === 'aborted by the operator (--abort)'), JSON.stringify(phases));
     assert.deepEqual(problems, []);
   } finally {
     release();
