@@ -6,6 +6,7 @@ import { plannedFailover } from '../../ops/failover/planned-failover.js';
 import { rebuildSlave } from '../../ops/failover/rebuild-slave.js';
 import { gtidVariable, gtidWait } from '../../ops/failover/replica.js';
 import { compareHosts } from '../../ops/failover/table-checksums.js';
+import { isPostgresFleetConfig } from '../../ops/failover/pg-fleet-config.js';
 
 export interface FleetCliOptions {
   config?: string;
@@ -24,6 +25,21 @@ async function postgresCluster(opts: FleetCliOptions): Promise<DevCluster | unde
   return c.state.engine === 'postgres' ? c : undefined;
 }
 
+/** A --config (no --dir) whose storage is PostgreSQL: a server fleet failed over over SQL and hooks (pg-fleet-failover.ts). */
+async function postgresFleet(opts: FleetCliOptions): Promise<import('../../ops/failover/pg-fleet-failover.js').PgFleet | undefined> {
+  if (opts.dir !== undefined || opts.config === undefined || !isPostgresFleetConfig(opts.config)) return undefined;
+  const { openPgFleet } = await import('../../ops/failover/pg-fleet-failover.js');
+  return openPgFleet({ config: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
+}
+
+async function withPgFleet<T>(fleet: import('../../ops/failover/pg-fleet-failover.js').PgFleet, fn: (f: typeof fleet) => Promise<T>): Promise<T> {
+  try {
+    return await fn(fleet);
+  } finally {
+    await fleet.close();
+  }
+}
+
 async function withFleet<T>(opts: FleetCliOptions, fn: (fleet: FleetContext) => Promise<T>): Promise<T> {
   const fleet = openFleet({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
   try {
@@ -37,13 +53,17 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
   const options = { log, ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) };
   const planned = { ...options, ...(opts.holdMs !== undefined ? { holdMs: opts.holdMs } : {}) };
   const pgc = await postgresCluster(opts);
+  const pgf = pgc ? undefined : await postgresFleet(opts);
+  const fleetPg = pgf === undefined ? undefined : await import('../../ops/failover/pg-fleet-failover.js');
   const r = pgc
     ? await (opts.emergency ? (await import('../../ops/failover/pg-failover.js')).pgEmergencyFailover(pgc, master) : (await import('../../ops/failover/pg-failover.js')).pgPlannedFailover(pgc, master, options))
-    : await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, planned)));
+    : pgf !== undefined
+      ? await withPgFleet(pgf, (f) => (opts.emergency ? fleetPg!.pgFleetEmergencyFailover(f, master) : fleetPg!.pgFleetPlannedFailover(f, master, options)))
+      : await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, planned)));
   if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
   else {
     process.stdout.write(`${r.kind} failover: ${r.newMaster} is master of the ranges of ${r.oldMaster} (map version ${r.mapVersion}, GTID ${r.position || '-'})\n`);
-    if (r.kind === 'planned') process.stdout.write(`${r.frozenRanges ? `writes to ${r.frozenRanges} frozen object range(s) were held` : 'writes were refused'} for ${r.writePauseMs} ms; ${r.oldMaster} now replicates from ${r.newMaster}\n`);
+    if (r.kind === 'planned') process.stdout.write(`${r.frozenRanges ? `writes to ${r.frozenRanges} frozen object range(s) were held` : 'writes were refused'} for ${r.writePauseMs} ms; ${r.oldMasterIsSlave ? `${r.oldMaster} now replicates from ${r.newMaster}` : `${r.oldMaster} is read-only; make it a standby: shardkit pair rebuild-slave ${r.newMaster} --slave ${r.oldMaster}`}\n`);
     else process.stdout.write(`${r.oldMaster} ${r.oldMasterFenced ? 'answered and is read-only' : 'is down'}; rebuild it: shardkit pair rebuild-slave ${r.newMaster}${opts.dir ? ` --dir ${opts.dir}` : ''}\n`);
     if (r.divergedTransactions !== undefined && r.divergedTransactions > 0) {
       process.stdout.write(`${r.oldMaster} committed ${r.divergedTransactions} transaction(s) ${r.newMaster} never received: ${r.syncStandby ? 'none was acknowledged (synchronous standby)' : 'each may have been acknowledged, the writes this failover lost'}\n`);
@@ -51,7 +71,14 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
   }
 }
 
-export async function rebuildSlaveCommand(master: string, opts: FleetCliOptions & { slave?: string }): Promise<void> {
+export async function rebuildSlaveCommand(master: string, opts: FleetCliOptions & { slave?: string; sync?: boolean }): Promise<void> {
+  const pgf = await postgresFleet(opts);
+  if (pgf !== undefined) {
+    const { pgFleetRebuildSlave } = await import('../../ops/failover/pg-fleet-failover.js');
+    const p = await withPgFleet(pgf, (f) => pgFleetRebuildSlave(f, master, { ...(opts.slave !== undefined ? { slave: opts.slave } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}), sync: opts.sync === true }));
+    process.stdout.write(opts.json ? `${JSON.stringify(p)}\n` : `${p.slave} rebuilt from ${p.master} (SHARDKIT_REBUILD_COMMAND), streaming (map version ${p.mapVersion})\n`);
+    return;
+  }
   const pgc = await postgresCluster(opts);
   if (pgc) {
     const { pgRebuildSlave } = await import('../../ops/failover/pg-failover.js');

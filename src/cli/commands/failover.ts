@@ -49,9 +49,10 @@ Examples:
 
   const pair = program.command('pair').description('Master/slave pairs: rebuild a slave, compare master and slave (docs/failover.md)');
   fleetOptions(pair.command('rebuild-slave <master>'))
-    .description('(Re)build the slave of <master> from a consistent copy (mariadb-dump --gtid; pg_basebackup on a PostgreSQL dev cluster) while writes continue, start GTID replication and record it in the map; drops the slave\'s own data (a diverged old master is rebuilt this way); in a dev cluster it starts the server')
+    .description('(Re)build the slave of <master> from a consistent copy (mariadb-dump --gtid; pg_basebackup on a PostgreSQL dev cluster; on a PostgreSQL fleet given by --config, the command in SHARDKIT_REBUILD_COMMAND) while writes continue, start GTID replication and record it in the map; drops the slave\'s own data (a diverged old master is rebuilt this way); in a dev cluster it starts the server')
     .option('--slave <host>', 'the host to build (default: the slave the map names for <master>)')
-    .action(action(async (master: string, opts: FleetCliOptions & { slave?: string }) => (await import('../actions/failover.js')).rebuildSlaveCommand(master, opts)));
+    .option('--sync', 'PostgreSQL fleet (--config): make the rebuilt standby the master\'s synchronous standby (its application_name must be its host name)')
+    .action(action(async (master: string, opts: FleetCliOptions & { slave?: string; sync?: boolean }) => (await import('../actions/failover.js')).rebuildSlaveCommand(master, opts)));
   fleetOptions(pair.command('verify <master>'))
     .description('Wait for the slave of <master> to reach the master\'s position, then compare every table by CHECKSUM TABLE; exit 3 when any differs (quiesce writes to the master first for an exact answer)')
     .action(action(async (master: string, opts: FleetCliOptions) => (await import('../actions/failover.js')).verifyPairCommand(master, opts)));

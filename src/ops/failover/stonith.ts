@@ -20,16 +20,27 @@ export async function fenceUnreachable(admin: HostAdmin, host: string, env: Node
     await admin.dev.instance(host).kill();
     return 'killed';
   }
+  return runFenceCommand(host, admin.address(host), env);
+}
+
+/** The fleet's part of fenceUnreachable, for any engine: SHARDKIT_FENCE_COMMAND with the host's address, if set. */
+export async function runFenceCommand(host: string, a: { host: string; port: number }, env: NodeJS.ProcessEnv = process.env): Promise<'command' | 'unfenced'> {
   const command = env.SHARDKIT_FENCE_COMMAND;
   if (command === undefined || command === '') return 'unfenced';
-  const a = admin.address(host);
-  const code = await new Promise<number | string>((resolve) => {
-    const child = spawn(command, { shell: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...env, SHARDKIT_FENCE_HOST: host, SHARDKIT_FENCE_ADDRESS: a.host, SHARDKIT_FENCE_PORT: String(a.port) } });
+  const code = await runHook(command, { ...env, SHARDKIT_FENCE_HOST: host, SHARDKIT_FENCE_ADDRESS: a.host, SHARDKIT_FENCE_PORT: String(a.port) });
+  if (code !== 0) throw new ShardKitError('PRECONDITION_FAILED', `${host} does not answer and SHARDKIT_FENCE_COMMAND failed (${code}): not promoting its slave while the old master may still write`);
+  return 'command';
+}
+
+/** Runs an operator's hook command (shell) with `env`: 0, or what went wrong (exit code or signal, and its last stderr line). */
+export function runHook(command: string, env: NodeJS.ProcessEnv): Promise<number | string> {
+  return new Promise<number | string>((resolve) => {
+    const child = spawn(command, { shell: true, stdio: ['ignore', 'ignore', 'pipe'], env });
     let err = '';
-    child.stderr!.on('data', (b: Buffer) => (err += b.toString()).slice(-500));
+    child.stderr!.on('data', (b: Buffer) => {
+      err = (err + b.toString()).slice(-2000);
+    });
     child.once('error', (e) => resolve(e.message));
     child.once('exit', (c, signal) => resolve(c === 0 ? 0 : `${signal ?? `exit ${c}`}${err.trim() === '' ? '' : `: ${err.trim().split('\n').at(-1)}`}`));
   });
-  if (code !== 0) throw new ShardKitError('PRECONDITION_FAILED', `${host} does not answer and SHARDKIT_FENCE_COMMAND failed (${code}): not promoting its slave while the old master may still write`);
-  return 'command';
 }

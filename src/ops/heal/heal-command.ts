@@ -7,6 +7,7 @@ import { liveShardMap } from '../dev/dev-writable.js';
 import { openFleet } from '../failover/failover-context.js';
 import { emergencyFailover } from '../failover/emergency-failover.js';
 import { rebuildSlave } from '../failover/rebuild-slave.js';
+import { isPostgresFleetConfig } from '../failover/pg-fleet-config.js';
 import { acquireHealLock } from './heal-lease.js';
 import { EtcdActingLease } from './etcd-lease.js';
 import { HealReporter } from './heal-report.js';
@@ -63,6 +64,23 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<Open
       lockDir: cluster.dir,
       topologyStore: cluster.config().topologyStore,
       close: () => store.close(),
+    };
+  }
+  if (cluster === undefined && opts.config !== undefined && isPostgresFleetConfig(opts.config)) {
+    const { observePgPairBy } = await import('./postgres-probe.js');
+    const pgFleet = await import('../failover/pg-fleet-failover.js');
+    const f = pgFleet.openPgFleet({ config: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
+    return {
+      target: {
+        map: () => f.map(), observe: (m, s) => observePgPairBy((host, text) => f.sql(host, text, [], timeoutMs), m, s, timeoutMs),
+        failover: (m) => pgFleet.pgFleetEmergencyFailover(f, m),
+        // Needs the slave's machine: SHARDKIT_REBUILD_COMMAND (docs/failover.md).
+        rebuild: (m, slave) => pgFleet.pgFleetRebuildSlave(f, m, slave !== undefined ? { slave } : {}),
+      },
+      store: f.store,
+      lockDir: dirname(resolve(opts.config)),
+      topologyStore: f.config.topologyStore,
+      close: () => f.close(),
     };
   }
   const fleet = openFleet({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });

@@ -9,10 +9,15 @@ import { within } from './probe-timeout.js';
  * received, so it is healthy while it answers; its lag is not known once the master is gone.
  */
 export async function observePgPair(c: DevCluster, master: string, slave: string, timeoutMs: number): Promise<PairObservation> {
+  return observePgPairBy((host, text) => pgServer(c, host).sql(text), master, slave, timeoutMs);
+}
+
+/** The same through any way of running a statement on a host (a fleet's admin connection: pg-fleet-failover.ts). */
+export async function observePgPairBy(sql: (host: string, text: string) => Promise<Array<Record<string, unknown>>>, master: string, slave: string, timeoutMs: number): Promise<PairObservation> {
   const obs: PairObservation = { master, slave, masterReachable: false, slaveReachable: false };
   const [m, s] = await Promise.allSettled([
-    within(timeoutMs, `query on ${master}`, pgServer(c, master).sql('SELECT 1')),
-    within(timeoutMs, `query on ${slave}`, pgServer(c, slave).sql<{ rec: boolean; status: string | null }>('SELECT pg_is_in_recovery() AS rec, (SELECT status FROM pg_stat_wal_receiver) AS status')),
+    within(timeoutMs, `query on ${master}`, sql(master, 'SELECT 1')),
+    within(timeoutMs, `query on ${slave}`, sql(slave, 'SELECT pg_is_in_recovery() AS rec, (SELECT status FROM pg_stat_wal_receiver) AS status') as Promise<Array<{ rec: boolean; status: string | null }>>),
   ]);
   if (m.status === 'fulfilled') obs.masterReachable = true;
   else obs.masterError = (m.reason as Error).message;
