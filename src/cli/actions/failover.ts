@@ -6,7 +6,7 @@ import { plannedFailover } from '../../ops/failover/planned-failover.js';
 import { rebuildSlave } from '../../ops/failover/rebuild-slave.js';
 import { gtidVariable, gtidWait } from '../../ops/failover/replica.js';
 import { compareHosts } from '../../ops/failover/table-checksums.js';
-import { isPostgresFleetConfig } from '../../ops/failover/pg-fleet-config.js';
+import { isPostgresFleetConfig } from '../../ops/failover/index.js';
 
 export interface FleetCliOptions {
   config?: string;
@@ -26,13 +26,13 @@ async function postgresCluster(opts: FleetCliOptions): Promise<DevCluster | unde
 }
 
 /** A --config (no --dir) whose storage is PostgreSQL: a server fleet failed over over SQL and hooks (pg-fleet-failover.ts). */
-async function postgresFleet(opts: FleetCliOptions): Promise<import('../../ops/failover/pg-fleet-failover.js').PgFleet | undefined> {
+async function postgresFleet(opts: FleetCliOptions): Promise<import('../../ops/failover/index.js').PgFleet | undefined> {
   if (opts.dir !== undefined || opts.config === undefined || !isPostgresFleetConfig(opts.config)) return undefined;
-  const { openPgFleet } = await import('../../ops/failover/pg-fleet-failover.js');
+  const { openPgFleet } = await import('../../ops/failover/index.js');
   return openPgFleet({ config: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
 }
 
-async function withPgFleet<T>(fleet: import('../../ops/failover/pg-fleet-failover.js').PgFleet, fn: (f: typeof fleet) => Promise<T>): Promise<T> {
+async function withPgFleet<T>(fleet: import('../../ops/failover/index.js').PgFleet, fn: (f: typeof fleet) => Promise<T>): Promise<T> {
   try {
     return await fn(fleet);
   } finally {
@@ -54,7 +54,7 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
   const planned = { ...options, ...(opts.holdMs !== undefined ? { holdMs: opts.holdMs } : {}) };
   const pgc = await postgresCluster(opts);
   const pgf = pgc ? undefined : await postgresFleet(opts);
-  const fleetPg = pgf === undefined ? undefined : await import('../../ops/failover/pg-fleet-failover.js');
+  const fleetPg = pgf === undefined ? undefined : await import('../../ops/failover/index.js');
   const r = pgc
     ? await (opts.emergency ? (await import('../../ops/failover/pg-failover.js')).pgEmergencyFailover(pgc, master) : (await import('../../ops/failover/pg-failover.js')).pgPlannedFailover(pgc, master, options))
     : pgf !== undefined
@@ -74,7 +74,7 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
 export async function rebuildSlaveCommand(master: string, opts: FleetCliOptions & { slave?: string; sync?: boolean }): Promise<void> {
   const pgf = await postgresFleet(opts);
   if (pgf !== undefined) {
-    const { pgFleetRebuildSlave } = await import('../../ops/failover/pg-fleet-failover.js');
+    const { pgFleetRebuildSlave } = await import('../../ops/failover/index.js');
     const p = await withPgFleet(pgf, (f) => pgFleetRebuildSlave(f, master, { ...(opts.slave !== undefined ? { slave: opts.slave } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}), sync: opts.sync === true }));
     process.stdout.write(opts.json ? `${JSON.stringify(p)}\n` : `${p.slave} rebuilt from ${p.master} (SHARDKIT_REBUILD_COMMAND), streaming (map version ${p.mapVersion})\n`);
     return;
