@@ -14,6 +14,7 @@ import { slaveOf } from './failover-context.js';
 import { setSlave } from './set-slave.js';
 import { runFenceCommand, runHook } from './stonith.js';
 import { parseLsn } from '../postgres/postgres-server.js';
+import { superuserQuery } from '../postgres/postgres-instance.js';
 
 /**
  * Failover and rebuild-slave for a PostgreSQL fleet given by `--config` (#31): servers this
@@ -57,16 +58,8 @@ export function openPgFleet(options: { config: string; dataDir?: string; env?: N
   const seed = ShardMap.fromJSON(config.shardMap);
   return {
     config, store, env, address,
-    async sql<T extends pg.QueryResultRow>(host: string, text: string, values?: unknown[], timeoutMs = 5000): Promise<T[]> {
-      const client = new pg.Client({ ...address(host), user, ...(password !== undefined ? { password } : {}), database: 'postgres', connectionTimeoutMillis: timeoutMs, query_timeout: Math.max(timeoutMs, 65_000) });
-      client.on('error', () => undefined);
-      await client.connect();
-      try {
-        return (await client.query<T>(text, values)).rows;
-      } finally {
-        await client.end().catch(() => undefined);
-      }
-    },
+    sql: <T extends pg.QueryResultRow>(host: string, text: string, values?: unknown[], timeoutMs = 5000) =>
+      superuserQuery<T>({ ...address(host), database: 'postgres', user, ...(password !== undefined ? { password } : {}), connectTimeoutMs: timeoutMs, queryTimeoutMs: Math.max(timeoutMs, 65_000) }, text, values),
     map: async () => (await store.read()) ?? seed,
     close: () => store.close(),
   };

@@ -180,8 +180,11 @@ export class PostgresInstance {
 }
 
 /** One statement as the superuser `postgres` on a short-lived connection (admin work: CREATE DATABASE, inspection). */
-export async function superuserQuery<T extends pg.QueryResultRow = pg.QueryResultRow>(at: { host: string; port: number; database: string; connectTimeoutMs: number }, text: string, values?: unknown[]): Promise<T[]> {
-  const client = new pg.Client({ host: at.host, port: at.port, user: 'postgres', database: at.database, connectionTimeoutMillis: at.connectTimeoutMs });
+export async function superuserQuery<T extends pg.QueryResultRow = pg.QueryResultRow>(at: { host: string; port: number; database: string; connectTimeoutMs: number; user?: string; password?: string; queryTimeoutMs?: number }, text: string, values?: unknown[]): Promise<T[]> {
+  const client = new pg.Client({
+    host: at.host, port: at.port, user: at.user ?? 'postgres', database: at.database, connectionTimeoutMillis: at.connectTimeoutMs,
+    ...(at.password !== undefined ? { password: at.password } : {}), ...(at.queryTimeoutMs !== undefined ? { query_timeout: at.queryTimeoutMs } : {}),
+  });
   client.on('error', () => undefined);
   await client.connect();
   try {
