@@ -16,6 +16,8 @@ import { installOperationIds, shapeDocument } from './openapi-shape.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
+import { installTracing } from './trace-context.js';
+import type { KitTracer } from '../kit/operation-events.js';
 import { DEFAULT_BODY_LIMIT, MAX_PARAM_LENGTH, installJsonParsers, registerDataRoutes } from './data-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
 
@@ -55,6 +57,11 @@ export interface BuildAppOptions {
   hosts?: readonly string[];
   /** Most milliseconds a request body may take after the headers (408 past it). Default 30 s. */
   bodyTimeoutMs?: number;
+  /**
+   * OpenTelemetry tracer of the request spans (default: the kit's `tracer`): an incoming W3C
+   * `traceparent` is their parent, and the kit's storage spans their children (trace-context.ts).
+   */
+  tracer?: KitTracer;
 }
 
 export { DEFAULT_BODY_LIMIT };
@@ -110,6 +117,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     'x-content-type-options': 'nosniff',
     ...(options.https !== undefined ? { 'strict-transport-security': HSTS } : {}),
   });
+  const tracer = options.tracer ?? kit.tracer;
+  if (tracer !== undefined) installTracing(app, tracer);
   // First of the refusing hooks: a request refused before its body came still has a body deadline.
   installBodyTimeout(app, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS);
   if (options.hosts !== undefined && options.tokens === undefined) installHostCheck(app, options.hosts);

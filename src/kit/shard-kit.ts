@@ -92,6 +92,8 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   private readonly statsSource: ShardStatsSource;
   private readonly topology: TopologyStore | undefined;
   private readonly ownsResources: boolean;
+  /** The tracer given (ShardKitOptions.tracer): the HTTP service makes its request spans with it. */
+  readonly tracer: KitTracer | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(options: ShardKitOptions) {
@@ -109,6 +111,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
     this.schema = options.schema;
     this.topology = options.topology;
     this.ownsResources = options.ownsResources === true;
+    this.tracer = options.tracer;
     // One implementation for every schema: the typed views only narrow names and data types.
     this.objects = new Objects(this.ctx) as unknown as TypedObjects<S>;
     this.mappings = new Mappings(this.ctx) as unknown as TypedMappings<S>;
