@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { ShardKitError } from '../errors.js';
 import { loadConfigFile, parseConfig, resolveSchema, type ConfigInput, type ShardKitConfig } from '../config/config.js';
 import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
+import type { HostStorageMetrics } from '../storage/storage-metrics.js';
 import { createCache, DEFAULT_CACHE_TTL_SECONDS, type Cache } from '../cache/index.js';
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap, type MoveProgress } from '../topology/shard-map.js';
@@ -181,6 +182,14 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
    */
   cacheStats(): CacheStats | undefined {
     return this.ctx.cache?.stats();
+  }
+
+  /**
+   * Server backends (MariaDB, PostgreSQL): each opened host's connection pool (in use, idle,
+   * waiting) and statement latency by kind (read, write, batch); empty for SQLite.
+   */
+  storageMetrics(): HostStorageMetrics[] {
+    return this.backend.storageMetrics?.() ?? [];
   }
 
   /**

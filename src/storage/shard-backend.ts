@@ -1,3 +1,4 @@
+import type { HostStorageMetrics } from './storage-metrics.js';
 /**
  * A storage backend holds logical shards on physical hosts (SQLite files, MySQL databases,
  * PostgreSQL schemas). It only stores: routing, IDs, JSON and caching live above it in ShardKit.
@@ -192,6 +193,8 @@ export interface ShardBackend {
   learnHosts?(hosts: Record<string, unknown>): string[];
   /** Server backends: whether `host` has an address here. */
   knowsHost?(host: string): boolean;
+  /** Server backends: each opened host's pool gauges and statement latency (read when /metrics is scraped). */
+  storageMetrics?(): HostStorageMetrics[];
 
   close(): Promise<void>;
 }
