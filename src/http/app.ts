@@ -70,6 +70,8 @@ export { DEFAULT_BODY_LIMIT };
 declare module 'fastify' {
   interface FastifyInstance {
     kit: ShardKit;
+    /** The registry /metrics serves, for route plugins' own metrics; null with `metrics: false`. */
+    metricsRegistry: import('prom-client').Registry | null;
   }
   interface FastifyContextConfig {
     /** The route takes an empty JSON body as no body (a mapping PUT's body is optional). */
@@ -128,6 +130,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.removeContentTypeParser('text/plain');
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
+  app.decorate('metricsRegistry', metrics?.registry ?? null);
   const contract = installContractHooks(app, MAX_PARAM_LENGTH);
   installOperationIds(app);
   // With tokens, their scopes guard the admin routes too (an admin-scope token).
