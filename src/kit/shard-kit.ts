@@ -19,6 +19,7 @@ import { ShardStatsSource, type ShardStats, type ShardStatsOptions } from './sha
 import type { CacheStats, ListOptions } from './types.js';
 import type { KitCacheOptions } from './kit-cache.js';
 import type { KitTracer } from './operation-events.js';
+import { checkKitOptions, checkOpenOptions } from './kit-options.js';
 
 function isCache(value: Cache | KitCacheOptions): value is Cache {
   return typeof (value as Cache).getMany === 'function';
@@ -98,6 +99,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   private closing: Promise<void> | undefined;
 
   constructor(options: ShardKitOptions) {
+    checkKitOptions(options);
     const { cache, validators, ...rest } = options;
     const checks = new Map(options.dataChecks ?? []);
     for (const [type, schema] of Object.entries(validators ?? {})) {
@@ -121,6 +123,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   }
 
   static async open<S extends SchemaShape = UntypedSchema>(options: OpenOptions): Promise<ShardKit<S>> {
+    checkOpenOptions(options);
     let config: ShardKitConfig;
     if (options.config !== undefined) config = parseConfig(options.config);
     else if (options.configPath !== undefined) config = loadConfigFile(options.configPath);

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { ShardKitError } from '../errors.js';
+
+const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', { message: `must be a function (${what})` });
+const withMethod = (method: string, what: string) =>
+  z.custom<object>((v) => typeof v === 'object' && v !== null && typeof (v as Record<string, unknown>)[method] === 'function', { message: `must be ${what} (an object with ${method}())` });
+const validators = z.record(z.string(), z.custom<object>((v) => typeof (v as { '~standard'?: { validate?: unknown } } | null)?.['~standard']?.validate === 'function', { message: 'must be a Standard Schema validator (zod, valibot, arktype)' }));
+const tracer = withMethod('startActiveSpan', "an OpenTelemetry tracer, trace.getTracer('shardkit')");
+
+/** ShardKit.open's options; unknown keys are refused (a misspelled `configpath` must not be ignored). */
+const openOptions = z.object({
+  config: z.record(z.string(), z.unknown()).optional(),
+  configPath: z.string().min(1).optional(),
+  dataDir: z.string().min(1).optional(),
+  random: fn('() => number in [0, 1)').optional(),
+  validators: validators.optional(),
+  tracer: tracer.optional(),
+}).strict();
+
+/** new ShardKit(options): the parts a caller passes by hand (the backend and stores are checked by shape). */
+const kitOptions = z.object({
+  backend: withMethod('getObjects', 'a ShardBackend'),
+  schema: z.object({ types: z.array(z.unknown()) }).loose(),
+  topology: withMethod('watch', 'a TopologyStore').optional(),
+  shardMap: withMethod('locate', 'a ShardMap').optional(),
+  random: fn('() => number in [0, 1)').optional(),
+  hostSource: fn('() => hosts').optional(),
+  validators: validators.optional(),
+  dataChecks: z.instanceof(Map).optional(),
+  cache: z.custom<object>((v) => typeof v === 'object' && v !== null, { message: 'must be a Cache or { cache, ttlSeconds, keyPrefix }' }).optional(),
+  ownsResources: z.boolean().optional(),
+  tracer: tracer.optional(),
+}).strict();
+
+function check(schema: z.ZodType, value: unknown, where: string): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ShardKitError('INVALID_ARGUMENT', `${where} takes an options object`);
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return;
+  const issue = parsed.error.issues[0]!;
+  const path = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.');
+  const message = issue.code === 'unrecognized_keys' ? 'is not an option' : issue.message;
+  throw new ShardKitError('INVALID_ARGUMENT', `${where}: ${path || '(options)'} ${message}`, { details: { path } });
+}
+
+/** INVALID_ARGUMENT naming the option, before anything is opened. */
+export function checkOpenOptions(value: unknown): void {
+  check(openOptions, value, 'ShardKit.open');
+}
+
+export function checkKitOptions(value: unknown): void {
+  check(kitOptions, value, 'new ShardKit');
+}
