@@ -80,6 +80,16 @@ export function installTracing(app: FastifyInstance, tracer: KitTracer): void {
     traced.get(request)?.span.recordException(error);
     done();
   });
+  // A caller that hangs up before the answer gets no onResponse: its span still ends, as an error.
+  app.addHook('onRequestAbort', (request, done) => {
+    const t = traced.get(request);
+    if (t !== undefined) {
+      t.span.setStatus({ code: api.SpanStatusCode.ERROR, message: 'the client closed the connection before the answer' });
+      t.span.end();
+      traced.delete(request);
+    }
+    done();
+  });
   app.addHook('onResponse', (request, reply, done) => {
     const t = traced.get(request);
     if (t !== undefined) {

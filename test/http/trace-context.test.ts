@@ -5,6 +5,7 @@
  * exporter) and its AsyncLocalStorage context manager, as an application registers them.
  */
 import { after, before, test } from 'node:test';
+import { connect } from 'node:net';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -106,6 +107,33 @@ test('a 404 answer is on its span; a path no route has is traced as unmatched', 
   exporter.reset();
   await app.inject({ method: 'GET', url: '/no/such/path' });
   assert.ok(exporter.getFinishedSpans().some((s) => s.name === 'GET unmatched'));
+});
+
+// The timeout is a hang guard: without the abort hook the span never ends and the wait below would not return.
+test('a caller that hangs up before the answer still ends its span, with an error status', { timeout: 60_000 }, async () => {
+  const dirOf = mkdtempSync(join(tmpdir(), 'shardkit-trace-abort-'));
+  const abortKit = await ShardKit.open({ config: defaultConfig({ shards: 8, pairs: 2 }), dataDir: dirOf, tracer: provider.getTracer('shardkit-test') });
+  const server = await buildApp({ kit: abortKit, dashboard: false });
+  try {
+    await server.listen({ port: 0, host: '127.0.0.1' });
+    const port = (server.server.address() as { port: number }).port;
+    exporter.reset();
+    // Headers announce a body that never comes; once the server has the request, hang up.
+    const received = new Promise<void>((resolve) => server.server.once('request', () => resolve()));
+    const socket = connect(port, '127.0.0.1');
+    socket.write(`POST /v1/objects/board HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\ntraceparent: 00-${TRACE_ID}-${CALLER_SPAN}-01\r\n\r\n{"data":`);
+    await received;
+    socket.destroy();
+    while (!exporter.getFinishedSpans().some((s) => s.spanContext().traceId === TRACE_ID)) await new Promise((r) => setImmediate(r));
+    const span = spansOfTrace(TRACE_ID).find((s) => s.name === 'POST /v1/objects/:type');
+    assert.ok(span);
+    assert.equal(span.status.code, 2);
+    assert.match(String(span.status.message), /closed the connection/);
+  } finally {
+    await server.close();
+    await abortKit.close();
+    rmSync(dirOf, { recursive: true, force: true });
+  }
 });
 
 test('an app without a tracer sends no traceresponse and registers no tracing hooks', async () => {
