@@ -18,7 +18,7 @@ type Api = typeof otel;
  * when it is absent or malformed (a new trace then starts, as the spec asks). Parsed here rather
  * than left to the global propagator, which is a no-op until an SDK registers one.
  */
-export function parentFromTraceparent(api: Api, base: otel.Context, headers: FastifyRequest['headers']): otel.Context | undefined {
+function parentFromTraceparent(api: Api, base: otel.Context, headers: FastifyRequest['headers']): otel.Context | undefined {
   const header = headers[TRACEPARENT_HEADER];
   const m = typeof header === 'string' ? TRACEPARENT.exec(header.trim()) : null;
   if (m === null) return undefined;

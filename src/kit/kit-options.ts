@@ -50,3 +50,15 @@ export function checkOpenOptions(value: unknown): void {
 export function checkKitOptions(value: unknown): void {
   check(kitOptions, value, 'new ShardKit');
 }
+
+/**
+ * A method's options object: an object whose keys are all options of `where` (a misspelled
+ * `curser` would silently read the first page again). Values are checked by the method itself.
+ * A `for...in` rather than zod: it runs on every call with options, reads included.
+ */
+export function checkMethodOptions(options: unknown, allowed: ReadonlySet<string>, where: string): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new ShardKitError('INVALID_ARGUMENT', `${where}: options must be an object`);
+  for (const key in options) {
+    if (!allowed.has(key)) throw new ShardKitError('INVALID_ARGUMENT', `${where}: ${key} is not an option (${[...allowed].join(', ')})`, { details: { path: key } });
+  }
+}

@@ -59,3 +59,33 @@ test('new ShardKit: unknown keys and parts of the wrong shape are INVALID_ARGUME
     await f.cleanup();
   }
 });
+
+test('method options: a key that is no option, or options that are not an object, are INVALID_ARGUMENT; nothing is written', async () => {
+  const f = makeKit();
+  try {
+    const kit = f.kit;
+    const board = await kit.objects.create('board', { n: 1 }, { shard: 1 });
+    const pin = await kit.objects.create('pin', { n: 1 }, { near: board.id });
+    await kit.mappings.add('board_has_pins', board.id, pin.id, { sequence: 1 });
+    const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
+      ['create shrd', () => kit.objects.create('board', { n: 2 }, { shrd: 1 } as never), /objects\.create: shrd is not an option \(near, shard\)/],
+      ['create null', () => kit.objects.create('board', { n: 2 }, null as never), /objects\.create: options must be an object/],
+      ['getMany', () => kit.objects.getMany([board.id], { skipinvalid: true } as never), /skipinvalid is not an option/],
+      ['update', () => kit.objects.update(board.id, () => ({ n: 3 }), { if_match: '*' } as never), /if_match is not an option/],
+      ['patch', () => kit.objects.patch(board.id, { n: 3 }, { ifmatch: '*' } as never), /ifmatch is not an option/],
+      ['delete', () => kit.objects.delete(board.id, { hardly: true } as never), /hardly is not an option/],
+      ['add', () => kit.mappings.add('board_has_pins', board.id, pin.id, { seq: 2 } as never), /seq is not an option/],
+      ['list curser', () => kit.mappings.list('board_has_pins', board.id, { curser: 'x' } as never), /curser is not an option \(limit, order, cursor\)/],
+      ['list string', () => kit.mappings.list('board_has_pins', board.id, 'desc' as never), /options must be an object/],
+      ['shardStats', () => kit.shardStats({ frist: 0 } as never), /frist is not an option/],
+    ];
+    for (const [what, call, message] of cases) {
+      await assert.rejects(call(), (err) => isShardKitError(err, 'INVALID_ARGUMENT') && message.test(err.message), what);
+    }
+    assert.deepEqual((await kit.objects.get(board.id)).data, { n: 1 }, 'nothing changed');
+    assert.deepEqual((await kit.mappings.list('board_has_pins', board.id)).items.map((i) => i.sequence), [1]);
+    assert.equal((await kit.objects.create('board', { n: 2 }, { shard: 2 })).shard, 2, 'right options still work');
+  } finally {
+    await f.cleanup();
+  }
+});
