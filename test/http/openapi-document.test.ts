@@ -27,6 +27,18 @@ test('the OpenAPI document passes @readme/openapi-parser, as built and as shippe
   await assertValid(JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8')), 'docs/openapi.json');
 });
 
+test('no path parameter is named `*` (generators cannot name it): the rows wildcard is {row}', async () => {
+  const doc = (await openapiDocument()) as { paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }> }>> };
+  for (const [path, operations] of Object.entries(doc.paths)) {
+    assert.doesNotMatch(path, /\{\*\}/, path);
+    for (const [method, op] of Object.entries(operations)) {
+      const names = (op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name).sort();
+      assert.deepEqual(names, [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort(), `${method} ${path}`);
+    }
+  }
+  assert.ok(doc.paths['/v1/datasets/{ds}/rows/{row}']?.get);
+});
+
 test('the validator is not a rubber stamp: a path parameter the path lacks, or a repeated operationId, is refused', async () => {
   const doc = structuredClone(await openapiDocument()) as Doc;
   const broken = structuredClone(doc);
@@ -38,12 +50,12 @@ test('the validator is not a rubber stamp: a path parameter the path lacks, or a
   assert.equal((await validate(twice as never)).valid, false);
 });
 
-/** A fastify route pattern as an OpenAPI path: `:name(regex)` -> `{name}`, `::` -> `:`, `*` -> `{*}`. */
+/** A fastify route pattern as an OpenAPI path: `:name(regex)` -> `{name}`, `::` -> `:`, the rows wildcard -> `{row}`. */
 function openapiPath(route: string): string {
   return route
     .replace(/::/g, '\u0000')
     .replace(/:([A-Za-z0-9_]+)(\([^)]*\))?/g, '{$1}')
-    .replace(/\*$/, '{*}')
+    .replace(/\/rows\/\*$/, '/rows/{row}')
     .replace(/\u0000/g, ':');
 }
 
