@@ -16,6 +16,8 @@ import { installOperationIds, shapeDocument } from './openapi-shape.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
 import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
+import { installTracing } from './trace-context.js';
+import type { KitTracer } from '../kit/operation-events.js';
 import { DEFAULT_BODY_LIMIT, MAX_PARAM_LENGTH, installJsonParsers, registerDataRoutes } from './data-routes.js';
 import { dashboardRoutes } from './routes/dashboard-routes.js';
 
@@ -55,6 +57,11 @@ export interface BuildAppOptions {
   hosts?: readonly string[];
   /** Most milliseconds a request body may take after the headers (408 past it). Default 30 s. */
   bodyTimeoutMs?: number;
+  /**
+   * OpenTelemetry tracer of the request spans (default: the kit's `tracer`): an incoming W3C
+   * `traceparent` is their parent, and the kit's storage spans their children (trace-context.ts).
+   */
+  tracer?: KitTracer;
 }
 
 export { DEFAULT_BODY_LIMIT };
@@ -63,6 +70,8 @@ export { DEFAULT_BODY_LIMIT };
 declare module 'fastify' {
   interface FastifyInstance {
     kit: ShardKit;
+    /** The registry /metrics serves, for route plugins' own metrics; null with `metrics: false`. */
+    metricsRegistry: import('prom-client').Registry | null;
   }
   interface FastifyContextConfig {
     /** The route takes an empty JSON body as no body (a mapping PUT's body is optional). */
@@ -110,6 +119,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     'x-content-type-options': 'nosniff',
     ...(options.https !== undefined ? { 'strict-transport-security': HSTS } : {}),
   });
+  const tracer = options.tracer ?? kit.tracer;
+  if (tracer !== undefined) installTracing(app, tracer);
   // First of the refusing hooks: a request refused before its body came still has a body deadline.
   installBodyTimeout(app, options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS);
   if (options.hosts !== undefined && options.tokens === undefined) installHostCheck(app, options.hosts);
@@ -119,6 +130,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.removeContentTypeParser('text/plain');
   // Before any route (swagger's included): metrics hook each route as it is added.
   const metrics = options.metrics === false ? undefined : installMetrics(app, kit);
+  app.decorate('metricsRegistry', metrics?.registry ?? null);
   const contract = installContractHooks(app, MAX_PARAM_LENGTH);
   installOperationIds(app);
   // With tokens, their scopes guard the admin routes too (an admin-scope token).

@@ -2,24 +2,21 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandl
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { ShardKit } from '../kit/shard-kit.js';
 import type { CacheStats, ShardErrorEvent } from '../kit/types.js';
-
-const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+import { LatencyHistogram } from '../util/latency-histogram.js';
+import { histogramValues, scrapedMetric } from './scraped-metric.js';
+import { registerStorageMetrics } from './storage-metrics.js';
 
 interface RouteEntry {
   method: string;
   route: string;
   /** Requests per status code. */
   statuses: Map<number, number>;
-  /** Non-cumulative counts per bucket; the last slot is +Inf. */
-  buckets: number[];
-  sum: number;
-  count: number;
+  latency: LatencyHistogram;
 }
 
 /**
  * Request counts and latency per route, kept in plain numbers and turned into Prometheus
- * values only when scraped. prom-client's Counter/Histogram hash their labels on every
- * observation, which cost as much CPU as serving an object from its shard (bench/http).
+ * values only when scraped (LatencyHistogram says why).
  */
 class RouteStats {
   private readonly routes = new Map<string, Map<string, RouteEntry>>();
@@ -29,17 +26,13 @@ class RouteStats {
     let byMethod = this.routes.get(route);
     if (byMethod === undefined) this.routes.set(route, (byMethod = new Map()));
     let e = byMethod.get(method);
-    if (e === undefined) byMethod.set(method, (e = { method, route, statuses: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
+    if (e === undefined) byMethod.set(method, (e = { method, route, statuses: new Map(), latency: new LatencyHistogram() }));
     return e;
   }
 
   static record(e: RouteEntry, status: number, seconds: number): void {
     e.statuses.set(status, (e.statuses.get(status) ?? 0) + 1);
-    let i = 0;
-    while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++;
-    e.buckets[i]!++;
-    e.sum += seconds;
-    e.count++;
+    e.latency.observe(seconds);
   }
 
   entries(): RouteEntry[] {
@@ -53,33 +46,9 @@ class RouteStats {
       scrapedMetric('shardkit_http_requests_total', 'HTTP requests by route and status', 'counter', () =>
         this.entries().flatMap((e) => [...e.statuses].map(([status, value]) => ({ labels: { method: e.method, route: e.route, status: String(status) }, value })))),
       scrapedMetric(latency, 'HTTP request latency by route', 'histogram', () =>
-        this.entries().flatMap((e) => {
-          let cumulative = 0;
-          const out: MetricValue[] = e.buckets.map((n, i) => {
-            cumulative += n;
-            return { labels: { le: i < BUCKETS.length ? BUCKETS[i]! : '+Inf', method: e.method, route: e.route }, value: cumulative, metricName: `${latency}_bucket` };
-          });
-          out.push({ labels: { method: e.method, route: e.route }, value: e.sum, metricName: `${latency}_sum` });
-          out.push({ labels: { method: e.method, route: e.route }, value: e.count, metricName: `${latency}_count` });
-          return out;
-        })),
+        this.entries().flatMap((e) => histogramValues(latency, { method: e.method, route: e.route }, e.latency))),
     ];
   }
-}
-
-interface MetricValue {
-  labels: Record<string, string | number>;
-  value: number;
-  metricName?: string;
-}
-
-/**
- * A metric in the shape prom-client's Registry formats (name, help, type, values), its values
- * computed at scrape time. Registry.registerMetric is typed for its own classes only, hence the cast.
- */
-function scrapedMetric(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[]): Metric {
-  const head = { name, help, type, aggregator: 'sum' };
-  return { ...head, get: async () => ({ ...head, values: values() }) } as unknown as Metric;
 }
 
 export interface AppMetrics {
@@ -134,6 +103,8 @@ export function installMetrics(app: FastifyInstance, kit: ShardKit): AppMetrics 
       registry.registerMetric(scrapedMetric(name, help, 'counter', () => [{ labels: {}, value: kit.cacheStats()?.[field] ?? 0 }]));
     }
   }
+
+  registerStorageMetrics(registry, kit);
 
   const onShardError = (e: ShardErrorEvent) => shardErrors.inc({ host: e.host, fleet: e.fleet, op: e.op });
   kit.events.on('shard-error', onShardError);

@@ -57,6 +57,7 @@ export const errorComponent = {
 };
 
 interface Operation {
+  parameters?: Array<{ in?: string; name?: string; description?: string }>;
   responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: unknown }> }>;
 }
 
@@ -70,8 +71,30 @@ const HEADER_COMPONENTS = {
 const ANSWER_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
 const RETRY_HEADERS = { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } };
 
-/** swagger's transformObject: the Error component, the answer headers, status texts for "Default Response". */
+/**
+ * A wildcard route (`/v1/datasets/:ds/rows/*`: row keys may hold slashes) as fastify-swagger
+ * writes it, `{*}`, is a parameter no generator can name (#33); it becomes `{row}`.
+ */
+function nameWildcards(paths: Record<string, Record<string, Operation>>): Record<string, Record<string, Operation>> {
+  const out: Record<string, Record<string, Operation>> = {};
+  for (const [path, operations] of Object.entries(paths)) {
+    if (!path.endsWith('/rows/{*}')) {
+      out[path] = operations;
+      continue;
+    }
+    for (const operation of Object.values(operations)) {
+      for (const p of operation.parameters ?? []) {
+        if (p.in === 'path' && p.name === '*') Object.assign(p, { name: 'row', description: 'The row key, URL-encoded (it may hold slashes)' });
+      }
+    }
+    out[path.replace(/\{\*\}$/, '{row}')] = operations;
+  }
+  return out;
+}
+
+/** swagger's transformObject: the Error component, the answer headers, status texts for "Default Response", named wildcards. */
 export function shapeDocument<T extends { paths?: Record<string, Record<string, Operation>>; components?: Record<string, unknown> }>(doc: T): T {
+  if (doc.paths !== undefined) doc.paths = nameWildcards(doc.paths);
   for (const operations of Object.values(doc.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {

@@ -5,6 +5,10 @@ import { decodeCursor, encodeCursor, type CursorList } from './cursor-codec.js';
 import type { KitCache } from './kit-cache.js';
 import type { LocatedId, KitContext } from './kit-context.js';
 import type { ListOptions, ListOrder, MappingListPage } from './types.js';
+import { checkMethodOptions } from './kit-options.js';
+
+const ADD_OPTIONS: ReadonlySet<string> = new Set(['sequence']);
+const LIST_OPTIONS: ReadonlySet<string> = new Set(['limit', 'order', 'cursor']);
 
 export const MAX_PAGE = 1000;
 export const DEFAULT_PAGE = 50;
@@ -36,6 +40,7 @@ export class Mappings {
 
   /** Adds the pair, or moves it to `sequence` when present (default: now in unix ms). */
   async add(name: string, from: bigint | string, to: bigint | string, options: { sequence?: number } = {}): Promise<void> {
+    checkMethodOptions(options, ADD_OPTIONS, 'mappings.add');
     const map = await this.ctx.map();
     const { def, fromLoc, toLoc } = this.resolve(map, name, from, to);
     const sequence = options.sequence ?? Date.now();
@@ -51,6 +56,7 @@ export class Mappings {
   }
 
   async list(name: string, from: bigint | string, options: ListOptions = {}): Promise<MappingListPage> {
+    checkMethodOptions(options, LIST_OPTIONS, 'mappings.list');
     const map = this.ctx.loaded ?? (await this.ctx.map());
     const def = this.ctx.mapping(name);
     const fromLoc = this.end(map, def, from, 'from');

@@ -12,6 +12,12 @@ import type { LocatedId, KitContext } from './kit-context.js';
 import { KitObject } from './kit-object.js';
 import { checkData } from './data-validation.js';
 import type { CreateManyItem, CreateOptions, DeleteOptions, JsonObject, JsonValue, UpdateOptions } from './types.js';
+import { checkMethodOptions } from './kit-options.js';
+
+const CREATE_OPTIONS: ReadonlySet<string> = new Set(['near', 'shard']);
+const GET_MANY_OPTIONS: ReadonlySet<string> = new Set(['skipInvalid']);
+const UPDATE_OPTIONS: ReadonlySet<string> = new Set(['ifMatch']);
+const DELETE_OPTIONS: ReadonlySet<string> = new Set(['hard', 'ifMatch']);
 
 /** Thrown inside an update transaction to roll it back; never leaves this module. */
 class Abort {
@@ -30,6 +36,7 @@ export class Objects {
 
   /** Creates an object on the shard of `near`, on `shard`, or on a uniformly chosen open shard. */
   async create(type: string, data: JsonObject, options: CreateOptions = {}): Promise<KitObject> {
+    checkMethodOptions(options, CREATE_OPTIONS, 'objects.create');
     const map = await this.ctx.map();
     const def = this.ctx.type(type);
     const text = encodeData(data);
@@ -136,6 +143,7 @@ export class Objects {
    * unless `skipInvalid` (then it reads as missing: used by joins over stored IDs).
    */
   async getMany(ids: ReadonlyArray<bigint | string>, options: { skipInvalid?: boolean } = {}): Promise<(KitObject | undefined)[]> {
+    checkMethodOptions(options, GET_MANY_OPTIONS, 'objects.getMany');
     if (!Array.isArray(ids)) throw new ShardKitError('INVALID_ARGUMENT', 'ids must be an array');
     const map = await this.ctx.map();
     const located = ids.map((id, i) => {
@@ -235,6 +243,7 @@ export class Objects {
    */
   async update(id: bigint | string, fn: (data: JsonObject) => JsonObject | undefined | void, options: UpdateOptions = {}): Promise<KitObject> {
     if (typeof fn !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'update needs a function');
+    checkMethodOptions(options, UPDATE_OPTIONS, 'objects.update');
     const ifMatch = normalizeIfMatch(options.ifMatch);
     const map = await this.ctx.map();
     const loc = this.ctx.locate(map, id);
@@ -287,6 +296,7 @@ export class Objects {
 
   /** Soft delete by default (`"active": false`, reads then see NOT_FOUND); `hard` removes the row. */
   async delete(id: bigint | string, options: DeleteOptions = {}): Promise<void> {
+    checkMethodOptions(options, DELETE_OPTIONS, 'objects.delete');
     const ifMatch = normalizeIfMatch(options.ifMatch);
     const map = await this.ctx.map();
     const loc = this.ctx.locate(map, id);

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { ShardKitError } from '../errors.js';
 import { loadConfigFile, parseConfig, resolveSchema, type ConfigInput, type ShardKitConfig } from '../config/config.js';
 import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
+import type { HostStorageMetrics } from '../storage/storage-metrics.js';
 import { createCache, DEFAULT_CACHE_TTL_SECONDS, type Cache } from '../cache/index.js';
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap, type MoveProgress } from '../topology/shard-map.js';
@@ -21,6 +22,7 @@ import type { KitCacheOptions } from './kit-cache.js';
 import type { KitTracer } from './operation-events.js';
 import { ServiceHeartbeat, type ServiceHeartbeatOptions } from './service-heartbeat.js';
 import { witnessSuspects } from './service-witness.js';
+import { checkKitOptions, checkOpenOptions } from './kit-options.js';
 
 function isCache(value: Cache | KitCacheOptions): value is Cache {
   return typeof (value as Cache).getMany === 'function';
@@ -103,12 +105,15 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   private readonly statsSource: ShardStatsSource;
   private readonly topology: TopologyStore | undefined;
   private readonly ownsResources: boolean;
+  /** The tracer given (ShardKitOptions.tracer): the HTTP service makes its request spans with it. */
+  readonly tracer: KitTracer | undefined;
   private closing: Promise<void> | undefined;
   /** This service's record in the topology store's heartbeats (undefined: none written). */
   readonly heartbeat: ServiceHeartbeat | undefined;
   private beating = false;
 
   constructor(options: ShardKitOptions) {
+    checkKitOptions(options);
     const { cache, validators, ...rest } = options;
     const checks = new Map(options.dataChecks ?? []);
     for (const [type, schema] of Object.entries(validators ?? {})) {
@@ -123,6 +128,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
     this.schema = options.schema;
     this.topology = options.topology;
     this.ownsResources = options.ownsResources === true;
+    this.tracer = options.tracer;
     // One implementation for every schema: the typed views only narrow names and data types.
     this.objects = new Objects(this.ctx) as unknown as TypedObjects<S>;
     this.mappings = new Mappings(this.ctx) as unknown as TypedMappings<S>;
@@ -139,6 +145,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
   }
 
   static async open<S extends SchemaShape = UntypedSchema>(options: OpenOptions): Promise<ShardKit<S>> {
+    checkOpenOptions(options);
     let config: ShardKitConfig;
     if (options.config !== undefined) config = parseConfig(options.config);
     else if (options.configPath !== undefined) config = loadConfigFile(options.configPath);
@@ -213,6 +220,14 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
    */
   cacheStats(): CacheStats | undefined {
     return this.ctx.cache?.stats();
+  }
+
+  /**
+   * Server backends (MariaDB, PostgreSQL): each opened host's connection pool (in use, idle,
+   * waiting) and statement latency by kind (read, write, batch); empty for SQLite.
+   */
+  storageMetrics(): HostStorageMetrics[] {
+    return this.backend.storageMetrics?.() ?? [];
   }
 
   /**

@@ -1,6 +1,9 @@
 import { ShardKitError } from '../errors.js';
 import type { ShardMap } from '../topology/shard-map.js';
 import type { KitContext } from './kit-context.js';
+import { checkMethodOptions } from './kit-options.js';
+
+const STATS_OPTIONS: ReadonlySet<string> = new Set(['first', 'last', 'refresh']);
 
 /** Object counts older than this are recounted (in the background) when someone asks. */
 export const OBJECT_COUNT_MAX_AGE_MS = 30_000;
@@ -60,6 +63,7 @@ export class ShardStatsSource {
   constructor(private readonly ctx: KitContext) {}
 
   async stats(options: ShardStatsOptions = {}): Promise<ShardStats> {
+    checkMethodOptions(options, STATS_OPTIONS, 'shardStats');
     const map = await this.ctx.map();
     const last = options.last ?? map.shardCount - 1;
     const first = options.first ?? 0;

@@ -1,3 +1,4 @@
+import type { HostStorageMetrics } from './storage-metrics.js';
 /**
  * A storage backend holds logical shards on physical hosts (SQLite files, MySQL databases,
  * PostgreSQL schemas). It only stores: routing, IDs, JSON and caching live above it in ShardKit.
@@ -194,6 +195,8 @@ export interface ShardBackend {
   knowsHost?(host: string): boolean;
   /** A trivial statement on `host` through this backend's own pool: does this process reach it? (the heal supervisor's third witness). */
   ping?(host: string): Promise<void>;
+  /** Server backends: each opened host's pool gauges and statement latency (read when /metrics is scraped). */
+  storageMetrics?(): HostStorageMetrics[];
 
   close(): Promise<void>;
 }

@@ -1,10 +1,16 @@
 import { ShardKitError } from '../errors.js';
 import { SegmentAllocator } from './segment-allocator.js';
+import type { LatencyHistogram } from '../util/latency-histogram.js';
 import { ServerSelector } from './server-selector.js';
 import { CLASSIC_PAIRS_PER_ROUND_TRIP, TicketServer } from './ticket-server.js';
 import { resolveTickets, type ResolvedSequence, type ResolvedTickets, type SegmentConfig, type TicketsConfig, type TicketsConfigInput } from './tickets-config.js';
 
 export type TicketMode = 'classic' | 'segment';
+
+export interface TicketMetrics {
+  issued: Array<{ sequence: string; ids: number }>;
+  servers: Array<{ server: string; up: boolean; latency: LatencyHistogram; errors: number }>;
+}
 
 export interface TicketClientOptions {
   /** Overrides the config's `mode`. */
@@ -32,6 +38,8 @@ export class TicketClient {
   private readonly allocators = new Map<string, SegmentAllocator>();
   private readonly segment: SegmentConfig;
   private closed = false;
+  /** IDs handed out per sequence since this client was made. */
+  private readonly issued = new Map<string, number>();
 
   constructor(config: TicketsConfigInput | TicketsConfig | ResolvedTickets, options: TicketClientOptions = {}) {
     // Resolving is idempotent: a resolved config is also a valid input.
@@ -71,10 +79,24 @@ export class TicketClient {
   next(sequence: string): Promise<bigint> {
     if (this.closed) return Promise.reject(closedError());
     const allocator = this.allocators.get(sequence);
-    if (allocator !== undefined) return allocator.next();
+    if (allocator !== undefined) return allocator.next().then((id) => this.count(sequence, id));
     const seq = this.sequenceTables.get(sequence);
     if (seq === undefined) return Promise.reject(unknownSequence(sequence));
-    return this.selector.run((server) => server.classic(seq.table, 1)).then((ids) => ids[0]!);
+    return this.selector.run((server) => server.classic(seq.table, 1)).then((ids) => this.count(sequence, ids[0]!));
+  }
+
+  private count<T extends bigint | bigint[]>(sequence: string, ids: T): T {
+    this.issued.set(sequence, (this.issued.get(sequence) ?? 0) + (typeof ids === 'bigint' ? 1 : ids.length));
+    return ids;
+  }
+
+  /** For /metrics: IDs issued per sequence, and per server its health, round-trip latency and failures. */
+  metrics(): TicketMetrics {
+    const status = new Map(this.selector.status().map((s) => [s.name, s.up]));
+    return {
+      issued: this.sequences().map((sequence) => ({ sequence, ids: this.issued.get(sequence) ?? 0 })),
+      servers: this.servers.map((s) => ({ server: s.name, up: status.get(s.name) ?? false, latency: s.latency, errors: s.errors })),
+    };
   }
 
   async nextBatch(sequence: string, count: number): Promise<bigint[]> {
@@ -85,14 +107,14 @@ export class TicketClient {
       throw new ShardKitError('INVALID_ARGUMENT', `count must be an integer in 1..${this.config.maxBatch}, got ${String(count)}`);
     }
     const allocator = this.allocators.get(sequence);
-    if (allocator !== undefined) return allocator.take(count);
+    if (allocator !== undefined) return this.count(sequence, await allocator.take(count));
     // Chunks of REPLACE/SELECT pairs, each chunk its own round trip, spread round robin.
     const chunks: Promise<bigint[]>[] = [];
     for (let left = count; left > 0; left -= CLASSIC_PAIRS_PER_ROUND_TRIP) {
       const k = Math.min(left, CLASSIC_PAIRS_PER_ROUND_TRIP);
       chunks.push(this.selector.run((server) => server.classic(seq.table, k)));
     }
-    return (await Promise.all(chunks)).flat();
+    return this.count(sequence, (await Promise.all(chunks)).flat());
   }
 
   /** Ends every connection. IDs reserved in memory by segment mode are skipped, never reissued. */

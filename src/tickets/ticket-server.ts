@@ -3,6 +3,7 @@ import { requireOptional } from '../util/optional-dependency.js';
 import { ShardKitError } from '../errors.js';
 import { parseId } from '../ids/codec.js';
 import { withDeadline } from './deadline.js';
+import { LatencyHistogram } from '../util/latency-histogram.js';
 import { residueOf, type ResolvedTicketServer } from './tickets-config.js';
 
 export interface TicketServerOptions {
@@ -40,6 +41,9 @@ export class TicketServer {
   private readonly step: bigint;
   private pool: mysql.Pool | undefined;
   private closed = false;
+  /** Round trips (connection wait included), and those that failed: for /metrics. */
+  readonly latency = new LatencyHistogram();
+  errors = 0;
 
   constructor(readonly spec: ResolvedTicketServer, private readonly options: TicketServerOptions) {
     this.name = spec.name;
@@ -79,6 +83,18 @@ export class TicketServer {
 
   /** One multi-statement round trip on one pooled connection, bounded by both timeouts. */
   async query(sql: string, values: unknown[] = []): Promise<unknown[]> {
+    const started = performance.now();
+    try {
+      return await this.roundTrip(sql, values);
+    } catch (err) {
+      this.errors++;
+      throw err;
+    } finally {
+      this.latency.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  private async roundTrip(sql: string, values: unknown[]): Promise<unknown[]> {
     const pool = this.getPool();
     const conn = await withDeadline(pool.getConnection(), this.options.connectTimeoutMs, `connecting to ticket server ${this.name} (${this.address})`, {
       onLate: (c) => c.release(),

@@ -187,7 +187,7 @@ test('docs/openapi.json is the document the service serves (regenerate: shardkit
   const expected: Array<[string, string]> = [
     ['/v1/objects/{type}', 'post'], ['/v1/objects/{id}', 'patch'], ['/v1/mappings/{name}/{from}/{to}', 'put'], ['/v1/lookups/{keyspace}/{key}', 'put'], ['/healthz', 'get'],
     ['/v1/tickets/{sequence}', 'post'], ['/v1/tickets', 'get'],
-    ['/v1/datasets', 'get'], ['/v1/datasets/{ds}', 'put'], ['/v1/datasets/{ds}/rows/{*}', 'get'], ['/v1/datasets/{ds}/rows/{*}', 'put'], ['/v1/datasets/{ds}/rows/{*}', 'delete'],
+    ['/v1/datasets', 'get'], ['/v1/datasets/{ds}', 'put'], ['/v1/datasets/{ds}/rows/{row}', 'get'], ['/v1/datasets/{ds}/rows/{row}', 'put'], ['/v1/datasets/{ds}/rows/{row}', 'delete'],
     ['/v1/datasets/{ds}/rows:batchGet', 'post'], ['/v1/datasets/{ds}/rows:batchPut', 'post'], ['/v1/datasets/{ds}/rows:batchDelete', 'post'],
     ['/v1/admin/widecolumn/compact', 'post'], ['/v1/admin/widecolumn/backup', 'post'], ['/v1/admin/widecolumn/export', 'post'],
     ['/v1/admin/shards/stats', 'get'],

@@ -28,6 +28,7 @@ export async function mariadbTarget(): Promise<KitTarget> {
     const conns = await Promise.all(Object.values(hosts).map((h) => mysql.createConnection({ ...h, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}) })));
     return {
       name: 'mariadb',
+      serverPools: true,
       open: async (options = {}) => kitOver(new MysqlBackend({ hosts, storage, schema: kitSchema }), options.cache),
       snapshot: async () => {
         const hash = createHash('sha1');
@@ -67,6 +68,7 @@ export async function postgresTarget(): Promise<KitTarget> {
     await Promise.all(clients.map((c) => c.connect()));
     return {
       name: 'postgres',
+      serverPools: true,
       open: async (options = {}) => kitOver(new PostgresBackend({ hosts, storage, schema: kitSchema }), options.cache),
       snapshot: async () => {
         const hash = createHash('sha1');

@@ -10,8 +10,9 @@ import { MemoryCache } from '../../src/cache/index.js';
 import { isShardKitError, type ErrorCode } from '../../src/errors.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import type { ShardKit } from '../../src/kit/shard-kit.js';
+import { buildApp } from '../../src/http/app.js';
 import { HOSTILE_STRINGS } from '../conformance/storage-suite.js';
-import { OBJECT_SHARDS, HOST_B, type KitTarget } from './kit-targets.js';
+import { OBJECT_SHARDS, HOST_A, HOST_B, type KitTarget } from './kit-targets.js';
 
 async function expectCode(p: Promise<unknown>, code: ErrorCode): Promise<void> {
   await assert.rejects(p, (err) => {
@@ -212,6 +213,39 @@ export function runKitSuite(name: string, start: () => Promise<KitTarget>): void
         await expectCode(kit.objects.get(board.id), 'NOT_FOUND');
       }, { cache });
     });
+
+    test('/metrics: storage latency per host and kind, and each host\'s pool (in use, idle, waiting) after real calls', () => withKit(async (kit) => {
+      const app = await buildApp({ kit, dashboard: false });
+      try {
+        const pin = await kit.objects.create('pin', { n: 1 }, { shard: 1 });
+        await kit.objects.get(pin.id);
+        await kit.objects.update(pin.id, (d) => ({ ...d, n: 2 }));
+        const res = await app.inject({ method: 'GET', url: '/metrics' });
+        assert.equal(res.statusCode, 200);
+        const series = (name: string, labels: string) => res.body.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+        const value = (name: string, labels: string) => Number(series(name, labels)?.split(' ').pop());
+        if (!target.serverPools) {
+          // An embedded backend has no host pools: no storage series at all.
+          assert.doesNotMatch(res.body, /^shardkit_storage_\w+\{/m);
+          return;
+        }
+        for (const op of ['read', 'write', 'batch']) {
+          assert.ok(value('shardkit_storage_duration_seconds_count', `host="${HOST_A}",op="${op}"`) >= 1, `${op} on ${HOST_A}: ${series('shardkit_storage_duration_seconds_count', `host="${HOST_A}",op="${op}"`)}`);
+          assert.equal(value('shardkit_storage_duration_seconds_bucket', `le="+Inf",host="${HOST_A}",op="${op}"`), value('shardkit_storage_duration_seconds_count', `host="${HOST_A}",op="${op}"`));
+        }
+        assert.equal(value('shardkit_storage_pool_connections_in_use', `host="${HOST_A}"`), 0, 'every connection given back');
+        assert.ok(value('shardkit_storage_pool_connections_idle', `host="${HOST_A}"`) >= 1);
+        assert.equal(value('shardkit_storage_pool_waiting', `host="${HOST_A}"`), 0);
+        // Calls issued together, none answered yet: each one is checked out or waiting for a connection.
+        const reads = Array.from({ length: 12 }, () => kit.objects.get(pin.id));
+        const during = kit.storageMetrics().find((h) => h.host === HOST_A)!.pool;
+        assert.equal(during.inUse + during.waiting, reads.length, JSON.stringify(during));
+        await Promise.all(reads);
+        assert.equal(kit.storageMetrics().find((h) => h.host === HOST_A)!.pool.inUse, 0);
+      } finally {
+        await app.close();
+      }
+    }));
 
     test('bad IDs, names and arguments get stable codes and write nothing', () => withKit(async (kit) => {
       const pin = await kit.objects.create('pin', { a: 1 }, { shard: 3 });

@@ -45,6 +45,8 @@ export function kitShardMap(): ShardMap {
 
 export interface KitTarget {
   name: string;
+  /** Its backend talks to servers through connection pools (whose gauges /metrics shows). */
+  serverPools: boolean;
   /** A fresh ShardKit (and backend) over the target's shards; close() closes both. */
   open(options?: { cache?: Cache }): Promise<ShardKit>;
   /** A digest of every stored row: equal before and after means nothing was written. */
@@ -65,6 +67,7 @@ export async function sqliteTarget(): Promise<KitTarget> {
   const root = mkdtempSync(join(tmpdir(), 'shardkit-kitsuite-'));
   return {
     name: 'sqlite',
+    serverPools: false,
     open: async (options = {}) => kitOver(new SqliteBackend({ root, schema: kitSchema, maxOpenShards: 8 }), options.cache),
     snapshot: async () => sqliteSnapshot(root),
     stop: async () => rmSync(root, { recursive: true, force: true }),

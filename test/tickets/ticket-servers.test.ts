@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defaultConfig, initTicketServers, ShardKitError, TicketClient, type TicketsConfigInput } from '../../src/index.js';
 import { makeApp } from '../http/http-fixture.js';
+import { scrapeValue } from '../http/scrape.js';
 import { ticketsRoutes } from '../../src/http/routes/tickets-routes.js';
 import { parity, SEQUENCES, startTicketCluster, type TicketCluster } from './ticket-cluster.js';
 
@@ -69,6 +70,30 @@ test('classic mode: round robin hands out odd and even IDs in turn; batches are 
     await assert.rejects(client.next('nope'), (err: unknown) => err instanceof ShardKitError && err.code === 'UNKNOWN_SEQUENCE');
     await assert.rejects(client.nextBatch('accounts', 0), (err: unknown) => err instanceof ShardKitError && err.code === 'INVALID_ARGUMENT');
   } finally {
+    await client.close();
+  }
+});
+
+test('/metrics after real tickets: IDs issued per sequence, each server up with its round trips', async () => {
+  const client = new TicketClient(cluster.config);
+  const f = await makeApp({ plugins: [ticketsRoutes(client)] });
+  try {
+    for (let i = 0; i < 4; i++) assert.equal((await f.app.inject({ method: 'POST', url: '/v1/tickets/groups', payload: {} })).statusCode, 200);
+    assert.equal((await f.app.inject({ method: 'POST', url: '/v1/tickets/groups?count=10', payload: {} })).statusCode, 200);
+    const body = (await f.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.equal(scrapeValue(body, 'shardkit_tickets_issued_total', { sequence: 'groups' }), 14);
+    assert.equal(scrapeValue(body, 'shardkit_tickets_issued_total', { sequence: 'photos' }), 0);
+    let trips = 0;
+    for (const s of cluster.config.servers) {
+      assert.equal(scrapeValue(body, 'shardkit_ticket_server_up', { server: s.name }), 1, s.name);
+      assert.equal(scrapeValue(body, 'shardkit_ticket_server_errors_total', { server: s.name }), 0, s.name);
+      const n = scrapeValue(body, 'shardkit_ticket_server_duration_seconds_count', { server: s.name });
+      assert.ok(n >= 1, `round robin reaches ${s.name}`);
+      trips += n;
+    }
+    assert.equal(trips, 5, 'one round trip per single ID, one for the batch of 10');
+  } finally {
+    await f.cleanup();
     await client.close();
   }
 });

@@ -3,6 +3,7 @@ import type {} from '@fastify/swagger';
 import { ShardKitError } from '../../errors.js';
 import { formatId } from '../../ids/codec.js';
 import type { TicketClient } from '../../tickets/ticket-client.js';
+import { registerTicketMetrics } from '../module-metrics.js';
 import { ticketsConfigSchema } from '../../tickets/tickets-config.js';
 
 const errorBody = {
@@ -32,6 +33,7 @@ export function ticketsRoutes(client?: TicketClient): (app: FastifyInstance) => 
     if (client === undefined) throw notConfigured();
   };
   return async (app: FastifyInstance) => {
+    if (client !== undefined && app.metricsRegistry !== null && app.metricsRegistry !== undefined) registerTicketMetrics(app.metricsRegistry, client);
     app.post<{ Params: { sequence: string }; Querystring: { count?: number } }>('/v1/tickets/:sequence', {
       preValidation: [
         async (request) => {

@@ -8,6 +8,8 @@ import { DEFAULT_LIMITS } from '../../widecolumn/limits.js';
 import { exportDirOf } from '../../widecolumn/service.js';
 import { registerAdminRoutes } from './widecolumn/admin-routes.js';
 import { registerDataRoutes } from './widecolumn/data-routes.js';
+import { measuredEngine } from '../../widecolumn/engine-metrics.js';
+import { registerWideColumnMetrics } from '../module-metrics.js';
 
 function disabled(): ShardKitError {
   return new ShardKitError('WIDECOLUMN_DISABLED', 'this service runs without the wide-column store (started with --no-widecolumn): restart it without that flag, or use a service that has it (docs/widecolumn.md)');
@@ -31,7 +33,7 @@ export function widecolumnDisabledRoutes(): (app: FastifyInstance) => Promise<vo
       throw disabled();
     },
   });
-  const routes = widecolumnRoutes(store, { exportDir: '' });
+  const routes = widecolumnRoutes(store, { exportDir: '', metrics: false });
   return async (app: FastifyInstance) => {
     app.addHook('onRoute', (route) => {
       route.onRequest = route.onRequest === undefined ? refuse : [...[route.onRequest].flat(), refuse];
@@ -44,6 +46,8 @@ export interface WidecolumnRoutesOptions {
   /** The only directory admin backups and exports write into (default: the one openWideColumnService
    *  chose for this store, else `widecolumn-exports` next to the store directory). */
   exportDir?: string;
+  /** Time and count the engine's calls on the app's /metrics (default true). */
+  metrics?: boolean;
 }
 
 /**
@@ -57,7 +61,13 @@ export function widecolumnRoutes(store: WideColumnEngine, options: WidecolumnRou
   const bodyLimit = Math.ceil(store.limits.maxBatchBytes * 1.5) + 1024 * 1024;
   const exportDir = options.exportDir ?? exportDirOf(store);
   return async (app: FastifyInstance) => {
-    await registerDataRoutes(app, store, bodyLimit);
-    await registerAdminRoutes(app, store, exportDir);
+    let engine = store;
+    if (options.metrics !== false && app.metricsRegistry !== null && app.metricsRegistry !== undefined) {
+      const measured = measuredEngine(store);
+      registerWideColumnMetrics(app.metricsRegistry, measured.metrics);
+      engine = measured.engine;
+    }
+    await registerDataRoutes(app, engine, bodyLimit);
+    await registerAdminRoutes(app, engine, exportDir);
   };
 }

@@ -4,6 +4,7 @@ import type { Pool, PoolConnection } from 'mysql2';
 import { ShardKitError } from '../../errors.js';
 import { codedError } from '../sql/host-down.js';
 import { ServerPool } from '../sql/server-pool.js';
+import { statementKind, type PoolGauges, type StorageOpKind } from '../storage-metrics.js';
 import type { SqlHostPool, SqlResult, SqlRun, SqlValue } from '../sql/sql-dialect.js';
 import { isConnectionError, isHostDownError } from './mysql-errors.js';
 
@@ -80,6 +81,14 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
     });
   }
 
+  /** mysql2 keeps no public counts: its pool's lists (read-only here, as exhausted() does). */
+  protected connections(): PoolGauges {
+    const internals = this.pool as unknown as { _freeConnections?: { length: number }; _allConnections?: { length: number }; _connectionQueue?: { length: number } };
+    const all = internals._allConnections?.length ?? 0;
+    const idle = internals._freeConnections?.length ?? 0;
+    return { inUse: all - idle, idle, waiting: internals._connectionQueue?.length ?? 0 };
+  }
+
   /** Whether getConnection would have to wait for another caller to release a connection. */
   private exhausted(): boolean {
     const internals = this.pool as unknown as { _freeConnections?: { length: number }; _allConnections?: { length: number } };
@@ -126,10 +135,10 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
     });
   }
 
-  private run<T>(conn: PoolConnection, sql: string, values: SqlValue[] | undefined, callback: (err: unknown, rows?: T) => void): void {
-    this.sent();
+  private run<T>(conn: PoolConnection, sql: string, values: SqlValue[] | undefined, kind: StorageOpKind | undefined, callback: (err: unknown, rows?: T) => void): void {
+    const started = this.sent();
     conn.query({ sql, values, timeout: this.options.queryTimeoutMs }, (err, rows) => {
-      this.answered();
+      this.answered(started, kind);
       callback(err, rows as T);
     });
   }
@@ -151,7 +160,7 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
         done(err);
         return;
       }
-      this.run<unknown>(conn!, sql, values, (qerr, rows) => {
+      this.run<unknown>(conn!, sql, values, statementKind(sql), (qerr, rows) => {
         if (qerr) {
           this.discardOnFailure(conn!, qerr);
           done(qerr);
@@ -170,7 +179,7 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
   async transaction<T>(fn: (run: SqlRun) => Promise<T>): Promise<T> {
     const conn = await new Promise<PoolConnection>((resolve, reject) => this.acquire((err, c) => (err ? reject(err) : resolve(c!))));
     const q: SqlRun = <R>(sql: string, values?: SqlValue[]) =>
-      new Promise<SqlResult<R>>((resolve, reject) => this.run<unknown>(conn, sql, values, (err, rows) => (err ? reject(err) : resolve(toResult<R>(rows)))));
+      new Promise<SqlResult<R>>((resolve, reject) => this.run<unknown>(conn, sql, values, undefined, (err, rows) => (err ? reject(err) : resolve(toResult<R>(rows)))));
     return this.transact(q, fn, isConnectionError, (failure) => (failure ? this.discardOnFailure(conn, failure.err) : conn.release()));
   }
 

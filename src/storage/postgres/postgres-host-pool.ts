@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { requireOptional } from '../../util/optional-dependency.js';
 import { ShardKitError } from '../../errors.js';
 import { ServerPool } from '../sql/server-pool.js';
+import { statementKind, type PoolGauges, type StorageOpKind } from '../storage-metrics.js';
 import type { SqlHostPool, SqlResult, SqlRun, SqlValue } from '../sql/sql-dialect.js';
 import { PG_HOST_DOWN, codeDriverError, isConnectionError, isHostDownError } from './postgres-errors.js';
 
@@ -77,6 +78,11 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
     this.pool.on('error', (err) => this.down.mark(codeDriverError(err)));
   }
 
+  protected connections(): PoolGauges {
+    const idle = this.pool.idleCount;
+    return { inUse: this.pool.totalCount - idle, idle, waiting: this.pool.waitingCount };
+  }
+
   /** A pooled client; pg-pool bounds both opening one and waiting for one by connectionTimeoutMillis. */
   private async acquire(): Promise<pg.PoolClient> {
     if (this.closed) throw new ShardKitError('CLOSED', 'the PostgreSQL backend is closed');
@@ -102,14 +108,14 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
     }
   }
 
-  private async run<T extends pg.QueryResultRow>(client: pg.PoolClient, sql: string, values?: SqlValue[]): Promise<pg.QueryResult<T>> {
-    this.sent();
+  private async run<T extends pg.QueryResultRow>(client: pg.PoolClient, sql: string, values: SqlValue[] | undefined, kind: StorageOpKind | undefined): Promise<pg.QueryResult<T>> {
+    const started = this.sent();
     try {
       return await client.query<T>(sql, values as unknown[] | undefined);
     } catch (err) {
       throw codeDriverError(err);
     } finally {
-      this.answered();
+      this.answered(started, kind);
     }
   }
 
@@ -140,11 +146,11 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
         // during a failover) emits 'error', which pg-pool only listens for on idle clients.
         const onError = (e: unknown) => this.down.mark(codeDriverError(e));
         client.on('error', onError);
-        this.sent();
+        const started = this.sent();
         const name = values !== undefined && values.length > 0 ? this.statementName(sql) : undefined;
         const query = name === undefined ? { text: sql, values: values as unknown[] } : { text: sql, values: values as unknown[], name };
         client.query<R & pg.QueryResultRow>(query, (qerr, res) => {
-          this.answered();
+          this.answered(started, statementKind(sql));
           client.removeListener('error', onError);
           if (qerr) {
             codeDriverError(qerr);
@@ -176,7 +182,7 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
   async query<T extends pg.QueryResultRow>(sql: string, values?: SqlValue[], options: { discardOnError?: boolean } = {}): Promise<pg.QueryResult<T>> {
     const client = await this.acquire();
     try {
-      const res = await this.run<T>(client, sql, values);
+      const res = await this.run<T>(client, sql, values, statementKind(sql));
       client.release();
       return res;
     } catch (err) {
@@ -193,7 +199,7 @@ export class PostgresHostPool extends ServerPool implements SqlHostPool {
   async transaction<T>(fn: (run: SqlRun) => Promise<T>): Promise<T> {
     const client = await this.acquire();
     const q: SqlRun = async <R>(sql: string, values?: SqlValue[]) => {
-      const res = await this.run<R & pg.QueryResultRow>(client, sql, values);
+      const res = await this.run<R & pg.QueryResultRow>(client, sql, values, undefined);
       return { rows: res.rows, affected: res.rowCount ?? 0 };
     };
     return this.transact(q, fn, isConnectionError, (failure) => (failure ? this.discardOnFailure(client, failure.err) : client.release()));

@@ -1,4 +1,5 @@
 import { ShardKitError } from '../../errors.js';
+import type { HostStorageMetrics } from '../storage-metrics.js';
 
 /** The counters every host pool keeps. */
 export interface CountingPool {
@@ -6,6 +7,8 @@ export interface CountingPool {
   inFlight: number;
   maxInFlight: number;
   close(): Promise<void>;
+  /** Pool gauges and latency histograms, for /metrics (server pools). */
+  metrics?(): HostStorageMetrics;
 }
 
 /** One pool per declared host, created on first use; counters for benchmarks and tests. */
@@ -67,6 +70,13 @@ export class HostPools<P extends CountingPool, A> {
         pool.maxInFlight = pool.inFlight;
       }
     }
+    return out;
+  }
+
+  /** Each opened host's pool gauges and latency histograms. */
+  metrics(): HostStorageMetrics[] {
+    const out: HostStorageMetrics[] = [];
+    for (const pool of this.pools.values()) if (pool.metrics !== undefined) out.push(pool.metrics());
     return out;
   }
 

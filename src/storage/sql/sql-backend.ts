@@ -7,6 +7,7 @@ import type {
 import { fleetTables } from '../shard-names.js';
 import { SchemaTables } from '../schema-tables.js';
 import { HostPools } from './host-pools.js';
+import type { HostStorageMetrics } from '../storage-metrics.js';
 import type { ErrorContext, ObjectRowText, SqlDialect, SqlHostPool, SqlResult, SqlValue } from './sql-dialect.js';
 
 interface MappingRowText {
@@ -70,6 +71,10 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
   /** Per host: round trips and the most statements in flight at once since the last reset. */
   hostStats(options: { reset?: boolean } = {}): Record<string, { queries: number; maxInFlight: number }> {
     return this.pools.stats(options);
+  }
+
+  storageMetrics(): HostStorageMetrics[] {
+    return this.pools.metrics();
   }
 
   protected pool(host: string): P {
