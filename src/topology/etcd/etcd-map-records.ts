@@ -3,9 +3,9 @@ import type { Etcd3, IKeyValue } from 'etcd3';
 export type { EtcdSnapshot } from './etcd-snapshot.js';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
-import { ShardMap } from '../shard-map.js';
+import { ShardMap, type MoveRecord, type ShardRange } from '../shard-map.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
-import { assembleMap, decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, recordsOfRange, type DecodedRecord, type MapDelta, type MapRoot } from '../map-records.js';
+import { assembleMap, decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, recordsOfRange, type DecodedRecord, type MapRoot } from '../map-records.js';
 
 /** Most operations one compare-and-set transaction carries (etcd's --max-txn-ops default is 128). */
 export const MAX_TXN_RECORDS = 100;
@@ -57,10 +57,10 @@ export function snapshotOf(keys: EtcdMapKeys, kvs: IKeyValue[], revision: number
 }
 
 /** The map of a root and its records; an overlap or gap names the records involved. */
-export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, delta?: MapDelta): ShardMap {
+export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>): ShardMap {
   const decoded = new Map<string, DecodedRecord>();
   for (const [n, r] of records) decoded.set(n, r.decoded);
-  const json = assembleMap(root, decoded, `etcd keys ${keys.genPrefix(root.gen)}*`, delta);
+  const json = assembleMap(root, decoded, `etcd keys ${keys.genPrefix(root.gen)}*`);
   try {
     // Each record was schema-checked when it was decoded (and only changed ones are decoded).
     return ShardMap.fromCheckedParts(json);
@@ -121,8 +121,8 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
 
 /**
  * A watcher's copy of the records: it applies each watch response (one transaction's events
- * arrive together) and rebuilds the map from the records it already holds, parsing only the
- * ones that changed. A response it cannot apply as a delta (a new generation, no snapshot yet)
+ * arrive together), parsing only the records that changed, and patches the previous map with
+ * them (ShardMap.patched: only the changed shards' table chunks are copied or checked). A response it cannot apply as a delta (a new generation, no snapshot yet)
  * asks for a full read instead.
  */
 export class RecordWatchState {
@@ -131,8 +131,8 @@ export class RecordWatchState {
   private revision = 0;
   /** The map the records made last: the base of the next delta. */
   private last: ShardMap | undefined;
-  /** Records changed since `last` was made (a response without the root leaves them here). */
-  private changedSince = new Set<string>();
+  /** Records changed since `last` was made, with what they held then (a response without the root leaves them here). */
+  private before = new Map<string, DecodedRecord | undefined>();
 
   constructor(private readonly keys: EtcdMapKeys) {}
 
@@ -143,7 +143,7 @@ export class RecordWatchState {
     this.root = s.layout === 2 ? s.root : undefined;
     this.records = s.layout === 2 ? new Map(s.records) : new Map();
     this.last = s.layout === 2 ? s.map : undefined;
-    this.changedSince.clear();
+    this.before.clear();
   }
 
   /**
@@ -188,22 +188,65 @@ export class RecordWatchState {
         const root = parseRoot(json, `etcd key ${this.keys.key}`);
         if (this.root === undefined || root.gen !== this.root.gen) return 'resync';
         this.root = root;
-        const delta = this.last === undefined ? undefined : { previous: this.last.objectRanges(), changed: this.changedSince };
-        this.changedSince = new Set();
-        this.last = mapOf(this.keys, root, this.records, delta);
+        const changed = this.before;
+        this.before = new Map();
+        this.last = (this.last === undefined ? undefined : patchedMap(this.last, root, this.records, changed)) ?? mapOf(this.keys, root, this.records);
         out.push(this.last);
         continue;
       }
       if (this.root === undefined) continue;
       const name = this.keys.recordName(key, this.root.gen);
       if (name === undefined) continue;
+      if (!this.before.has(name)) this.before.set(name, this.records.get(name)?.decoded);
       if (type === 'delete') this.records.delete(name);
       else {
         const text = kv.value.toString('utf8');
         this.records.set(name, { text, decoded: decodeRecord(name, text, `etcd key ${key}`) });
       }
-      this.changedSince.add(name);
     }
     return out;
+  }
+}
+
+/**
+ * The map after a change, made from the previous one and only the records that changed (`before`:
+ * what each held before it): the changed pairs' old ranges out, their new ones in, nothing else
+ * copied or checked again. Undefined when only a whole build can say (the mod fleet changed into
+ * something the patch refuses, a count or move list that does not add up, any error): mapOf then
+ * rebuilds and names the records at fault.
+ */
+function patchedMap(previous: ShardMap, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, before: ReadonlyMap<string, DecodedRecord | undefined>): ShardMap | undefined {
+  if (records.size !== root.records) return undefined;
+  const removed: ShardRange[] = [];
+  const added: ShardRange[] = [];
+  let modShards: { count: number; ranges: ShardRange[] } | undefined;
+  for (const [name, old] of before) {
+    const now = records.get(name)?.decoded;
+    if (old?.kind === 'pair') for (const r of old.ranges) removed.push(r);
+    if (now?.kind === 'pair') for (const r of now.ranges) added.push(r);
+    if (name === 'mod') {
+      if (now?.kind !== 'mod') return undefined;
+      modShards = { count: now.count, ranges: now.ranges };
+    }
+  }
+  const moves: MoveRecord[] = [];
+  for (const id of root.moves ?? []) {
+    const rec = records.get(`move/${id}`)?.decoded;
+    if (rec?.kind !== 'move') return undefined;
+    moves.push(rec.move);
+  }
+  // Every move record is named by the root: records = pairs + mod + moves, and the pairs did not change in number unless a pair record came or went.
+  let moveRecords = previous.moves().length;
+  for (const [name, old] of before) if (name.startsWith('move/')) moveRecords += (records.has(name) ? 1 : 0) - (old === undefined ? 0 : 1);
+  if (moveRecords !== moves.length) return undefined;
+  try {
+    return ShardMap.patched(previous, {
+      version: root.version, removed, added, moves,
+      ...(modShards !== undefined ? { modShards } : {}),
+      ...(root.readOnly !== undefined ? { readOnly: root.readOnly } : {}),
+    });
+  } catch (err) {
+    if (err instanceof ShardKitError) return undefined;
+    throw err;
   }
 }
