@@ -1,39 +1,11 @@
 import { z } from 'zod';
 import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_SHARD } from '../ids/pinterest-id.js';
-import { RangeIndex, ShardTable, checkedSorted, invalid, type ShardLocation } from './shard-table.js';
+import { RangeIndex, ShardTable, checkedSorted, invalid } from './shard-table.js';
+import type { ShardLocation } from './shard-range.js';
 
-/** A range of logical shards served by one master/slave pair (the seed's config entry). */
-export interface ShardRange {
-  range: [number, number];
-  master: string;
-  slave?: string;
-  /** Whether new objects may be placed on these shards. Mod-shard ranges have no `open`. */
-  open?: boolean;
-  /**
-   * Set while a move (or failover) holds this range for its cutover (docs/moves.md): services
-   * hold writes to it for at most `holdMs` after `frozenAt`, then ignore the freeze.
-   */
-  frozen?: RangeFreeze;
-}
-
-/** A master and its optional slave: one side of a move. */
-export interface HostPair {
-  master: string;
-  slave?: string;
-}
-
-/** The freeze a move puts on the range it is about to switch (written by src/moves, read by services). */
-export interface RangeFreeze {
-  /** The id of the move in `moves` that froze the range. */
-  id: string;
-  source: HostPair;
-  target: HostPair;
-  /** Wall-clock ms since the epoch when the freeze was written. */
-  frozenAt: number;
-  /** How long services hold writes to the range before they give up on the freeze. */
-  holdMs: number;
-}
+export type { HostPair, RangeFreeze, ShardRange } from './shard-range.js';
+import type { HostPair, RangeFreeze, ShardRange } from './shard-range.js';
 
 /**
  * The phases of a move, in order (src/moves/move-runner.ts runs them); 'aborting' is entered from
@@ -152,7 +124,7 @@ export const shardMapSchema = z.object({
   readOnly: z.object({ reason: z.string().min(1).max(1000), since: epochMs }).strict().optional(),
 }).strict();
 
-export type { ShardLocation } from './shard-table.js';
+export type { ShardLocation } from './shard-range.js';
 
 export class ShardMap {
   readonly version: number;

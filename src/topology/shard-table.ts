@@ -1,14 +1,5 @@
 import { ShardKitError } from '../errors.js';
-import type { RangeFreeze, ShardRange } from './shard-map.js';
-
-export interface ShardLocation {
-  shard: number;
-  master: string;
-  slave?: string;
-  open: boolean;
-  /** The freeze on the shard's range, whether or not its hold budget has run out. */
-  frozen?: RangeFreeze;
-}
+import type { ShardLocation, ShardRange } from './shard-range.js';
 
 export function invalid(message: string): never {
   throw new ShardKitError('INVALID_CONFIG', `invalid shard map: ${message}`);
@@ -63,7 +54,7 @@ const CHUNK = 1 << CHUNK_BITS;
 interface Chunk {
   readonly slots: ShardRange[];
   readonly open: number;
-  locs: Array<ShardLocation | undefined> | undefined;
+  locs: ShardLocation[] | undefined;
 }
 
 function chunkOf(slots: ShardRange[]): Chunk {
@@ -75,8 +66,8 @@ function chunkOf(slots: ShardRange[]): Chunk {
 /**
  * The object shards as a shard → range table in chunks of 256 shards, shared between map versions:
  * a change copies only the chunks it touches (a one-shard switch: one or two), so a subscriber's
- * cost follows the change, not the map (#30). `location()` is O(1) and allocates once per shard
- * and map version (the location is kept in its chunk), never per call. Open shards are counted
+ * cost follows the change, not the map (#30). `location()` is O(1) and allocates nothing per call:
+ * a chunk's locations are made once per map version, on its first lookup. Open shards are counted
  * per chunk, so picking the k-th open shard is a search over chunk totals and one chunk.
  */
 export class ShardTable {
@@ -117,18 +108,7 @@ export class ShardTable {
   location(shard: number): ShardLocation | undefined {
     if (!(shard >= 0 && shard <= this.lastShard)) return undefined;
     const chunk = this.chunks[shard >> CHUNK_BITS]!;
-    const i = shard & (CHUNK - 1);
-    const locs = (chunk.locs ??= new Array<ShardLocation | undefined>(chunk.slots.length));
-    let loc = locs[i];
-    if (loc === undefined) {
-      const r = chunk.slots[i]!;
-      loc = Object.freeze({
-        shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: r.open === true,
-        ...(r.frozen !== undefined ? { frozen: r.frozen } : {}),
-      });
-      locs[i] = loc;
-    }
-    return loc;
+    return (chunk.locs ??= locationsOf(chunk.slots, shard & ~(CHUNK - 1)))[shard & (CHUNK - 1)];
   }
 
   /** The ranges in shard order (made from the table on first use when the table was patched). */
@@ -207,6 +187,23 @@ export class ShardTable {
 
 /** Marks a slot emptied by a patch until an added range fills it. */
 const HOLE: ShardRange = { range: [-1, -1], master: '' };
+
+/**
+ * A chunk's locations, made together on the chunk's first locate: one allocation per shard and map
+ * version instead of one per call, laid out in shard order (random lookups over 65,536 shards stay
+ * near each other in memory). Frozen: every caller shares them.
+ */
+function locationsOf(slots: readonly ShardRange[], base: number): ShardLocation[] {
+  const out = new Array<ShardLocation>(slots.length);
+  for (let i = 0; i < slots.length; i++) {
+    const r = slots[i]!;
+    out[i] = Object.freeze({
+      shard: base + i, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: r.open === true,
+      ...(r.frozen !== undefined ? { frozen: r.frozen } : {}),
+    });
+  }
+  return out;
+}
 
 function openTotals(chunks: readonly Chunk[]): Int32Array {
   const out = new Int32Array(chunks.length + 1);

@@ -127,7 +127,8 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
  */
 export class RecordWatchState {
   private root: MapRoot | undefined;
-  private records = new Map<string, { text: string; decoded: DecodedRecord }>();
+  /** Decoded records only: a subscriber never writes, so the stored texts (a megabyte at moon size) are not kept. */
+  private records = new Map<string, { decoded: DecodedRecord }>();
   private revision = 0;
   /** The map the records made last: the base of the next delta. */
   private last: ShardMap | undefined;
@@ -141,7 +142,8 @@ export class RecordWatchState {
     if (s.revision < this.revision) return;
     this.revision = s.revision;
     this.root = s.layout === 2 ? s.root : undefined;
-    this.records = s.layout === 2 ? new Map(s.records) : new Map();
+    this.records = new Map();
+    if (s.layout === 2) for (const [name, r] of s.records) this.records.set(name, { decoded: r.decoded });
     this.last = s.layout === 2 ? s.map : undefined;
     this.before.clear();
   }
@@ -201,7 +203,7 @@ export class RecordWatchState {
       if (type === 'delete') this.records.delete(name);
       else {
         const text = kv.value.toString('utf8');
-        this.records.set(name, { text, decoded: decodeRecord(name, text, `etcd key ${key}`) });
+        this.records.set(name, { decoded: decodeRecord(name, text, `etcd key ${key}`) });
       }
     }
     return out;
