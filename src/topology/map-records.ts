@@ -26,6 +26,8 @@ export interface MapRoot {
   /** Ids of the moves recorded, in the map's order (their records carry the rest). */
   moves?: string[];
   readOnly?: { reason: string; since: number };
+  /** File store only: each record's content hash, which names its file (records are never rewritten in place). */
+  files?: Record<string, string>;
 }
 
 const rootSchema = z.object({
@@ -35,6 +37,7 @@ const rootSchema = z.object({
   records: z.number().int().min(1),
   moves: z.array(z.string()).optional(),
   readOnly: z.object({ reason: z.string().min(1).max(1000), since: z.number().int().min(0) }).strict().optional(),
+  files: z.record(z.string(), z.string().regex(/^[0-9a-f]{16}$/)).optional(),
 }).strict();
 
 /** Whether a stored document is a layout-2 root (anything else is read as today's single document). */
