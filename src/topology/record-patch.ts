@@ -1,6 +1,6 @@
 import { ShardKitError } from '../errors.js';
 import { ShardMap, type MoveRecord, type ShardRange } from './shard-map.js';
-import type { DecodedRecord, MapRoot } from './map-records.js';
+import { assembleMap, recordsOfRange, type DecodedRecord, type MapRoot } from './map-records.js';
 
 /**
  * The map after a change, made from the previous one and only the records that changed (`before`:
@@ -42,5 +42,25 @@ export function patchedMap(previous: ShardMap, root: MapRoot, records: ReadonlyM
   } catch (err) {
     if (err instanceof ShardKitError) return undefined;
     throw err;
+  }
+}
+
+/**
+ * The map of a root and all its records, built whole; an overlap or gap is INVALID_CONFIG naming
+ * the records involved (`label` turns a record name into where it is kept: a key, a file).
+ */
+export function mapFromRecords(root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, where: string, label: (name: string) => string): ShardMap {
+  const decoded = new Map<string, DecodedRecord>();
+  for (const [n, r] of records) decoded.set(n, r.decoded);
+  const json = assembleMap(root, decoded, where);
+  try {
+    // Each record was schema-checked when it was decoded (and only changed ones are decoded).
+    return ShardMap.fromCheckedParts(json);
+  } catch (err) {
+    if (!(err instanceof ShardKitError)) throw err;
+    const lo = /range \[(\d+),/.exec(err.message);
+    const names = lo === null ? [] : recordsOfRange(decoded, Number(lo[1]));
+    const which = names.length > 0 ? ` (records ${names.map(label).join(', ')})` : '';
+    throw new ShardKitError(err.code, `shard map in ${where}${which}: ${err.message}`, { cause: err });
   }
 }

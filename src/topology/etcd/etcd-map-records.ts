@@ -4,9 +4,9 @@ export type { EtcdSnapshot } from './etcd-snapshot.js';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
 import { ShardMap } from '../shard-map.js';
-import { patchedMap } from '../record-patch.js';
+import { mapFromRecords, patchedMap } from '../record-patch.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
-import { assembleMap, decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, recordsOfRange, type DecodedRecord, type MapRoot } from '../map-records.js';
+import { decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, type DecodedRecord, type MapRoot } from '../map-records.js';
 
 /** Most operations one compare-and-set transaction carries (etcd's --max-txn-ops default is 128). */
 export const MAX_TXN_RECORDS = 100;
@@ -59,19 +59,7 @@ export function snapshotOf(keys: EtcdMapKeys, kvs: IKeyValue[], revision: number
 
 /** The map of a root and its records; an overlap or gap names the records involved. */
 export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>): ShardMap {
-  const decoded = new Map<string, DecodedRecord>();
-  for (const [n, r] of records) decoded.set(n, r.decoded);
-  const json = assembleMap(root, decoded, `etcd keys ${keys.genPrefix(root.gen)}*`);
-  try {
-    // Each record was schema-checked when it was decoded (and only changed ones are decoded).
-    return ShardMap.fromCheckedParts(json);
-  } catch (err) {
-    if (!(err instanceof ShardKitError)) throw err;
-    const lo = /range \[(\d+),/.exec(err.message);
-    const names = lo === null ? [] : recordsOfRange(decoded, Number(lo[1]));
-    const which = names.length > 0 ? ` (records ${names.map((n) => keys.genPrefix(root.gen) + n).join(', ')})` : '';
-    throw new ShardKitError(err.code, `shard map in etcd keys ${keys.genPrefix(root.gen)}*${which}: ${err.message}`, { cause: err });
-  }
+  return mapFromRecords(root, records, `etcd keys ${keys.genPrefix(root.gen)}*`, (n) => keys.genPrefix(root.gen) + n);
 }
 
 /**

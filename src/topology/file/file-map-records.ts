@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ShardKitError } from '../../errors.js';
-import { ShardMap } from '../shard-map.js';
-import { assembleMap, decodeRecord, encodeRecords, makeRoot, recordsOfRange, type DecodedRecord, type MapRoot } from '../map-records.js';
-import { patchedMap } from '../record-patch.js';
+import type { ShardMap } from '../shard-map.js';
+import { decodeRecord, encodeRecords, makeRoot, type DecodedRecord, type MapRoot } from '../map-records.js';
+import { mapFromRecords, patchedMap } from '../record-patch.js';
 import { writeFileAtomic } from './atomic-write.js';
 
 /** Records written at once by a large change (a first write, an upgrade). */
@@ -72,19 +72,7 @@ export class FileMapRecords {
   }
 
   private build(root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>): ShardMap {
-    const decoded = new Map<string, DecodedRecord>();
-    for (const [n, r] of records) decoded.set(n, r.decoded);
-    const where = `topology file ${this.path} and its records ${this.dir}`;
-    const json = assembleMap(root, decoded, where);
-    try {
-      return ShardMap.fromCheckedParts(json);
-    } catch (err) {
-      if (!(err instanceof ShardKitError)) throw err;
-      const lo = /range \[(\d+),/.exec(err.message);
-      const names = lo === null ? [] : recordsOfRange(decoded, Number(lo[1]));
-      const which = names.length > 0 ? ` (records ${names.map((n) => this.fileOf(n, (root.files ?? {})[n]!)).join(', ')})` : '';
-      throw new ShardKitError(err.code, `shard map in ${where}${which}: ${err.message}`, { cause: err });
-    }
+    return mapFromRecords(root, records, `topology file ${this.path} and its records ${this.dir}`, (n) => this.fileOf(n, (root.files ?? {})[n]!));
   }
 
   /**

@@ -1,6 +1,6 @@
-import { ShardMap as ShardMapClass, type ShardMap } from '../shard-map.js';
-import { assembleMap, decodeRecord, encodeRecords, makeRoot, type DecodedRecord } from '../map-records.js';
-import { patchedMap } from '../record-patch.js';
+import type { ShardMap } from '../shard-map.js';
+import { decodeRecord, encodeRecords, makeRoot, type DecodedRecord } from '../map-records.js';
+import { mapFromRecords, patchedMap } from '../record-patch.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
@@ -41,8 +41,7 @@ export class MemoryTopologyBacking {
     }
     for (const [name, had] of this.records) if (!next.has(name)) before.set(name, had.decoded);
     const root = makeRoot(json, map.version, 'm', next.size);
-    const decoded = new Map([...records].map(([n, r]) => [n, r.decoded]));
-    const stored = (this.current === undefined ? undefined : patchedMap(this.current, root, records, before)) ?? ShardMapClass.fromCheckedParts(assembleMap(root, decoded, 'the memory topology store'));
+    const stored = (this.current === undefined ? undefined : patchedMap(this.current, root, records, before)) ?? mapFromRecords(root, records, 'the memory topology store', (n) => `record ${n}`);
     this.records = records;
     this.current = stored;
     return stored;
