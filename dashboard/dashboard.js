@@ -247,6 +247,9 @@ function count(n) {
  * shows its shard, its calls and its objects, its title the reads, writes and rate.
  * @param {any} stats GET /v1/admin/shards/stats, or { failed } when that call failed
  */
+/** More master hosts than this and the heat map shows one square per host, to zoom into (#30). */
+const HEAT_HOSTS_IN_FULL = 64;
+
 function renderHeatmap(stats) {
   const box = $('heatmap');
   if (stats.failed !== undefined) {
@@ -266,7 +269,8 @@ function renderHeatmap(stats) {
   $('heatmap-summary').textContent = `${count(stats.totals.reads + stats.totals.writes)} requests (${count(stats.totals.reads)} reads, ${count(stats.totals.writes)} writes) since ${new Date(stats.since).toISOString().slice(0, 19).replace('T', ' ')} UTC; ${count(stats.totals.objects)} objects (${objectsAge}). Colour: ${groups.byRate ? `requests/s over the last ${Math.round(stats.rateSeconds)} s` : `requests since start${stats.rateSeconds === null ? '' : ` (none in the last ${Math.round(stats.rateSeconds)} s)`}`}.`;
   $('heatmap-legend').hidden = false;
   $('heatmap-scale').textContent = groups.byRate ? formatRate(groups.max) : `${count(groups.max)} requests`;
-  box.replaceChildren(...groups.hosts.map((h) => el('div', { class: 'heat-host', 'data-host': h.host },
+  /** @param {any} h one host of heatGroups */
+  const hostBlock = (h) => el('div', { class: 'heat-host', 'data-host': h.host },
     el('h3', {}, h.host, el('span', { class: 'muted small' }, ` · ${count(h.calls)} requests${h.rate !== undefined ? ` · ${formatRate(h.rate)}` : ''} · ${count(h.objects)} objects`)),
     ...h.ranges.map((r) => el('div', { class: 'heat-range', 'data-range': `${r.range[0]}-${r.range[1]}` },
       el('div', { class: 'heat-range-label' },
@@ -282,7 +286,26 @@ function renderHeatmap(stats) {
         });
         if (!compact) cell.append(el('span', { class: 'heat-shard' }, String(c.shard)), el('span', { class: 'heat-calls' }, `${count(calls)} req`), el('span', { class: 'heat-objects' }, `${count(c.objects)} obj`));
         return cell;
-      })))))));
+      })))));
+  if (groups.hosts.length <= HEAT_HOSTS_IN_FULL) box.replaceChildren(...groups.hosts.map(hostBlock));
+  else {
+    // Moon size (#30): one square per master host, coloured by its total; a click zooms into that
+    // host's ranges and shards (65,536 shard squares at once would take the page seconds to lay out).
+    const hostMax = Math.max(0, ...groups.hosts.map((h) => (groups.byRate ? h.rate ?? 0 : h.calls)));
+    const detail = el('div', { id: 'heatmap-detail' });
+    const squares = groups.hosts.map((h) => {
+      const sq = el('button', {
+        type: 'button', class: `heat-cell heat-${heatLevel(groups.byRate ? h.rate ?? 0 : h.calls, hostMax)}`, 'data-host': h.host,
+        title: `${h.host}: ${h.ranges.length} ranges, ${count(h.ranges.reduce((/** @type {number} */ n, /** @type {any} */ r) => n + r.cells.length, 0))} shards, ${count(h.calls)} requests${h.rate !== undefined ? `, ${formatRate(h.rate)}` : ''}, ${count(h.objects)} objects`,
+      });
+      sq.addEventListener('click', () => detail.replaceChildren(hostBlock(h)));
+      return sq;
+    });
+    box.replaceChildren(
+      el('p', { id: 'heatmap-zoom', class: 'small muted' }, `${count(groups.hosts.length)} master hosts, ${count(shards)} shards: one square per host, coloured by its requests; click one for its ranges and shards.`),
+      el('div', { class: 'heat-cells compact heat-hosts' }, ...squares),
+      detail);
+  }
   const hot = hottestShards(groups, 10);
   $('hottest').hidden = hot.length === 0;
   $('hottest').querySelector('tbody')?.replaceChildren(...hot.map((c) => el('tr', { 'data-shard': String(c.shard) },

@@ -26,6 +26,8 @@ export interface MapRoot {
   /** Ids of the moves recorded, in the map's order (their records carry the rest). */
   moves?: string[];
   readOnly?: { reason: string; since: number };
+  /** File store only: each record's content hash, which names its file (records are never rewritten in place). */
+  files?: Record<string, string>;
 }
 
 const rootSchema = z.object({
@@ -35,6 +37,7 @@ const rootSchema = z.object({
   records: z.number().int().min(1),
   moves: z.array(z.string()).optional(),
   readOnly: z.object({ reason: z.string().min(1).max(1000), since: z.number().int().min(0) }).strict().optional(),
+  files: z.record(z.string(), z.string().regex(/^[0-9a-f]{16}$/)).optional(),
 }).strict();
 
 /** Whether a stored document is a layout-2 root (anything else is read as today's single document). */
@@ -139,42 +142,20 @@ export function decodeRecord(name: string, text: string, where: string): Decoded
  * the record count, one mod record. Overlaps and gaps are found by the ShardMap itself; the
  * store names the records involved (recordsOfRange).
  */
-export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedRecord>, where: string, delta?: MapDelta): ShardMapJson {
+export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedRecord>, where: string): ShardMapJson {
   if (records.size !== root.records) {
     throw new ShardKitError('INVALID_CONFIG', `shard map in ${where}: the root (version ${root.version}) names ${root.records} records, ${records.size} are stored`);
   }
   const moves: MoveRecord[] = [];
   let mod: { count: number; ranges: ShardRange[] } | undefined;
-  let ranges: ShardRange[];
-  if (delta === undefined) {
-    ranges = [];
-    for (const rec of records.values()) if (rec.kind === 'pair') for (const r of rec.ranges) ranges.push(r);
-  } else {
-    // The previous map's ranges (sorted) minus the changed pairs' old ones, merged with their new ones.
-    const masters = new Set<string>();
-    for (const name of delta.changed) if (name.startsWith('pair/')) masters.add(name.slice('pair/'.length));
-    const added: ShardRange[] = [];
-    for (const name of delta.changed) {
-      const rec = records.get(name);
-      if (rec?.kind === 'pair') for (const r of rec.ranges) added.push(r);
-    }
-    added.sort((a, b) => a.range[0] - b.range[0]);
-    // One merge of two sorted lists.
-    ranges = [];
-    let k = 0;
-    for (const r of delta.previous) {
-      if (masters.has(r.master)) continue;
-      while (k < added.length && added[k]!.range[0] < r.range[0]) ranges.push(added[k++]!);
-      ranges.push(r);
-    }
-    while (k < added.length) ranges.push(added[k++]!);
-  }
+  const ranges: ShardRange[] = [];
+  for (const rec of records.values()) if (rec.kind === 'pair') for (const r of rec.ranges) ranges.push(r);
   for (const rec of records.values()) {
     if (rec.kind === 'move') moves.push(rec.move);
     else if (rec.kind === 'mod') mod = rec;
   }
   if (mod === undefined) throw new ShardKitError('INVALID_CONFIG', `shard map in ${where}: no mod record`);
-  if (delta === undefined) ranges.sort((a, b) => a.range[0] - b.range[0]);
+  ranges.sort((a, b) => a.range[0] - b.range[0]);
   const order = new Map((root.moves ?? []).map((id, i) => [id, i]));
   for (const m of moves) if (!order.has(m.id)) throw new ShardKitError('INVALID_CONFIG', `shard map in ${where}: record move/${m.id} is not named by the root`);
   moves.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
@@ -183,12 +164,6 @@ export function assembleMap(root: MapRoot, records: ReadonlyMap<string, DecodedR
     ...(moves.length > 0 ? { moves } : {}),
     ...(root.readOnly !== undefined ? { readOnly: root.readOnly } : {}),
   };
-}
-
-/** A change applied to the previous map: its object ranges, and the names of the records that changed. */
-export interface MapDelta {
-  previous: readonly ShardRange[];
-  changed: ReadonlySet<string>;
 }
 
 /** The pair records holding a range that starts at `lo` (to name them in an overlap error). */

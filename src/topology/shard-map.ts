@@ -1,38 +1,11 @@
 import { z } from 'zod';
 import { ShardKitError } from '../errors.js';
 import { PINTEREST_MAX_SHARD } from '../ids/pinterest-id.js';
+import { RangeIndex, ShardTable, checkedSorted, invalid } from './shard-table.js';
+import type { ShardLocation } from './shard-range.js';
 
-/** A range of logical shards served by one master/slave pair (the seed's config entry). */
-export interface ShardRange {
-  range: [number, number];
-  master: string;
-  slave?: string;
-  /** Whether new objects may be placed on these shards. Mod-shard ranges have no `open`. */
-  open?: boolean;
-  /**
-   * Set while a move (or failover) holds this range for its cutover (docs/moves.md): services
-   * hold writes to it for at most `holdMs` after `frozenAt`, then ignore the freeze.
-   */
-  frozen?: RangeFreeze;
-}
-
-/** A master and its optional slave: one side of a move. */
-export interface HostPair {
-  master: string;
-  slave?: string;
-}
-
-/** The freeze a move puts on the range it is about to switch (written by src/moves, read by services). */
-export interface RangeFreeze {
-  /** The id of the move in `moves` that froze the range. */
-  id: string;
-  source: HostPair;
-  target: HostPair;
-  /** Wall-clock ms since the epoch when the freeze was written. */
-  frozenAt: number;
-  /** How long services hold writes to the range before they give up on the freeze. */
-  holdMs: number;
-}
+export type { HostPair, RangeFreeze, ShardRange } from './shard-range.js';
+import type { HostPair, RangeFreeze, ShardRange } from './shard-range.js';
 
 /**
  * The phases of a move, in order (src/moves/move-runner.ts runs them); 'aborting' is entered from
@@ -151,101 +124,59 @@ export const shardMapSchema = z.object({
   readOnly: z.object({ reason: z.string().min(1).max(1000), since: epochMs }).strict().optional(),
 }).strict();
 
-export interface ShardLocation {
-  shard: number;
-  master: string;
-  slave?: string;
-  open: boolean;
-  /** The freeze on the shard's range, whether or not its hold budget has run out. */
-  frozen?: RangeFreeze;
-}
-
-/** Sorted, validated ranges with O(1) shard → host lookup (a shard → range table). */
-class RangeIndex {
-  readonly ranges: ShardRange[];
-  private readonly starts: number[];
-
-  constructor(ranges: ShardRange[], what: string, firstShard: number, lastShard: number | undefined) {
-    // Usually sorted already (stores keep ranges in order): then a copy, not a sort.
-    let sorted = true;
-    for (let i = 1; i < ranges.length && sorted; i++) sorted = ranges[i - 1]!.range[0] <= ranges[i]!.range[0];
-    this.ranges = sorted ? ranges.slice() : [...ranges].sort((a, b) => a.range[0] - b.range[0]);
-    this.starts = this.ranges.map((r) => r.range[0]);
-    let expected = firstShard;
-    for (const r of this.ranges) {
-      const [lo, hi] = r.range;
-      if (lo > hi) invalid(`${what} range [${lo}, ${hi}] is reversed`);
-      if (lo < expected) invalid(`${what} range [${lo}, ${hi}] overlaps the range before it`);
-      if (lo > expected) invalid(`${what} shards ${expected}..${lo - 1} are not covered by any range`);
-      if (r.slave !== undefined && r.slave === r.master) invalid(`${what} range [${lo}, ${hi}] has the same master and slave`);
-      expected = hi + 1;
-    }
-    if (lastShard !== undefined && expected - 1 !== lastShard) {
-      invalid(`${what} ranges cover 0..${expected - 1}, expected 0..${lastShard}`);
-    }
-  }
-
-  get lastShard(): number {
-    return this.ranges[this.ranges.length - 1]!.range[1];
-  }
-
-  private table: Uint32Array | undefined;
-
-  private buildTable(): Uint32Array {
-    const table = new Uint32Array(this.lastShard + 1);
-    for (let i = 0; i < this.ranges.length; i++) table.fill(i, this.ranges[i]!.range[0], this.ranges[i]!.range[1] + 1);
-    return table;
-  }
-
-  find(shard: number): ShardRange | undefined {
-    // O(1) at any fragmentation: one slot per shard (at most 65,536: 256 KiB), built on first use.
-    if (this.table === undefined && this.lastShard <= PINTEREST_MAX_SHARD) this.table = this.buildTable();
-    if (this.table !== undefined) return shard >= 0 && shard < this.table.length ? this.ranges[this.table[shard]!] : undefined;
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.starts[mid]! <= shard) lo = mid;
-      else hi = mid - 1;
-    }
-    const r = this.ranges[lo];
-    return r && r.range[0] <= shard && shard <= r.range[1] ? r : undefined;
-  }
-}
-
-function invalid(message: string): never {
-  throw new ShardKitError('INVALID_CONFIG', `invalid shard map: ${message}`);
-}
+export type { ShardLocation } from './shard-range.js';
 
 export class ShardMap {
   readonly version: number;
-  private readonly objects: RangeIndex;
+  private readonly objects: ShardTable;
   private readonly mod: RangeIndex;
   readonly modShardCount: number;
-  private readonly openRanges: ShardRange[];
-  private readonly openCumulative: number[];
   private readonly moveList: MoveRecord[];
+  /** The object ranges under a freeze (few: one per move in its cutover), to check moves without a pass over every range. */
+  private readonly frozenRanges: ShardRange[];
   /** Set on a store that was migrated away (`shardkit migrate --final`). */
   readonly readOnly: MapReadOnly | undefined;
 
-  private constructor(json: ShardMapJson, hosts?: Iterable<string>) {
-    this.version = json.version;
-    this.objects = new RangeIndex(json.ranges, 'object', 0, undefined);
-    if (this.objects.lastShard > PINTEREST_MAX_SHARD) invalid(`object shards stop at ${PINTEREST_MAX_SHARD}`);
-    this.modShardCount = json.modShards.count;
-    this.mod = new RangeIndex(json.modShards.ranges, 'mod-shard', 0, json.modShards.count - 1);
-    for (const r of json.modShards.ranges) if (r.open !== undefined) invalid('mod-shard ranges have no "open" flag: all mod shards exist from the start');
-    for (const r of json.modShards.ranges) if (r.frozen !== undefined) invalid('mod-shard ranges cannot be frozen: only object shards move');
-    this.moveList = (json.moves ?? []).map(copyMove);
-    this.readOnly = json.readOnly === undefined ? undefined : { reason: json.readOnly.reason, since: json.readOnly.since };
-    checkMoves(this.moveList, this.objects.ranges);
-    this.openRanges = this.objects.ranges.filter((r) => r.open === true);
-    let total = 0;
-    this.openCumulative = this.openRanges.map((r) => (total += r.range[1] - r.range[0] + 1));
+  private constructor(version: number, objects: ShardTable, mod: RangeIndex, modCount: number, moves: MoveRecord[], frozen: ShardRange[], readOnly: MapReadOnly | undefined) {
+    this.version = version;
+    this.objects = objects;
+    this.mod = mod;
+    this.modShardCount = modCount;
+    this.moveList = moves;
+    this.frozenRanges = frozen;
+    this.readOnly = readOnly === undefined ? undefined : { reason: readOnly.reason, since: readOnly.since };
+    checkMoves(this.moveList, this.frozenRanges);
+  }
+
+  private static build(json: ShardMapJson, hosts?: Iterable<string>): ShardMap {
+    const sorted = checkedSorted(json.ranges, 'object', 0, undefined);
+    if (sorted[sorted.length - 1]!.range[1] > PINTEREST_MAX_SHARD) invalid(`object shards stop at ${PINTEREST_MAX_SHARD}`);
+    const mod = modIndex(json.modShards);
+    const map = new ShardMap(json.version, ShardTable.fromSorted(sorted), mod, json.modShards.count, (json.moves ?? []).map(copyMove), sorted.filter((r) => r.frozen !== undefined), json.readOnly);
     if (hosts !== undefined) {
       const declared = new Set(hosts);
-      for (const h of this.hostNames()) if (!declared.has(h)) invalid(`host ${h} is used by the shard map but not declared in "hosts"`);
+      for (const h of map.hostNames()) if (!declared.has(h)) invalid(`host ${h} is used by the shard map but not declared in "hosts"`);
     }
+    return map;
+  }
+
+  /**
+   * The next version of `previous` after a change of some pairs' records (the record layout's
+   * watcher, #30): `removed` are previous ranges the change replaces, `added` the ranges that
+   * replace them (each checked against the schema when its record was decoded). Touches only the
+   * shards of those ranges, sharing the rest of the table with `previous`; undefined when the
+   * change is not a replacement of the same shards (growth, a gap, an overlap, a range not in
+   * `previous`): build the map whole then, which checks everything.
+   */
+  static patched(previous: ShardMap, change: { version: number; removed: readonly ShardRange[]; added: readonly ShardRange[]; moves: readonly MoveRecord[]; modShards?: ShardMapJson['modShards']; readOnly?: MapReadOnly }): ShardMap | undefined {
+    const objects = previous.objects.patch(change.removed, change.added);
+    if (objects === undefined) return undefined;
+    const gone = new Set(change.removed);
+    const frozen = previous.frozenRanges.filter((r) => !gone.has(r));
+    for (const r of change.added) if (r.frozen !== undefined) frozen.push(r);
+    const mod = change.modShards === undefined ? previous.mod : modIndex(change.modShards);
+    const modCount = change.modShards === undefined ? previous.modShardCount : change.modShards.count;
+    return new ShardMap(change.version, objects, mod, modCount, change.moves.map(copyMove), frozen, change.readOnly);
   }
 
   /** Validates JSON (schema, overlaps, coverage and, when given, that every host is declared). */
@@ -255,7 +186,7 @@ export class ShardMap {
       const issue = parsed.error.issues[0]!;
       invalid(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
     }
-    return new ShardMap(parsed.data as ShardMapJson, options.hosts);
+    return ShardMap.build(parsed.data as ShardMapJson, options.hosts);
   }
 
   /**
@@ -264,7 +195,7 @@ export class ShardMap {
    * most of the cost, and still checks everything across parts (overlaps, gaps, moves, hosts).
    */
   static fromCheckedParts(json: ShardMapJson, options: { hosts?: Iterable<string> } = {}): ShardMap {
-    return new ShardMap(json, options.hosts);
+    return ShardMap.build(json, options.hosts);
   }
 
   toJSON(): ShardMapJson {
@@ -277,7 +208,7 @@ export class ShardMap {
     };
     const json: ShardMapJson = {
       version: this.version,
-      ranges: this.objects.ranges.map(copy),
+      ranges: this.objects.ranges().map(copy),
       modShards: { count: this.modShardCount, ranges: this.mod.ranges.map(copy) },
     };
     // Absent rather than empty, so maps without moves keep their exact JSON form.
@@ -288,7 +219,7 @@ export class ShardMap {
 
   /** Same ranges, another version (used by stores when they write). */
   withVersion(version: number): ShardMap {
-    return new ShardMap({ ...this.toJSON(), version });
+    return new ShardMap(version, this.objects, this.mod, this.modShardCount, this.moveList, this.frozenRanges, this.readOnly);
   }
 
   get shardCount(): number {
@@ -296,17 +227,14 @@ export class ShardMap {
   }
 
   get openShardCount(): number {
-    return this.openCumulative[this.openCumulative.length - 1] ?? 0;
+    return this.objects.openCount;
   }
 
-  /** Object shard → hosts, or UNKNOWN_SHARD. */
+  /** Object shard → hosts, or UNKNOWN_SHARD. O(1); the location is made once per shard and map version (frozen: do not change it). */
   locate(shard: number): ShardLocation {
-    const r = Number.isInteger(shard) ? this.objects.find(shard) : undefined;
-    if (!r) throw new ShardKitError('UNKNOWN_SHARD', `shard ${shard} is not in the shard map (0..${this.objects.lastShard})`);
-    return {
-      shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: r.open === true,
-      ...(r.frozen !== undefined ? { frozen: r.frozen } : {}),
-    };
+    const loc = Number.isInteger(shard) ? this.objects.location(shard) : undefined;
+    if (!loc) throw new ShardKitError('UNKNOWN_SHARD', `shard ${shard} is not in the shard map (0..${this.objects.lastShard})`);
+    return loc;
   }
 
   /** The object range holding `shard` (undefined when outside the map). */
@@ -331,24 +259,15 @@ export class ShardMap {
     return { shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: true };
   }
 
-  /** Maps `random` in [0, 1) to an open shard, uniformly over all open shards. */
+  /** Maps `random` in [0, 1) to an open shard, uniformly over all open shards (the k-th open shard in shard order). */
   pickOpenShard(random: number = Math.random()): number {
     const total = this.openShardCount;
     if (total === 0) throw new ShardKitError('SHARD_CLOSED', 'no shard range is open for new objects');
-    const k = Math.min(total - 1, Math.floor(random * total));
-    let lo = 0;
-    let hi = this.openCumulative.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.openCumulative[mid]! > k) hi = mid;
-      else lo = mid + 1;
-    }
-    const before = lo === 0 ? 0 : this.openCumulative[lo - 1]!;
-    return this.openRanges[lo]!.range[0] + (k - before);
+    return this.objects.openShard(Math.min(total - 1, Math.floor(random * total)));
   }
 
   objectRanges(): readonly ShardRange[] {
-    return this.objects.ranges;
+    return this.objects.ranges();
   }
 
   modShardRanges(): readonly ShardRange[] {
@@ -362,7 +281,8 @@ export class ShardMap {
       names.add(p.master);
       if (p.slave !== undefined) names.add(p.slave);
     };
-    for (const r of [...this.objects.ranges, ...this.mod.ranges]) add(r);
+    for (const r of this.objects.ranges()) add(r);
+    for (const r of this.mod.ranges) add(r);
     for (const m of this.moveList) {
       add(m.source);
       add(m.target);
@@ -373,7 +293,7 @@ export class ShardMap {
   /** Object shards whose master is `host`. */
   shardsOnHost(host: string): number[] {
     const out: number[] = [];
-    for (const r of this.objects.ranges) if (r.master === host) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
+    for (const r of this.objects.ranges()) if (r.master === host) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
     return out;
   }
 
@@ -383,6 +303,13 @@ export class ShardMap {
     for (const r of this.mod.ranges) if (r.master === host) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
     return out;
   }
+}
+
+function modIndex(modShards: ShardMapJson['modShards']): RangeIndex {
+  const index = new RangeIndex(modShards.ranges, 'mod-shard', modShards.count - 1);
+  for (const r of modShards.ranges) if (r.open !== undefined) invalid('mod-shard ranges have no "open" flag: all mod shards exist from the start');
+  for (const r of modShards.ranges) if (r.frozen !== undefined) invalid('mod-shard ranges cannot be frozen: only object shards move');
+  return index;
 }
 
 function copyPair(p: HostPair): HostPair {
@@ -404,10 +331,10 @@ function copyMove(m: MoveRecord): MoveRecord {
 }
 
 /**
- * Moves and freezes must agree: ids unique, no two unfinished moves overlap, a frozen range is
+ * Moves and freezes must agree (`frozen`: the object ranges with a freeze): ids unique, no two unfinished moves overlap, a frozen range is
  * exactly the span of an unfinished move with its id, still on that move's source.
  */
-function checkMoves(moves: readonly MoveRecord[], ranges: readonly ShardRange[]): void {
+function checkMoves(moves: readonly MoveRecord[], frozen: readonly ShardRange[]): void {
   const ids = new Set<string>();
   for (const m of moves) {
     if (ids.has(m.id)) invalid(`move ${m.id} is recorded twice`);
@@ -420,7 +347,7 @@ function checkMoves(moves: readonly MoveRecord[], ranges: readonly ShardRange[])
   for (let i = 1; i < live.length; i++) {
     if (live[i]!.range[0] <= live[i - 1]!.range[1]) invalid(`moves ${live[i - 1]!.id} and ${live[i]!.id} overlap`);
   }
-  for (const r of ranges) {
+  for (const r of frozen) {
     if (r.frozen === undefined) continue;
     const m = moves.find((x) => x.id === r.frozen!.id);
     const where = `range [${r.range[0]}, ${r.range[1]}]`;

@@ -12,7 +12,7 @@ import { raceIncrements } from '../conformance/topology-race.js';
 
 const path = process.argv[2];
 if (!path) throw new Error('usage: file-store-writer.ts <topology.json>');
-const store = new FileTopologyStore({ path, lockTimeoutMs: 20_000 });
+const store = new FileTopologyStore({ path, lockTimeoutMs: 20_000, layout: process.argv[3] === '2' ? 2 : 1 });
 const reply = (msg: object): void => {
   process.stdout.write(`${JSON.stringify(msg)}\n`);
 };

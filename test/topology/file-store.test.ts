@@ -25,10 +25,10 @@ after(async () => {
 });
 
 /** Starts file-store-writer.ts in a separate Node process and waits until it is ready. */
-async function startWriter(path: string): Promise<RemoteTopologyWriter & { child: ChildProcess; holdLock(): Promise<number> }> {
+async function startWriter(path: string, layout: 1 | 2 = 1): Promise<RemoteTopologyWriter & { child: ChildProcess; holdLock(): Promise<number> }> {
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT;
-  const child = spawn(process.execPath, ['--import', 'tsx', WRITER, path], { stdio: ['pipe', 'pipe', 'inherit'], env });
+  const child = spawn(process.execPath, ['--import', 'tsx', WRITER, path, String(layout)], { stdio: ['pipe', 'pipe', 'inherit'], env });
   children.add(child);
   child.on('exit', () => children.delete(child));
   const pending = new Map<number, (msg: Record<string, unknown>) => void>();
@@ -85,6 +85,19 @@ runTopologySuite({
     return {
       open: () => new FileTopologyStore({ path, pollIntervalMs: 250 }),
       spawnWriter: () => startWriter(path),
+    };
+  },
+});
+
+runTopologySuite({
+  name: 'file (record layout)',
+  supports: { otherProcess: true },
+  factory: async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'topology.json');
+    return {
+      open: () => new FileTopologyStore({ path, pollIntervalMs: 250, layout: 2 }),
+      spawnWriter: () => startWriter(path, 2),
     };
   },
 });

@@ -4,8 +4,9 @@ export type { EtcdSnapshot } from './etcd-snapshot.js';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
 import { ShardMap } from '../shard-map.js';
+import { mapFromRecords, patchedMap } from '../record-patch.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
-import { assembleMap, decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, recordsOfRange, type DecodedRecord, type MapDelta, type MapRoot } from '../map-records.js';
+import { decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, type DecodedRecord, type MapRoot } from '../map-records.js';
 
 /** Most operations one compare-and-set transaction carries (etcd's --max-txn-ops default is 128). */
 export const MAX_TXN_RECORDS = 100;
@@ -57,20 +58,8 @@ export function snapshotOf(keys: EtcdMapKeys, kvs: IKeyValue[], revision: number
 }
 
 /** The map of a root and its records; an overlap or gap names the records involved. */
-export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, delta?: MapDelta): ShardMap {
-  const decoded = new Map<string, DecodedRecord>();
-  for (const [n, r] of records) decoded.set(n, r.decoded);
-  const json = assembleMap(root, decoded, `etcd keys ${keys.genPrefix(root.gen)}*`, delta);
-  try {
-    // Each record was schema-checked when it was decoded (and only changed ones are decoded).
-    return ShardMap.fromCheckedParts(json);
-  } catch (err) {
-    if (!(err instanceof ShardKitError)) throw err;
-    const lo = /range \[(\d+),/.exec(err.message);
-    const names = lo === null ? [] : recordsOfRange(decoded, Number(lo[1]));
-    const which = names.length > 0 ? ` (records ${names.map((n) => keys.genPrefix(root.gen) + n).join(', ')})` : '';
-    throw new ShardKitError(err.code, `shard map in etcd keys ${keys.genPrefix(root.gen)}*${which}: ${err.message}`, { cause: err });
-  }
+export function mapOf(keys: EtcdMapKeys, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>): ShardMap {
+  return mapFromRecords(root, records, `etcd keys ${keys.genPrefix(root.gen)}*`, (n) => keys.genPrefix(root.gen) + n);
 }
 
 /**
@@ -121,18 +110,19 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
 
 /**
  * A watcher's copy of the records: it applies each watch response (one transaction's events
- * arrive together) and rebuilds the map from the records it already holds, parsing only the
- * ones that changed. A response it cannot apply as a delta (a new generation, no snapshot yet)
+ * arrive together), parsing only the records that changed, and patches the previous map with
+ * them (ShardMap.patched: only the changed shards' table chunks are copied or checked). A response it cannot apply as a delta (a new generation, no snapshot yet)
  * asks for a full read instead.
  */
 export class RecordWatchState {
   private root: MapRoot | undefined;
-  private records = new Map<string, { text: string; decoded: DecodedRecord }>();
+  /** Decoded records only: a subscriber never writes, so the stored texts (a megabyte at moon size) are not kept. */
+  private records = new Map<string, { decoded: DecodedRecord }>();
   private revision = 0;
   /** The map the records made last: the base of the next delta. */
   private last: ShardMap | undefined;
-  /** Records changed since `last` was made (a response without the root leaves them here). */
-  private changedSince = new Set<string>();
+  /** Records changed since `last` was made, with what they held then (a response without the root leaves them here). */
+  private before = new Map<string, DecodedRecord | undefined>();
 
   constructor(private readonly keys: EtcdMapKeys) {}
 
@@ -141,9 +131,10 @@ export class RecordWatchState {
     if (s.revision < this.revision) return;
     this.revision = s.revision;
     this.root = s.layout === 2 ? s.root : undefined;
-    this.records = s.layout === 2 ? new Map(s.records) : new Map();
+    this.records = new Map();
+    if (s.layout === 2) for (const [name, r] of s.records) this.records.set(name, { decoded: r.decoded });
     this.last = s.layout === 2 ? s.map : undefined;
-    this.changedSince.clear();
+    this.before.clear();
   }
 
   /**
@@ -188,22 +179,23 @@ export class RecordWatchState {
         const root = parseRoot(json, `etcd key ${this.keys.key}`);
         if (this.root === undefined || root.gen !== this.root.gen) return 'resync';
         this.root = root;
-        const delta = this.last === undefined ? undefined : { previous: this.last.objectRanges(), changed: this.changedSince };
-        this.changedSince = new Set();
-        this.last = mapOf(this.keys, root, this.records, delta);
+        const changed = this.before;
+        this.before = new Map();
+        this.last = (this.last === undefined ? undefined : patchedMap(this.last, root, this.records, changed)) ?? mapOf(this.keys, root, this.records);
         out.push(this.last);
         continue;
       }
       if (this.root === undefined) continue;
       const name = this.keys.recordName(key, this.root.gen);
       if (name === undefined) continue;
+      if (!this.before.has(name)) this.before.set(name, this.records.get(name)?.decoded);
       if (type === 'delete') this.records.delete(name);
       else {
         const text = kv.value.toString('utf8');
-        this.records.set(name, { text, decoded: decodeRecord(name, text, `etcd key ${key}`) });
+        this.records.set(name, { decoded: decodeRecord(name, text, `etcd key ${key}`) });
       }
-      this.changedSince.add(name);
     }
     return out;
   }
 }
+

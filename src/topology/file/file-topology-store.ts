@@ -12,6 +12,8 @@ import { FileRecordSet } from './file-record-set.js';
 import { moveProgressKind } from '../move-progress-records.js';
 import { serviceHeartbeatKind, type ServiceHeartbeat } from '../service-records.js';
 import { healStatusKind, type HealStatus } from '../heal-records.js';
+import { FileMapRecords } from './file-map-records.js';
+import { isRecordRoot, parseRoot, type MapRoot } from '../map-records.js';
 
 export interface FileTopologyStoreOptions {
   /** The topology JSON file (the shard map's JSON form). Its directory is created on first write. */
@@ -26,6 +28,12 @@ export interface FileTopologyStoreOptions {
   staleLockMs?: number;
   /** Called when a watch listener throws or a watched file cannot be parsed. */
   onError?: (err: unknown) => void;
+  /**
+   * The layout a first write creates: 1, the map's JSON form in the file (the default), or 2, a
+   * root naming record files (#30, file-map-records.ts). A file already holding a map keeps its
+   * layout until `upgrade()`.
+   */
+  layout?: 1 | 2;
 }
 
 /**
@@ -59,6 +67,8 @@ export class FileTopologyStore implements TopologyStore {
   private checking = false;
   private recheck = false;
   private lastSignature = '';
+  private readonly layout: 1 | 2;
+  private readonly records: FileMapRecords;
 
   constructor(options: FileTopologyStoreOptions) {
     if (typeof options?.path !== 'string' || options.path === '') throw new ShardKitError('INVALID_ARGUMENT', 'FileTopologyStore needs a path');
@@ -75,6 +85,8 @@ export class FileTopologyStore implements TopologyStore {
     this.staleLockMs = options.staleLockMs ?? 30_000;
     this.onError = options.onError ?? (() => {});
     this.listeners = new VersionListeners(this.onError);
+    this.layout = options.layout ?? 1;
+    this.records = new FileMapRecords(this.path);
   }
 
   async read(): Promise<ShardMap | undefined> {
@@ -104,10 +116,15 @@ export class FileTopologyStore implements TopologyStore {
     const release = await acquireFileLock(this.lockPath, { timeoutMs: this.lockTimeoutMs, staleMs: this.staleLockMs });
     let stored: ShardMap;
     try {
-      const actual = (await this.readFileMap())?.version ?? 0;
+      const current = await this.readStored();
+      const actual = current?.map.version ?? 0;
       if (actual !== expected) throw conflict(expected, actual);
       stored = map.withVersion(expected + 1);
-      await writeFileAtomic(this.path, `${JSON.stringify(stored.toJSON(), null, 2)}\n`);
+      if (current?.root !== undefined || (current === undefined && this.layout === 2)) {
+        const rootText = await this.records.writeRecords(stored, current?.root);
+        await writeFileAtomic(this.path, rootText);
+        await this.records.collect(parseRoot(JSON.parse(rootText), this.path), current?.root);
+      } else await writeFileAtomic(this.path, `${JSON.stringify(stored.toJSON(), null, 2)}\n`);
     } finally {
       await release();
     }
@@ -127,15 +144,50 @@ export class FileTopologyStore implements TopologyStore {
     await this.writeChain;
   }
 
-  private async readFileMap(): Promise<ShardMap | undefined> {
-    let text: string;
+  /**
+   * Converts a single-document file (layout 1) to a root and records (layout 2) in place, at the
+   * same version, after copying the document to `<file>.v1-copy`. Idempotent: a file already in
+   * layout 2 (or absent) is left as it is. Runs under the writers' lock.
+   */
+  async upgrade(): Promise<{ upgraded: boolean; layout: 0 | 1 | 2; version: number; records?: number; copyPath?: string }> {
+    if (this.closed) throw closedError();
+    await mkdir(this.dir, { recursive: true });
+    const release = await acquireFileLock(this.lockPath, { timeoutMs: this.lockTimeoutMs, staleMs: this.staleLockMs });
     try {
-      text = await readFile(this.path, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new ShardKitError('INTERNAL', `cannot read topology file ${this.path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+      const current = await this.readStored();
+      if (current === undefined) return { upgraded: false, layout: 0, version: 0 };
+      if (current.root !== undefined) return { upgraded: false, layout: 2, version: current.map.version, records: current.root.records };
+      const copyPath = `${this.path}.v1-copy`;
+      await writeFileAtomic(copyPath, current.text);
+      const rootText = await this.records.writeRecords(current.map, undefined);
+      await writeFileAtomic(this.path, rootText);
+      return { upgraded: true, layout: 2, version: current.map.version, records: parseRoot(JSON.parse(rootText), this.path).records, copyPath };
+    } finally {
+      await release();
     }
-    return parseTopologyText(text, this.path);
+  }
+
+  private async readFileMap(): Promise<ShardMap | undefined> {
+    return (await this.readStored())?.map;
+  }
+
+  /** The map in the file, and its root when the file is in the record layout. */
+  private async readStored(): Promise<{ map: ShardMap; root?: MapRoot; text: string } | undefined> {
+    // A root whose records a later writer collected meanwhile: read the newer root (bounded).
+    for (let attempt = 0; ; attempt++) {
+      let text: string;
+      try {
+        text = await readFile(this.path, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw new ShardKitError('INTERNAL', `cannot read topology file ${this.path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+      }
+      const root = rootOf(text, this.path);
+      if (root === undefined) return { map: parseTopologyText(text, this.path), text };
+      const map = await this.records.mapOf(root);
+      if (map !== undefined) return { map, root, text };
+      if (attempt >= 5) throw new ShardKitError('INVALID_CONFIG', `topology file ${this.path} (version ${root.version}) names record files that are not in ${this.records.dir}`);
+    }
   }
 
   /** The baseline for a new listener: it must only hear about maps newer than the current one. */
@@ -232,6 +284,17 @@ export class FileTopologyStore implements TopologyStore {
   }
 }
 
+/** The root in a topology file's text, or undefined when it holds the map's JSON form. */
+function rootOf(text: string, path: string): MapRoot | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return isRecordRoot(json) ? parseRoot(json, `topology file ${path}`) : undefined;
+}
+
 /** Parses a topology file's text; anything wrong is INVALID_CONFIG naming the file. */
 export function parseTopologyText(text: string, path: string): ShardMap {
   let json: unknown;
@@ -240,6 +303,7 @@ export function parseTopologyText(text: string, path: string): ShardMap {
   } catch (err) {
     throw new ShardKitError('INVALID_CONFIG', `topology file ${path} is not valid JSON: ${(err as Error).message}`);
   }
+  if (isRecordRoot(json)) throw new ShardKitError('INVALID_CONFIG', `topology file ${path} holds the root of the record layout, not a map: read it through its store (topology show --file <the config naming it>)`);
   try {
     return ShardMap.fromJSON(json);
   } catch (err) {

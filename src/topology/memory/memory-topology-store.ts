@@ -1,5 +1,7 @@
 import type { MoveProgress, ShardMap } from '../shard-map.js';
 import type { ServiceHeartbeat } from '../service-records.js';
+import { decodeRecord, encodeRecords, makeRoot, type DecodedRecord } from '../map-records.js';
+import { mapFromRecords, patchedMap } from '../record-patch.js';
 import type { TopologyStore } from '../topology-store.js';
 import { checkExpectedVersion, closedError, conflict, toShardMap } from '../store-args.js';
 import { VersionListeners, type TopologyListener } from '../version-listeners.js';
@@ -18,9 +20,37 @@ export class MemoryTopologyBacking {
   readonly services = new MemoryRecordSet(serviceHeartbeatKind);
   readonly heal = new MemoryRecordSet(healStatusKind);
   readonly stores = new Set<MemoryTopologyStore>();
+  /** The map as the etcd store keeps it (#30): records by name; a write replaces only those that changed. */
+  private records = new Map<string, { text: string; decoded: DecodedRecord }>();
 
   constructor(initial?: ShardMap) {
-    this.current = initial === undefined ? undefined : initial.withVersion(Math.max(1, initial.version));
+    if (initial !== undefined) this.store(initial.withVersion(Math.max(1, initial.version)));
+  }
+
+  /**
+   * Stores `map` as records and makes `current` from them the way a watcher of the etcd store
+   * does: the previous map patched with the records that changed, so the memory store's readers
+   * get exactly what the record layout yields (move progress, for one, is never in it).
+   */
+  store(map: ShardMap): ShardMap {
+    const json = map.toJSON();
+    const next = encodeRecords(json);
+    const records = new Map<string, { text: string; decoded: DecodedRecord }>();
+    const before = new Map<string, DecodedRecord | undefined>();
+    for (const [name, text] of next) {
+      const had = this.records.get(name);
+      if (had?.text === text) records.set(name, had);
+      else {
+        records.set(name, { text, decoded: decodeRecord(name, text, `memory topology record ${name}`) });
+        before.set(name, had?.decoded);
+      }
+    }
+    for (const [name, had] of this.records) if (!next.has(name)) before.set(name, had.decoded);
+    const root = makeRoot(json, map.version, 'm', next.size);
+    const stored = (this.current === undefined ? undefined : patchedMap(this.current, root, records, before)) ?? mapFromRecords(root, records, 'the memory topology store', (n) => `record ${n}`);
+    this.records = records;
+    this.current = stored;
+    return stored;
   }
 
   get version(): number {
@@ -71,8 +101,7 @@ export class MemoryTopologyStore implements TopologyStore {
     // No await between the check and the store: the compare-and-set is atomic in one process.
     const actual = this.backing.version;
     if (actual !== expected) throw conflict(expected, actual);
-    const stored = map.withVersion(expected + 1);
-    this.backing.current = stored;
+    const stored = this.backing.store(map.withVersion(expected + 1));
     for (const store of [...this.backing.stores]) store.listeners.offer(stored);
     return stored;
   }
