@@ -31,7 +31,7 @@ export function keyText(k: readonly unknown[]): string {
  */
 export function refuseFenceClash(live: string, liveTables: readonly string[], movedName: string, movedTables: readonly string[], source: string): void {
   const both = liveTables.filter((t) => movedTables.includes(t));
-  if (both.length > 0) throw new ShardKitError('INTERNAL', `${live}.${both[0]} exists both live and in ${movedName} on ${source}: resolve by hand before moving`);
+  if (both.length > 0) throw new ShardKitError('MOVE_TABLE_CLASH', `${live}.${both[0]} exists both live and in ${movedName} on ${source}: resolve by hand before moving`);
 }
 
 /** An empty verify report, to add tables to. */

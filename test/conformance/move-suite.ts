@@ -13,7 +13,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isShardKitError } from '../../src/errors.js';
+import { isShardKitError, type ErrorCode } from '../../src/errors.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import type { ShardKit } from '../../src/kit/shard-kit.js';
 import type { MoveEngine } from '../../src/moves/move-engine.js';
@@ -174,7 +174,7 @@ export async function sourceDiesBeforeFreeze(fx: MoveSuiteFixture, range: SuiteR
           if (phase === 'copied' && crash.atLagGate) await kill.kill(from.master);
         },
       }),
-      (err) => isShardKitError(err) && /--abort again/.test(err.message),
+      (err) => isShardKitError(err, 'MOVE_ABORT_FAILED') && /--abort again/.test(err.message),
     );
     assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen');
     assert.ok(events.some((e) => e.phase === 'copied'), 'copied, then stopped at the lag gate');
@@ -248,7 +248,7 @@ export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFix
     const span = f.ranges.moverDies.span;
     const { from, to } = await direction(f, span);
     const before = (await map(f)).toJSON();
-    const refused = async (start: NonNullable<MoveRunOptions['start']>, code: string, text: RegExp) => {
+    const refused = async (start: NonNullable<MoveRunOptions['start']>, code: ErrorCode, text: RegExp) => {
       await assert.rejects(suiteMove(f, { start }), (err) => isShardKitError(err, code) && text.test(err.message));
       assert.deepEqual((await map(f)).toJSON(), before, 'the shard map is unchanged');
     };
@@ -298,7 +298,7 @@ export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFix
               }
             },
           }),
-          (err) => isShardKitError(err) && /--abort again/.test(err.message),
+          (err) => isShardKitError(err, 'MOVE_ABORT_FAILED') && /--abort again/.test(err.message),
         );
         assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
         assert.ok(atFence.length >= 20, `the source held shards ${span.join('..')} at the fence (${atFence.length} rows)`);
@@ -353,7 +353,7 @@ export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFix
               if (phase === 'fenced') await kill.kill(from.master);
             },
           }),
-          (err) => isShardKitError(err) && /--abort again/.test(err.message),
+          (err) => isShardKitError(err, 'MOVE_ABORT_FAILED') && /--abort again/.test(err.message),
         );
         assert.equal(events.filter((e) => e.phase === 'fenced').length, 1, 'the fence was recorded');
         assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');

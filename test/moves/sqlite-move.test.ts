@@ -341,7 +341,7 @@ test('verify finds a row changed by hand on the target and the mover refuses to 
     };
     await assert.rejects(
       runMove({ store: w.store, engine: tampering, start: { span: SPAN, target: TARGET } }),
-      (e) => isShardKitError(e) && /aborted.*verify found 1 mismatching chunk.*shard 1 pins/.test(e.message),
+      (e) => isShardKitError(e, 'MOVE_VERIFY_MISMATCH') && /aborted.*verify found 1 mismatching chunk.*shard 1 pins/.test(e.message),
     );
     const map = (await w.store.read())!;
     assert.equal(map.locate(1).master, 'MySQL001A');

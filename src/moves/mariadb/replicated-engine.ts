@@ -186,7 +186,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const name = moveConnectionName(move);
     const live = await this.sourceTables(move);
     const doTables = this.doTables(live);
-    if (doTables.length === 0) throw new ShardKitError('INTERNAL', `shards ${move.range[0]}..${move.range[1]} have no live object tables on ${move.source.master}: nothing to move`);
+    if (doTables.length === 0) throw new ShardKitError('MOVE_NOTHING_TO_MOVE', `shards ${move.range[0]}..${move.range[1]} have no live object tables on ${move.source.master}: nothing to move`);
     const domain = await this.withAdmin(move.source.master, sourceDomain);
     if (domain === this.fenceDomain) throw new ShardKitError('INVALID_CONFIG', `the source ${move.source.master} runs with gtid_domain_id ${domain}, the move's fence domain: give the mover another fenceDomainId`);
     await this.withAdmin(move.target.master, async (c) => {
@@ -267,7 +267,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const doTables = this.doTables(await this.sourceTables(move));
     const applied = await this.withAdmin(move.target.master, async (c) => {
       const st = await connectionStatus(c, name);
-      if (st === undefined) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no replication connection '${name}': resume from the start (shards move --abort, then move again)`);
+      if (st === undefined) throw new ShardKitError('MOVE_STATE_LOST', `the target ${move.target.master} has no replication connection '${name}': resume from the start (shards move --abort, then move again)`);
       if (st.lastError !== '' && !(st.ioRunning && st.sqlRunning)) throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' on ${move.target.master} stopped: ${st.lastError}`);
       // Stopped without an error, or restarted without its (unpersisted) filter: (re)start it filtered.
       if (!st.ioRunning || !st.sqlRunning || !filterMatches(st, doTables)) await startFiltered(c, name, doTables);
@@ -383,12 +383,12 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
         if (locked !== undefined) {
           const live = srcHave.get(d.live)!;
           const loose = live.filter((t) => !locked.has(`${d.live}.${t}`));
-          if (loose.length > 0 || srcHave.get(d.moved)!.length > 0) throw new ShardKitError('INTERNAL', `${d.live}.${loose[0] ?? '?'} on ${move.source.master} is not under the move's fence: refusing to catch up`);
+          if (loose.length > 0 || srcHave.get(d.moved)!.length > 0) throw new ShardKitError('MOVE_FENCE_MISMATCH', `${d.live}.${loose[0] ?? '?'} on ${move.source.master} is not under the move's fence: refusing to catch up`);
           fenced.push({ ...d, tables: live });
           continue;
         }
         if (srcHave.get(d.live)!.length > 0) {
-          throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} still has live tables of the move: refusing to catch up on a shard that is not fenced`);
+          throw new ShardKitError('MOVE_FENCE_MISMATCH', `${d.live} on ${move.source.master} still has live tables of the move: refusing to catch up on a shard that is not fenced`);
         }
         fenced.push({ ...d, tables: srcHave.get(d.moved)! });
       }
@@ -429,7 +429,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       let done = 0;
       for (const d of fenced) {
         const missing = d.tables.filter((t) => !dstHave.get(d.live)!.includes(t) && !dstHave.get(d.moved)!.includes(t));
-        if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
+        if (missing.length > 0) throw new ShardKitError('MOVE_STATE_LOST', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
         onProgress?.(++done, fenced.length);
       }
       await autoIncrementPast(this.options.onStep, this.raised.get(move.id), sourceCounters, c, fenced, locked !== undefined);
