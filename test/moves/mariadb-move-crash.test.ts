@@ -35,7 +35,7 @@ import { connectionStatus, startFiltered } from '../../src/moves/mariadb/move-re
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
-import { moveAdmin } from '../../src/ops/failover/move-admin.js';
+import { moveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { devUp, type DevCluster } from '../../src/ops/dev-cluster.js';
 import type { Ledger } from '../failover/ledger.js';
 import { ackedOn, startLoad } from './crash-ledger.js';
