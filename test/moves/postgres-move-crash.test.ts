@@ -39,7 +39,7 @@ import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { resolveSchema } from '../../src/config/config.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
-import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../../src/moves/postgres/postgres-move-engine.js';
+import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { ackedOn, startLoad } from './crash-ledger.js';
 import { cleanlyAborted, forgetSwitched, noneLost, runMoveSuite, type MoveSuiteFixture } from '../conformance/move-suite.js';
 
@@ -82,7 +82,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
     hosts = Object.keys(config.hosts);
     objectTables = fleetTables(resolveSchema(config), 'objects');
-    engine = new PostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config) });
+    engine = createPostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config) });
     store = createTopologyStore(config.topologyStore, { dataDir: dir });
     for (let i = 0; i < 2; i++) kits.push(await ShardKit.open({ configPath, dataDir: dir }));
     for (let s = 0; s <= 3; s++) for (let i = 0; i < 10; i++) await kits[0]!.objects.create('pin', { s, i }, { shard: s });

@@ -19,7 +19,7 @@ import { ShardMap } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/move-state.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
-import { SqliteMoveEngine, compareFiles } from '../../src/moves/sqlite/sqlite-move-engine.js';
+import { createSqliteMoveEngine, compareFiles, type SqliteMoveEngine } from '../../src/moves/sqlite/index.js';
 import type { MoveEngine } from '../../src/moves/move-engine.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
@@ -66,7 +66,7 @@ async function world(): Promise<World> {
   const pathOf = (host: string, shard: number) => backends[0]!.shardPath({ host, shard, fleet: 'objects' });
   return {
     root, backing, store, services, backends,
-    engine: new SqliteMoveEngine({ shardPath: pathOf }),
+    engine: createSqliteMoveEngine({ shardPath: pathOf }),
     stale: () => service(true),
     path: pathOf,
     cleanup: async () => {
