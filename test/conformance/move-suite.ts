@@ -151,6 +151,22 @@ export async function moveAgain(fx: MoveSuiteFixture, span: Span, from: HostPair
 }
 
 /**
+ * A new move of `span` to `to` that a crash makes fail (from `afterPhase`, or inside the engine),
+ * then fail its abort too (a host is down): MOVE_ABORT_FAILED, the record left 'aborting'.
+ */
+async function abortFails(fx: MoveSuiteFixture, span: Span, to: HostPair, holdMs: number, events: MoveEvent[], afterPhase: (phase: MovePhase) => Promise<void>, engine?: MoveEngine): Promise<void> {
+  await assert.rejects(
+    suiteMove(fx, {
+      ...(engine !== undefined ? { engine } : {}),
+      start: { span: { first: span[0], last: span[1] }, target: to, holdMs },
+      onEvent: (e) => events.push(e),
+      afterPhase,
+    }),
+    (err) => isShardKitError(err, 'MOVE_ABORT_FAILED') && /--abort again/.test(err.message),
+  );
+}
+
+/**
  * The source master dies before the freeze (`crash` kills it: from the lag gate's afterPhase, or
  * from inside the engine's copy): the runner aborts, cannot reach the source and leaves the record
  * 'aborting'; the target's side of the abort ran. Restarted, the source serves, --abort completes,
@@ -165,17 +181,9 @@ export async function sourceDiesBeforeFreeze(fx: MoveSuiteFixture, range: SuiteR
   const events: MoveEvent[] = [];
   try {
     await ackedOn(w.ledger, range.load, Date.now());
-    await assert.rejects(
-      suiteMove(fx, {
-        ...(crash.engine !== undefined ? { engine: crash.engine } : {}),
-        start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
-        onEvent: (e) => events.push(e),
-        afterPhase: async (phase) => {
-          if (phase === 'copied' && crash.atLagGate) await kill.kill(from.master);
-        },
-      }),
-      (err) => isShardKitError(err, 'MOVE_ABORT_FAILED') && /--abort again/.test(err.message),
-    );
+    await abortFails(fx, span, to, 30_000, events, async (phase) => {
+      if (phase === 'copied' && crash.atLagGate) await kill.kill(from.master);
+    }, crash.engine);
     assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen');
     assert.ok(events.some((e) => e.phase === 'copied'), 'copied, then stopped at the lag gate');
     const id = leftAborting(await map(fx), span, from.master);
@@ -281,25 +289,18 @@ export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFix
       const check = await kill.targetRestart?.(from, to, span);
       try {
         await ackedOn(w.ledger, load, Date.now());
-        await assert.rejects(
-          suiteMove(f, {
-            start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 5000 },
-            onEvent: (e) => events.push(e),
-            afterPhase: async (phase) => {
-              if (phase === 'fenced') {
-                fencedAt = Date.now();
-                atFence = await kill.fencedRows(from, shards);
-                // The catch-up comes next: the target dies before it.
-                await kill.kill(to.master);
-              }
-              if (phase === 'aborting') {
-                abortingAt = Date.now();
-                atAbort = await kill.fencedRows(from, shards);
-              }
-            },
-          }),
-          (err) => isShardKitError(err, 'MOVE_ABORT_FAILED') && /--abort again/.test(err.message),
-        );
+        await abortFails(f, span, to, 5000, events, async (phase) => {
+          if (phase === 'fenced') {
+            fencedAt = Date.now();
+            atFence = await kill.fencedRows(from, shards);
+            // The catch-up comes next: the target dies before it.
+            await kill.kill(to.master);
+          }
+          if (phase === 'aborting') {
+            abortingAt = Date.now();
+            atAbort = await kill.fencedRows(from, shards);
+          }
+        });
         assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
         assert.ok(atFence.length >= 20, `the source held shards ${span.join('..')} at the fence (${atFence.length} rows)`);
         assert.deepEqual(atAbort, atFence, 'nothing was written on the fenced source');
@@ -344,17 +345,10 @@ export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFix
       const events: MoveEvent[] = [];
       try {
         await ackedOn(w.ledger, load, Date.now());
-        await assert.rejects(
-          suiteMove(f, {
-            start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 5000 },
-            onEvent: (e) => events.push(e),
-            afterPhase: async (phase) => {
-              // The fence holds on the source: it dies before the catch-up.
-              if (phase === 'fenced') await kill.kill(from.master);
-            },
-          }),
-          (err) => isShardKitError(err, 'MOVE_ABORT_FAILED') && /--abort again/.test(err.message),
-        );
+        await abortFails(f, span, to, 5000, events, async (phase) => {
+          // The fence holds on the source: it dies before the catch-up.
+          if (phase === 'fenced') await kill.kill(from.master);
+        });
         assert.equal(events.filter((e) => e.phase === 'fenced').length, 1, 'the fence was recorded');
         assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
         const id = leftAborting(await map(f), span, from.master);
