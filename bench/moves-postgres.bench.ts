@@ -20,7 +20,7 @@ import { isShardKitError } from '../src/errors.js';
 import { pinterestId } from '../src/ids/pinterest-id.js';
 import { ShardKit } from '../src/kit/shard-kit.js';
 import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
-import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../src/moves/postgres/postgres-move-engine.js';
+import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../src/moves/postgres/index.js';
 import { devClusterDown, devUp, DevCluster } from '../src/ops/dev-cluster.js';
 import { devAddPair } from '../src/ops/dev/dev-add-pair.js';
 import { createTopologyStore } from '../src/topology/index.js';
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     // Where the time goes: each engine step, and each compare-and-set on the topology store.
     const steps = moveSteps(store);
     const note = steps.note;
-    const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (frozen || name.startsWith('topology')) note(name, ms); }, hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema: resolveSchema(config) });
+    const engine = createPostgresMoveEngine({ onStep: (name, ms) => { if (frozen || name.startsWith('topology')) note(name, ms); }, hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema: resolveSchema(config) });
     const events: Array<MoveEvent & { at: number }> = [];
     // Engine steps are recorded from the freeze on (the copy's are not the pause).
     let frozen = false;

@@ -21,7 +21,7 @@ import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
 import { createMariadbMoveEngine } from '../src/moves/mariadb/index.js';
 import { devUp, DevCluster } from '../src/ops/dev-cluster.js';
 import { devHostAdmin } from '../src/ops/failover/host-admin.js';
-import { moveAdmin } from '../src/ops/failover/move-admin.js';
+import { moveAdmin } from '../src/moves/mariadb/move-admin.js';
 import { fleetTables } from '../src/storage/shard-names.js';
 import { createTopologyStore } from '../src/topology/index.js';
 import { ShardMap } from '../src/topology/shard-map.js';

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { resolveSchema } from '../src/config/config.js';
 import { ShardKit } from '../src/kit/shard-kit.js';
 import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
-import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../src/moves/postgres/postgres-move-engine.js';
+import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../src/moves/postgres/index.js';
 import { devClusterDown, devUp, DevCluster } from '../src/ops/dev-cluster.js';
 import { devAddPair } from '../src/ops/dev/dev-add-pair.js';
 import { pgServer } from '../src/ops/dev/dev-postgres.js';
@@ -96,7 +96,7 @@ async function one(rows: number): Promise<Figures> {
       }
     })();
     const store = createTopologyStore(config.topologyStore, { dataDir: dir });
-    const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms); }, hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
+    const engine = createPostgresMoveEngine({ onStep: (name, ms) => { if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms); }, hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
     const steps = new Map<string, number>();
     const events: Array<MoveEvent & { at: number }> = [];
     const result = await runMove({

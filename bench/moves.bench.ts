@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { defaultConfig } from '../src/config/config.js';
 import { ShardKit } from '../src/kit/shard-kit.js';
 import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
-import { SqliteMoveEngine } from '../src/moves/sqlite/sqlite-move-engine.js';
+import { createSqliteMoveEngine } from '../src/moves/sqlite/index.js';
 import { SqliteBackend } from '../src/storage/sqlite/sqlite-backend.js';
 import { FileTopologyStore } from '../src/topology/index.js';
 import { defaultShardMapJson } from '../src/topology/shard-map.js';
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
 
     const store = new FileTopologyStore({ path: join(dir, 'topology.json') });
     const backend = new SqliteBackend({ root: join(dir, 'hosts'), schema: { types: [], mappings: [], keyspaces: [] } });
-    const engine = new SqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }) });
+    const engine = createSqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }) });
     const events: Array<MoveEvent & { at: number }> = [];
     const result = await runMove({ store, engine, start: { span: MOVING, target: { master: 'MySQL002A', slave: 'MySQL002B' } }, onEvent: (e) => events.push({ ...e, at: Date.now() }) });
     const at = (phase: string, n = 0) => events.filter((e) => e.phase === phase)[n]!.at;

@@ -219,7 +219,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     try {
       await abortRun(id, (err as Error).message ?? String(err));
     } catch (abortErr) {
-      throw new ShardKitError('INTERNAL', `move ${id} failed (${(err as Error).message}) and so did its abort (${(abortErr as Error).message}): run shards move --abort again`, { cause: err });
+      throw new ShardKitError('MOVE_ABORT_FAILED', `move ${id} failed (${(err as Error).message}) and so did its abort (${(abortErr as Error).message}): run shards move --abort again`, { cause: err });
     }
     if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${m.source.master}: ${err.message}`, { cause: err });
     throw err;
@@ -275,7 +275,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
 function refuseMismatches(report: VerifyReport): void {
   if (report.mismatches.length === 0) return;
   const first = report.mismatches[0]!;
-  throw new ShardKitError('INTERNAL', `verify found ${report.mismatches.length} mismatching chunk(s) between source and target (first: shard ${first.shard} ${first.table} keys ${first.fromKey}..${first.toKey}, ${first.sourceRows} vs ${first.targetRows} rows): not switching`);
+  throw new ShardKitError('MOVE_VERIFY_MISMATCH', `verify found ${report.mismatches.length} mismatching chunk(s) between source and target (first: shard ${first.shard} ${first.table} keys ${first.fromKey}..${first.toKey}, ${first.sourceRows} vs ${first.targetRows} rows): not switching`);
 }
 
 /**

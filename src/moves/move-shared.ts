@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { ShardKitError } from '../errors.js';
 import type { MoveRecord } from '../topology/shard-map.js';
 import type { ChunkMismatch, VerifyReport } from './move-engine.js';
+import { withLogin } from '../storage/host-address.js';
 
 /** The shards a move carries, in order: its range's first to last. */
 export function moveShards(move: MoveRecord): number[] {
@@ -31,7 +32,7 @@ export function keyText(k: readonly unknown[]): string {
  */
 export function refuseFenceClash(live: string, liveTables: readonly string[], movedName: string, movedTables: readonly string[], source: string): void {
   const both = liveTables.filter((t) => movedTables.includes(t));
-  if (both.length > 0) throw new ShardKitError('INTERNAL', `${live}.${both[0]} exists both live and in ${movedName} on ${source}: resolve by hand before moving`);
+  if (both.length > 0) throw new ShardKitError('MOVE_TABLE_CLASH', `${live}.${both[0]} exists both live and in ${movedName} on ${source}: resolve by hand before moving`);
 }
 
 /** An empty verify report, to add tables to. */
@@ -53,6 +54,5 @@ export function addTableResult(report: VerifyReport, r: { rows: number; chunks: 
 export function hostAddress<H extends { user?: string; password?: string }>(hosts: Record<string, H>, host: string, defaults: { user: string; password?: string }): H & { user: string; password?: string } {
   const h = hosts[host];
   if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
-  const password = h.password ?? defaults.password;
-  return { ...h, user: h.user ?? defaults.user, ...(password !== undefined ? { password } : {}) };
+  return withLogin(h, defaults);
 }

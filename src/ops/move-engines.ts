@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import type { ShardKitConfig } from '../config/config.js';
 import { createBackend } from '../kit/backend-factory.js';
 import type { MoveEngine, VerifyReport } from '../moves/move-engine.js';
-import { createMariadbMoveEngine } from '../moves/mariadb/index.js';
+import { createMariadbMoveEngine, moveAdmin } from '../moves/mariadb/index.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../moves/postgres/index.js';
 import { compareFiles, createSqliteMoveEngine } from '../moves/sqlite/index.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
@@ -11,7 +11,6 @@ import type { SqliteBackend } from '../storage/sqlite/index.js';
 import type { MoveRecord, ShardMap } from '../topology/shard-map.js';
 import { DevCluster } from './dev/dev-cluster.js';
 import { configHostAdmin, devHostAdmin } from './failover/host-admin.js';
-import { moveAdmin } from './failover/move-admin.js';
 
 /** A move engine for a config's storage backend, with its way to compare two copies of a shard. */
 export interface OpenedMoveEngine {

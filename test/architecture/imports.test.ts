@@ -81,7 +81,6 @@ const KNOWN_CROSSINGS: ReadonlySet<string> = new Set([
   'migrate/kit-migration.ts -> storage/sqlite/sqlite-backend.ts',
   'moves/postgres/postgres-move-engine.ts -> storage/postgres/postgres-dialect.ts',
   'moves/sqlite/sqlite-move-engine.ts -> storage/sqlite/shard-file.ts',
-  'ops/failover/move-admin.ts -> moves/mariadb/move-admin.ts',
   'widecolumn/myrocks/myrocks-catalog.ts -> storage/mysql/mysql-host-pool.ts',
   'widecolumn/myrocks/myrocks-config.ts -> storage/mysql/mysql-backend.ts',
   'widecolumn/myrocks/myrocks-reads.ts -> storage/mysql/mysql-host-pool.ts',

@@ -6,7 +6,7 @@ import { listeningApp } from '../http/http-fixture.js';
 import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/move-state.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import type { MoveEngine } from '../../src/moves/move-engine.js';
-import { SqliteMoveEngine } from '../../src/moves/sqlite/sqlite-move-engine.js';
+import { createSqliteMoveEngine } from '../../src/moves/sqlite/index.js';
 import { isShardKitError, ShardKitError } from '../../src/errors.js';
 
 const CHROMIUM = process.env.SHARDKIT_CHROMIUM ?? '/usr/bin/chromium';
@@ -52,7 +52,7 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
   try {
     for (let s = 0; s <= 3; s++) await f.kit.objects.create('pin', { s }, { shard: s });
     // A real SQLite move, held after its copy (phase fenced) until the test lets it go on.
-    const sqlite = new SqliteMoveEngine({ shardPath: (host, shard) => f.backend.shardPath({ host, shard, fleet: 'objects' }) });
+    const sqlite = createSqliteMoveEngine({ shardPath: (host, shard) => f.backend.shardPath({ host, shard, fleet: 'objects' }) });
     const engine: MoveEngine = Object.assign(Object.create(sqlite) as MoveEngine, {
       catchUp: async (m: Parameters<MoveEngine['catchUp']>[0], onProgress?: (done: number, total: number) => void) => {
         await sqlite.catchUp(m, onProgress);
@@ -107,7 +107,7 @@ test('an aborting move shows why, as text, on the dashboard and in GET /v1/topol
   try {
     for (let s = 0; s <= 3; s++) await f.kit.objects.create('pin', { s }, { shard: s });
     // A real SQLite move whose catch-up fails; its undo waits for the test, so the abort can be watched.
-    const sqlite = new SqliteMoveEngine({ shardPath: (host, shard) => f.backend.shardPath({ host, shard, fleet: 'objects' }) });
+    const sqlite = createSqliteMoveEngine({ shardPath: (host, shard) => f.backend.shardPath({ host, shard, fleet: 'objects' }) });
     const engine: MoveEngine = Object.assign(Object.create(sqlite) as MoveEngine, {
       catchUp: async () => {
         throw new ShardKitError('SHARD_UNAVAILABLE', 'the target <b>MySQL002A</b> went away during the catch-up');

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyThrottle, dumpProgress, type CopyWait } from '../../src/moves/mariadb/copy-throttle.js';
-import { dumpRows } from '../../src/ops/failover/dump-copy.js';
+import { dumpRows } from '../../src/moves/mariadb/dump-copy.js';
 
 /** A clock that only moves when the throttle sleeps (or the test says so). */
 const fakeTime = () => {

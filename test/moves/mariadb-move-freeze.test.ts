@@ -37,7 +37,7 @@ import type { MoveRecord } from '../../src/topology/shard-map.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe, userProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
-import { moveAdmin } from '../../src/ops/failover/move-admin.js';
+import { moveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { spawn } from 'node:child_process';
 import { CLI, ROOT, cliProcess, ensureBuilt } from '../cli/cli-harness.js';
 

@@ -25,7 +25,7 @@ import { MariadbReplicatedMoveEngine } from '../../src/moves/mariadb/replicated-
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe, userConnection, userProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
-import { moveAdmin } from '../../src/ops/failover/move-admin.js';
+import { moveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import type { MoveEvent } from '../../src/moves/move-runner.js';
 // The built binary, as before: these movers run against MariaDB servers (cli() would run them in this process).
 import { CLI, assertBadInput, cliProcess as cli, ensureBuilt } from '../cli/cli-harness.js';

@@ -16,7 +16,7 @@ import { resolveSchema } from '../../src/config/config.js';
 import { runMove } from '../../src/moves/move-runner.js';
 import { createMariadbMoveEngine, type MariadbMoveEngine } from '../../src/moves/mariadb/index.js';
 import { devHostAdmin } from '../../src/ops/failover/host-admin.js';
-import { moveAdmin } from '../../src/ops/failover/move-admin.js';
+import { moveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap, type ShardMapJson } from '../../src/topology/shard-map.js';

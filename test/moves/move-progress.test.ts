@@ -19,7 +19,7 @@ import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { addMove, advanceMove, freezeMove } from '../../src/moves/move-state.js';
 import { MoveProgressWriter } from '../../src/moves/move-progress.js';
 import { runMove } from '../../src/moves/move-runner.js';
-import { SqliteMoveEngine } from '../../src/moves/sqlite/sqlite-move-engine.js';
+import { createSqliteMoveEngine } from '../../src/moves/sqlite/index.js';
 import { testConfig, testSchema } from '../kit/kit-fixture.js';
 
 const TARGET = { master: 'MySQL002A', slave: 'MySQL002B' };
@@ -126,7 +126,7 @@ test('a running SQLite move records progress beside the map: a watching service 
   try {
     await kit.ready();
     for (let s = 0; s <= 5; s++) await kit.objects.create('pin', { s }, { shard: s });
-    const engine = new SqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }) });
+    const engine = createSqliteMoveEngine({ shardPath: (host, shard) => backend.shardPath({ host, shard, fleet: 'objects' }) });
     const result = await runMove({ store, engine, start: { span: { first: 0, last: 5 }, target: TARGET, id: 'move-sq' } });
     assert.equal(result.outcome, 'switched');
     // The service adopted exactly the runner's phase steps (add, copy, freeze, fence, switch): 0 others.

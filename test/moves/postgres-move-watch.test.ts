@@ -38,7 +38,7 @@ import { resolveSchema } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import type { MoveEngine, RowProgress } from '../../src/moves/move-engine.js';
-import { PostgresMoveEngine, replicationName } from '../../src/moves/postgres/postgres-move-engine.js';
+import { createPostgresMoveEngine, replicationName, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { compareChunks, CHUNK_ROWS, settleTables } from '../../src/moves/postgres/postgres-verify.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { cli, ensureBuilt } from '../cli/cli-harness.js';
@@ -73,7 +73,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
   const engine = (options: { lockTimeoutMs?: number; slotWaitMs?: number } = {}): PostgresMoveEngine => {
     const config = c.config();
     if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
-    const e = new PostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config), ...options });
+    const e = createPostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config), ...options });
     engines.push(e);
     return e;
   };

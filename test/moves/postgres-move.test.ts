@@ -29,7 +29,7 @@ import { resolveSchema } from '../../src/config/config.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
 import { isShardKitError } from '../../src/errors.js';
 import { runMove } from '../../src/moves/move-runner.js';
-import { PostgresMoveEngine } from '../../src/moves/postgres/postgres-move-engine.js';
+import { createPostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { PostgresInstance } from '../../src/ops/postgres/postgres-instance.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
@@ -226,7 +226,7 @@ describe('moves on PostgreSQL: shards move|verify|drop-moved with logical replic
     const plain = await PostgresInstance.start({ databases: ['shardkit'] });
     try {
       const hosts = { ...config.hosts, OLD001A: { host: plain.host, port: plain.port } };
-      const engine = new PostgresMoveEngine({ hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config) });
+      const engine = createPostgresMoveEngine({ hosts, user: config.storage.user, database: config.storage.database, schema: resolveSchema(config) });
       const mapOn = (master: string) => ShardMap.fromJSON({
         version: 1,
         ranges: [{ range: [0, 3], master, open: true }],

@@ -16,7 +16,7 @@ import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/m
 import { ShardMap } from '../../src/topology/shard-map.js';
 import { liveServices, servicesNotKnowing, type ServiceHeartbeat } from '../../src/topology/service-records.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
-import { SqliteMoveEngine } from '../../src/moves/sqlite/sqlite-move-engine.js';
+import { createSqliteMoveEngine } from '../../src/moves/sqlite/index.js';
 import { testConfig, testSchema } from '../kit/kit-fixture.js';
 
 const TARGET = { master: 'MySQL003A', slave: 'MySQL003B' };
@@ -61,7 +61,7 @@ function fixture() {
     return s;
   };
   const store = new MemoryTopologyStore({ backing });
-  const engine = new SqliteMoveEngine({ shardPath: (host, shard) => new SqliteBackend({ root, schema: testSchema }).shardPath({ host, shard, fleet: 'objects' }) });
+  const engine = createSqliteMoveEngine({ shardPath: (host, shard) => new SqliteBackend({ root, schema: testSchema }).shardPath({ host, shard, fleet: 'objects' }) });
   return {
     backing, store, engine, service,
     async close() {

@@ -2,8 +2,10 @@
  * Shard moves on the embedded default (SQLite host directories), end to end in one process:
  * two "services" (ShardKits with their own backends over the same files, following one topology
  * backing) write while the mover runs; a third service's watch is paused across the cutover.
+ * The scenarios every engine shares run here through test/conformance/move-suite.ts.
+ * @server-free: the suite's ledger (test/failover/ledger.ts) names the dev cluster only as a type.
  */
-import { test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,14 +15,16 @@ import { isShardKitError, ShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { SqliteBackend } from '../../src/storage/sqlite/sqlite-backend.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
-import { ShardMap, type MovePhase } from '../../src/topology/shard-map.js';
+import { ShardMap } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/move-state.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
-import { SqliteMoveEngine, compareFiles } from '../../src/moves/sqlite/sqlite-move-engine.js';
+import { createSqliteMoveEngine, compareFiles, type SqliteMoveEngine } from '../../src/moves/sqlite/index.js';
 import type { MoveEngine } from '../../src/moves/move-engine.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { fleetTables } from '../../src/storage/shard-names.js';
 import { snapshot, testConfig, testSchema } from '../kit/kit-fixture.js';
+import { runMoveSuite } from '../conformance/move-suite.js';
 
 const HOSTS = Object.keys(testConfig.hosts);
 const TARGET = { master: 'MySQL002A', slave: 'MySQL002B' };
@@ -62,7 +66,7 @@ async function world(): Promise<World> {
   const pathOf = (host: string, shard: number) => backends[0]!.shardPath({ host, shard, fleet: 'objects' });
   return {
     root, backing, store, services, backends,
-    engine: new SqliteMoveEngine({ shardPath: pathOf }),
+    engine: createSqliteMoveEngine({ shardPath: pathOf }),
     stale: () => service(true),
     path: pathOf,
     cleanup: async () => {
@@ -85,12 +89,13 @@ function rowsIn(path: string, table: string): number {
   }
 }
 
-function localIdsIn(path: string, table: string): Set<number> {
+/** Local ids in `table` of a shard file, with its fenced copy (moved__) unless `withFenced` is false. */
+function localIdsIn(path: string, table: string, withFenced = true): Set<number> {
   const out = new Set<number>();
   if (!existsSync(path)) return out;
   const db = new Database(path, { readonly: true });
   try {
-    for (const t of db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND (name = ? OR name = ?)").pluck().all(table, `moved__${table}`) as string[]) {
+    for (const t of db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND (name = ? OR name = ?)").pluck().all(table, withFenced ? `moved__${table}` : table) as string[]) {
       for (const id of db.prepare(`SELECT local_id FROM "${t}"`).pluck().all() as number[]) out.add(id);
     }
   } finally {
@@ -283,49 +288,41 @@ test('a write held by the freeze is released to the new master when the switch c
   }
 });
 
-const PHASES: MovePhase[] = ['copied', 'frozen', 'fenced'];
-for (const phase of PHASES) {
-  for (const then of ['resume', 'abort'] as const) {
-    test(`a mover that dies after phase ${phase}: ${then} converges`, async () => {
-      const w = await world();
-      try {
-        const kit = w.services[0]!;
-        const boards = [];
-        for (let s = 0; s < 8; s++) boards.push(await kit.objects.create('board', { s }, { shard: s }));
-        // The first mover stops dead after recording `phase` (never resolves: as if killed -9).
-        let dead = false;
-        const first = runMove({
-          store: w.store, engine: w.engine, start: { span: SPAN, target: TARGET, id: 'dies' },
-          afterPhase: (p) => (p === phase ? ((dead = true), new Promise<void>(() => {})) : undefined),
-        });
-        void first.catch(() => {});
-        while (!dead) await new Promise((r) => setTimeout(r, 5));
-        assert.equal((await w.store.read())!.move('dies')?.phase, phase);
-        const result = await runMove({ store: w.store, engine: w.engine, moveId: 'dies', abort: then === 'abort' });
-        const map = (await w.store.read())!;
-        if (then === 'resume') {
-          assert.equal(result.outcome, 'switched');
-          assert.equal(map.locate(0).master, 'MySQL002A');
-          assert.equal(map.locate(0).frozen, undefined);
-        } else {
-          assert.equal(result.outcome, 'aborted');
-          assert.equal(map.locate(0).master, 'MySQL001A');
-          assert.equal(map.locate(0).frozen, undefined);
-          assert.equal(map.move('dies'), undefined);
-          assert.deepEqual(map.toJSON().ranges, testConfig.shardMap.ranges.map((r) => ({ ...r })));
-          for (let s = 0; s <= 3; s++) assert.equal(existsSync(w.path('MySQL002A', s)), false, 'the partial copy is gone');
-        }
-        // Either way every board reads back and takes writes where the map says.
-        for (const b of boards) {
-          await kit.objects.patch(b.id, { ok: then });
-          assert.equal(((await w.services[1]!.objects.get(b.id)).data as { ok: string }).ok, then);
-        }
-      } finally {
-        await w.cleanup();
-      }
-    });
-  }
-}
+describe('the move suite on SQLite (test/conformance/move-suite.ts)', () => {
+  let w: World;
+  const objectTables = fleetTables(testSchema, 'objects');
+  /** Tables of a shard's file: live ones, or the ones the fence set aside (renamed moved__*). */
+  const tablesOf = (host: string, shard: number, aside: boolean): string[] => {
+    const path = w.path(host, shard);
+    if (!existsSync(path)) return [];
+    const db = new Database(path, { readonly: true });
+    try {
+      const names = db.prepare("SELECT name FROM sqlite_master WHERE type='table'").pluck().all() as string[];
+      return aside ? names.filter((t) => t.startsWith('moved__')) : names.filter((t) => objectTables.includes(t));
+    } finally {
+      db.close();
+    }
+  };
+  before(async () => {
+    w = await world();
+  });
+  after(async () => {
+    await w?.cleanup();
+  });
+  runMoveSuite({ moverDies: ['copied', 'frozen', 'fenced'], killServers: false }, () => ({
+    pairs: [{ master: 'MySQL001A', slave: 'MySQL001B' }, TARGET],
+    hosts: HOSTS,
+    kits: w.services,
+    store: () => w.store,
+    engine: () => w.engine,
+    liveIds: async (host, shard) => (tablesOf(host, shard, false).includes('pins') ? [...localIdsIn(w.path(host, shard), 'pins', false)].map(String) : []),
+    objectTablesOn: async (host, shard) => tablesOf(host, shard, false),
+    fencedAside: async (host, shard) => tablesOf(host, shard, true),
+    leftOnTarget: async () => [],
+    leftBehind: async () => [],
+    ranges: { moverDies: { span: [0, 3], load: [0, 1, 2, 3, 4, 5] } },
+  }));
+});
 
 test('verify finds a row changed by hand on the target and the mover refuses to switch (the range goes back to the source)', async () => {
   const w = await world();
@@ -344,7 +341,7 @@ test('verify finds a row changed by hand on the target and the mover refuses to 
     };
     await assert.rejects(
       runMove({ store: w.store, engine: tampering, start: { span: SPAN, target: TARGET } }),
-      (e) => isShardKitError(e) && /aborted.*verify found 1 mismatching chunk.*shard 1 pins/.test(e.message),
+      (e) => isShardKitError(e, 'MOVE_VERIFY_MISMATCH') && /aborted.*verify found 1 mismatching chunk.*shard 1 pins/.test(e.message),
     );
     const map = (await w.store.read())!;
     assert.equal(map.locate(1).master, 'MySQL001A');

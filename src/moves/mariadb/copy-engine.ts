@@ -88,7 +88,7 @@ export class MariadbCopyMoveEngine extends MariadbMoveEngine {
         const all = this.databases(move);
         for (const d of all) {
           if ((await this.present(src, d.live)).length > 0) {
-            throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} still has live tables of the move: refusing to copy a shard that is not fenced`);
+            throw new ShardKitError('MOVE_FENCE_MISMATCH', `${d.live} on ${move.source.master} still has live tables of the move: refusing to copy a shard that is not fenced`);
           }
           const tables = await this.present(src, d.moved);
           if (tables.length > 0) await dst.query(`CREATE DATABASE IF NOT EXISTS ${q(d.live)} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);

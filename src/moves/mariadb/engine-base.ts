@@ -337,7 +337,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
       await this.settledFence(c, move);
       for (const d of this.databases(move)) {
         if ((await this.present(c, d.live)).length > 0) {
-          throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} has live tables of the move: refusing to drop shard ${d.shard} (move ${move.id})`);
+          throw new ShardKitError('MOVE_FENCE_MISMATCH', `${d.live} on ${move.source.master} has live tables of the move: refusing to drop shard ${d.shard} (move ${move.id})`);
         }
         const [rows] = await c.query('SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [d.moved]);
         if (Number((rows as Array<{ n: number | string }>)[0]!.n) === 0) continue;

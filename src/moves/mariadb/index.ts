@@ -5,7 +5,8 @@ import { MariadbReplicatedMoveEngine } from './replicated-engine.js';
 export type { MariadbMoveEngine, MariadbMoveEngineOptions } from './engine-base.js';
 export { FENCE_DOMAIN_ID } from './replicated-engine.js';
 export { movedDatabaseName } from './names.js';
-export type { MoveAdmin } from './move-admin.js';
+export { moveAdmin, type HostAccess, type MoveAdmin } from './move-admin.js';
+export { dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
 
 /**
  * The MariaDB move engine for these options: with admin access, the replicated one (dump + GTID

@@ -1,8 +1,10 @@
 import type mysql from 'mysql2/promise';
+import type { DumpAdmin } from './dump-copy.js';
+import { parallelDumpCopy } from './parallel-dump-copy.js';
 
 /**
  * What the MariaDB mover needs as an administrator of the hosts (SUPER: replication connections,
- * sql_log_bin, dumps). The fleet tools build it (src/ops/failover/move-admin.ts) from the
+ * sql_log_bin, dumps). The fleet tools build it (moveAdmin below) from their HostAdmin: the
  * dev cluster's sockets or the config's admin account; the mover never learns which.
  */
 export interface MoveAdmin {
@@ -21,4 +23,20 @@ export interface MoveAdmin {
    * LOCK on `from` until each has its snapshot).
    */
   dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number, rows: number) => void; throttle?: (rows: number) => Promise<void>; streams?: number }): Promise<string>;
+}
+
+/** A host administrator as the fleet tools have one (src/ops/failover/host-admin.ts's HostAdmin). */
+export interface HostAccess extends DumpAdmin {
+  address(host: string): { host: string; port: number };
+  replication: { user: string; password?: string };
+}
+
+/** The MariaDB mover's admin access from the fleet tools' own; the copy is this folder's dump (parallel-dump-copy.ts). */
+export function moveAdmin(admin: HostAccess): MoveAdmin {
+  return {
+    connect: (host) => admin.connect(host),
+    address: (host) => admin.address(host),
+    replication: admin.replication,
+    dumpCopy: (from, to, databases, options) => parallelDumpCopy(admin, from, to, databases, options.streams ?? 1, options),
+  };
 }

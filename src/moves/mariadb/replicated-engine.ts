@@ -4,14 +4,14 @@ import type { FreezeCost, MoveProgressFn, VerifyReport } from '../move-engine.js
 import { measureFreezeCost } from './admission.js';
 import { copySource, dumpProgress, moveCopyThrottle } from './copy-throttle.js';
 import { moveShards } from '../move-shared.js';
-import { armLockFence, completeLockFence, lockFence, MAX_FENCE_SESSIONS, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
+import { armLockFence, completeLockFence, lockFence, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
 import {
   binlogPos, connectionStatus, slaveCaughtUp, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
 } from './move-replication.js';
 import { autoIncrementPast, autoIncrements, autoIncrementsIn } from './auto-increment.js';
 import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.js';
 import { FENCE_DOMAIN_ID, q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
-import { closeFreezeConns, type FreezeConns } from './freeze-conns.js';
+import { closeFreezeConns, openFreezeConns, type FreezeConns } from './freeze-conns.js';
 import { chunks, STATEMENT_TABLES } from './verify.js';
 import { verifyAtConsistentPoint, type VerifiedTables } from './pre-verify.js';
 
@@ -70,45 +70,15 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     return this.options.fenceDomainId ?? FENCE_DOMAIN_ID;
   }
 
-  /** An admin connection to the source whose statements are binlogged in the fence domain (replicated to the source's slave, never to the target). */
-  private async fenceConnection(host: string): Promise<Conn> {
-    const c = await this.options.admin!.connect(host);
-    try {
-      await c.query(`SET SESSION gtid_domain_id = ${this.fenceDomain}`);
-      await c.query(`SET SESSION lock_wait_timeout = ${Math.max(1, Math.floor(this.options.lockWaitTimeoutS ?? 10))}`);
-      // Verify may read the locked tables' rows on it (as on the target's admin connection): the same zone on both sides.
-      await c.query("SET time_zone = '+00:00'");
-    } catch (err) {
-      c.destroy();
-      throw err;
-    }
-    return c;
-  }
-
-  /** Opens every connection the replicated freeze path uses, all at once. */
-  private async openFreezeConns(move: MoveRecord): Promise<FreezeConns> {
-    const width = Math.max(1, Math.min(this.options.fenceConnections ?? 4, moveShards(move).length, MAX_FENCE_SESSIONS));
-    const admin = this.options.admin!;
-    const opened = await Promise.allSettled<Conn>([
-      this.connect(move.source.master), admin.connect(move.source.master), this.connect(move.target.master), admin.connect(move.target.master),
-      ...Array.from({ length: width }, () => this.fenceConnection(move.source.master)),
-    ]);
-    const ok = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
-    const failed = opened.find((o) => o.status === 'rejected');
-    if (failed !== undefined) {
-      for (const c of ok) c.destroy();
-      throw (failed as PromiseRejectedResult).reason;
-    }
-    // Held idle across phases: a server that dies meanwhile must fail the next query, not crash the mover with an unhandled 'error' event.
-    for (const c of ok) c.on('error', () => undefined);
-    const [src, srcAdmin, dst, dstAdmin, ...fence] = ok as [Conn, Conn, Conn, Conn, ...Conn[]];
-    try {
-      await dstAdmin.query("SET time_zone = '+00:00'");
-    } catch (err) {
-      for (const c of ok) c.destroy();
-      throw err;
-    }
-    return { src, srcAdmin, dst, dstAdmin, fence };
+  /** Opens every connection the replicated freeze path uses, all at once (freeze-conns.ts). */
+  private openFreezeConns(move: MoveRecord): Promise<FreezeConns> {
+    return openFreezeConns(move, {
+      connect: (host) => this.connect(host),
+      admin: this.options.admin!,
+      fenceDomain: this.fenceDomain,
+      lockWaitTimeoutS: this.options.lockWaitTimeoutS ?? 10,
+      fenceConnections: this.options.fenceConnections ?? 4,
+    });
   }
 
   /** The freeze connections beforeFreeze holds for this move, or fresh ones (a resumed mover) closed afterwards. */
@@ -186,7 +156,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const name = moveConnectionName(move);
     const live = await this.sourceTables(move);
     const doTables = this.doTables(live);
-    if (doTables.length === 0) throw new ShardKitError('INTERNAL', `shards ${move.range[0]}..${move.range[1]} have no live object tables on ${move.source.master}: nothing to move`);
+    if (doTables.length === 0) throw new ShardKitError('MOVE_NOTHING_TO_MOVE', `shards ${move.range[0]}..${move.range[1]} have no live object tables on ${move.source.master}: nothing to move`);
     const domain = await this.withAdmin(move.source.master, sourceDomain);
     if (domain === this.fenceDomain) throw new ShardKitError('INVALID_CONFIG', `the source ${move.source.master} runs with gtid_domain_id ${domain}, the move's fence domain: give the mover another fenceDomainId`);
     await this.withAdmin(move.target.master, async (c) => {
@@ -267,7 +237,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const doTables = this.doTables(await this.sourceTables(move));
     const applied = await this.withAdmin(move.target.master, async (c) => {
       const st = await connectionStatus(c, name);
-      if (st === undefined) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no replication connection '${name}': resume from the start (shards move --abort, then move again)`);
+      if (st === undefined) throw new ShardKitError('MOVE_STATE_LOST', `the target ${move.target.master} has no replication connection '${name}': resume from the start (shards move --abort, then move again)`);
       if (st.lastError !== '' && !(st.ioRunning && st.sqlRunning)) throw new ShardKitError('SHARD_UNAVAILABLE', `replication '${name}' on ${move.target.master} stopped: ${st.lastError}`);
       // Stopped without an error, or restarted without its (unpersisted) filter: (re)start it filtered.
       if (!st.ioRunning || !st.sqlRunning || !filterMatches(st, doTables)) await startFiltered(c, name, doTables);
@@ -383,12 +353,12 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
         if (locked !== undefined) {
           const live = srcHave.get(d.live)!;
           const loose = live.filter((t) => !locked.has(`${d.live}.${t}`));
-          if (loose.length > 0 || srcHave.get(d.moved)!.length > 0) throw new ShardKitError('INTERNAL', `${d.live}.${loose[0] ?? '?'} on ${move.source.master} is not under the move's fence: refusing to catch up`);
+          if (loose.length > 0 || srcHave.get(d.moved)!.length > 0) throw new ShardKitError('MOVE_FENCE_MISMATCH', `${d.live}.${loose[0] ?? '?'} on ${move.source.master} is not under the move's fence: refusing to catch up`);
           fenced.push({ ...d, tables: live });
           continue;
         }
         if (srcHave.get(d.live)!.length > 0) {
-          throw new ShardKitError('INTERNAL', `${d.live} on ${move.source.master} still has live tables of the move: refusing to catch up on a shard that is not fenced`);
+          throw new ShardKitError('MOVE_FENCE_MISMATCH', `${d.live} on ${move.source.master} still has live tables of the move: refusing to catch up on a shard that is not fenced`);
         }
         fenced.push({ ...d, tables: srcHave.get(d.moved)! });
       }
@@ -429,7 +399,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       let done = 0;
       for (const d of fenced) {
         const missing = d.tables.filter((t) => !dstHave.get(d.live)!.includes(t) && !dstHave.get(d.moved)!.includes(t));
-        if (missing.length > 0) throw new ShardKitError('INTERNAL', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
+        if (missing.length > 0) throw new ShardKitError('MOVE_STATE_LOST', `the target ${move.target.master} has no copy of ${d.live}.${missing[0]}: abort the move (shards move --abort) and start it again`);
         onProgress?.(++done, fenced.length);
       }
       await autoIncrementPast(this.options.onStep, this.raised.get(move.id), sourceCounters, c, fenced, locked !== undefined);

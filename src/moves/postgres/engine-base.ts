@@ -252,7 +252,7 @@ export class PostgresMoveBase {
   protected async waitApplied(src: Client, dst: Client, move: MoveRecord, required = false): Promise<void> {
     const { rows: [m] } = await this.step('marker: UPDATE (source)', () => src.query<{ n: string }>(`UPDATE ${this.markerTable(move)} SET n = n + 1 WHERE id = 1 RETURNING n::text AS n`));
     if (m === undefined) {
-      if (required) throw new ShardKitError('INTERNAL', `the marker row of move ${move.id} is missing on ${move.source.master}`);
+      if (required) throw new ShardKitError('MOVE_STATE_LOST', `the marker row of move ${move.id} is missing on ${move.source.master}`);
       return;
     }
     const limit = this.options.catchUpTimeoutMs ?? 60_000;

@@ -57,7 +57,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       for (const s of shards) {
         const live = have.get(shardDatabaseName(s))!;
         if (live.length === 0 && have.get(movedSchema(s))!.length > 0) {
-          throw new ShardKitError('INTERNAL', `shard ${s} is fenced on ${move.source.master} (${movedSchema(s)}) but the move was not: run shards move --abort`);
+          throw new ShardKitError('MOVE_FENCE_MISMATCH', `shard ${s} is fenced on ${move.source.master} (${movedSchema(s)}) but the move was not: run shards move --abort`);
         }
         for (const t of live) published.push({ ns: shardDatabaseName(s), t });
       }
@@ -121,7 +121,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     return this.withConn(move.source.master, async (src) => {
       const { rows } = await src.query<{ lag: string | null }>(
         'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::text AS lag FROM pg_replication_slots WHERE slot_name = $1', [replicationName(move.id)]);
-      if (rows.length === 0) throw new ShardKitError('INTERNAL', `the move's replication slot ${replicationName(move.id)} is gone from ${move.source.master}`);
+      if (rows.length === 0) throw new ShardKitError('MOVE_STATE_LOST', `the move's replication slot ${replicationName(move.id)} is gone from ${move.source.master}`);
       return Math.max(0, Number(rows[0]!.lag ?? 0));
     });
   }
@@ -206,7 +206,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       const live = fenced !== undefined ? undefined : await this.step('catch-up: source catalogue', () => this.presentIn(src, moveShards(move).map((x) => shardDatabaseName(x))));
       for (const s of moveShards(move)) {
         if ((live?.get(shardDatabaseName(s))!.length ?? 0) > 0) {
-          throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
+          throw new ShardKitError('MOVE_FENCE_MISMATCH', `${shardDatabaseName(s)} on ${move.source.master} still has live object tables: refusing to catch up a shard that is not fenced`);
         }
       }
       // After a resumed catch-up that already finished, the subscription may be gone (afterSwitch): nothing to wait for.
@@ -325,7 +325,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     await this.withConn(move.source.master, async (c) => {
       for (const s of moveShards(move)) {
         if ((await this.present(c, shardDatabaseName(s))).length > 0) {
-          throw new ShardKitError('INTERNAL', `${shardDatabaseName(s)} on ${move.source.master} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
+          throw new ShardKitError('MOVE_FENCE_MISMATCH', `${shardDatabaseName(s)} on ${move.source.master} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
         }
         const { rows } = await c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [movedSchema(s)]);
         if (rows.length === 0) continue;

@@ -100,7 +100,7 @@ export class SqliteMoveEngine implements MoveEngine {
       const path = this.shardPath(move.source.master, s);
       if (!existsSync(path)) continue;
       if (!isFenced(path, this.busyTimeoutMs)) {
-        throw new ShardKitError('INTERNAL', `${path} is not fenced: refusing to drop a shard file that may still serve (move ${move.id})`);
+        throw new ShardKitError('MOVE_FENCE_MISMATCH', `${path} is not fenced: refusing to drop a shard file that may still serve (move ${move.id})`);
       }
       removeShardFile(path);
       dropped++;
@@ -186,7 +186,7 @@ export async function copyFenced(source: string, target: string, busyTimeoutMs =
   const tmp = `${target}.moving-${process.pid}.tmp`;
   try {
     const bits = Number(src.pragma('user_version', { simple: true }));
-    if ((bits & MOVED_BIT) === 0) throw new ShardKitError('INTERNAL', `${source} is not fenced: refusing to copy a shard that still takes writes`);
+    if ((bits & MOVED_BIT) === 0) throw new ShardKitError('MOVE_FENCE_MISMATCH', `${source} is not fenced: refusing to copy a shard that still takes writes`);
     if (userTables(src).length === 0) {
       removeShardFile(target);
       return;

@@ -1,7 +1,7 @@
 import { ShardKitError } from '../../errors.js';
 import { changeShardMap } from '../../topology/change-shard-map.js';
 import { ShardMap } from '../../topology/shard-map.js';
-import { dumpCopy } from './dump-copy.js';
+import { dumpCopy } from '../../moves/mariadb/index.js';
 import { recordDevRoles, type FleetContext } from './failover-context.js';
 import { dropSemiSyncMaster, fenceAnsweringMaster } from './client-sessions.js';
 import { adminQuery, type HostAdmin } from './host-admin.js';

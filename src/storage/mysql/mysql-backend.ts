@@ -3,6 +3,7 @@ import type { SqlValue } from '../sql/sql-dialect.js';
 import { SqlBackend } from '../sql/sql-backend.js';
 import { mysqlDialect } from './mysql-dialect.js';
 import { MysqlHostPool } from './mysql-host-pool.js';
+import { poolTarget } from '../host-address.js';
 
 /** Connection settings shared by every host (config `storage` when backend is mysql). */
 export interface MysqlStorageOptions {
@@ -78,13 +79,8 @@ export class MysqlBackend extends SqlBackend<MysqlHostPool, MysqlHostAddress> {
   }
 
   protected newPool(host: string, address: MysqlHostAddress): MysqlHostPool {
-    const password = address.password ?? this.storage.password;
     return new MysqlHostPool(host, {
-      ...(address.host !== undefined ? { host: address.host } : {}),
-      ...(address.port !== undefined ? { port: address.port } : {}),
-      ...(address.socket !== undefined ? { socket: address.socket } : {}),
-      user: address.user ?? this.storage.user,
-      ...(password !== undefined ? { password } : {}),
+      ...poolTarget(address, this.storage),
       poolSize: this.storage.poolSize,
       connectTimeoutMs: this.storage.connectTimeoutMs,
       queryTimeoutMs: this.storage.queryTimeoutMs,

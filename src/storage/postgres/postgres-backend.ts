@@ -9,6 +9,7 @@ import { postgresDialect } from './postgres-dialect.js';
 import { parsePostgresSchemaName, postgresSchemaName, qi } from './postgres-ddl.js';
 import { mapPostgresError } from './postgres-errors.js';
 import { PostgresHostPool } from './postgres-host-pool.js';
+import { poolTarget } from '../host-address.js';
 
 /** Connection settings shared by every host (config `storage` when backend is postgres). */
 export interface PostgresStorageOptions {
@@ -85,13 +86,8 @@ export class PostgresBackend extends SqlBackend<PostgresHostPool, PostgresHostAd
   }
 
   protected newPool(host: string, address: PostgresHostAddress): PostgresHostPool {
-    const password = address.password ?? this.storage.password;
     return new PostgresHostPool(host, {
-      ...(address.host !== undefined ? { host: address.host } : {}),
-      ...(address.port !== undefined ? { port: address.port } : {}),
-      ...(address.socket !== undefined ? { socket: address.socket } : {}),
-      user: address.user ?? this.storage.user,
-      ...(password !== undefined ? { password } : {}),
+      ...poolTarget(address, this.storage),
       database: this.storage.database,
       poolSize: this.storage.poolSize,
       connectTimeoutMs: this.storage.connectTimeoutMs,

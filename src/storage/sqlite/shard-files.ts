@@ -92,6 +92,19 @@ export class ShardFiles {
     return file;
   }
 
+  /**
+   * Forgets the cached handle of a shard when the file it has open was fenced by a move (true).
+   * The path may hold another file by now (the fenced one dropped, the shard moved back): the
+   * next call opens that one instead of meeting the old file's missing tables for ever.
+   */
+  forgetMoved(ref: ShardRef): boolean {
+    const path = this.shardPath(ref);
+    const file = this.files.get(path);
+    if (file === undefined || !file.movedAway()) return false;
+    this.files.delete(path);
+    return true;
+  }
+
   /** Closes and deletes the shard's file (with its WAL). */
   remove(ref: ShardRef, file: ShardFile): void {
     const path = this.shardPath(ref);

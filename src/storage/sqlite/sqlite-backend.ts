@@ -343,10 +343,11 @@ export class SqliteBackend extends CheckedBackend {
   /** Maps SQLite and file-system failures of a shard's work to SHARD_UNAVAILABLE (a fence to its own error). */
   private failed(ref: ShardRef, err: unknown): never {
     // A table gone from a file a move fenced: the fence error, which ShardKit answers by
-    // re-reading the map (the statement changed nothing).
+    // re-reading the map (the statement changed nothing). The handle is forgotten when its own
+    // file was the fenced one, so the retry opens whatever the path holds by then.
     if (err instanceof sqliteDriver().SqliteError && /no such table/.test(err.message)) {
       const path = this.files.shardPath(ref);
-      if (isMovedFile(path)) throw movedError(path, err);
+      if (this.files.forgetMoved(ref) || isMovedFile(path)) throw movedError(path, err);
     }
     // A migration's write fence (sqlite-write-fence.ts): nothing was written, and the caller
     // may retry (the fence lifts itself, or the store has moved to its new fleet).

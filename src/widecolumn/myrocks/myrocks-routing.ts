@@ -13,6 +13,7 @@ import { DEFAULT_LIMITS, type WideColumnLimits } from '../limits.js';
 import type { Logger, ProgressFn } from '../types.js';
 import { MyrocksCatalog } from './myrocks-catalog.js';
 import { CATALOG_SHARD, catalogDdl, datasetTableDdl, shardDatabaseDdl, wcDatabaseName } from './myrocks-ddl.js';
+import { poolTarget } from '../../storage/host-address.js';
 
 export interface MyrocksEngineOptions {
   /** Servers by name, as in config `hosts`. */
@@ -95,13 +96,8 @@ export class MyrocksRouting {
       password: options.storage?.password,
     };
     this.pools = new HostPools(options.hosts, (host, a) => {
-      const password = a.password ?? storage.password;
       return new MysqlHostPool(host, {
-        ...(a.host !== undefined ? { host: a.host } : {}),
-        ...(a.port !== undefined ? { port: a.port } : {}),
-        ...(a.socket !== undefined ? { socket: a.socket } : {}),
-        user: a.user ?? storage.user,
-        ...(password !== undefined ? { password } : {}),
+        ...poolTarget(a, storage),
         poolSize: storage.poolSize,
         connectTimeoutMs: storage.connectTimeoutMs,
         queryTimeoutMs: storage.queryTimeoutMs,

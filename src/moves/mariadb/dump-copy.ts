@@ -1,7 +1,16 @@
 import { spawn } from 'node:child_process';
 import { Transform } from 'node:stream';
 import { ShardKitError } from '../../errors.js';
-import type { HostAdmin } from './host-admin.js';
+import type mysql from 'mysql2/promise';
+
+/**
+ * What a dump needs of its hosts: the mariadb client's arguments to reach one as an administrator,
+ * and an admin connection (the fleet tools' HostAdmin has both: src/ops/failover/host-admin.ts).
+ */
+export interface DumpAdmin {
+  clientArgs(host: string): string[];
+  connect(host: string): Promise<mysql.Connection>;
+}
 
 export interface DumpCopyOptions {
   /** `db.table` names the dump leaves out (a shard move copies only the object tables of a database). */
@@ -39,7 +48,7 @@ export const BYTES_EVERY_MS = 250;
  * both hold the same snapshot). Returns the GTID position of the consistent snapshot (the dump's
  * gtid_slave_pos line).
  */
-export async function dumpCopy(admin: HostAdmin, from: string, to: string | readonly string[], databases: string[], options: DumpCopyOptions = {}): Promise<string> {
+export async function dumpCopy(admin: DumpAdmin, from: string, to: string | readonly string[], databases: string[], options: DumpCopyOptions = {}): Promise<string> {
   if (databases.length === 0) return '';
   const targets = typeof to === 'string' ? [to] : [...to];
   const dump = spawn('mariadb-dump', [

@@ -1,6 +1,5 @@
 import { ShardKitError } from '../../errors.js';
-import { dumpCopy, type DumpCopyOptions } from './dump-copy.js';
-import type { HostAdmin } from './host-admin.js';
+import { dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
 
 /**
  * dumpCopy in `streams` dumps at once (databases dealt out round-robin), all from one consistent
@@ -10,7 +9,7 @@ import type { HostAdmin } from './host-admin.js';
  * positions must be equal (no commit can have happened between their snapshots), else the copy
  * fails. Returns that position.
  */
-export async function parallelDumpCopy(admin: HostAdmin, from: string, to: string | readonly string[], databases: string[], streams: number, options: DumpCopyOptions = {}): Promise<string> {
+export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: string | readonly string[], databases: string[], streams: number, options: DumpCopyOptions = {}): Promise<string> {
   const groups = Array.from({ length: Math.max(1, Math.min(streams, databases.length)) }, (_, i) => databases.filter((_, j) => j % Math.max(1, Math.min(streams, databases.length)) === i));
   if (groups.length <= 1) return dumpCopy(admin, from, to, databases, options);
   const lock = await admin.connect(from);
