@@ -5,6 +5,7 @@ import type { GetRowOptions, GetRowRequest, RowResult } from '../types.js';
 import { datasetTable } from './myrocks-ddl.js';
 import { buildPageStatement, collectDirectory, collectLatest, collectPage, directoryStatement, latestStatement, liveFromTtl, needsDirectory, toColumnCells, type LatestRow, type PageRow, type RowFound, type RowRead } from './myrocks-reads.js';
 import { checkBatch, validateRead, type ValidRead } from './myrocks-requests.js';
+import { budgetOf, type BatchGetOptions, type ReadBudget } from '../read-budget.js';
 import { cellKey, EMPTY, headKey, MyrocksRouting } from './myrocks-routing.js';
 
 /** Get Row and its batches: one statement per page, one per host for a batch (myrocks-reads.ts builds them). */
@@ -19,12 +20,12 @@ export class MyrocksRowReads extends MyrocksRouting {
   }
 
   /** One statement per host for the first page of every row; rows on one host share its snapshot. */
-  batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]> {
+  batchGetRows(dataset: string, requests: GetRowRequest[], options?: BatchGetOptions): Promise<RowResult[]> {
     return this.track(async () => {
       const ds = await this.catalog.get(dataset);
       checkBatch(requests, this.limits);
       const valid = requests.map((r) => validateRead(ds, r, this.limits));
-      return this.readPages(ds, valid, this.clock());
+      return this.readPages(ds, valid, this.clock(), budgetOf(options, requests.length));
     });
   }
 
@@ -35,7 +36,7 @@ export class MyrocksRowReads extends MyrocksRouting {
     return collectLatest(v.row, await this.onShard<LatestRow[]>(shard, sql, values), v.limit);
   }
 
-  protected async readPages(ds: DatasetConfig, reads: ValidRead[], now: number): Promise<RowResult[]> {
+  protected async readPages(ds: DatasetConfig, reads: ValidRead[], now: number, budget?: ReadBudget): Promise<RowResult[]> {
     interface State {
       v: ValidRead;
       shard: number;
@@ -108,6 +109,9 @@ export class MyrocksRowReads extends MyrocksRouting {
           for (const s of list) s.fenceRetried = true;
           return;
         }
+        // Counted as each host's statement answers: the batch stops at the first round past the
+        // budget, before its other hosts' answers and later rounds are kept.
+        if (budget !== undefined) for (const f of found) for (const c of f.columns) budget.chargeColumn(c);
         list.forEach((s, i) => this.advance(s, rr[i]!, found[i]!));
       }));
     }
