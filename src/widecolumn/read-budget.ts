@@ -28,6 +28,11 @@ export class ReadBudget {
     }
   }
 
+  /** Bytes left before the bound (0 when it is reached). */
+  remaining(): number {
+    return Math.max(0, this.maxBytes - this.used);
+  }
+
   chargeColumn(column: { raw: Buffer; cells: ReadonlyArray<{ value: Buffer }> }): void {
     let bytes = column.raw.length;
     for (const c of column.cells) bytes += c.value.length + 8;

@@ -6,23 +6,11 @@
  */
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { errorCode, openStore, tempDir } from './helpers.js';
+import { errorCode, openStore, peakRss, resetPeakRss as resetPeak, tempDir } from './helpers.js';
 
 const COLUMNS = 256;
 const VALUE_BYTES = 512 * 1024;
 const ROW_BYTES = COLUMNS * VALUE_BYTES;
-
-/** Peak resident memory since the last reset, in bytes (Linux /proc). */
-function peakRss(): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-  return Number(m![1]) * 1024;
-}
-
-/** Resets the peak to the current resident size (Linux >= 4.0: clear_refs 5). */
-function resetPeak(): void {
-  writeFileSync('/proc/self/clear_refs', '5');
-}
 
 test('a batch read past maxBytes stops inside the engine: RESPONSE_TOO_LARGE, peak memory far below the row size', async () => {
   const tmp = tempDir();
