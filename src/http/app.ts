@@ -90,7 +90,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const app = Fastify({
     ...(options.https !== undefined ? { https: hardenedTls(options.https) } : {}),
     genReqId: requestId,
-    childLoggerFactory,
+    // Only with a real logger: fastify calls a custom factory, and checks the logger it returns,
+    // on every request even when logging is off (the null logger's child is itself).
+    ...(options.logger !== undefined && options.logger !== false || options.loggerInstance !== undefined ? { childLoggerFactory } : {}),
     ...(options.loggerInstance !== undefined ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },

@@ -1,5 +1,5 @@
 import Router from 'find-my-way';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
 
 type Method = Router.HTTPMethod;
 import { ShardKitError } from '../errors.js';
@@ -29,6 +29,7 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
       if (!routes.hasRoute(method as Method, route.url)) routes.on(method as Method, route.url, () => undefined);
     }
     if (!route.url.startsWith(API_PREFIX)) return;
+    if ([route.method].flat().includes('POST')) route.preValidation = [...[route.preValidation ?? []].flat(), needsContentType];
     // Statuses any /v1/ route can answer whatever it does: a missing or weak token (auth file),
     // the rate limit, an internal error, the concurrency cap (docs/security.md).
     // Not inside another app (shardkitRoutes): its own auth and limits answer in their own shape.
@@ -62,18 +63,6 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     done();
   });
 
-  // A POST without a content type is what any web page may send cross-site without a CORS
-  // preflight (fetch with no body): a page in the operator's browser ran compact on an open
-  // loopback service this way (#34 finding 6). Routes that take no body take an empty JSON one.
-  // After routing and authentication (401/403/405 first), before any handler.
-  app.addHook('preValidation', (request, _reply, done) => {
-    if (request.method === 'POST' && request.headers['content-type'] === undefined && !request.is404 && request.url.startsWith(API_PREFIX)) {
-      done(new ShardKitError('UNSUPPORTED_MEDIA_TYPE', 'a POST needs Content-Type: application/json (with an empty body on routes that take none)'));
-      return;
-    }
-    done();
-  });
-
   return {
     methodNotAllowed(request, reply) {
       const path = request.url.split('?')[0]!;
@@ -84,6 +73,21 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     },
   };
 }
+
+/**
+ * A POST without a content type is what any web page may send cross-site without a CORS
+ * preflight (fetch with no body): a page in the operator's browser ran compact on an open
+ * loopback service this way (#34 finding 6). Routes that take no body take an empty JSON one.
+ * After routing and authentication (401/403/405 first), before any handler. A hook of the POST
+ * routes only, so that a GET runs no preValidation stage at all.
+ */
+const needsContentType: preValidationHookHandler = (request, _reply, done) => {
+  if (request.method === 'POST' && request.headers['content-type'] === undefined) {
+    done(new ShardKitError('UNSUPPORTED_MEDIA_TYPE', 'a POST needs Content-Type: application/json (with an empty body on routes that take none)'));
+    return;
+  }
+  done();
+};
 
 function mediaType(header: string | undefined): string | undefined {
   return header?.split(';')[0]!.trim().toLowerCase();

@@ -18,6 +18,7 @@
  */
 import type { DatasetConfig, DatasetSettings } from './dataset-config.js';
 import type { WideColumnLimits } from './limits.js';
+import type { BatchGetOptions } from './read-budget.js';
 import type { DeleteRowRequest, GetRowOptions, GetRowRequest, ProgressFn, PutItem, PutRowRequest, PutRowResult, RowResult } from './types.js';
 
 /** What a compaction run did. Every engine reports these; engines may add counters of their own. */
@@ -71,8 +72,11 @@ export interface WideColumnEngine {
 
   // Rows.
   getRow(dataset: string, row: string, options?: GetRowOptions): Promise<RowResult>;
-  /** Results in request order; all rows read from one consistent view. */
-  batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]>;
+  /**
+   * Results in request order; all rows read from one consistent view. With `maxBytes`, the read
+   * stops with RESPONSE_TOO_LARGE once it has taken more (read-budget.ts).
+   */
+  batchGetRows(dataset: string, requests: GetRowRequest[], options?: BatchGetOptions): Promise<RowResult[]>;
   putRow(dataset: string, row: string, items: PutItem[]): Promise<PutRowResult>;
   /** Every item of every row applied atomically. */
   batchPutRows(dataset: string, rows: PutRowRequest[]): Promise<PutRowResult[]>;

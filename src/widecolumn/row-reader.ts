@@ -2,6 +2,7 @@ import type { Entry, RocksDB } from './rocksdb.js';
 import { cellKey, concat, decodeEscaped, decodeHead, decodeHeadValue, escapeComponent, isLogKey, logRange, prefixEnd, readInvertedTimestamp, type Head, type LoggedCell } from './key-codec.js';
 import { isLive, type RowContext } from './row-context.js';
 import type { Cell, ColumnCells, RowResult } from './types.js';
+import type { ReadBudget } from './read-budget.js';
 import { addNewest, newestCell, readLog, sortedCells } from './write-log.js';
 import { cellsOf, ColumnFilter, planFromHead, readColumn, readColumns, readPlanned, TS_BYTES, type Plan, type RawColumn, type ReadQuery } from './row-columns.js';
 
@@ -39,7 +40,7 @@ export function encodeMarker(raw: Buffer): string {
  * the head region says which columns exist and, for the latest version, which cell is newest
  * (see latestFromHeads), so the cost does not grow with the number of versions.
  */
-export async function readRow(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number, hints?: ReadHints): Promise<RowResult> {
+export async function readRow(db: RocksDB, ctx: RowContext, q: ReadQuery, now: number, hints?: ReadHints, budget?: ReadBudget): Promise<RowResult> {
   let source: AsyncGenerator<RawColumn>;
   if (q.columns) {
     const cols = q.marker ? q.columns.filter((c) => Buffer.compare(c, q.marker!) > 0) : q.columns;
@@ -56,6 +57,9 @@ export async function readRow(db: RocksDB, ctx: RowContext, q: ReadQuery, now: n
         more = true;
         break;
       }
+      // Counted column by column as the source yields them: a row past the budget is left
+      // unread from there on, not read whole and then measured.
+      budget?.chargeColumn(c);
       columns.push({ column: c.raw.toString('utf8'), cells: c.cells });
       last = c.raw;
     }

@@ -34,6 +34,7 @@ import { checkCount, checkName, DEFAULT_LIMITS, type WideColumnLimits } from './
 import type { RowContext } from './row-context.js';
 import { RowLocks } from './row-locks.js';
 import { readRow, type ReadQuery } from './row-reader.js';
+import { BOUNDED_ROW_PARALLEL, budgetOf, inGroups, type BatchGetOptions } from './read-budget.js';
 import { WideColumnSnapshot } from './snapshot.js';
 import { TimestampOracle } from './timestamp-oracle.js';
 import { foldLog, type FoldResult } from './write-log.js';
@@ -287,17 +288,20 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
     }
   }
 
-  async batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]> {
+  async batchGetRows(dataset: string, requests: GetRowRequest[], options?: BatchGetOptions): Promise<RowResult[]> {
     this.enter();
     try {
       const ds = this.dataset(dataset);
       if (!Array.isArray(requests) || requests.length === 0) throw new ShardKitError('INVALID_ARGUMENT', 'a batch needs at least one row');
       checkCount('rows in one batch', requests.length, this.limits.maxBatchRows);
       const prepared = requests.map((r) => this.prepareRead(ds, r));
+      const budget = budgetOf(options, requests.length);
       const now = this.clock();
       // One snapshot for the whole batch: a batch put is seen whole across the rows too.
       const snap = this.db.snapshot();
       try {
+        // A bounded batch reads a few rows at a time, so that little is in flight once it stops.
+        if (budget !== undefined) return await inGroups(prepared, BOUNDED_ROW_PARALLEL, ([ctx, q]) => readRow(snap, ctx, q, now, this.folds.hints, budget));
         return await Promise.all(prepared.map(([ctx, q]) => readRow(snap, ctx, q, now, this.folds.hints)));
       } finally {
         await snap.close();

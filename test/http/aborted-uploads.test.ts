@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listeningApp } from './http-fixture.js';
+import { heldCount, heldSockets } from './os-sockets.js';
 
 /** Headers of a 1 MB create, then part of its body; the socket is left open. */
 async function startUpload(port: number): Promise<Socket> {
@@ -34,8 +35,9 @@ for (const how of ['end', 'destroy'] as const) {
       assert.equal((await f.app.inject({ method: 'GET', url: '/v1/topology' })).statusCode, 503, 'the two uploads hold both slots');
       for (const s of uploads) (how === 'end' ? s.end() : s.destroy());
       // Until the server has let both go (a bounded wait: an outcome, not a timing margin).
-      for (let i = 0; i < 500 && (await connections(f.app.server)) > 0; i++) await sleep(10);
+      for (let i = 0; i < 500 && ((await connections(f.app.server)) > 0 || heldCount(f.port) > 0); i++) await sleep(10);
       assert.equal(await connections(f.app.server), 0, 'no socket left open (CLOSE-WAIT) by the aborted uploads');
+      assert.deepEqual(heldSockets(f.port), {}, 'the kernel lists no server-side socket of the aborted uploads');
       const after = await f.app.inject({ method: 'GET', url: '/v1/topology' });
       assert.equal(after.statusCode, 200, after.body);
       const created = await f.app.inject({ method: 'POST', url: '/v1/objects/board', payload: { data: { name: 'after' } } });

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WideColumnStore, type WideColumnStoreOptions } from '../../src/widecolumn/index.js';
@@ -39,4 +39,15 @@ export function plain(columns: Array<{ column: string; cells: Array<{ timestamp:
 
 export function byteCompare(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** Peak resident memory of this process since the last resetPeakRss, in bytes (Linux /proc VmHWM). */
+export function peakRss(): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+  return Number(m![1]) * 1024;
+}
+
+/** Resets the peak to the current resident size (Linux >= 4.0: clear_refs 5). */
+export function resetPeakRss(): void {
+  writeFileSync('/proc/self/clear_refs', '5');
 }

@@ -18,7 +18,7 @@ import { startMyrocksServers } from './myrocks-servers.js';
 import { defaultConfig } from '../../src/config/config.js';
 import { runShardInit } from '../../src/cli/actions/shard-init.js';
 import { openWideColumnService } from '../../src/widecolumn/service.js';
-import { TestClock } from './helpers.js';
+import { peakRss, resetPeakRss, TestClock } from './helpers.js';
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
@@ -150,6 +150,31 @@ describe('MyRocks wide-column engine', () => {
     assert.deepEqual(got.map((g) => g.columns[0]!.cells[0]!.value.toString()), rows);
     assert.equal(after.A! - before.A!, 1);
     assert.equal(after.B! - before.B!, 1);
+  });
+
+  test('a batch read past maxBytes stops in the statement (#34): RESPONSE_TOO_LARGE, peak memory far below the row size', async () => {
+    await engine.putDataset('big');
+    const COLUMNS = 128;
+    const VALUE_BYTES = 512 * 1024;
+    const value = Buffer.alloc(VALUE_BYTES, 0x61);
+    for (let c = 0; c < COLUMNS; c += 2) {
+      await engine.putRow('big', 'huge', Array.from({ length: 2 }, (_, i) => ({ column: `c${String(c + i).padStart(4, '0')}`, value })));
+    }
+    await engine.putRow('big', 'small', [{ column: 'a', value: 'x' }]);
+    const budget = { maxBytes: 4 * 1024 * 1024 };
+    resetPeakRss();
+    const before = peakRss();
+    // Newest cells (head records) and two versions (cells): both page statements are bounded.
+    assert.equal(await codeOf(engine.batchGetRows('big', [{ row: 'small' }, { row: 'huge', limit: COLUMNS }], budget)), 'RESPONSE_TOO_LARGE');
+    assert.equal(await codeOf(engine.batchGetRows('big', [{ row: 'huge', limit: COLUMNS, versions: 2 }], budget)), 'RESPONSE_TOO_LARGE');
+    const grew = peakRss() - before;
+    console.log(`# peak RSS growth ${(grew / 2 ** 20).toFixed(1)} MiB`);
+    assert.ok(grew < (COLUMNS * VALUE_BYTES) / 2, `peak RSS grew by ${(grew / 2 ** 20).toFixed(1)} MiB reading toward a ${(COLUMNS * VALUE_BYTES) / 2 ** 20} MiB row with a 4 MiB budget`);
+    // Within the budget (the column read ahead to know whether more follow counts too) the
+    // answer is whole, as without one.
+    const ok = await engine.batchGetRows('big', [{ row: 'small' }, { row: 'huge', limit: 6 }], budget);
+    assert.deepEqual(ok.map((r) => r.columns.length), [1, 6]);
+    assert.deepEqual(plain(ok[1]!), plain((await engine.batchGetRows('big', [{ row: 'huge', limit: 6 }]))[0]!));
   });
 
   test('TTL to the millisecond at read time; compaction removes expired cells and excess versions, and no read changes', async () => {

@@ -99,6 +99,20 @@ export function buildPageStatement(reads: RowRead[]): { sql: string; values: Sql
   return { sql: branches.join('\nUNION ALL\n'), values };
 }
 
+/**
+ * A page statement that sends no more than `maxBytes` (column names and values, as ReadBudget
+ * counts them): the server numbers its rows' running size and keeps those that start within the
+ * budget, so the first row past it still comes (the reader's budget then refuses the read) and
+ * nothing after it crosses the wire into this process's memory.
+ */
+export function boundedPage(page: { sql: string; values: SqlValue[] }, maxBytes: number): { sql: string; values: SqlValue[] } {
+  const size = 'LENGTH(p.col) + LENGTH(p.v) + 8';
+  return {
+    sql: `SELECT i, col, nts, v FROM (SELECT p.*, SUM(${size}) OVER (ORDER BY p.i, p.col, p.nts ROWS UNBOUNDED PRECEDING) - (${size}) AS before_row FROM (\n${page.sql}\n) p) b WHERE b.before_row <= ?`,
+    values: [...page.values, maxBytes],
+  };
+}
+
 /** Lists up to `candidates` columns after `after` of each row, from the head records. */
 export function directoryStatement(reads: RowRead[]): { sql: string; values: SqlValue[] } {
   const values: SqlValue[] = [];

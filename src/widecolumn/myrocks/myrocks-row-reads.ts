@@ -3,8 +3,9 @@ import { isFenceError } from '../../storage/fence-error.js';
 import type { DatasetConfig } from '../dataset-config.js';
 import type { GetRowOptions, GetRowRequest, RowResult } from '../types.js';
 import { datasetTable } from './myrocks-ddl.js';
-import { buildPageStatement, collectDirectory, collectLatest, collectPage, directoryStatement, latestStatement, liveFromTtl, needsDirectory, toColumnCells, type LatestRow, type PageRow, type RowFound, type RowRead } from './myrocks-reads.js';
+import { boundedPage, buildPageStatement, collectDirectory, collectLatest, collectPage, directoryStatement, latestStatement, liveFromTtl, needsDirectory, toColumnCells, type LatestRow, type PageRow, type RowFound, type RowRead } from './myrocks-reads.js';
 import { checkBatch, validateRead, type ValidRead } from './myrocks-requests.js';
+import { budgetOf, type BatchGetOptions, type ReadBudget } from '../read-budget.js';
 import { cellKey, EMPTY, headKey, MyrocksRouting } from './myrocks-routing.js';
 
 /** Get Row and its batches: one statement per page, one per host for a batch (myrocks-reads.ts builds them). */
@@ -19,12 +20,12 @@ export class MyrocksRowReads extends MyrocksRouting {
   }
 
   /** One statement per host for the first page of every row; rows on one host share its snapshot. */
-  batchGetRows(dataset: string, requests: GetRowRequest[]): Promise<RowResult[]> {
+  batchGetRows(dataset: string, requests: GetRowRequest[], options?: BatchGetOptions): Promise<RowResult[]> {
     return this.track(async () => {
       const ds = await this.catalog.get(dataset);
       checkBatch(requests, this.limits);
       const valid = requests.map((r) => validateRead(ds, r, this.limits));
-      return this.readPages(ds, valid, this.clock());
+      return this.readPages(ds, valid, this.clock(), budgetOf(options, requests.length));
     });
   }
 
@@ -35,7 +36,7 @@ export class MyrocksRowReads extends MyrocksRouting {
     return collectLatest(v.row, await this.onShard<LatestRow[]>(shard, sql, values), v.limit);
   }
 
-  protected async readPages(ds: DatasetConfig, reads: ValidRead[], now: number): Promise<RowResult[]> {
+  protected async readPages(ds: DatasetConfig, reads: ValidRead[], now: number, budget?: ReadBudget): Promise<RowResult[]> {
     interface State {
       v: ValidRead;
       shard: number;
@@ -95,7 +96,7 @@ export class MyrocksRowReads extends MyrocksRouting {
         const shard = list.length === 1 ? list[0]!.shard : undefined;
         let found: RowFound[];
         try {
-          found = await this.readRound(host, shard, rr);
+          found = await this.readRound(host, shard, rr, budget?.remaining());
         } catch (err) {
           // The statement met a move's fence (a carried wcNNNNN table renamed away): like a
           // single-row write, the map is re-read and the freeze waited out, and these rows are
@@ -108,6 +109,9 @@ export class MyrocksRowReads extends MyrocksRouting {
           for (const s of list) s.fenceRetried = true;
           return;
         }
+        // The statement sent at most the first cell past what was left (boundedPage); counted
+        // as the server counted it (the name with every cell), so a cut answer always fails here.
+        if (budget !== undefined) for (const f of found) for (const c of f.columns) budget.charge(c.cells.reduce((n, cell) => n + c.raw.length + cell.value.length + 8, 0));
         list.forEach((s, i) => this.advance(s, rr[i]!, found[i]!));
       }));
     }
@@ -115,10 +119,11 @@ export class MyrocksRowReads extends MyrocksRouting {
   }
 
   /** One round of reads on one host: one statement, or, when columns must be listed first, two in one transaction. */
-  protected async readRound(host: string, shard: number | undefined, rr: RowRead[]): Promise<RowFound[]> {
+  protected async readRound(host: string, shard: number | undefined, rr: RowRead[], maxBytes?: number): Promise<RowFound[]> {
+    const pageOf = (reads: RowRead[]) => (maxBytes === undefined ? buildPageStatement(reads) : boundedPage(buildPageStatement(reads), maxBytes));
     const listing = rr.filter(needsDirectory);
     if (listing.length === 0) {
-      const { sql, values } = buildPageStatement(rr);
+      const { sql, values } = pageOf(rr);
       return collectPage(rr, await this.onHost<PageRow[]>(host, sql, values, shard));
     }
     // Columns first, then their cells: two statements, so one transaction (one snapshot).
@@ -131,7 +136,7 @@ export class MyrocksRowReads extends MyrocksRouting {
         exhausted.set(r, lists[i]!.length < r.candidates);
       });
       const withColumns = rr.filter((r) => r.columns === null || r.columns.length > 0);
-      const page = buildPageStatement(withColumns);
+      const page = pageOf(withColumns);
       const rows = withColumns.length > 0 ? collectPage(withColumns, (await q<PageRow>(page.sql, page.values)).rows) : [];
       return rr.map((r) => {
         const f = rows[withColumns.indexOf(r)] ?? { looked: r.columns ?? [], exhausted: true, columns: [] };
