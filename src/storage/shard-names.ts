@@ -12,6 +12,11 @@ export function shardDatabaseName(shard: number, prefix = 'db'): string {
   return `${prefix}${String(shard).padStart(5, '0')}`;
 }
 
+/** Where a shard move's fence sets a shard's tables aside on its source (a database or schema): `db00005_moved`. */
+export function movedShardName(shard: number): string {
+  return `${shardDatabaseName(shard)}_moved`;
+}
+
 /** Tables of one fleet: objects and mappings on the object fleet, keyspaces on the lookup fleet. */
 export function fleetTables(schema: SchemaDef, fleet: Fleet): string[] {
   return fleet === 'objects'

@@ -4,6 +4,7 @@
  * - A service whose watch is paused across the cutover meets the fence on the old master (MariaDB:
  *   tables renamed into dbNNNNN_moved, ER_NO_SUCH_TABLE; PostgreSQL: schema renamed, 42P01),
  *   re-reads the map and writes to the new master once. The old host gets nothing.
+ *   The storage layer reports that missing table as SHARD_FENCED (the shard's dbNNNNN_moved is there).
  * - A table missing without any move is still reported as it was (SHARD_UNAVAILABLE, run init).
  * - A write to a frozen shard is held and, past the budget, refused with SHARD_MOVING: nothing written.
  */
@@ -223,12 +224,17 @@ for (const make of [mariadb, postgres]) {
       const pin = await stale2.objects.create('pin', { late: true }, { shard: 1 });
       assert.ok((await e.rows(target.master, 'pins', 1, false)).some((r) => r.local_id === pinterestId.decode(pin.id).localId));
       assert.deepEqual(await e.rows(e.source, 'pins', 1, true), []);
+      // The storage layer itself names the fence: a call on the old master is SHARD_FENCED (503), not "run init".
+      const backend = e.backend();
+      await assert.rejects(backend.getObjects({ host: e.source, shard: 1, fleet: 'objects' }, [{ table: 'boards', localId: pinterestId.decode(board.id).localId }]),
+        (err) => isShardKitError(err, 'SHARD_FENCED') && err.status === 503 && /fenced by a shard move/.test(err.message) && err.details?.missingTable === true);
     });
 
     test('a table missing without a move is reported as before (SHARD_UNAVAILABLE, run init), not as a move', async () => {
       const kit = await service(false);
       await e.dropTable(e.source, 'comments', 2);
       await assert.rejects(kit.objects.create('comment', {}, { shard: 2 }), (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /shardkit init/.test(err.message));
+      await assert.rejects(e.backend().getObjects({ host: e.source, shard: 2, fleet: 'objects' }, [{ table: 'comments', localId: 1 }]), (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /shardkit init/.test(err.message));
     });
 
     test('a write to a frozen shard is held, then refused with SHARD_MOVING past the budget; nothing is written, reads go on', async () => {

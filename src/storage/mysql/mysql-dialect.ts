@@ -1,6 +1,7 @@
 import type { SqlDialect, SqlResult, SqlValue, Statement } from '../sql/sql-dialect.js';
 import { mysqlDatabaseName, parseMysqlDatabaseName, shardDdl } from './mysql-ddl.js';
 import { mapMysqlError } from './mysql-errors.js';
+import { movedShardName } from '../shard-names.js';
 
 const q = (identifier: string) => `\`${identifier}\``;
 
@@ -56,4 +57,5 @@ export const mysqlDialect: SqlDialect = {
   }),
   raiseIdHighWater: (shard, table, highWater) => ({ sql: `ALTER TABLE ${q(mysqlDatabaseName(shard))}.${q(table)} AUTO_INCREMENT = ${Math.trunc(highWater) + 1}`, values: [] }),
   mapError: mapMysqlError,
+  fencedAside: (shard) => ({ sql: 'SELECT 1 AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', values: [movedShardName(shard)] }),
 };

@@ -2,6 +2,7 @@ import type { SqlDialect, SqlResult, Statement } from '../sql/sql-dialect.js';
 import { dropInstagramNextIdDdl, instagramNextIdDdl } from './instagram-next-id.js';
 import { parsePostgresSchemaName, postgresSchemaName, qi, qualified, shardDdl } from './postgres-ddl.js';
 import { mapPostgresError } from './postgres-errors.js';
+import { movedShardName } from '../shard-names.js';
 
 /** Advisory lock keys for shard creation: one per shard number (both fleets share its schema), far from small numbers apps use. */
 const CREATE_LOCK_BASE = 0x5348_0000;
@@ -62,4 +63,5 @@ export const postgresDialect: SqlDialect = {
     values: [qualified(shard, table), Math.trunc(highWater)],
   }),
   mapError: mapPostgresError,
+  fencedAside: (shard) => ({ sql: 'SELECT 1 AS n FROM pg_namespace WHERE nspname = $1', values: [movedShardName(shard)] }),
 };

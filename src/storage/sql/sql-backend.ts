@@ -4,7 +4,9 @@ import type {
   BackendCapabilities, Fleet, LookupRow, LookupScan, MappingItem, MappingPage, MappingRow, MappingScan, ObjectKey, ObjectRecord, ObjectScan,
   SchemaDef, ShardRef,
 } from '../shard-backend.js';
-import { fleetTables } from '../shard-names.js';
+import { fleetTables, movedShardName } from '../shard-names.js';
+import { isShardKitError, ShardKitError } from '../../errors.js';
+import { whereText } from './error-context.js';
 import { SchemaTables } from '../schema-tables.js';
 import { HostPools } from './host-pools.js';
 import type { ErrorContext, ObjectRowText, SqlDialect, SqlHostPool, SqlResult, SqlValue } from './sql-dialect.js';
@@ -80,9 +82,25 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
     } catch (err) {
       return Promise.reject(this.dialect.mapError(err, ctx));
     }
-    return pending.then(undefined, (err: unknown) => {
-      throw this.dialect.mapError(err, ctx);
+    return pending.then(undefined, async (err: unknown) => {
+      throw await this.fenceOf(this.dialect.mapError(err, ctx), ctx);
     });
+  }
+
+  /**
+   * A missing table of an object shard, on a host where a move's fence set the shard's tables
+   * aside, is the fence: SHARD_FENCED (details.missingTable kept). Elsewhere it stays what the
+   * dialect made of it (SHARD_UNAVAILABLE: run init). Asked only on that error, never on the way of a call.
+   */
+  private async fenceOf(mapped: Error, ctx: ErrorContext): Promise<Error> {
+    if (!isShardKitError(mapped) || mapped.details?.missingTable !== true || ctx.shard === undefined || (ctx.fleet ?? 'objects') !== 'objects') return mapped;
+    const probe = this.dialect.fencedAside(ctx.shard);
+    try {
+      if ((await this.pool(ctx.host).execute(probe.sql, probe.values)).rows.length === 0) return mapped;
+    } catch {
+      return mapped;
+    }
+    return new ShardKitError('SHARD_FENCED', `${whereText(ctx)} was fenced by a shard move (its tables are in ${movedShardName(ctx.shard)}): the shard lives on another host now`, { cause: mapped, details: { ...mapped.details } });
   }
 
   /** SET LOCAL statements that start createShard's transaction (engines with transactional DDL). */
@@ -174,7 +192,7 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
         return out;
       });
     } catch (err) {
-      throw d.mapError(err, ref);
+      throw await this.fenceOf(d.mapError(err, ref), ref);
     }
   }
 
@@ -235,7 +253,7 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
       });
     } catch (err) {
       if (fnError && err === fnError.error) throw err;
-      throw d.mapError(err, ref);
+      throw await this.fenceOf(d.mapError(err, ref), ref);
     }
   }
 

@@ -85,6 +85,8 @@ export interface SqlDialect {
   raiseIdHighWater(shard: number, table: string, highWater: number): Statement;
   /** The one place native errors become ShardKitErrors. */
   mapError(err: unknown, ctx: ErrorContext): Error;
+  /** A row when a move's fence set the shard's tables aside on this host (movedShardName): a missing table there is the fence. */
+  fencedAside(shard: number): Statement;
 }
 
 export type { MappingRow };
