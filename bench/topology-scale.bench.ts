@@ -3,7 +3,8 @@
  * moves, in a real etcd started here; then one more one-shard switch, in the record layout and in
  * today's single-document layout, in the same run. PROCS processes of PER etcd stores each
  * (bench/topology-subscribers.ts; each store its own gRPC client, like one service) watch the map:
- * 20 x 100 = 2,000 by default; the old layout gets OLD_PROCS x OLD_PER (default the same).
+ * 5 x 100 = 500 by default (each subscriber holds ~8.5 MB: 2,000 would take ~17 GB; PROCS=20 runs
+ * the issue's 2,000 on a machine that has it); the old layout gets OLD_PROCS x OLD_PER (default 2 x 25).
  * Prints one JSON line at the end.
  *
  * - bytesPerSubscriber: key + value bytes of the watch events one subscriber receives for the switch.
@@ -32,10 +33,10 @@ import { LocalEtcd } from '../test/topology/etcd-server.js';
 const SHARDS = 65_536;
 const PAIRS = 1_000;
 const MOVES = Number(process.env.BENCH_MOVES ?? 10_000);
-const PROCS = Number(process.env.PROCS ?? 20);
+const PROCS = Number(process.env.PROCS ?? 5);
 const PER = Number(process.env.PER ?? 100);
-const OLD_PROCS = Number(process.env.OLD_PROCS ?? PROCS);
-const OLD_PER = Number(process.env.OLD_PER ?? PER);
+const OLD_PROCS = Number(process.env.OLD_PROCS ?? 2);
+const OLD_PER = Number(process.env.OLD_PER ?? 25);
 const pair = (i: number, role: 'master' | 'slave') => `db${String(i).padStart(4, '0')}${role === 'master' ? 'a' : 'b'}`;
 
 /** 65,536 shards over 1,000 pairs (the last pairs take one more), then MOVES one-shard moves. */

@@ -150,6 +150,7 @@ export class ShardMap {
 
   private static build(json: ShardMapJson, hosts?: Iterable<string>): ShardMap {
     const sorted = checkedSorted(json.ranges, 'object', 0, undefined);
+    if (sorted.length === 0) invalid('no object shard ranges');
     if (sorted[sorted.length - 1]!.range[1] > PINTEREST_MAX_SHARD) invalid(`object shards stop at ${PINTEREST_MAX_SHARD}`);
     const mod = modIndex(json.modShards);
     const map = new ShardMap(json.version, ShardTable.fromSorted(sorted), mod, json.modShards.count, (json.moves ?? []).map(copyMove), sorted.filter((r) => r.frozen !== undefined), json.readOnly);

@@ -3,7 +3,7 @@
  * concurrently (one-shard moves between pairs, open/close of spans, the two-step freeze/switch of
  * a move), and several watchers, each on its own store instance, must converge to the store's map,
  * in version order, every map they hear equal to the one the oracle recorded at that version. On
- * memory, file and a real etcd (record layout). The seed is printed; SEED=<n> replays a run.
+ * memory, file (both layouts) and a real etcd (record layout). The seed is printed; SEED=<n> replays a run.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -135,6 +135,11 @@ test(`model: memory store, 3 writers and 3 watchers (seed ${SEED})`, async () =>
 test(`model: file store, 3 writers and 3 watchers (seed ${SEED})`, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-topology-model-'));
   await runModel({ name: 'file', open: () => new FileTopologyStore({ path: join(dir, 'topology.json'), pollIntervalMs: 50 }), everyVersion: false, cleanup: async () => rmSync(dir, { recursive: true, force: true }) }, SEED + 1);
+});
+
+test(`model: file store (record layout), 3 writers and 3 watchers (seed ${SEED})`, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-topology-model-'));
+  await runModel({ name: 'file records', open: () => new FileTopologyStore({ path: join(dir, 'topology.json'), pollIntervalMs: 50, layout: 2 }), everyVersion: false, cleanup: async () => rmSync(dir, { recursive: true, force: true }) }, SEED + 2);
 });
 
 test(`model: etcd store (record layout), 3 writers and 3 watchers (seed ${SEED})`, async () => {

@@ -100,7 +100,7 @@ export class FileMapRecords {
   /**
    * Deletes record files named by neither `root` nor `previous` (a reader that just read the
    * previous root still finds its records; one that read an older root reads the root again).
-   * Temp files of writers that died are left to their next write's directory listing.
+   * A dead writer's temp files (dot-files) are left alone: one may belong to a writer still at work.
    */
   async collect(root: MapRoot, previous: MapRoot | undefined): Promise<void> {
     const keep = new Set<string>();
