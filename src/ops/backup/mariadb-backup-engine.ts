@@ -11,7 +11,7 @@ import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
 import { archiveDir } from './archive-dir.js';
-import { archiveBinlogs, archivedBinlogs, archivedUntil } from './mariadb-binlog-archive.js';
+import { archiveBinlogs, archivedBinlogs, archivedUntil, pruneBinlogs } from './mariadb-binlog-archive.js';
 import { replayBinlogs } from './mariadb-binlog-replay.js';
 import { mariadbTableSummaries } from './mariadb-tables.js';
 import { byteCounter, toolInput, toolOutput } from './process-streams.js';
@@ -66,7 +66,7 @@ export class MariadbBackupEngine implements BackupEngine {
     }
   }
 
-  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
+  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void> {
     const { admin } = this.fleet;
     const { master } = pairNow(await this.fleet.map(), unit.unit);
     if (!options.force) {
@@ -75,6 +75,7 @@ export class MariadbBackupEngine implements BackupEngine {
     }
     // Loaded on the master with its binlog on: the slave replays the restore and the pair stays one.
     await toolInput('mariadb', admin.clientArgs(master), target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip()));
+    if (options.toMs !== undefined) await replayBinlogs(admin, master, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, options.toMs);
   }
 
   async drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {
@@ -92,9 +93,8 @@ export class MariadbBackupEngine implements BackupEngine {
     return t === undefined ? undefined : t + 999;
   }
 
-  async replayUnit(unit: UnitBackup, target: BackupTarget, toMs: number): Promise<void> {
-    const { master } = pairNow(await this.fleet.map(), unit.unit);
-    await replayBinlogs(this.fleet.admin, master, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, toMs);
+  async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
+    return pruneBinlogs(archiveDir(target, unit), positions);
   }
 
   async close(): Promise<void> {

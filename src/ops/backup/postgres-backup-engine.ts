@@ -1,4 +1,4 @@
-import { chmodSync } from 'node:fs';
+import { appendFileSync, chmodSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGunzip, createGzip } from 'node:zlib';
 import { ShardKitError } from '../../errors.js';
@@ -15,6 +15,9 @@ import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
 import { postgresTableSummaries } from './postgres-tables.js';
 import { byteCounter, toolInput, toolOutput } from './process-streams.js';
+import { archiveDir } from './archive-dir.js';
+import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments, segmentsFrom } from './postgres-wal-archive.js';
+import { parseLsn } from '../postgres/postgres-server.js';
 
 const PAUSED = 'paused';
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
@@ -69,7 +72,7 @@ export class PostgresBackupEngine implements BackupEngine {
     }
   }
 
-  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
+  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void> {
     const { master } = pairNow(await liveShardMap(this.cluster), unit.unit);
     const server = pgServer(this.cluster, master);
     if (!options.force && server.isRunning()) {
@@ -77,10 +80,11 @@ export class PostgresBackupEngine implements BackupEngine {
       if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${row!.n} client connection(s) to ${PG_DATABASE}: stop the services first (or --force): nothing changed`);
     }
     await server.stop();
-    await restoreInto(server, unit, target, prefix);
+    await restoreInto(server, unit, target, prefix, options.toMs === undefined ? undefined : { archive: archiveDir(target, unit.unit), toMs: options.toMs });
     await server.start();
     await server.waitPromoted();
     await server.clearRecoveryTarget();
+    if (options.toMs !== undefined) await server.sql('ALTER SYSTEM RESET recovery_target_inclusive');
     // The standby followed the old history: it is rebuilt from the restored master.
     await pgRebuildSlave(this.cluster, master);
   }
@@ -99,11 +103,42 @@ export class PostgresBackupEngine implements BackupEngine {
     }
   }
 
+  async archive(target: BackupTarget, signal: AbortSignal, log: (m: string) => void): Promise<void> {
+    const pairs = await this.units();
+    await Promise.all(pairs.map((p) => archiveWal(pgServer(this.cluster, p.source), archiveDir(target, p.unit), signal, log)));
+  }
+
+  async archivedUntil(target: BackupTarget, unit: UnitBackup): Promise<number | undefined> {
+    const dir = archiveDir(target, unit.unit);
+    const first = archivedSegments(dir)[0];
+    if (first === undefined) return undefined;
+    if (first.start > parseLsn(unit.position)) throw new ShardKitError('INVALID_ARGUMENT', `the archived WAL of ${unit.unit} starts at segment ${first.name}, after the backup's position ${unit.position} (the archiver was started after the backup): take a new backup while \`shardkit backup archive\` runs: nothing changed`);
+    return archivedWalUntil(dir);
+  }
+
+  async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
+    const oldest = positions.reduce((a, b) => (parseLsn(b) < parseLsn(a) ? b : a));
+    return pruneSegments(archiveDir(target, unit), oldest);
+  }
+
   async close(): Promise<void> {}
 }
 
-/** The unit's base backup extracted into the stopped server's datadir, recovering to the backup's LSN. */
-async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string): Promise<void> {
-  await server.replaceDataDir((dataDir) => toolInput('tar', ['-x', '-C', dataDir], target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip())));
-  server.setRecoveryTarget({ lsn: unit.position });
+/**
+ * The unit's base backup extracted into the stopped server's datadir, recovering to the backup's
+ * LSN; or, with `pitr`, the archived segments from the backup's position copied into pg_wal (the
+ * server's user may not reach the backup target: no restore_command) and recovery to `toMs`.
+ * Not inclusive: recovery stops before the first commit at or after the time, so a write sent
+ * at or after it is never restored and one acknowledged before it always is.
+ */
+async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string, pitr?: { archive: string; toMs: number }): Promise<void> {
+  await server.replaceDataDir(async (dataDir) => {
+    await toolInput('tar', ['-x', '-C', dataDir], target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip()));
+    if (pitr) for (const seg of segmentsFrom(pitr.archive, unit.position)) copyFileSync(seg.path, join(dataDir, 'pg_wal', seg.name));
+  });
+  if (!pitr) return server.setRecoveryTarget({ lsn: unit.position });
+  // PostgreSQL reads '2026-11-28 10:42:00.123+00', not the ISO form with T and Z.
+  server.setRecoveryTarget({ time: new Date(pitr.toMs).toISOString().replace('T', ' ').replace('Z', '+00') });
+  // Appended to the file setRecoveryTarget wrote (the server's user owns it already).
+  appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
 }
