@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { archivedWalUntil } from '../../src/ops/backup/postgres-wal-archive.js';
+import { archivedSegments, archivedWalUntil } from '../../src/ops/backup/postgres-wal-archive.js';
+import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { CLI, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
@@ -26,7 +27,7 @@ describe('shardkit backup archive (pg_receivewal from the standby) and restore -
     await fx?.stop();
   });
 
-  test('ledger: archive, load, backup, more load, T, more load; restore --to-time T: every write acknowledged before T is back, none sent at or after T', async (t) => {
+  test('ledger: archive, load, a WAL switch, backup --keep 1 (the segment before it pruned), more load, T, more load; restore --to-time T: every write acknowledged before T is back, none sent at or after T', async (t) => {
     const archiver = spawn(process.execPath, [CLI, 'backup', 'archive', '--dir', fx.dir, '--to', to], { stdio: ['ignore', 'ignore', 'pipe'] });
     let archiverErr = '';
     archiver.stderr!.on('data', (d: Buffer) => (archiverErr += d.toString()));
@@ -41,9 +42,16 @@ describe('shardkit backup archive (pg_receivewal from the standby) and restore -
     const load = writeLoad(kits, [0, 1, 2, 3], new Promise<void>((r) => (release = r)), 2, ledger);
     let T = 0;
     try {
-      await until('writes before the backup', () => ledger.acked.length >= 100);
-      const b = await cli(['backup', 'create', '--dir', fx.dir, '--to', to]);
+      await until('writes before the backup', () => ledger.acked.length >= 50);
+      // A new WAL segment before the backup, so retention has one no backup needs.
+      const first = archivedSegments(archive)[0]!.name;
+      await pgServer(fx.cluster, 'PG001A').sql('SELECT pg_switch_wal()');
+      const switched = ledger.acked.length;
+      await until('writes before the backup', () => ledger.acked.length >= switched + 50);
+      const b = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--keep', '1', '--json']);
       assert.equal(b.code, 0, b.stderr);
+      const removedLogs = (JSON.parse(b.stdout) as { retention: { removedLogs: string[] } }).retention.removedLogs;
+      assert.ok(removedLogs.includes(`PG001A/${first}`), `retention removes the archived segment wholly before the backup: ${removedLogs.join(', ')}`);
       const backupEnded = Date.now();
       await until('writes after the backup', () => ledger.acked.filter((a) => a.sentAt! > backupEnded).length >= 50);
       T = Date.now();

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HostAdmin } from '../failover/host-admin.js';
 import { adminQuery } from '../failover/host-admin.js';
+import { endLeftoverStreamer, recordStreamer } from './archive-streamer.js';
 import type { BackupUnitSource } from './backup-engine.js';
 
 /** The binlog files archived for one pair, oldest first. */
@@ -52,7 +53,10 @@ export async function archiveBinlogs(admin: HostAdmin, pair: BackupUnitSource, d
       await sleep(1000, undefined, { signal }).catch(() => undefined);
       continue;
     }
+    const leftover = await endLeftoverStreamer(dir, 'mariadb-binlog');
+    if (leftover !== undefined) log(`${pair.source}: ended mariadb-binlog ${leftover} left by a killed archiver`);
     const child: ChildProcess = spawn('mariadb-binlog', [...admin.clientArgs(pair.source), '--read-from-remote-server', '--raw', '--stop-never', `--result-file=${dir}/`, first], { stdio: ['ignore', 'ignore', 'pipe'] });
+    recordStreamer(dir, child.pid);
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     const stop = () => child.kill('SIGTERM');
@@ -82,7 +86,7 @@ export function startsAtOrBefore(fileStart: Map<string, bigint>, position: Map<s
 }
 
 /** The GTID list a binlog file starts with (its Gtid_list event: every transaction in earlier files). */
-async function fileStartList(file: string): Promise<Map<string, bigint> | undefined> {
+export async function fileStartList(file: string): Promise<Map<string, bigint> | undefined> {
   const text = await new Promise<string>((resolve) => {
     execFile('mariadb-binlog', ['--stop-position=4096', file], { env: { ...process.env, TZ: 'UTC' }, maxBuffer: 1 << 24 }, (_err, stdout) => resolve(stdout ?? ''));
   });

@@ -14,7 +14,7 @@ import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
 import { postgresTableSummaries } from './postgres-tables.js';
-import { byteCounter, toolInput, toolOutput } from './process-streams.js';
+import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
 import { archiveDir } from './archive-dir.js';
 import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments, segmentsFrom } from './postgres-wal-archive.js';
 import { parseLsn } from '../postgres/postgres-server.js';
@@ -46,6 +46,7 @@ export class PostgresBackupEngine implements BackupEngine {
     if (rec?.r !== true) throw new ShardKitError('PRECONDITION_FAILED', `${unit.source} is not a standby (the map names it the slave of ${unit.unit}): nothing written`);
     await target.put(`${prefix}/${PAUSED}/${unit.source}`, unit.unit);
     await standby.sql('SELECT pg_wal_replay_pause()');
+    let failed = true;
     try {
       for (;;) {
         const [s] = await standby.sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s');
@@ -57,17 +58,27 @@ export class PostgresBackupEngine implements BackupEngine {
       const tables = await postgresTableSummaries(standby, PG_DATABASE);
       const file = `${unit.unit}.base.tar.gz`;
       const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '--no-manifest']);
-      const bytes = await target.put(`${prefix}/${file}`, tar.pipe(byteCounter(onBytes)).pipe(createGzip({ level: 1 })));
+      const bytes = await target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes), createGzip({ level: 1 })));
+      failed = false;
       return { unit: unit.unit, source: unit.source, position: p!.lsn, files: [file], bytes, tables, at };
     } finally {
-      await standby.sql('SELECT pg_wal_replay_resume()');
-      await target.remove(`${prefix}/${PAUSED}/${unit.source}`);
+      // A standby that died mid-copy cannot be told (a restarted one replays again by itself): its
+      // marker stays for the next run's recover, and the copy's own error is the one reported.
+      const resumed = await standby.sql('SELECT pg_wal_replay_resume()').then(() => true, (err: Error) => {
+        if (!failed) throw err;
+        return false;
+      });
+      if (resumed) await target.remove(`${prefix}/${PAUSED}/${unit.source}`);
     }
   }
 
   async recover(target: BackupTarget, prefix: string): Promise<void> {
     for (const host of await target.list(`${prefix}/${PAUSED}`)) {
-      await pgServer(this.cluster, host).sql('SELECT pg_wal_replay_resume()');
+      try {
+        await pgServer(this.cluster, host).sql('SELECT pg_wal_replay_resume()');
+      } catch {
+        continue;
+      }
       await target.remove(`${prefix}/${PAUSED}/${host}`);
     }
   }
@@ -133,7 +144,7 @@ export class PostgresBackupEngine implements BackupEngine {
  */
 async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string, pitr?: { archive: string; toMs: number }): Promise<void> {
   await server.replaceDataDir(async (dataDir) => {
-    await toolInput('tar', ['-x', '-C', dataDir], target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip()));
+    await toolInput('tar', ['-x', '-C', dataDir], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
     if (pitr) for (const seg of segmentsFrom(pitr.archive, unit.position)) copyFileSync(seg.path, join(dataDir, 'pg_wal', seg.name));
   });
   if (!pitr) return server.setRecoveryTarget({ lsn: unit.position });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_POSTGRES_BIN } from '../postgres/postgres-instance.js';
 import { parseLsn } from '../postgres/postgres-server.js';
+import { endLeftoverStreamer, recordStreamer } from './archive-streamer.js';
 
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
 
@@ -94,7 +95,10 @@ export async function archivedWalUntil(dir: string): Promise<number | undefined>
 export async function archiveWal(server: { host: string; port: number; name: string }, dir: string, signal: AbortSignal, log: (m: string) => void): Promise<void> {
   mkdirSync(dir, { recursive: true });
   while (!signal.aborted) {
+    const leftover = await endLeftoverStreamer(dir, 'pg_receivewal');
+    if (leftover !== undefined) log(`${server.name}: ended pg_receivewal ${leftover} left by a killed archiver`);
     const child = spawn(bin('pg_receivewal'), ['-h', server.host, '-p', String(server.port), '-U', 'postgres', '--no-password', '--no-loop', '-D', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    recordStreamer(dir, child.pid);
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     // SIGINT: pg_receivewal flushes what it received and exits 0.
