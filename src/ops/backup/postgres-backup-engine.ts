@@ -54,10 +54,19 @@ export class PostgresBackupEngine implements BackupEngine {
         await new Promise((r) => setTimeout(r, 10));
       }
       const [p] = await standby.sql<{ lsn: string }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
+      // One small record after the position, in the copy's WAL: a restore stops right before it.
+      // An idle fleet's WAL would end at the position, and PostgreSQL will not end a recovery at
+      // an LSN target no record reaches ('recovery ended before configured recovery target').
+      await pgServer(this.cluster, unit.unit).sql("SELECT pg_logical_emit_message(false, 'shardkit-backup', $1)", [prefix]);
+      for (;;) {
+        const [r] = await standby.sql<{ ok: boolean }>('SELECT pg_last_wal_receive_lsn() > $1::pg_lsn AS ok', [p!.lsn]);
+        if (r?.ok === true) break;
+        await new Promise((res) => setTimeout(res, 10));
+      }
       const at = Date.now();
       const tables = await postgresTableSummaries(standby, PG_DATABASE);
       const file = `${unit.unit}.base.tar.gz`;
-      const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '--no-manifest']);
+      const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '-c', 'fast', '--no-manifest']);
       const bytes = await target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes), createGzip({ level: 1 })));
       failed = false;
       return { unit: unit.unit, source: unit.source, position: p!.lsn, files: [file], bytes, tables, at };
@@ -94,8 +103,7 @@ export class PostgresBackupEngine implements BackupEngine {
     await restoreInto(server, unit, target, prefix, options.toMs === undefined ? undefined : { archive: archiveDir(target, unit.unit), toMs: options.toMs });
     await server.start();
     await server.waitPromoted();
-    await server.clearRecoveryTarget();
-    if (options.toMs !== undefined) await server.sql('ALTER SYSTEM RESET recovery_target_inclusive');
+    await clearRestoreSettings(server);
     // The standby followed the old history: it is rebuilt from the restored master.
     await pgRebuildSlave(this.cluster, master);
   }
@@ -147,9 +155,21 @@ async function restoreInto(server: PostgresServer, unit: UnitBackup, target: Bac
     await toolInput('tar', ['-x', '-C', dataDir], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
     if (pitr) for (const seg of segmentsFrom(pitr.archive, unit.position)) copyFileSync(seg.path, join(dataDir, 'pg_wal', seg.name));
   });
-  if (!pitr) return server.setRecoveryTarget({ lsn: unit.position });
+  if (!pitr) {
+    // Not inclusive: recovery stops right before the first record after the copy's position
+    // (inclusive, it would apply that record, perhaps a commit the manifest does not count).
+    server.setRecoveryTarget({ lsn: unit.position });
+    appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
+    return;
+  }
   // PostgreSQL reads '2026-11-28 10:42:00.123+00', not the ISO form with T and Z.
   server.setRecoveryTarget({ time: new Date(pitr.toMs).toISOString().replace('T', ' ').replace('Z', '+00') });
   // Appended to the file setRecoveryTarget wrote (the server's user owns it already).
   appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
+}
+
+/** After a restore promoted: what restoreInto added to the recovery settings, off again. */
+async function clearRestoreSettings(server: PostgresServer): Promise<void> {
+  await server.clearRecoveryTarget();
+  await server.sql('ALTER SYSTEM RESET recovery_target_inclusive');
 }
