@@ -64,10 +64,10 @@ export class PostgresBackupEngine implements BackupEngine {
         await new Promise((res) => setTimeout(res, 10));
       }
       const at = Date.now();
-      const tables = await postgresTableSummaries(standby, PG_DATABASE);
       const file = `${unit.unit}.base.tar.gz`;
       const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '-c', 'fast', '--no-manifest']);
-      const bytes = await target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes), createGzip({ level: 1 })));
+      // The counts and checksums run beside the copy: replay is paused, both see one state.
+      const [tables, bytes] = await Promise.all([postgresTableSummaries(standby, PG_DATABASE), target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes), createGzip({ level: 1 })))]);
       failed = false;
       return { unit: unit.unit, source: unit.source, position: p!.lsn, files: [file], bytes, tables, at };
     } finally {
