@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,10 +11,10 @@ import { createBackup, DirectoryTarget, openBackupEngine } from '../../src/ops/b
 import { archivedUntil } from '../../src/ops/backup/mariadb-binlog-archive.js';
 import { devUp } from '../../src/ops/dev-cluster.js';
 import { processRunning } from '../../src/ops/proc-stat.js';
-import { CLI, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { cli, ensureBuilt } from '../cli/cli-harness.js';
 import { missingOn, newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { until } from './backup-helpers.js';
+import { startArchiver, until } from './backup-helpers.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
 
@@ -37,13 +37,6 @@ class DumpHookTarget extends DirectoryTarget {
     source.on('error', (err) => hook.destroy(err));
     return super.put(name, source.pipe(hook));
   }
-}
-
-function startArchiver(dir: string, to: string): { child: ChildProcess; stderr: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI, 'backup', 'archive', '--dir', dir, '--to', to], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  return { child, stderr: () => err, exit: new Promise((r) => child.on('exit', (c) => r(c))) };
 }
 
 const streamerPid = (to: string) => Number(readFileSync(join(to, 'archive', 'MySQL001A', 'streamer.pid'), 'utf8'));

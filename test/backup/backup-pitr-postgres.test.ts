@@ -1,16 +1,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { archivedSegments, archivedWalUntil } from '../../src/ops/backup/postgres-wal-archive.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
-import { CLI, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { present, until } from './backup-helpers.js';
+import { present, startArchiver, until } from './backup-helpers.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
 
@@ -28,13 +27,10 @@ describe('shardkit backup archive (pg_receivewal from the standby) and restore -
   });
 
   test('ledger: archive, load, a WAL switch, backup --keep 1 (the segment before it pruned), more load, T, more load; restore --to-time T: every write acknowledged before T is back, none sent at or after T', async (t) => {
-    const archiver = spawn(process.execPath, [CLI, 'backup', 'archive', '--dir', fx.dir, '--to', to], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let archiverErr = '';
-    archiver.stderr!.on('data', (d: Buffer) => (archiverErr += d.toString()));
-    const archiverExit = new Promise<number | null>((r) => archiver.on('exit', (c) => r(c)));
+    const archiver = startArchiver(fx.dir, to);
     const archive = join(to, 'archive', 'PG001A');
     // Killed whatever happens below: a leftover archiver would outlive the test.
-    t.after(() => void archiver.kill('SIGKILL'));
+    t.after(() => void archiver.child.kill('SIGKILL'));
     await until('pg_receivewal opened its first segment', () => existsSync(archive) && readdirSync(archive).length > 0);
     const kits = await Promise.all([0, 1].map(() => ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir })));
     const ledger = newLedger();
@@ -62,8 +58,8 @@ describe('shardkit backup archive (pg_receivewal from the standby) and restore -
       await Promise.all(kits.map((k) => k.close()));
     }
     await until('the archive holds a commit after T', async () => ((await archivedWalUntil(archive)) ?? 0) >= T);
-    archiver.kill('SIGTERM');
-    assert.equal(await archiverExit, 0, archiverErr);
+    archiver.child.kill('SIGTERM');
+    assert.equal(await archiver.exit, 0, archiver.stderr());
 
     const beforeT = ledger.acked.filter((a) => a.at < T).map((a) => a.id);
     const afterT = ledger.acked.filter((a) => a.sentAt! >= T).map((a) => a.id);

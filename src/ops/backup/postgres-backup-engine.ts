@@ -58,9 +58,11 @@ export class PostgresBackupEngine implements BackupEngine {
       // An idle fleet's WAL would end at the position, and PostgreSQL will not end a recovery at
       // an LSN target no record reaches ('recovery ended before configured recovery target').
       await pgServer(this.cluster, unit.unit).sql("SELECT pg_logical_emit_message(false, 'shardkit-backup', $1)", [prefix]);
+      const deadline = Date.now() + 60_000;
       for (;;) {
         const [r] = await standby.sql<{ ok: boolean }>('SELECT pg_last_wal_receive_lsn() > $1::pg_lsn AS ok', [p!.lsn]);
         if (r?.ok === true) break;
+        if (Date.now() > deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `${unit.source} received no WAL from ${unit.unit} for 60 s (is it replicating?): nothing written`);
         await new Promise((res) => setTimeout(res, 10));
       }
       const at = Date.now();

@@ -36,14 +36,18 @@ export function archivedSegments(dir: string): WalSegment[] {
     return [];
   }
   const byName = new Map<string, WalSegment>();
-  for (const n of names) {
-    const m = SEGMENT_NAME.exec(n);
-    if (!m) continue;
-    const seg: WalSegment = { name: n.replace(/\.partial$/, ''), path: join(dir, n), timeline: parseInt(m[1]!, 16), start: (BigInt(`0x${m[2]}`) << 32n) | (BigInt(`0x${m[3]}`) * SEGMENT), partial: m[4] !== undefined };
+  for (const seg of names.map((n) => parseSegment(dir, n)).filter((x) => x !== undefined)) {
     const had = byName.get(seg.name);
     if (had === undefined || had.partial) byName.set(seg.name, seg);
   }
   return [...byName.values()].sort((a, b) => (a.start === b.start ? a.timeline - b.timeline : a.start < b.start ? -1 : 1));
+}
+
+/** A segment file's name read: undefined for any other file. */
+function parseSegment(dir: string, file: string): WalSegment | undefined {
+  const m = SEGMENT_NAME.exec(file);
+  if (!m) return undefined;
+  return { name: file.replace(/\.partial$/, ''), path: join(dir, file), timeline: parseInt(m[1]!, 16), start: (BigInt(`0x${m[2]}`) << 32n) | (BigInt(`0x${m[3]}`) * SEGMENT), partial: m[4] !== undefined };
 }
 
 /** The segments recovery from a base backup at `lsn` needs: the one holding `lsn` and every later one. */
@@ -118,20 +122,17 @@ export async function archiveWal(server: { host: string; port: number; name: str
  */
 export function pruneSegments(dir: string, lsn: string): string[] {
   const at = parseLsn(lsn);
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
   const removed: string[] = [];
-  for (const n of (() => {
-    try {
-      return readdirSync(dir);
-    } catch {
-      return [];
-    }
-  })().sort()) {
-    const m = SEGMENT_NAME.exec(n);
-    if (!m) continue;
-    const start = (BigInt(`0x${m[2]}`) << 32n) | (BigInt(`0x${m[3]}`) * SEGMENT);
-    if (start + SEGMENT > at) continue;
-    rmSync(join(dir, n), { force: true });
-    removed.push(n);
+  for (const seg of names.map((n) => parseSegment(dir, n)).filter((x) => x !== undefined)) {
+    if (seg.start + SEGMENT > at) continue;
+    rmSync(seg.path, { force: true });
+    removed.push(seg.path.slice(dir.length + 1));
   }
   return removed;
 }
