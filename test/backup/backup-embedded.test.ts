@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { cli } from '../cli/cli-harness.js';
+import { assertBadInput, cli } from '../cli/cli-harness.js';
 import { newLedger, type Ledger } from '../failover/ledger.js';
 import { until, present } from './backup-helpers.js';
 
@@ -91,5 +91,10 @@ describe('shardkit backup on the embedded default (SQLite online backup API)', (
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^\d{8}T\d{9}Z {2}sqlite 1 pair\(s\)/);
     assert.equal(readdirSync(to).length, 1);
+  });
+
+  test('restore --to-time is refused, saying why (no log to archive) and what to do instead; nothing changed', async () => {
+    const r = await cli(['backup', 'restore', '--config', config, '--from', to, '--to-time', new Date().toISOString()]);
+    assertBadInput(r, '--to-time on the embedded default', /INVALID_ARGUMENT: restore --to-time needs a log archive, which the embedded default has none of .*take backups as often as the data you can lose.*: nothing changed/);
   });
 });

@@ -1,7 +1,9 @@
 /** What the backup tests share: waiting for a condition, and counting which acknowledged objects a kit can read. */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isShardKitError } from '../../src/errors.js';
 import type { ShardKit } from '../../src/kit/shard-kit.js';
+import { CLI } from '../cli/cli-harness.js';
 
 /** Resolves once `check` holds (no fixed sleep: the machine may be slow); throws naming `what` after `timeoutMs`. */
 export async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
@@ -24,4 +26,12 @@ export async function present(kit: ShardKit, ids: bigint[]): Promise<number> {
     }
   }
   return n;
+}
+
+/** `shardkit backup archive` as its own process (what an operator's service unit runs). */
+export function startArchiver(dir: string, to: string): { child: ChildProcess; stderr: () => string; exit: Promise<number | null> } {
+  const child = spawn(process.execPath, [CLI, 'backup', 'archive', '--dir', dir, '--to', to], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  return { child, stderr: () => err, exit: new Promise((r) => child.on('exit', (c) => r(c))) };
 }

@@ -36,7 +36,11 @@ describe('shardkit backup on a MariaDB dev cluster', () => {
     let backupStarted = 0;
     let backupEnded = 0;
     try {
-      await until('writes before the backup', () => ledger.acked.length >= 100);
+      // Acknowledged in an earlier millisecond than the one the backup starts in (at < backupStarted).
+      await until('writes before the backup', () => {
+        const now = Date.now();
+        return ledger.acked.filter((a) => a.at < now).length >= 100;
+      });
       backupStarted = Date.now();
       const r = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
       backupEnded = Date.now();

@@ -1,15 +1,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { archivedUntil } from '../../src/ops/backup/mariadb-binlog-archive.js';
-import { CLI, assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { missingOn, newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
-import { until } from './backup-helpers.js';
+import { startArchiver, until } from './backup-helpers.js';
 
 type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
 
@@ -26,20 +25,26 @@ describe('shardkit backup archive and restore --to-time on a MariaDB dev cluster
     await fx?.stop();
   });
 
-  test('ledger: load, archive, backup, more load, T, more load; restore --to-time T: every write acknowledged before T is there, none sent after T', async () => {
-    const archiver = spawn(process.execPath, [CLI, 'backup', 'archive', '--dir', fx.dir, '--to', to], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let archiverErr = '';
-    archiver.stderr!.on('data', (d: Buffer) => (archiverErr += d.toString()));
-    const archiverExit = new Promise<number | null>((r) => archiver.on('exit', (c) => r(c)));
+  test('ledger: load, archive, a binlog rotation, backup --keep 1 (the file before it pruned), more load, T, more load; restore --to-time T: every write acknowledged before T is there, none sent after T', async (t) => {
+    const archiver = startArchiver(fx.dir, to);
+    // Killed whatever happens below: a leftover archiver would outlive the test.
+    t.after(() => void archiver.child.kill('SIGKILL'));
     const kits = await Promise.all([0, 1].map(() => ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir })));
     const ledger = newLedger();
     let release!: () => void;
     const load = writeLoad(kits, [0, 1, 2, 3], new Promise<void>((r) => (release = r)), 2, ledger);
     let T = 0;
     try {
-      await until('writes before the backup', () => ledger.acked.length >= 100);
-      const b = await cli(['backup', 'create', '--dir', fx.dir, '--to', to]);
+      await until('writes before the backup', () => ledger.acked.length >= 50);
+      // A second binlog file on the slave, so retention has a file no backup needs.
+      await until('the archiver has the first binlog file', () => existsSync(join(to, 'archive', 'MySQL001A', 'mysql-bin.000001')));
+      await fx.cluster.instance('MySQL001B').admin('FLUSH BINARY LOGS');
+      const flushed = ledger.acked.length;
+      await until('writes before the backup', () => ledger.acked.length >= flushed + 50);
+      const b = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--keep', '1', '--json']);
       assert.equal(b.code, 0, b.stderr);
+      const removedLogs = (JSON.parse(b.stdout) as { retention: { removedLogs: string[] } }).retention.removedLogs;
+      assert.deepEqual(removedLogs, ['MySQL001A/mysql-bin.000001'], 'retention removes the archived binlog file wholly before the backup');
       const backupEnded = Date.now();
       await until('writes after the backup', () => ledger.acked.filter((a) => a.sentAt! > backupEnded).length >= 50);
       // T on a whole second: the binlog stamps events in seconds (docs/backups.md).
@@ -52,8 +57,8 @@ describe('shardkit backup archive and restore --to-time on a MariaDB dev cluster
     }
     await fx.cluster.waitForReplication();
     await until('the archive holds the events after T', async () => ((await archivedUntil(join(to, 'archive', 'MySQL001A'))) ?? 0) >= T);
-    archiver.kill('SIGTERM');
-    assert.equal(await archiverExit, 0, archiverErr);
+    archiver.child.kill('SIGTERM');
+    assert.equal(await archiver.exit, 0, archiver.stderr());
 
     const beforeT = ledger.acked.filter((a) => a.at < T);
     const afterT = ledger.acked.filter((a) => a.sentAt! >= T);

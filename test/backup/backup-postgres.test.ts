@@ -75,4 +75,15 @@ describe('shardkit backup on a PostgreSQL dev cluster (pg_basebackup from the st
     assert.deepEqual(report.differing, []);
     assert.ok(report.rows >= 100, `${report.rows} rows`);
   });
+
+  test('an idle fleet (no write after the copy): the backup verifies and restores; its WAL used to end at the position, and recovery to it failed', async () => {
+    const r = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const id = (JSON.parse(r.stdout) as { id: string }).id;
+    const v = await cli(['backup', 'verify', '--dir', fx.dir, '--from', to, '--id', id, '--json']);
+    assert.equal(v.code, 0, v.stderr);
+    assert.deepEqual((JSON.parse(v.stdout) as { differing: string[] }).differing, []);
+    const restored = await cli(['backup', 'restore', '--dir', fx.dir, '--from', to, '--id', id]);
+    assert.equal(restored.code, 0, restored.stderr);
+  });
 });

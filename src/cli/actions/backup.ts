@@ -1,4 +1,4 @@
-import { archiveLogs, createBackup, parseTime, DirectoryTarget, listBackups, openBackupEngine, restoreBackup, verifyBackup, type BackupEngine } from '../../ops/backup/index.js';
+import { archiveLogs, createBackup, parseKeep, parseTime, pruneBackups, DirectoryTarget, listBackups, openBackupEngine, restoreBackup, verifyBackup, type BackupEngine } from '../../ops/backup/index.js';
 
 export interface BackupCliOptions {
   config?: string;
@@ -20,10 +20,17 @@ async function withEngine<T>(opts: BackupCliOptions, fn: (engine: BackupEngine) 
 
 const print = (json: boolean | undefined, value: unknown, text: string) => process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 
-export async function backupCreateCommand(opts: BackupCliOptions & { to: string }): Promise<void> {
-  const m = await withEngine(opts, (e) => createBackup(e, new DirectoryTarget(opts.to), { log }));
+export async function backupCreateCommand(opts: BackupCliOptions & { to: string; keep?: string }): Promise<void> {
+  // Checked before anything is copied: bad input changes nothing.
+  const keep = opts.keep === undefined ? undefined : parseKeep(opts.keep);
+  const target = new DirectoryTarget(opts.to);
+  const { m, pruned } = await withEngine(opts, async (e) => {
+    const m = await createBackup(e, target, { log });
+    return { m, pruned: keep === undefined ? undefined : await pruneBackups(e, target, keep) };
+  });
   const bytes = m.units.reduce((n, u) => n + u.bytes, 0);
-  print(opts.json, m, `backup ${m.id}: ${m.units.length} pair(s), ${bytes} bytes, map version ${m.mapVersion}\n${m.units.map((u) => `  ${u.unit} from ${u.source} at ${u.position || '-'}`).join('\n')}`);
+  const retention = pruned === undefined ? '' : `\nkept ${pruned.kept.length} backup(s); removed ${pruned.removed.length} older backup(s) and ${pruned.removedLogs.length} archived log file(s)`;
+  print(opts.json, pruned === undefined ? m : { ...m, retention: pruned }, `backup ${m.id}: ${m.units.length} pair(s), ${bytes} bytes, map version ${m.mapVersion}\n${m.units.map((u) => `  ${u.unit} from ${u.source} at ${u.position || '-'}`).join('\n')}${retention}`);
 }
 
 export async function backupListCommand(opts: { from: string; json?: boolean }): Promise<void> {

@@ -16,18 +16,19 @@ export function register(program: Command): void {
   fleetOptions(backup.command('create'))
     .description('A full backup of every pair, each from its slave (its applier paused, the master untouched), with the GTID position and the map version in a manifest written last; a run that died resumes')
     .requiredOption('--to <path>', 'the backup directory')
+    .option('--keep <n>', 'retention: after the backup, keep the newest N complete backups and remove older ones and the archived logs no kept backup needs (N >= 1)')
     .addHelpText('after', `
 Examples:
-  $ shardkit backup create --dir ./cluster --to /backups/fleet
+  $ shardkit backup create --dir ./cluster --to /backups/fleet --keep 7
   $ shardkit backup create --config prod.json --to /mnt/backups --json`)
-    .action(action(async (opts: BackupCliOptions & { to: string }) => (await import('../actions/backup.js')).backupCreateCommand(opts)));
+    .action(action(async (opts: BackupCliOptions & { to: string; keep?: string }) => (await import('../actions/backup.js')).backupCreateCommand(opts)));
   backup.command('list')
     .description('The backups in a directory, oldest first; incomplete ones (no manifest) are marked')
     .requiredOption('--from <path>', 'the backup directory')
     .option('--json', 'print the result as one JSON object')
     .action(action(async (opts: { from: string; json?: boolean }) => (await import('../actions/backup.js')).backupListCommand(opts)));
   fleetOptions(backup.command('archive'))
-    .description('Streams every pair\'s binlog from its slave (mariadb-binlog --read-from-remote-server --raw --stop-never) into PATH/archive/<pair>/ until SIGTERM; started again, each stream resumes from its newest file')
+    .description('Streams every pair\'s log from its slave into PATH/archive/<pair>/ until SIGTERM (MariaDB: mariadb-binlog --read-from-remote-server --raw --stop-never; PostgreSQL: pg_receivewal); started again, each stream resumes from its newest file')
     .requiredOption('--to <path>', 'the backup directory')
     .action(action(async (opts: BackupCliOptions & { to: string }) => (await import('../actions/backup.js')).backupArchiveCommand(opts)));
   fleetOptions(backup.command('verify'))
@@ -40,6 +41,6 @@ Examples:
     .requiredOption('--from <path>', 'the backup directory')
     .option('--id <id>', 'the backup (default: the newest complete one)')
     .option('--force', 'restore even though services are connected')
-    .option('--to-time <time>', 'restore to this time (ISO with a zone, or epoch ms): the newest backup before it, then the archived log up to it (MariaDB: whole seconds, at or before it)')
+    .option('--to-time <time>', 'restore to this time (ISO with a zone, or epoch ms): the newest backup before it, then the archived log up to it (MariaDB: whole seconds, at or before it; PostgreSQL: every commit before it)')
     .action(action(async (opts: BackupCliOptions & { from: string; id?: string; force?: boolean; toTime?: string }) => (await import('../actions/backup.js')).backupRestoreCommand(opts)));
 }

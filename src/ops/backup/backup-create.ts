@@ -50,7 +50,14 @@ export async function createBackup(engine: BackupEngine, target: BackupTarget, o
       continue;
     }
     if (options.stopAfterUnits !== undefined && copied >= options.stopAfterUnits) throw new ShardKitError('INTERNAL', `stopped after ${copied} unit(s) as asked`);
-    const b = await engine.backupUnit(u, target, id, (bytes) => progress.update(done.length, { unit: u.unit, bytes: formatBytes(bytes) }));
+    let b: UnitBackup;
+    try {
+      b = await engine.backupUnit(u, target, id, (bytes) => progress.update(done.length, { unit: u.unit, bytes: formatBytes(bytes) }));
+    } catch (err) {
+      // The slave died, or the tool failed: what was written stays a .partial object, never listed.
+      const code = err instanceof ShardKitError && err.code !== 'INTERNAL' ? err.code : 'SHARD_UNAVAILABLE';
+      throw new ShardKitError(code, `copying ${u.unit} from ${u.source} failed (${(err as Error).message}): backup ${id} is incomplete (no manifest); run \`backup create\` again once ${u.source} is back: it resumes`, { cause: err });
+    }
     await target.put(name, JSON.stringify(b));
     done.push(b);
     copied++;

@@ -24,15 +24,25 @@ export interface BackupEngine {
   backupUnit(unit: BackupUnitSource, target: BackupTarget, prefix: string, onBytes: BytesListener): Promise<UnitBackup>;
   /** Undoes what a killed backupUnit left behind on the servers (a slave's stopped applier). */
   recover(target: BackupTarget, prefix: string): Promise<void>;
-  /** Puts a unit back in place, on the hosts that hold its ranges now. */
-  restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void>;
+  /**
+   * Puts a unit back in place, on the hosts that hold its ranges now; with `toMs`, then the
+   * archived log from the unit's position up to that time (engines with `archivedUntil`).
+   */
+  restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void>;
   /** Restores a unit into a scratch server and returns what it holds there. */
   drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>>;
   /** Streams every pair's log (binlog, WAL) into the target's archive until `signal` aborts. */
   archive?(target: BackupTarget, signal: AbortSignal, log: (m: string) => void): Promise<void>;
-  /** Wall-clock ms of the newest log the archive holds for a unit (undefined: none). */
+  /**
+   * Wall-clock ms up to which the archive can restore a unit (undefined: nothing archived);
+   * refuses (INVALID_ARGUMENT) when the archive starts after the unit's copy. Present on the
+   * engines that restore to a time.
+   */
   archivedUntil?(target: BackupTarget, unit: UnitBackup): Promise<number | undefined>;
-  /** After restoreUnit: the archived log from the unit's position up to `toMs` applied. */
-  replayUnit?(unit: UnitBackup, target: BackupTarget, toMs: number): Promise<void>;
+  /**
+   * Removes the archived log files of `unit` that a restore from none of `positions` (replication
+   * positions of kept backups) needs; returns their names.
+   */
+  pruneArchive?(target: BackupTarget, unit: string, positions: string[]): Promise<string[]>;
   close(): Promise<void>;
 }

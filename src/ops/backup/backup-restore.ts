@@ -32,8 +32,7 @@ export async function restoreBackup(engine: BackupEngine, target: BackupTarget, 
   const progress = createProgress(`restore ${manifest.id}`, manifest.units.length, { unit: 'pairs', ...(options.progress !== undefined ? { mode: options.progress } : {}) });
   const position: Record<string, string> = {};
   for (const [i, u] of manifest.units.entries()) {
-    await engine.restoreUnit(u, target, manifest.id, { force: options.force === true });
-    if (options.toTime !== undefined) await engine.replayUnit!(u, target, options.toTime);
+    await engine.restoreUnit(u, target, manifest.id, { force: options.force === true, ...(options.toTime !== undefined ? { toMs: options.toTime } : {}) });
     position[u.unit] = u.position;
     progress.update(i + 1, { unit: u.unit });
   }
@@ -47,7 +46,7 @@ export async function restoreBackup(engine: BackupEngine, target: BackupTarget, 
  * archived window.
  */
 async function baseFor(engine: BackupEngine, target: BackupTarget, toMs: number): Promise<BackupManifest> {
-  if (engine.replayUnit === undefined || engine.archivedUntil === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --to-time is not built for ${engine.kind} yet: nothing changed`);
+  if (engine.archivedUntil === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --to-time needs a log archive, which ${engine.kind === 'sqlite' ? 'the embedded default has none of (docs/backups.md: take backups as often as the data you can lose; or run a server engine)' : `is not built for ${engine.kind}`}: nothing changed`);
   const complete = (await listBackups(target)).filter((b) => b.complete && b.manifest!.engine === engine.kind).map((b) => b.manifest!);
   const base = complete.filter((m) => m.units.every((u) => u.at < toMs)).at(-1);
   if (!base) throw new ShardKitError('INVALID_ARGUMENT', `no backup in ${target.location} was taken before ${new Date(toMs).toISOString()}${complete[0] ? ` (the first is from ${new Date(complete[0].startedAt).toISOString()})` : ''}: nothing changed`);

@@ -17,6 +17,7 @@ export { createBackup, type BackupCreateOptions } from './backup-create.js';
 export { restoreBackup, type RestoreOptions, type RestoreReport } from './backup-restore.js';
 export { verifyBackup, type VerifyReport } from './backup-verify.js';
 export { archiveLogs, parseTime } from './backup-archive.js';
+export { parseKeep, pruneBackups, type PruneReport } from './backup-retention.js';
 
 export interface BackupFleetOptions {
   /** A dev cluster directory. */

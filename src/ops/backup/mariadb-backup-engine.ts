@@ -11,10 +11,10 @@ import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
 import { archiveDir } from './archive-dir.js';
-import { archiveBinlogs, archivedBinlogs, archivedUntil } from './mariadb-binlog-archive.js';
+import { archiveBinlogs, archivedBinlogs, archivedUntil, fileStartList, gtidSeqs, pruneBinlogs, startsAtOrBefore } from './mariadb-binlog-archive.js';
 import { replayBinlogs } from './mariadb-binlog-replay.js';
 import { mariadbTableSummaries } from './mariadb-tables.js';
-import { byteCounter, toolInput, toolOutput } from './process-streams.js';
+import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
 
 const STOPPED = 'stopped';
 
@@ -44,29 +44,41 @@ export class MariadbBackupEngine implements BackupEngine {
     // Recorded before the applier stops: a killed backup is undone by the next run (recover).
     await target.put(`${prefix}/${STOPPED}/${slave}`, unit.unit);
     await adminQuery(admin, slave, 'STOP SLAVE SQL_THREAD');
+    let failed = true;
     try {
       const position = await gtidVariable(admin, slave, 'gtid_slave_pos');
       const at = Date.now();
-      const tables = await mariadbTableSummaries(admin, slave);
       const databases = await userDatabases(admin, slave);
       const file = `${unit.unit}.sql.gz`;
       const dump = toolOutput('mariadb-dump', [...admin.clientArgs(slave), '--single-transaction', '--routines', '--triggers', '--events', '--hex-blob', '--databases', ...databases]);
-      const bytes = await target.put(`${prefix}/${file}`, dump.pipe(byteCounter(onBytes)).pipe(createGzip({ level: 1 })));
+      // The counts and checksums run beside the dump: the applier is stopped, both see one state.
+      const [tables, bytes] = await Promise.all([mariadbTableSummaries(admin, slave), target.put(`${prefix}/${file}`, chain(dump, byteCounter(onBytes), createGzip({ level: 1 })))]);
+      failed = false;
       return { unit: unit.unit, source: slave, position, files: [file], bytes, tables, at };
     } finally {
-      await adminQuery(admin, slave, 'START SLAVE SQL_THREAD');
-      await target.remove(`${prefix}/${STOPPED}/${slave}`);
+      // A slave that died mid-copy cannot be told: its marker stays for the next run's recover,
+      // and the copy's own error is the one reported.
+      const started = await adminQuery(admin, slave, 'START SLAVE SQL_THREAD').then(() => true, (err: Error) => {
+        if (!failed) throw err;
+        return false;
+      });
+      if (started) await target.remove(`${prefix}/${STOPPED}/${slave}`);
     }
   }
 
   async recover(target: BackupTarget, prefix: string): Promise<void> {
     for (const slave of await target.list(`${prefix}/${STOPPED}`)) {
-      await adminQuery(this.fleet.admin, slave, 'START SLAVE SQL_THREAD');
+      try {
+        await adminQuery(this.fleet.admin, slave, 'START SLAVE SQL_THREAD');
+      } catch {
+        // Still down: it starts its applier itself when it comes back (and this runs again).
+        continue;
+      }
       await target.remove(`${prefix}/${STOPPED}/${slave}`);
     }
   }
 
-  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
+  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void> {
     const { admin } = this.fleet;
     const { master } = pairNow(await this.fleet.map(), unit.unit);
     if (!options.force) {
@@ -74,7 +86,8 @@ export class MariadbBackupEngine implements BackupEngine {
       if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${Number(row?.n)} connection(s) of the service user ${this.appUser}: stop the services first (or --force): nothing changed`);
     }
     // Loaded on the master with its binlog on: the slave replays the restore and the pair stays one.
-    await toolInput('mariadb', admin.clientArgs(master), target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip()));
+    await toolInput('mariadb', admin.clientArgs(master), chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
+    if (options.toMs !== undefined) await replayBinlogs(admin, master, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, options.toMs);
   }
 
   async drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {
@@ -87,14 +100,17 @@ export class MariadbBackupEngine implements BackupEngine {
   }
 
   async archivedUntil(target: BackupTarget, unit: UnitBackup): Promise<number | undefined> {
-    const t = await archivedUntil(archiveDir(target, unit.unit));
+    const dir = archiveDir(target, unit.unit);
+    const first = archivedBinlogs(dir)[0];
+    const start = first === undefined ? undefined : await fileStartList(first);
+    if (start !== undefined && !startsAtOrBefore(start, gtidSeqs(unit.position))) throw new ShardKitError('INVALID_ARGUMENT', `the archived binlog of ${unit.unit} starts after the backup's position ${unit.position} (the archiver was started after the backup): take a new backup while \`shardkit backup archive\` runs: nothing changed`);
+    const t = await archivedUntil(dir);
     // Event times are whole seconds: an event stamped in T's second may come after T.
     return t === undefined ? undefined : t + 999;
   }
 
-  async replayUnit(unit: UnitBackup, target: BackupTarget, toMs: number): Promise<void> {
-    const { master } = pairNow(await this.fleet.map(), unit.unit);
-    await replayBinlogs(this.fleet.admin, master, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, toMs);
+  async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
+    return pruneBinlogs(archiveDir(target, unit), positions);
   }
 
   async close(): Promise<void> {
@@ -109,7 +125,7 @@ export async function drillMariadb(unit: UnitBackup, target: BackupTarget, prefi
   await inst.start();
   try {
     const admin = scratchAdmin(inst);
-    await toolInput('mariadb', [...admin.clientArgs('drill'), '--init-command=SET SESSION sql_log_bin = 0'], target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip()));
+    await toolInput('mariadb', [...admin.clientArgs('drill'), '--init-command=SET SESSION sql_log_bin = 0'], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
     return await mariadbTableSummaries(admin, 'drill');
   } finally {
     await inst.stop();

@@ -1,9 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { HostAdmin } from '../failover/host-admin.js';
 import { adminQuery } from '../failover/host-admin.js';
+import { endLeftoverStreamer, recordStreamer } from './archive-streamer.js';
 import type { BackupUnitSource } from './backup-engine.js';
 
 /** The binlog files archived for one pair, oldest first. */
@@ -52,7 +53,10 @@ export async function archiveBinlogs(admin: HostAdmin, pair: BackupUnitSource, d
       await sleep(1000, undefined, { signal }).catch(() => undefined);
       continue;
     }
+    const leftover = await endLeftoverStreamer(dir, 'mariadb-binlog');
+    if (leftover !== undefined) log(`${pair.source}: ended mariadb-binlog ${leftover} left by a killed archiver`);
     const child: ChildProcess = spawn('mariadb-binlog', [...admin.clientArgs(pair.source), '--read-from-remote-server', '--raw', '--stop-never', `--result-file=${dir}/`, first], { stdio: ['ignore', 'ignore', 'pipe'] });
+    recordStreamer(dir, child.pid);
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     const stop = () => child.kill('SIGTERM');
@@ -63,4 +67,47 @@ export async function archiveBinlogs(admin: HostAdmin, pair: BackupUnitSource, d
     log(`${pair.source}: mariadb-binlog exited ${code}${err ? `: ${err.trim().split('\n').at(-1)}` : ''}; restarting from ${first}`);
     await sleep(1000, undefined, { signal }).catch(() => undefined);
   }
+}
+
+/** `0-1-12,1-1-5` (a GTID list or position) as domain -> sequence number. */
+export function gtidSeqs(list: string): Map<string, bigint> {
+  const out = new Map<string, bigint>();
+  for (const g of list.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+    const [domain, , seq] = g.split('-');
+    if (domain !== undefined && seq !== undefined && /^\d+$/.test(seq)) out.set(domain, BigInt(seq));
+  }
+  return out;
+}
+
+/** Whether every transaction before a binlog file's start list `fileStart` is at or before `position` (so the files before it hold nothing after `position`). */
+export function startsAtOrBefore(fileStart: Map<string, bigint>, position: Map<string, bigint>): boolean {
+  for (const [domain, seq] of fileStart) if (seq > (position.get(domain) ?? -1n)) return false;
+  return true;
+}
+
+/** The GTID list a binlog file starts with (its Gtid_list event: every transaction in earlier files). */
+export async function fileStartList(file: string): Promise<Map<string, bigint> | undefined> {
+  const text = await new Promise<string>((resolve) => {
+    execFile('mariadb-binlog', ['--stop-position=4096', file], { env: { ...process.env, TZ: 'UTC' }, maxBuffer: 1 << 24 }, (_err, stdout) => resolve(stdout ?? ''));
+  });
+  const m = /\tGtid list \[([^\]]*)\]/.exec(text);
+  return m ? gtidSeqs(m[1]!) : undefined;
+}
+
+/**
+ * Removes the archived binlog files that a replay from none of `positions` needs: file i goes
+ * when file i+1 starts at or before every position (the replay starts in a later file). The
+ * newest file always stays. Returns the names removed.
+ */
+export async function pruneBinlogs(dir: string, positions: string[]): Promise<string[]> {
+  const files = archivedBinlogs(dir);
+  const wanted = positions.map(gtidSeqs);
+  const removed: string[] = [];
+  for (let i = 0; i + 1 < files.length; i++) {
+    const next = await fileStartList(files[i + 1]!);
+    if (next === undefined || !wanted.every((p) => startsAtOrBefore(next, p))) break;
+    rmSync(files[i]!, { force: true });
+    removed.push(files[i]!.slice(dir.length + 1));
+  }
+  return removed;
 }

@@ -1,4 +1,4 @@
-import { chmodSync } from 'node:fs';
+import { appendFileSync, chmodSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createGunzip, createGzip } from 'node:zlib';
 import { ShardKitError } from '../../errors.js';
@@ -14,7 +14,10 @@ import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
 import { postgresTableSummaries } from './postgres-tables.js';
-import { byteCounter, toolInput, toolOutput } from './process-streams.js';
+import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
+import { archiveDir } from './archive-dir.js';
+import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments, segmentsFrom } from './postgres-wal-archive.js';
+import { parseLsn } from '../postgres/postgres-server.js';
 
 const PAUSED = 'paused';
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
@@ -43,6 +46,7 @@ export class PostgresBackupEngine implements BackupEngine {
     if (rec?.r !== true) throw new ShardKitError('PRECONDITION_FAILED', `${unit.source} is not a standby (the map names it the slave of ${unit.unit}): nothing written`);
     await target.put(`${prefix}/${PAUSED}/${unit.source}`, unit.unit);
     await standby.sql('SELECT pg_wal_replay_pause()');
+    let failed = true;
     try {
       for (;;) {
         const [s] = await standby.sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s');
@@ -50,26 +54,47 @@ export class PostgresBackupEngine implements BackupEngine {
         await new Promise((r) => setTimeout(r, 10));
       }
       const [p] = await standby.sql<{ lsn: string }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
+      // One small record after the position, in the copy's WAL: a restore stops right before it.
+      // An idle fleet's WAL would end at the position, and PostgreSQL will not end a recovery at
+      // an LSN target no record reaches ('recovery ended before configured recovery target').
+      await pgServer(this.cluster, unit.unit).sql("SELECT pg_logical_emit_message(false, 'shardkit-backup', $1)", [prefix]);
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const [r] = await standby.sql<{ ok: boolean }>('SELECT pg_last_wal_receive_lsn() > $1::pg_lsn AS ok', [p!.lsn]);
+        if (r?.ok === true) break;
+        if (Date.now() > deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `${unit.source} received no WAL from ${unit.unit} for 60 s (is it replicating?): nothing written`);
+        await new Promise((res) => setTimeout(res, 10));
+      }
       const at = Date.now();
-      const tables = await postgresTableSummaries(standby, PG_DATABASE);
       const file = `${unit.unit}.base.tar.gz`;
-      const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '--no-manifest']);
-      const bytes = await target.put(`${prefix}/${file}`, tar.pipe(byteCounter(onBytes)).pipe(createGzip({ level: 1 })));
+      const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '-c', 'fast', '--no-manifest']);
+      // The counts and checksums run beside the copy: replay is paused, both see one state.
+      const [tables, bytes] = await Promise.all([postgresTableSummaries(standby, PG_DATABASE), target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes), createGzip({ level: 1 })))]);
+      failed = false;
       return { unit: unit.unit, source: unit.source, position: p!.lsn, files: [file], bytes, tables, at };
     } finally {
-      await standby.sql('SELECT pg_wal_replay_resume()');
-      await target.remove(`${prefix}/${PAUSED}/${unit.source}`);
+      // A standby that died mid-copy cannot be told (a restarted one replays again by itself): its
+      // marker stays for the next run's recover, and the copy's own error is the one reported.
+      const resumed = await standby.sql('SELECT pg_wal_replay_resume()').then(() => true, (err: Error) => {
+        if (!failed) throw err;
+        return false;
+      });
+      if (resumed) await target.remove(`${prefix}/${PAUSED}/${unit.source}`);
     }
   }
 
   async recover(target: BackupTarget, prefix: string): Promise<void> {
     for (const host of await target.list(`${prefix}/${PAUSED}`)) {
-      await pgServer(this.cluster, host).sql('SELECT pg_wal_replay_resume()');
+      try {
+        await pgServer(this.cluster, host).sql('SELECT pg_wal_replay_resume()');
+      } catch {
+        continue;
+      }
       await target.remove(`${prefix}/${PAUSED}/${host}`);
     }
   }
 
-  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
+  async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void> {
     const { master } = pairNow(await liveShardMap(this.cluster), unit.unit);
     const server = pgServer(this.cluster, master);
     if (!options.force && server.isRunning()) {
@@ -77,10 +102,10 @@ export class PostgresBackupEngine implements BackupEngine {
       if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${row!.n} client connection(s) to ${PG_DATABASE}: stop the services first (or --force): nothing changed`);
     }
     await server.stop();
-    await restoreInto(server, unit, target, prefix);
+    await restoreInto(server, unit, target, prefix, options.toMs === undefined ? undefined : { archive: archiveDir(target, unit.unit), toMs: options.toMs });
     await server.start();
     await server.waitPromoted();
-    await server.clearRecoveryTarget();
+    await clearRestoreSettings(server);
     // The standby followed the old history: it is rebuilt from the restored master.
     await pgRebuildSlave(this.cluster, master);
   }
@@ -99,11 +124,54 @@ export class PostgresBackupEngine implements BackupEngine {
     }
   }
 
+  async archive(target: BackupTarget, signal: AbortSignal, log: (m: string) => void): Promise<void> {
+    const pairs = await this.units();
+    await Promise.all(pairs.map((p) => archiveWal(pgServer(this.cluster, p.source), archiveDir(target, p.unit), signal, log)));
+  }
+
+  async archivedUntil(target: BackupTarget, unit: UnitBackup): Promise<number | undefined> {
+    const dir = archiveDir(target, unit.unit);
+    const first = archivedSegments(dir)[0];
+    if (first === undefined) return undefined;
+    if (first.start > parseLsn(unit.position)) throw new ShardKitError('INVALID_ARGUMENT', `the archived WAL of ${unit.unit} starts at segment ${first.name}, after the backup's position ${unit.position} (the archiver was started after the backup): take a new backup while \`shardkit backup archive\` runs: nothing changed`);
+    return archivedWalUntil(dir);
+  }
+
+  async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
+    const oldest = positions.reduce((a, b) => (parseLsn(b) < parseLsn(a) ? b : a));
+    return pruneSegments(archiveDir(target, unit), oldest);
+  }
+
   async close(): Promise<void> {}
 }
 
-/** The unit's base backup extracted into the stopped server's datadir, recovering to the backup's LSN. */
-async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string): Promise<void> {
-  await server.replaceDataDir((dataDir) => toolInput('tar', ['-x', '-C', dataDir], target.get(`${prefix}/${unit.files[0]!}`).pipe(createGunzip())));
-  server.setRecoveryTarget({ lsn: unit.position });
+/**
+ * The unit's base backup extracted into the stopped server's datadir, recovering to the backup's
+ * LSN; or, with `pitr`, the archived segments from the backup's position copied into pg_wal (the
+ * server's user may not reach the backup target: no restore_command) and recovery to `toMs`.
+ * Not inclusive: recovery stops before the first commit at or after the time, so a write sent
+ * at or after it is never restored and one acknowledged before it always is.
+ */
+async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string, pitr?: { archive: string; toMs: number }): Promise<void> {
+  await server.replaceDataDir(async (dataDir) => {
+    await toolInput('tar', ['-x', '-C', dataDir], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
+    if (pitr) for (const seg of segmentsFrom(pitr.archive, unit.position)) copyFileSync(seg.path, join(dataDir, 'pg_wal', seg.name));
+  });
+  if (!pitr) {
+    // Not inclusive: recovery stops right before the first record after the copy's position
+    // (inclusive, it would apply that record, perhaps a commit the manifest does not count).
+    server.setRecoveryTarget({ lsn: unit.position });
+    appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
+    return;
+  }
+  // PostgreSQL reads '2026-11-28 10:42:00.123+00', not the ISO form with T and Z.
+  server.setRecoveryTarget({ time: new Date(pitr.toMs).toISOString().replace('T', ' ').replace('Z', '+00') });
+  // Appended to the file setRecoveryTarget wrote (the server's user owns it already).
+  appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
+}
+
+/** After a restore promoted: what restoreInto added to the recovery settings, off again. */
+async function clearRestoreSettings(server: PostgresServer): Promise<void> {
+  await server.clearRecoveryTarget();
+  await server.sql('ALTER SYSTEM RESET recovery_target_inclusive');
 }

@@ -63,3 +63,19 @@ export function byteCounter(onBytes: (bytes: number) => void): Transform {
     },
   });
 }
+
+/**
+ * `first.pipe(...).pipe(last)` where an error anywhere fails the last stream: `.pipe` alone
+ * forwards none, so a dump tool that dies mid-copy would leave the store waiting (or the process
+ * crashing on an unhandled 'error').
+ */
+export function chain(first: Readable, ...rest: Transform[]): Readable {
+  let out: Readable = first;
+  const last = rest.at(-1) ?? first;
+  for (const s of rest) {
+    const from = out;
+    from.on('error', (err) => last.destroy(err));
+    out = from.pipe(s);
+  }
+  return last;
+}
