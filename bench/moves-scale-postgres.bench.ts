@@ -30,6 +30,8 @@ import { createTopologyStore } from '../src/topology/index.js';
 const SHARDS = 32;
 const SIZES = (process.env.BENCH_ROWS ?? '20000,1000000').split(',').map(Number);
 const BIN = process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN;
+/** BENCH_RAW=0: the move only (profiling the freeze), without the raw tools' runs. */
+const RAW = process.env.BENCH_RAW !== '0';
 const db = (s: number) => `db${String(s).padStart(5, '0')}`;
 
 /** Runs `cmd` through bash (pipes), failing on any stage's error. */
@@ -42,7 +44,7 @@ function sh(cmd: string): Promise<void> {
   });
 }
 
-interface Figures { steps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number }
+interface Figures { blocked: string[]; admissions: string[]; steps: Map<string, number>; frozenSteps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number }
 
 async function one(rows: number): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-pgscale-'));
@@ -67,19 +69,23 @@ async function one(rows: number): Promise<Figures> {
       return `-h '${h.socket ?? h.host}' -p ${h.port} -U '${config.storage.user}' -d '${dbname}'`;
     };
     // The raw tools, into a scratch database on the target's master (schema first, untimed).
-    await dst.sql('CREATE DATABASE rawcopy');
-    const schemas = Array.from({ length: SHARDS }, (_, s) => `-n ${db(s)}`).join(' ');
-    await sh(`${BIN}/pg_dump -s ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
-    let t = performance.now();
-    await sh(`${BIN}/pg_dump -a ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
-    const dumpMs = performance.now() - t;
-    await dst.sql(`TRUNCATE ${Array.from({ length: SHARDS }, (_, s) => `${db(s)}.pins`).join(', ')}`, [], 'rawcopy');
-    t = performance.now();
-    for (let s = 0; s < SHARDS; s++) {
-      await sh(`${BIN}/psql -q ${conn(src, database)} -c "COPY ${db(s)}.pins TO STDOUT (FORMAT binary)" | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')} -c "COPY ${db(s)}.pins FROM STDIN (FORMAT binary)"`);
+    let dumpMs = NaN;
+    let copyPipeMs = NaN;
+    if (RAW) {
+      await dst.sql('CREATE DATABASE rawcopy');
+      const schemas = Array.from({ length: SHARDS }, (_, s) => `-n ${db(s)}`).join(' ');
+      await sh(`${BIN}/pg_dump -s ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
+      let t = performance.now();
+      await sh(`${BIN}/pg_dump -a ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
+      dumpMs = performance.now() - t;
+      await dst.sql(`TRUNCATE ${Array.from({ length: SHARDS }, (_, s) => `${db(s)}.pins`).join(', ')}`, [], 'rawcopy');
+      t = performance.now();
+      for (let s = 0; s < SHARDS; s++) {
+        await sh(`${BIN}/psql -q ${conn(src, database)} -c "COPY ${db(s)}.pins TO STDOUT (FORMAT binary)" | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')} -c "COPY ${db(s)}.pins FROM STDIN (FORMAT binary)"`);
     }
-    const copyPipeMs = performance.now() - t;
+    copyPipeMs = performance.now() - t;
     await dst.sql('DROP DATABASE rawcopy');
+    }
 
     // One writer on the moving shards while they move; its acknowledged creates are read back after.
     const kit = await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir });
@@ -96,13 +102,32 @@ async function one(rows: number): Promise<Figures> {
       }
     })();
     const store = createTopologyStore(config.topologyStore, { dataDir: dir });
-    const engine = new PostgresMoveEngine({ onStep: (name, ms) => { if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms); }, hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
+    const engine = new PostgresMoveEngine({ onStep: (name, ms) => {
+      if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms);
+      // Every step that ended under the freeze (after the 'frozen' event), summed by name: what the freeze spends.
+      if (events.some((e) => e.phase === 'frozen') && !events.some((e) => e.phase === 'switched')) frozenSteps.set(name, (frozenSteps.get(name) ?? 0) + ms);
+    },  hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
     const steps = new Map<string, number>();
+    const frozenSteps = new Map<string, number>();
     const events: Array<MoveEvent & { at: number }> = [];
+    const admissions: string[] = [];
+    // What the fence's LOCK TABLE waits for on the source, polled from the freeze until the fence is recorded.
+    const blocked = new Set<string>();
+    const blockers = async () => {
+      while (!events.some((e) => e.phase === 'fenced')) {
+        const rows = await src.sql<{ d: string }>(`SELECT a.backend_type || ' ' || coalesce(a.state, '') || ': ' || left(a.query, 80) AS d FROM pg_stat_activity a WHERE a.pid IN (SELECT unnest(pg_blocking_pids(pid)) FROM pg_stat_activity)`, [], database).catch(() => []);
+        for (const r of rows) blocked.add(r.d);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
     const result = await runMove({
       store, engine, hosts: Object.keys(config.hosts), maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       start: { span: { first: 0, last: SHARDS - 1 }, target: { master: pair.master, slave: pair.slave } },
-      onEvent: (e) => events.push({ ...e, at: performance.now() }),
+      onEvent: (e) => {
+        events.push({ ...e, at: performance.now() });
+        if (e.phase === 'copied' && e.detail?.admission !== undefined) admissions.push(JSON.stringify(e.detail.admission));
+        if (e.phase === 'frozen') void blockers();
+      },
     });
     writing = false;
     await writer;
@@ -113,7 +138,7 @@ async function one(rows: number): Promise<Figures> {
     await engine.close();
     await store.close();
     return {
-      steps, rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
+      blocked: [...blocked], admissions, steps, frozenSteps, rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
       moveCopyMs: at('copied') - at('started'), moveMs: at('switched') - at('started'),
       freezeMs: result.freezeToSwitchMs ?? NaN, acked: acked.length, lost, refused,
     };
@@ -136,4 +161,6 @@ for (const f of out) {
   console.log(`| ${f.rows.toLocaleString('en')} | ${f.mb} | ${(f.dumpMs / 1000).toFixed(2)} s (${rate(f.rows, f.dumpMs)}) | ${(f.copyPipeMs / 1000).toFixed(2)} s (${rate(f.rows, f.copyPipeMs)}) | ${(f.moveCopyMs / 1000).toFixed(2)} s (${rate(f.rows, f.moveCopyMs)}) | ${(tablesMs(f) / 1000).toFixed(2)} s (${rate(f.rows, tablesMs(f))}) | ${(f.dumpMs / tablesMs(f)).toFixed(2)}x | ${(f.copyPipeMs / tablesMs(f)).toFixed(2)}x | ${(f.moveMs / 1000).toFixed(1)} s | ${f.freezeMs} ms | ${f.acked} / ${f.lost} / ${f.refused} |`);
 }
 for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, the copy's steps: ${[...f.steps].map(([n, ms]) => `${n} ${Math.round(ms)} ms`).join('; ')}`);
+for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, under the freeze: ${[...f.frozenSteps].map(([n, ms]) => `${n} ${n.endsWith('(count)') ? ms : Math.round(ms)}${n.endsWith('(count)') ? '' : ' ms'}`).join('; ')}`);
+for (const f of out) if (f.blocked.length + f.admissions.length > 0) console.log(`${f.rows.toLocaleString('en')} rows: the fence waited for ${f.blocked.join(' | ') || 'nothing seen'}; admission waits: ${f.admissions.join(' ') || 'none'}`);
 if (out.length >= 2) console.log(`freeze to switch at ${out.at(-1)!.rows.toLocaleString('en')} rows / at ${out[0]!.rows.toLocaleString('en')} rows: ${(out.at(-1)!.freezeMs / out[0]!.freezeMs).toFixed(2)}x`);

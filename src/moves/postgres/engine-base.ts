@@ -7,6 +7,7 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import { hostAddress, moveShards, refuseFenceClash } from '../move-shared.js';
 import { timedStep, type OnStep } from '../step-timer.js';
+import type { ChunkedTable } from './chunk-settle.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
 export interface PostgresMoveHost {
@@ -147,6 +148,9 @@ export class PostgresMoveBase {
 
   /** Per move id: what verifyBeforeFreeze left for verifyFenced (this process only: a resumed mover verifies in full). */
   protected readonly preVerified = new Map<string, { unsettled: Set<string>; rows: number; tables: number }>();
+
+  /** Per move id: the tables verifyBeforeFreeze left unsettled, compared chunk by chunk since (settleHotChunks): verifyFenced compares their open chunks only. */
+  protected readonly chunked = new Map<string, ChunkedTable[]>();
 
   /** Per move id: the target's sequence values (undefined: never used), read by beforeFreeze. */
   protected readonly targetSequences = new Map<string, Map<string, bigint | undefined>>();

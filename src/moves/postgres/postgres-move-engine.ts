@@ -2,7 +2,7 @@ import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveEngine, MoveProgressFn } from '../move-engine.js';
+import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
 import { moveShards } from '../move-shared.js';
 import { countRows } from './postgres-copy-progress.js';
@@ -115,6 +115,11 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
 
     const copied = await this.copyThenSubscribe(move, [...published, { ns: MARKER_SCHEMA, t: name }], rowsTotal, fresh, onProgress);
     return { tables: published.length, subscription: name, rowsCopied: copied.rows, bytesCopied: copied.bytes, copyAttempts: copied.attempts };
+  }
+
+  /** The comparison before the freeze (verify-engine.ts), then what it left unsettled compared chunk by chunk (settleHotChunks). */
+  override async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
+    return this.settleHotChunks(move, await super.verifyBeforeFreeze(move));
   }
 
   async lag(move: MoveRecord): Promise<number> {
@@ -272,6 +277,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
 
   async undo(move: MoveRecord): Promise<void> {
     this.preVerified.delete(move.id);
+    this.chunked.delete(move.id);
     this.fencePlans.delete(move.id);
     this.fenced.delete(move.id);
     this.fencedTables.delete(move.id);
