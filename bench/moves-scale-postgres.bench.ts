@@ -82,9 +82,9 @@ async function one(rows: number): Promise<Figures> {
       t = performance.now();
       for (let s = 0; s < SHARDS; s++) {
         await sh(`${BIN}/psql -q ${conn(src, database)} -c "COPY ${db(s)}.pins TO STDOUT (FORMAT binary)" | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')} -c "COPY ${db(s)}.pins FROM STDIN (FORMAT binary)"`);
-    }
-    copyPipeMs = performance.now() - t;
-    await dst.sql('DROP DATABASE rawcopy');
+      }
+      copyPipeMs = performance.now() - t;
+      await dst.sql('DROP DATABASE rawcopy');
     }
 
     // One writer on the moving shards while they move; its acknowledged creates are read back after.

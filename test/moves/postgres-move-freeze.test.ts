@@ -119,7 +119,7 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
     assert.equal(result.outcome, 'switched');
     const names = frozen.map(([n]) => n);
     assert.ok(!names.includes('verify: table aggregates both sides'), `no whole table compared under the freeze: ${names.join(', ')}`);
-    assert.ok(names.includes('verify: open chunks both sides'), 'the open chunks are');
+    assert.ok(names.includes('fence: open chunks (source)') && names.includes('verify: open chunks (target)'), 'the open chunks are, on both sides');
     const left = before.find(([n]) => n === 'settle: chunks left for the freeze (count)');
     assert.ok(left !== undefined, 'the pins tables written throughout were compared chunk by chunk before the freeze');
     // Two pins tables of 5000+ rows (6 chunks each): what is left open is their hot ends.
@@ -173,6 +173,11 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
         if (phase !== 'copied') return;
         await t.query('BEGIN');
         await t.query(`INSERT INTO ${db(2)}.pins (data, ts) VALUES ('{"held":1}', 0)`);
+        // The admission check counts a transaction by its age: wait until it is past the budget.
+        const pid = (await t.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        while ((await sql<{ old: boolean }>(SOURCE, "SELECT clock_timestamp() - xact_start > interval '1 second' AS old FROM pg_stat_activity WHERE pid = $1", [pid]))[0]?.old !== true) {
+          await new Promise((r) => setTimeout(r, 50));
+        }
       };
       // Held throughout: refused after lagWaitMs, never frozen.
       const events: MoveEvent[] = [];

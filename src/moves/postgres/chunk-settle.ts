@@ -149,17 +149,15 @@ async function splitTails(c: pg.Client, tables: ChunkedTable[], where: WhereIs, 
   }
 }
 
-/** Under the freeze (both sides still): the tables whose open buckets differ between `a` and `b`, and the rows those buckets hold on `a`. */
-export async function compareOpen(a: pg.Client, b: pg.Client, tables: ChunkedTable[], whereA: WhereIs, whereB: WhereIs): Promise<{ differ: Set<string>; rows: number; chunks: number }> {
-  const open = tables.filter((t) => t.open.length > 0);
-  const [onA, onB] = await Promise.all([bucketAggregates(a, open, whereA, (t) => t.open), bucketAggregates(b, open, whereB, (t) => t.open)]);
+/** The open buckets' aggregates of `a` (the source, read under the fence's locks) against `b`'s (the target, caught up): the tables that differ, and the rows and chunks compared. */
+export function compareOpen(onA: Map<string, Map<number, Aggregate>>, onB: Map<string, Map<number, Aggregate>>, tables: ChunkedTable[]): { differ: Set<string>; rows: number; chunks: number } {
   const out = { differ: new Set<string>(), rows: 0, chunks: 0 };
-  for (const t of open) {
+  for (const t of tables) {
     for (const w of t.open) {
-      const x = onA.get(t.name)!.get(w);
+      const x = onA.get(t.name)?.get(w);
       out.rows += x?.rows ?? 0;
       out.chunks++;
-      if (!sameAggregate(x, onB.get(t.name)!.get(w))) out.differ.add(t.name);
+      if (!sameAggregate(x, onB.get(t.name)?.get(w))) out.differ.add(t.name);
     }
   }
   return out;

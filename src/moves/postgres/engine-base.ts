@@ -8,6 +8,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import { hostAddress, moveShards, refuseFenceClash } from '../move-shared.js';
 import { timedStep, type OnStep } from '../step-timer.js';
 import type { ChunkedTable } from './chunk-settle.js';
+import type { Aggregate } from './postgres-verify.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
 export interface PostgresMoveHost {
@@ -151,6 +152,9 @@ export class PostgresMoveBase {
 
   /** Per move id: the tables verifyBeforeFreeze left unsettled, compared chunk by chunk since (settleHotChunks): verifyFenced compares their open chunks only. */
   protected readonly chunked = new Map<string, ChunkedTable[]>();
+
+  /** Per move id, after a fence of this process that fenced every shard: the source's aggregates of the open chunks, read under its locks. */
+  protected readonly fencedChunks = new Map<string, Map<string, Map<number, Aggregate>>>();
 
   /** Per move id: the target's sequence values (undefined: never used), read by beforeFreeze. */
   protected readonly targetSequences = new Map<string, Map<string, bigint | undefined>>();

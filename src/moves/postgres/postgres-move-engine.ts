@@ -9,6 +9,7 @@ import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
 import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
 import { readSequences } from './sequences.js';
+import { bucketAggregates } from './chunk-settle.js';
 import { dropOwnSlot, dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
 
 export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOptions, type PostgresMoveHost } from './engine-base.js';
@@ -185,12 +186,17 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
           // trip, and one transaction (all fenced or none).
           await this.step('fence: LOCK TABLE (source)', () => c.query(`LOCK TABLE ${locks.join(', ')} IN ACCESS EXCLUSIVE MODE`));
           const sequences = await this.step('fence: identity sequences (source)', () => readSequences(c, fencedNow.map((s) => shardDatabaseName(s))));
+          // The chunks the check under the freeze compares, on this side: exact now (nothing
+          // writes them any more), and cheaper than after the renames (see verifyFenced).
+          const chunked = this.chunked.get(move.id) ?? [];
+          const openChunks = chunked.length > 0 ? await this.step('fence: open chunks (source)', () => bucketAggregates(c, chunked, (t) => `${qi(shardDatabaseName(t.shard))}.${qi(t.table)}`, (t) => t.open)) : undefined;
           await this.step('fence: ALTER TABLE SET SCHEMA (source)', () => c.query(moves.join(';\n')));
           await this.step('fence: COMMIT', () => c.query('COMMIT'));
           // Every shard fenced here: catch-up needs no catalogue check, and takes those values.
           if (fencedNow.length === plan.size) {
             this.fenced.set(move.id, sequences);
             this.fencedTables.set(move.id, plan);
+            if (openChunks !== undefined) this.fencedChunks.set(move.id, openChunks);
           }
         } else {
           await c.query('COMMIT');
@@ -278,6 +284,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
   async undo(move: MoveRecord): Promise<void> {
     this.preVerified.delete(move.id);
     this.chunked.delete(move.id);
+    this.fencedChunks.delete(move.id);
     this.fencePlans.delete(move.id);
     this.fenced.delete(move.id);
     this.fencedTables.delete(move.id);
