@@ -189,7 +189,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
           // The chunks the check under the freeze compares, on this side: exact now (nothing
           // writes them any more), and cheaper than after the renames (see verifyFenced).
           const chunked = this.chunked.get(move.id) ?? [];
-          const openChunks = chunked.length > 0 ? await this.step('fence: open chunks (source)', () => bucketAggregates(c, chunked, (t) => `${qi(shardDatabaseName(t.shard))}.${qi(t.table)}`, (t) => t.open)) : undefined;
+          const openChunks = chunked.some((t) => t.open.length > 0) ? await this.step('fence: open chunks (source)', () => bucketAggregates(c, chunked, (t) => `${qi(shardDatabaseName(t.shard))}.${qi(t.table)}`, (t) => t.open)) : undefined;
           await this.step('fence: ALTER TABLE SET SCHEMA (source)', () => c.query(moves.join(';\n')));
           await this.step('fence: COMMIT', () => c.query('COMMIT'));
           // Every shard fenced here: catch-up needs no catalogue check, and takes those values.

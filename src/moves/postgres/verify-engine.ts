@@ -159,9 +159,12 @@ export class PostgresMoveVerify extends PostgresMoveBase {
       // The source's side was read by the fence under its locks, before its renames reset the
       // catalogue caches (each table's first read after them rebuilds its entries: 100-250 ms for
       // 32 tables on this machine under load); else (a fence of another process) read now.
-      const onSrc = fencedChunks ?? await this.step('verify: open chunks (source)', () => bucketAggregates(src, chunked, (t) => `${qi(srcNs.get(t.shard)!)}.${qi(t.table)}`, (t) => t.open));
-      const onDst = await this.step('verify: open chunks (target)', () => bucketAggregates(dst, chunked, liveName, (t) => t.open));
-      const open = compareOpen(onSrc, onDst, chunked);
+      const open = { differ: new Set<string>(), rows: 0, chunks: 0 };
+      if (chunked.some((t) => t.open.length > 0)) {
+        const onSrc = fencedChunks ?? await this.step('verify: open chunks (source)', () => bucketAggregates(src, chunked, (t) => `${qi(srcNs.get(t.shard)!)}.${qi(t.table)}`, (t) => t.open));
+        const onDst = await this.step('verify: open chunks (target)', () => bucketAggregates(dst, chunked, liveName, (t) => t.open));
+        Object.assign(open, compareOpen(onSrc, onDst, chunked));
+      }
       this.options.onStep?.('verify: open chunk rows (count)', open.rows);
       // A difference in an open chunk: the tables compared in full, which names the rows.
       const named = open.differ.size > 0 ? await this.compareTables(src, dst, move, plan, open.differ) : emptyReport();
