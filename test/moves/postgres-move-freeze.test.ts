@@ -27,6 +27,7 @@ import { devAddPair } from '../../src/ops/dev/dev-add-pair.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
+import { assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const SOURCE = 'PG001A';
@@ -47,9 +48,9 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
     if (x.storage.backend !== 'postgres') throw new Error('not a postgres config');
     return { ...x, storage: x.storage };
   };
-  const engine = (onStep?: (name: string, ms: number) => void): PostgresMoveEngine => {
+  const engine = (onStep?: (name: string, ms: number) => void, more: { maxBytesRate?: number } = {}): PostgresMoveEngine => {
     const x = config();
-    const e = new PostgresMoveEngine({ hosts: x.hosts, user: x.storage.user, database: x.storage.database, schema: resolveSchema(x), ...(onStep !== undefined ? { onStep } : {}) });
+    const e = new PostgresMoveEngine({ hosts: x.hosts, user: x.storage.user, database: x.storage.database, schema: resolveSchema(x), ...(onStep !== undefined ? { onStep } : {}), ...more });
     engines.push(e);
     return e;
   };
@@ -81,12 +82,15 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
   };
 
   before(async () => {
+    ensureBuilt();
     await devUp({ dir, engine: 'postgres', pairs: 1, shards: 8, modShards: 2 });
     const added = await devAddPair(dir);
     target = { master: added.master, slave: added.slave };
     c = DevCluster.require(dir);
     kit = await ShardKit.open({ configPath, dataDir: dir });
     for (const s of [0, 1, 4]) await fill(s);
+    // Shard 5: ~15 MB of rows for the copy's rate limit.
+    await sql(SOURCE, `INSERT INTO ${db(5)}.pins (data, ts) SELECT repeat(md5(g::text), 8), g FROM generate_series(1, 50000) g`);
   });
   after(async () => {
     await kit?.close();
@@ -210,5 +214,28 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
     } finally {
       await t.end();
     }
+  });
+
+  test('--max-rate in bytes per second holds the PostgreSQL copy: the bytes copied never run ahead of rate x time since the move started', async () => {
+    const rate = 4_000_000;
+    const seen: Array<{ ms: number; bytes: number }> = [];
+    const t0 = performance.now();
+    const result = await runMove({
+      store: store(), engine: engine(undefined, { maxBytesRate: rate }), hosts: hosts(), maxLag: POSTGRES_MOVE_MAX_LAG_BYTES, start: { span: { first: 5, last: 5 }, target },
+      onProgress: (_done, _total, rows) => {
+        if (rows?.bytesCopied !== undefined) seen.push({ ms: performance.now() - t0, bytes: rows.bytesCopied });
+      },
+    });
+    assert.equal(result.outcome, 'switched');
+    const last = seen.at(-1)!;
+    assert.ok(last.bytes > 10_000_000, `the copy streamed ${last.bytes} bytes`);
+    // Each of the 4 streams counts a piece before the throttle lets it through: 4 pieces of slack.
+    for (const s of seen) assert.ok(s.bytes <= (rate * s.ms) / 1000 + 4 * 65_536, `${s.bytes} bytes after ${Math.round(s.ms)} ms is ahead of ${rate} bytes/s`);
+
+    // Rows per second on PostgreSQL, or a rate that is neither: one line, exit 2, nothing changed.
+    const before = (await kit.shardMap()).toJSON();
+    assertBadInput(await cli(['shards', 'move', '6..6', '--to', target.master, '--to-slave', target.slave, '--max-rate', '5000', '--dir', dir]), 'rows/s on PostgreSQL', /--max-rate on PostgreSQL is bytes per second/);
+    assertBadInput(await cli(['shards', 'move', '6..6', '--to', target.master, '--max-rate', '20MB/min', '--dir', dir]), 'a rate in no unit', /--max-rate must be rows per second .* or bytes per second/);
+    assert.deepEqual((await kit.shardMap()).toJSON(), before);
   });
 });

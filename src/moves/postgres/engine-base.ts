@@ -33,6 +33,8 @@ export interface PostgresMoveEngineOptions {
   copyStallMs?: number;
   /** Tables copied at once by the initial copy (one source and one target connection each). Default 4. */
   copyStreams?: number;
+  /** Bytes per second the initial copy may read from the source at most, all streams together (`shards move --max-rate 20MB/s`); default: no limit. */
+  maxBytesRate?: number;
   /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
   catchUpTimeoutMs?: number;
   /**

@@ -17,7 +17,7 @@ export interface DumpCopyOptions {
    * as for onBytes): a copy that must slow down (a rate limit, a lagging slave) waits here, and
    * the pipe's back-pressure pauses mariadb-dump meanwhile.
    */
-  throttle?: (rows: number) => Promise<void>;
+  throttle?: (rows: number, bytes: number) => Promise<void>;
   /** Told once the dump's consistent snapshot is open (its first database is being dumped), or at its end. */
   onSnapshot?: () => void;
 }
@@ -78,7 +78,7 @@ export async function dumpCopy(admin: HostAdmin, from: string, to: string | read
       if (m) position = m[1]!;
       carry = text.slice(-256);
       if (options.throttle === undefined) done(null, chunk);
-      else options.throttle(n).then(() => done(null, chunk), (err: Error) => done(err));
+      else options.throttle(n, chunk.length).then(() => done(null, chunk), (err: Error) => done(err));
     },
   });
   const errors: string[] = [];
