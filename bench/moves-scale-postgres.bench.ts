@@ -15,9 +15,10 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveSchema } from '../src/config/config.js';
+import { isShardKitError } from '../src/errors.js';
 import { ShardKit } from '../src/kit/shard-kit.js';
 import { runMove, type MoveEvent } from '../src/moves/move-runner.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../src/moves/postgres/index.js';
@@ -30,6 +31,10 @@ import { createTopologyStore } from '../src/topology/index.js';
 const SHARDS = 32;
 const SIZES = (process.env.BENCH_ROWS ?? '20000,1000000').split(',').map(Number);
 const BIN = process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN;
+/** BENCH_RUNS=5: every size that many times (freeze to switch p99 over the runs). */
+const RUNS = Number(process.env.BENCH_RUNS ?? '1');
+/** BENCH_RAW=0: the move only (profiling the freeze), without the raw tools' runs. */
+const RAW = process.env.BENCH_RAW !== '0';
 const db = (s: number) => `db${String(s).padStart(5, '0')}`;
 
 /** Runs `cmd` through bash (pipes), failing on any stage's error. */
@@ -42,7 +47,7 @@ function sh(cmd: string): Promise<void> {
   });
 }
 
-interface Figures { steps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number }
+interface Figures { blocked: string[]; admissions: string[]; steps: Map<string, number>; frozenSteps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number; moving: number }
 
 async function one(rows: number): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-pgscale-'));
@@ -67,42 +72,77 @@ async function one(rows: number): Promise<Figures> {
       return `-h '${h.socket ?? h.host}' -p ${h.port} -U '${config.storage.user}' -d '${dbname}'`;
     };
     // The raw tools, into a scratch database on the target's master (schema first, untimed).
-    await dst.sql('CREATE DATABASE rawcopy');
-    const schemas = Array.from({ length: SHARDS }, (_, s) => `-n ${db(s)}`).join(' ');
-    await sh(`${BIN}/pg_dump -s ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
-    let t = performance.now();
-    await sh(`${BIN}/pg_dump -a ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
-    const dumpMs = performance.now() - t;
-    await dst.sql(`TRUNCATE ${Array.from({ length: SHARDS }, (_, s) => `${db(s)}.pins`).join(', ')}`, [], 'rawcopy');
-    t = performance.now();
-    for (let s = 0; s < SHARDS; s++) {
-      await sh(`${BIN}/psql -q ${conn(src, database)} -c "COPY ${db(s)}.pins TO STDOUT (FORMAT binary)" | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')} -c "COPY ${db(s)}.pins FROM STDIN (FORMAT binary)"`);
+    let dumpMs = NaN;
+    let copyPipeMs = NaN;
+    if (RAW) {
+      await dst.sql('CREATE DATABASE rawcopy');
+      const schemas = Array.from({ length: SHARDS }, (_, s) => `-n ${db(s)}`).join(' ');
+      await sh(`${BIN}/pg_dump -s ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
+      let t = performance.now();
+      await sh(`${BIN}/pg_dump -a ${schemas} ${conn(src, database)} | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')}`);
+      dumpMs = performance.now() - t;
+      await dst.sql(`TRUNCATE ${Array.from({ length: SHARDS }, (_, s) => `${db(s)}.pins`).join(', ')}`, [], 'rawcopy');
+      t = performance.now();
+      for (let s = 0; s < SHARDS; s++) {
+        await sh(`${BIN}/psql -q ${conn(src, database)} -c "COPY ${db(s)}.pins TO STDOUT (FORMAT binary)" | ${BIN}/psql -q -v ON_ERROR_STOP=1 ${conn(dst, 'rawcopy')} -c "COPY ${db(s)}.pins FROM STDIN (FORMAT binary)"`);
+      }
+      copyPipeMs = performance.now() - t;
+      await dst.sql('DROP DATABASE rawcopy');
     }
-    const copyPipeMs = performance.now() - t;
-    await dst.sql('DROP DATABASE rawcopy');
 
     // One writer on the moving shards while they move; its acknowledged creates are read back after.
     const kit = await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir });
     const acked: string[] = [];
     let refused = 0;
     let writing = true;
+    // A client that retries SHARD_MOVING for 2.5 s (the issue's measure): `refused` counts the
+    // writes still refused after that, `moving` every SHARD_MOVING answer.
+    let moving = 0;
     const writer = (async () => {
       for (let i = 0; writing; i++) {
-        try {
-          acked.push((await kit.objects.create('pin', { w: i }, { shard: i % SHARDS })).id.toString());
-        } catch {
-          refused++;
+        const t0 = performance.now();
+        for (;;) {
+          try {
+            acked.push((await kit.objects.create('pin', { w: i }, { shard: i % SHARDS })).id.toString());
+            break;
+          } catch (err) {
+            if (!isShardKitError(err, 'SHARD_MOVING')) throw err;
+            moving++;
+            if (performance.now() - t0 > 2500) {
+              refused++;
+              break;
+            }
+          }
         }
       }
     })();
     const store = createTopologyStore(config.topologyStore, { dataDir: dir });
-    const engine = createPostgresMoveEngine({ onStep: (name, ms) => { if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms); }, hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
+    const engine = createPostgresMoveEngine({ onStep: (name, ms) => {
+      if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms);
+      // Every step that ended under the freeze (after the 'frozen' event), summed by name: what the freeze spends.
+      if (events.some((e) => e.phase === 'frozen') && !events.some((e) => e.phase === 'switched')) frozenSteps.set(name, (frozenSteps.get(name) ?? 0) + ms);
+    },  hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
     const steps = new Map<string, number>();
+    const frozenSteps = new Map<string, number>();
     const events: Array<MoveEvent & { at: number }> = [];
+    const admissions: string[] = [];
+    // What the fence's LOCK TABLE waits for on the source, polled from the freeze until the fence is recorded.
+    const blocked = new Set<string>();
+    const blockers = async () => {
+      while (!events.some((e) => e.phase === 'fenced')) {
+        const rows = await src.sql<{ d: string }>(`SELECT a.backend_type || ' ' || coalesce(a.state, '') || ': ' || left(a.query, 80) AS d FROM pg_stat_activity a WHERE a.pid IN (SELECT unnest(pg_blocking_pids(pid)) FROM pg_stat_activity WHERE query LIKE 'LOCK TABLE%')`, [], database).catch(() => []);
+        for (const r of rows) blocked.add(r.d);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
     const result = await runMove({
       store, engine, hosts: Object.keys(config.hosts), maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       start: { span: { first: 0, last: SHARDS - 1 }, target: { master: pair.master, slave: pair.slave } },
-      onEvent: (e) => events.push({ ...e, at: performance.now() }),
+      onEvent: (e) => {
+        events.push({ ...e, at: performance.now() });
+        if (e.phase === 'copied' && e.detail?.admission !== undefined) admissions.push(JSON.stringify(e.detail.admission));
+        if (e.phase === 'frozen') void blockers();
+      },
     });
     writing = false;
     await writer;
@@ -113,9 +153,9 @@ async function one(rows: number): Promise<Figures> {
     await engine.close();
     await store.close();
     return {
-      steps, rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
+      blocked: [...blocked], admissions, steps, frozenSteps, rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
       moveCopyMs: at('copied') - at('started'), moveMs: at('switched') - at('started'),
-      freezeMs: result.freezeToSwitchMs ?? NaN, acked: acked.length, lost, refused,
+      freezeMs: result.freezeToSwitchMs ?? NaN, acked: acked.length, lost, refused, moving,
     };
   } finally {
     const c = DevCluster.open(dir);
@@ -125,15 +165,27 @@ async function one(rows: number): Promise<Figures> {
 }
 
 const load = loadavg()[0]!.toFixed(1);
+// BENCH_BUSY=1: one `yes > /dev/null` per core beside the whole run (the issue's busy host).
+const busy = process.env.BENCH_BUSY === '1' ? cpus().map(() => spawn('yes', [], { stdio: ['ignore', 'ignore', 'ignore'] })) : [];
 const out: Figures[] = [];
-for (const rows of SIZES) out.push(await one(rows));
+try {
+  for (let r = 0; r < RUNS; r++) for (const rows of SIZES) out.push(await one(rows));
+} finally {
+  for (const p of busy) p.kill();
+}
 const tablesMs = (f: Figures) => f.steps.get('copy: tables') ?? NaN;
 const rate = (rows: number, ms: number) => `${Math.round(rows / (ms / 1000)).toLocaleString('en')} rows/s`;
-console.log(`PostgreSQL 15 moves at size: ${SHARDS} shards, one writer on them, ${new Date().toISOString().slice(0, 10)}, load average ${load} at the start`);
-console.log('| rows | MB | pg_dump -a \\| psql | binary COPY pipe | move copy (start -> copied) | of which tables copied | tables: copy / pg_dump | tables: copy / COPY pipe | move end to end | freeze to switch | writes acked / lost / refused |');
+console.log(`PostgreSQL 15 moves at size: ${SHARDS} shards, one writer on them (retrying SHARD_MOVING for 2.5 s), ${new Date().toISOString().slice(0, 10)}, load average ${load} at the start, ${loadavg()[0]!.toFixed(1)} at the end${busy.length > 0 ? `, one \`yes > /dev/null\` per core (${busy.length}) beside it` : ''}`);
+console.log('| rows | MB | pg_dump -a \\| psql | binary COPY pipe | move copy (start -> copied) | of which tables copied | tables: copy / pg_dump | tables: copy / COPY pipe | move end to end | freeze to switch | writes acked / lost / refused after 2.5 s (SHARD_MOVING answers) |');
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const f of out) {
-  console.log(`| ${f.rows.toLocaleString('en')} | ${f.mb} | ${(f.dumpMs / 1000).toFixed(2)} s (${rate(f.rows, f.dumpMs)}) | ${(f.copyPipeMs / 1000).toFixed(2)} s (${rate(f.rows, f.copyPipeMs)}) | ${(f.moveCopyMs / 1000).toFixed(2)} s (${rate(f.rows, f.moveCopyMs)}) | ${(tablesMs(f) / 1000).toFixed(2)} s (${rate(f.rows, tablesMs(f))}) | ${(f.dumpMs / tablesMs(f)).toFixed(2)}x | ${(f.copyPipeMs / tablesMs(f)).toFixed(2)}x | ${(f.moveMs / 1000).toFixed(1)} s | ${f.freezeMs} ms | ${f.acked} / ${f.lost} / ${f.refused} |`);
+  console.log(`| ${f.rows.toLocaleString('en')} | ${f.mb} | ${(f.dumpMs / 1000).toFixed(2)} s (${rate(f.rows, f.dumpMs)}) | ${(f.copyPipeMs / 1000).toFixed(2)} s (${rate(f.rows, f.copyPipeMs)}) | ${(f.moveCopyMs / 1000).toFixed(2)} s (${rate(f.rows, f.moveCopyMs)}) | ${(tablesMs(f) / 1000).toFixed(2)} s (${rate(f.rows, tablesMs(f))}) | ${(f.dumpMs / tablesMs(f)).toFixed(2)}x | ${(f.copyPipeMs / tablesMs(f)).toFixed(2)}x | ${(f.moveMs / 1000).toFixed(1)} s | ${f.freezeMs} ms | ${f.acked} / ${f.lost} / ${f.refused} (${f.moving}) |`);
 }
 for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, the copy's steps: ${[...f.steps].map(([n, ms]) => `${n} ${Math.round(ms)} ms`).join('; ')}`);
-if (out.length >= 2) console.log(`freeze to switch at ${out.at(-1)!.rows.toLocaleString('en')} rows / at ${out[0]!.rows.toLocaleString('en')} rows: ${(out.at(-1)!.freezeMs / out[0]!.freezeMs).toFixed(2)}x`);
+for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, under the freeze: ${[...f.frozenSteps].map(([n, ms]) => `${n} ${n.endsWith('(count)') ? ms : Math.round(ms)}${n.endsWith('(count)') ? '' : ' ms'}`).join('; ')}`);
+for (const f of out) if (f.blocked.length + f.admissions.length > 0) console.log(`${f.rows.toLocaleString('en')} rows: the fence waited for ${f.blocked.join(' | ') || 'nothing seen'}; admission waits: ${f.admissions.join(' ') || 'none'}`);
+// Freeze to switch per size over the runs: p50 and p99 (nearest rank; with 5 runs, the largest).
+const bySize = SIZES.map((rows) => ({ rows, ms: out.filter((f) => f.rows === Math.ceil(rows / SHARDS) * SHARDS).map((f) => f.freezeMs).sort((a, b) => a - b) }));
+const rank = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)]!;
+for (const x of bySize) console.log(`freeze to switch at ${x.rows.toLocaleString('en')} rows over ${x.ms.length} run(s): ${x.ms.join(', ')} ms; p50 ${rank(x.ms, 0.5)} ms, p99 ${rank(x.ms, 0.99)} ms`);
+if (bySize.length >= 2) console.log(`freeze to switch p99 at ${bySize.at(-1)!.rows.toLocaleString('en')} rows / at ${bySize[0]!.rows.toLocaleString('en')} rows: ${(rank(bySize.at(-1)!.ms, 0.99) / rank(bySize[0]!.ms, 0.99)).toFixed(2)}x (goal: < 500 ms and within 1.2x on a machine to itself; < 1 s beside a yes per core)`);

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import type { ShardKitConfig } from '../config/config.js';
 import { createBackend } from '../kit/backend-factory.js';
+import { ShardKitError } from '../errors.js';
+import type { CopyRate } from '../moves/copy-throttle.js';
 import type { MoveEngine, VerifyReport } from '../moves/move-engine.js';
 import { createMariadbMoveEngine, moveAdmin } from '../moves/mariadb/index.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../moves/postgres/index.js';
@@ -30,10 +32,14 @@ export interface OpenedMoveEngine {
  * Opens the move engine of the config's storage backend (`shards move`, `verify`, `drop-moved`):
  * the one place that picks an engine by backend, as kit/backend-factory.ts does for backends.
  */
-export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { maxRate?: number } = {}): Promise<OpenedMoveEngine> {
+export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { rate?: CopyRate } = {}): Promise<OpenedMoveEngine> {
+  const rows = copy.rate !== undefined && 'rowsPerSecond' in copy.rate ? copy.rate.rowsPerSecond : undefined;
+  const bytes = copy.rate !== undefined && 'bytesPerSecond' in copy.rate ? copy.rate.bytesPerSecond : undefined;
   if (config.storage.backend === 'postgres') {
+    // The binary COPY streams carry no row count a throttle could read before the rows reach the target.
+    if (rows !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--max-rate on PostgreSQL is bytes per second (for example 20MB/s), not rows: got ${rows} rows/s`);
     const storage = config.storage;
-    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
+    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema, ...(bytes !== undefined ? { maxBytesRate: bytes } : {}) });
     return {
       engine, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
@@ -53,7 +59,7 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
     const engine = createMariadbMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
       ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
-      ...(copy.maxRate !== undefined ? { maxRate: copy.maxRate } : {}),
+      ...(rows !== undefined ? { maxRate: rows } : {}), ...(bytes !== undefined ? { maxBytesRate: bytes } : {}),
     });
     const replicaPair = (s: number): [string, string] | undefined => {
       const loc = s < map.modShardCount ? map.locateModShard(s) : undefined;

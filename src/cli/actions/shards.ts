@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
+import type { CopyRate } from '../../moves/copy-throttle.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
@@ -26,7 +27,7 @@ export interface MoveCommandOptions extends CommonOptions {
   holdMs: number;
   resume?: boolean;
   abort?: boolean;
-  maxRate?: number;
+  maxRate?: CopyRate;
 }
 
 export type VerifyCommandOptions = CommonOptions & { againstSource?: boolean };
@@ -50,7 +51,7 @@ interface MoveContext {
   close(): Promise<void>;
 }
 
-async function open(opts: CommonOptions & { maxRate?: number }): Promise<MoveContext> {
+async function open(opts: CommonOptions & { maxRate?: CopyRate }): Promise<MoveContext> {
   const { dataDir, configPath } = locations(opts);
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --dir for a dev cluster, or --config)`);
   const config = loadConfigFile(configPath);
@@ -68,7 +69,7 @@ async function open(opts: CommonOptions & { maxRate?: number }): Promise<MoveCon
   const schema = resolveSchema(config);
   let opened: OpenedMoveEngine;
   try {
-    opened = await openMoveEngine(config, schema, dataDir, map, opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {});
+    opened = await openMoveEngine(config, schema, dataDir, map, opts.maxRate !== undefined ? { rate: opts.maxRate } : {});
   } catch (err) {
     await store.close();
     throw err;

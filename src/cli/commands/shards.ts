@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { DropMovedOptions, MoveCommandOptions, VerifyCommandOptions } from '../actions/shards.js';
+import { parseCopyRate } from '../../moves/copy-throttle.js';
 import { action, intOption } from '../run-action.js';
 
 export function register(program: Command): void {
@@ -16,7 +17,7 @@ export function register(program: Command): void {
     .option('--to <master>', 'the target master (declared in the config\'s "hosts")')
     .option('--to-slave <host>', 'the target\'s slave (declared in the config\'s "hosts")')
     .option('--hold-ms <n>', 'how long services hold writes to the moving shards during the cutover', intOption('--hold-ms', 1, 60_000), 400)
-    .option('--max-rate <rows/s>', 'MariaDB: rows per second the pre-copy may read from the source at most (default: no limit; it also waits while the source\'s slave lags)', intOption('--max-rate', 1, 100_000_000))
+    .option('--max-rate <rate>', 'how fast the copy may read from the source at most: rows per second (5000; MariaDB) or bytes per second (20MB/s, 512KiB/s; both engines); default: no limit (MariaDB also waits while the source\'s slave lags)', parseCopyRate)
     .option('--resume', 'continue the move of first..last recorded in the shard map (after a crash of the mover)')
     .option('--abort', 'roll back the move of first..last (before its switch): the source serves again')
     .addHelpText('after', `

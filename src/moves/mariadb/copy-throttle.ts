@@ -1,64 +1,16 @@
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { RowProgress } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
+import { copyThrottle, type CopyWait } from '../copy-throttle.js';
 import { sourceSlaveLag } from './copy-source.js';
 
 export { copySource } from './copy-source.js';
+export { copyThrottle, type CopyThrottleOptions, type CopyWait } from '../copy-throttle.js';
 
-/** Why the copy waits: over its row rate, or the source's slave lags past the bound. */
-export type CopyWait = { why: 'rate'; ms: number } | { why: 'lag'; lag: number; bound: number };
-
-export interface CopyThrottleOptions {
-  /** Rows per second the copy may read at most (`--max-rate`); none: no limit. */
-  maxRate?: number;
-  /** The source's slave lag now (transactions), and the bound over which the copy waits. */
-  lag?: () => Promise<number>;
-  maxLag?: number;
-  /** How often the lag is read while the copy runs, and again while it waits. Default 250 ms. */
-  lagEveryMs?: number;
-  onWait?: (wait: CopyWait) => void;
-  /** For tests: the clock and the sleep. */
-  now?: () => number;
-  sleep?: (ms: number) => Promise<void>;
-}
-
-/**
- * The throttle a copy awaits with the rows of each piece it streams (issue #29 item 3, bounded
- * impact on the source; vitess#11385): a rate limit in rows per second (the rows so far may not
- * run ahead of rate x time since the start), and a lag gate, read now and then, that holds the
- * copy while the source's slave is more than maxLag transactions behind its master.
- */
-export function copyThrottle(o: CopyThrottleOptions): (rows: number) => Promise<void> {
-  const now = o.now ?? (() => performance.now());
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const every = o.lagEveryMs ?? 250;
-  const start = now();
-  let rows = 0;
-  let lagReadAt = -Infinity;
-  return async (n: number) => {
-    rows += n;
-    if (o.maxRate !== undefined && o.maxRate > 0) {
-      const ahead = (rows / o.maxRate) * 1000 - (now() - start);
-      if (ahead > 0) {
-        o.onWait?.({ why: 'rate', ms: ahead });
-        await sleep(ahead);
-      }
-    }
-    if (o.lag === undefined || o.maxLag === undefined || now() - lagReadAt < every) return;
-    for (;;) {
-      lagReadAt = now();
-      const lag = await o.lag();
-      if (lag <= o.maxLag) return;
-      o.onWait?.({ why: 'lag', lag, bound: o.maxLag });
-      await sleep(every);
-    }
-  };
-}
-
-/** The pre-copy's throttle from the engine's options: `maxRate`, and the source's slave lag bound (default 1000 transactions). */
-export function moveCopyThrottle(admin: MoveAdmin, move: MoveRecord, o: { maxRate?: number; maxSourceSlaveLag?: number; onCopyWait?: (wait: CopyWait) => void }): (rows: number) => Promise<void> {
+/** The pre-copy's throttle from the engine's options: `maxRate` and `maxBytesRate`, and the source's slave lag bound (default 1000 transactions). */
+export function moveCopyThrottle(admin: MoveAdmin, move: MoveRecord, o: { maxRate?: number; maxBytesRate?: number; maxSourceSlaveLag?: number; onCopyWait?: (wait: CopyWait) => void }): (rows: number, bytes: number) => Promise<void> {
   return copyThrottle({
-    ...(o.maxRate !== undefined ? { maxRate: o.maxRate } : {}), lag: sourceSlaveLag(admin, move), maxLag: o.maxSourceSlaveLag ?? 1000,
+    ...(o.maxRate !== undefined ? { maxRate: o.maxRate } : {}), ...(o.maxBytesRate !== undefined ? { maxBytesRate: o.maxBytesRate } : {}), lag: sourceSlaveLag(admin, move), maxLag: o.maxSourceSlaveLag ?? 1000,
     ...(o.onCopyWait !== undefined ? { onWait: o.onCopyWait } : {}),
   });
 }

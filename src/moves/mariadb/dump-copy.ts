@@ -26,7 +26,7 @@ export interface DumpCopyOptions {
    * as for onBytes): a copy that must slow down (a rate limit, a lagging slave) waits here, and
    * the pipe's back-pressure pauses mariadb-dump meanwhile.
    */
-  throttle?: (rows: number) => Promise<void>;
+  throttle?: (rows: number, bytes: number) => Promise<void>;
   /** Told once the dump's consistent snapshot is open (its first database is being dumped), or at its end. */
   onSnapshot?: () => void;
 }
@@ -87,24 +87,31 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
       if (m) position = m[1]!;
       carry = text.slice(-256);
       if (options.throttle === undefined) done(null, chunk);
-      else options.throttle(n).then(() => done(null, chunk), (err: Error) => done(err));
+      else options.throttle(n, chunk.length).then(() => done(null, chunk), (err: Error) => done(err));
     },
   });
   const errors: string[] = [];
+  // Any part that fails stops the others: a loader whose server died (kill -9 of the target
+  // master mid-copy) stops draining its stdin, which held the dump and the other loaders for good
+  // (test/moves/mariadb-copy-crash.test.ts).
+  const stopAll = () => {
+    dump.kill();
+    for (const l of loads) l.kill();
+  };
   const exited = (p: ReturnType<typeof spawn>, what: string) => new Promise<void>((resolve) => {
     let err = '';
     p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     p.on('error', (e) => errors.push(`${what}: ${e.message}`));
-    p.on('close', (code) => {
-      if (code !== 0) errors.push(`${what} exited ${code}: ${err.trim().split('\n').slice(-2).join(' | ')}`);
+    p.on('close', (code, signal) => {
+      if (code !== 0 && errors.length === 0) errors.push(`${what} exited ${code ?? signal}: ${err.trim().split('\n').slice(-2).join(' | ')}`);
+      if (code !== 0) stopAll();
       resolve();
     });
   });
   // A throttle that fails (its lag probe lost the slave, say) stops the copy: the move reports it, nothing half-loaded is kept.
   scan.on('error', (e) => {
     errors.push(`throttle: ${e.message}`);
-    dump.kill();
-    for (const l of loads) l.kill();
+    stopAll();
   });
   dump.stdout.pipe(scan);
   for (const [i, load] of loads.entries()) {

@@ -58,8 +58,10 @@ export interface MariadbMoveEngineOptions {
   autoIncrementMargin?: number;
   /** Dumps the pre-copy runs at once, from one consistent point (default 4; 1: one dump as before). */
   copyStreams?: number;
-  /** Rows per second the pre-copy (the dump) may read at most (`shards move --max-rate`); default: no limit. */
+  /** Rows per second the pre-copy (the dump) may read at most (`shards move --max-rate 5000`); default: no limit. */
   maxRate?: number;
+  /** Bytes per second of the dump the pre-copy may read at most (`shards move --max-rate 20MB/s`); default: no limit. */
+  maxBytesRate?: number;
   /** The pre-copy waits while the source's slave is more than this many transactions behind its master (default 1000). */
   maxSourceSlaveLag?: number;
   /** Told each time the pre-copy waits (its rate, or the source's slave lag). */

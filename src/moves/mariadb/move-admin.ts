@@ -22,7 +22,7 @@ export interface MoveAdmin {
    * `streams` > 1, that many dumps run at once from one consistent point (FLUSH TABLES WITH READ
    * LOCK on `from` until each has its snapshot).
    */
-  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number, rows: number) => void; throttle?: (rows: number) => Promise<void>; streams?: number }): Promise<string>;
+  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number, rows: number) => void; throttle?: (rows: number, bytes: number) => Promise<void>; streams?: number }): Promise<string>;
 }
 
 /** A host administrator as the fleet tools have one (src/ops/failover/host-admin.ts's HostAdmin). */

@@ -5,6 +5,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveProgressFn } from '../move-engine.js';
 import { moveShards } from '../move-shared.js';
 import { MARKER_SCHEMA, qi, ql, replicationName, type Client } from './engine-base.js';
+import { copyThrottle } from '../copy-throttle.js';
 import { copyColumns, copyProgress, copyTablesInParallel, type TableCopyState } from './parallel-copy.js';
 import { PostgresMoveVerify } from './verify-engine.js';
 import { dropOwnSlot, dropSlot } from './drop.js';
@@ -111,6 +112,8 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
       })();
       await this.step('copy: tables', () => copyTablesInParallel({
         tables: plan, snapshot, streams: this.options.copyStreams ?? 4, state,
+        // --max-rate in bytes per second: every stream's bytes count against one budget (a retried copy starts it again).
+        ...(this.options.maxBytesRate !== undefined ? { throttle: copyThrottle({ maxBytesRate: this.options.maxBytesRate }) } : {}),
         connectSource: () => this.connect(move.source.master),
         connectTarget: () => this.connect(move.target.master),
       }));

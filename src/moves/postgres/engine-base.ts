@@ -7,6 +7,8 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import { hostAddress, moveShards, refuseFenceClash } from '../move-shared.js';
 import { timedStep, type OnStep } from '../step-timer.js';
+import type { ChunkedTable } from './chunk-settle.js';
+import type { Aggregate } from './postgres-verify.js';
 
 /** One server as declared in config `hosts` (the fields the engine uses). */
 export interface PostgresMoveHost {
@@ -31,6 +33,8 @@ export interface PostgresMoveEngineOptions {
   copyStallMs?: number;
   /** Tables copied at once by the initial copy (one source and one target connection each). Default 4. */
   copyStreams?: number;
+  /** Bytes per second the initial copy may read from the source at most, all streams together (`shards move --max-rate 20MB/s`); default: no limit. */
+  maxBytesRate?: number;
   /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
   catchUpTimeoutMs?: number;
   /**
@@ -147,6 +151,12 @@ export class PostgresMoveBase {
 
   /** Per move id: what verifyBeforeFreeze left for verifyFenced (this process only: a resumed mover verifies in full). */
   protected readonly preVerified = new Map<string, { unsettled: Set<string>; rows: number; tables: number }>();
+
+  /** Per move id: the tables verifyBeforeFreeze left unsettled, compared chunk by chunk since (settleHotChunks): verifyFenced compares their open chunks only. */
+  protected readonly chunked = new Map<string, ChunkedTable[]>();
+
+  /** Per move id, after a fence of this process that fenced every shard: the source's aggregates of the open chunks, read under its locks. */
+  protected readonly fencedChunks = new Map<string, Map<string, Map<number, Aggregate>>>();
 
   /** Per move id: the target's sequence values (undefined: never used), read by beforeFreeze. */
   protected readonly targetSequences = new Map<string, Map<string, bigint | undefined>>();

@@ -29,6 +29,8 @@ export interface ParallelCopyOptions {
   connectTarget: () => Promise<Client>;
   /** Filled as the copy goes, one entry per table name. */
   state: Map<string, TableCopyState>;
+  /** Awaited with the bytes of each piece before it goes on to the target (a rate limit); the pipe's back-pressure pauses the source's COPY meanwhile. */
+  throttle?: (rows: number, bytes: number) => Promise<void>;
 }
 
 /**
@@ -65,7 +67,8 @@ export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void
         const count = new Transform({
           transform(chunk: Buffer, _enc, done) {
             st.bytes += chunk.length;
-            done(null, chunk);
+            if (o.throttle === undefined) done(null, chunk);
+            else o.throttle(0, chunk.length).then(() => done(null, chunk), (err: Error) => done(err));
           },
         });
         await pipeline(out, count, into);

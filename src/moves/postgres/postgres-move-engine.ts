@@ -2,13 +2,14 @@ import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveEngine, MoveProgressFn } from '../move-engine.js';
+import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
 import { moveShards } from '../move-shared.js';
 import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
 import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
 import { readSequences } from './sequences.js';
+import { bucketAggregates } from './chunk-settle.js';
 import { dropOwnSlot, dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
 
 export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOptions, type PostgresMoveHost } from './engine-base.js';
@@ -117,6 +118,11 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     return { tables: published.length, subscription: name, rowsCopied: copied.rows, bytesCopied: copied.bytes, copyAttempts: copied.attempts };
   }
 
+  /** The comparison before the freeze (verify-engine.ts), then what it left unsettled compared chunk by chunk (settleHotChunks). */
+  override async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
+    return this.settleHotChunks(move, await super.verifyBeforeFreeze(move));
+  }
+
   async lag(move: MoveRecord): Promise<number> {
     return this.withConn(move.source.master, async (src) => {
       const { rows } = await src.query<{ lag: string | null }>(
@@ -180,12 +186,17 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
           // trip, and one transaction (all fenced or none).
           await this.step('fence: LOCK TABLE (source)', () => c.query(`LOCK TABLE ${locks.join(', ')} IN ACCESS EXCLUSIVE MODE`));
           const sequences = await this.step('fence: identity sequences (source)', () => readSequences(c, fencedNow.map((s) => shardDatabaseName(s))));
+          // The chunks the check under the freeze compares, on this side: exact now (nothing
+          // writes them any more), and cheaper than after the renames (see verifyFenced).
+          const chunked = this.chunked.get(move.id) ?? [];
+          const openChunks = chunked.some((t) => t.open.length > 0) ? await this.step('fence: open chunks (source)', () => bucketAggregates(c, chunked, (t) => `${qi(shardDatabaseName(t.shard))}.${qi(t.table)}`, (t) => t.open)) : undefined;
           await this.step('fence: ALTER TABLE SET SCHEMA (source)', () => c.query(moves.join(';\n')));
           await this.step('fence: COMMIT', () => c.query('COMMIT'));
           // Every shard fenced here: catch-up needs no catalogue check, and takes those values.
           if (fencedNow.length === plan.size) {
             this.fenced.set(move.id, sequences);
             this.fencedTables.set(move.id, plan);
+            if (openChunks !== undefined) this.fencedChunks.set(move.id, openChunks);
           }
         } else {
           await c.query('COMMIT');
@@ -272,6 +283,8 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
 
   async undo(move: MoveRecord): Promise<void> {
     this.preVerified.delete(move.id);
+    this.chunked.delete(move.id);
+    this.fencedChunks.delete(move.id);
     this.fencePlans.delete(move.id);
     this.fenced.delete(move.id);
     this.fencedTables.delete(move.id);

@@ -24,7 +24,7 @@ const qi = (s: string): string => pg.escapeIdentifier(s);
  * text (order-independent, so no sort and no big string; bigint, text and bytea print the same on
  * every server with default settings).
  */
-const AGGREGATE = "count(*)::text AS n, coalesce(sum(hashtextextended(x::text, 0)::numeric), 0)::text AS h";
+export const AGGREGATE = "count(*)::text AS n, coalesce(sum(hashtextextended(x::text, 0)::numeric), 0)::text AS h";
 
 async function primaryKey(c: pg.Client, table: string): Promise<string[]> {
   const { rows } = await c.query<{ col: string }>(
