@@ -22,7 +22,7 @@ import type { MoveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
-import { moveAdmin } from '../../src/ops/failover/move-admin.js';
+import { moveAdmin } from '../../src/moves/mariadb/index.js';
 import { devUp, type DevCluster } from '../../src/ops/dev-cluster.js';
 import { ackedOn, lostWrites, startLoad } from './crash-ledger.js';
 
