@@ -17,15 +17,19 @@ export async function witnessSuspects(topology: TopologyStore, backend: ShardBac
   const suspects = liveSuspects(await topology.heal.readAll(), now);
   if (suspects.size === 0) return undefined;
   const hosts = [...suspects.keys()].filter((h) => backend.knowsHost?.(h) !== false).slice(0, 1000);
-  return Promise.all(hosts.map(async (host): Promise<ServiceReach> => {
+  const TIMED_OUT = Symbol('timed out');
+  const answers = await Promise.all(hosts.map(async (host): Promise<ServiceReach | undefined> => {
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
+      const r = await Promise.race([
         backend.ping!(host),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${WITNESS_PROBE_MS} ms`)), WITNESS_PROBE_MS);
+        new Promise<typeof TIMED_OUT>((resolve) => {
+          timer = setTimeout(() => resolve(TIMED_OUT), WITNESS_PROBE_MS);
         }),
       ]);
+      // No answer in time (a busy pool, a frozen server) is no word either way: the supervisor
+      // waits for one, and goes on without it only after its wait.
+      if (r === TIMED_OUT) return undefined;
       return { host, ok: true, at: Date.now() };
     } catch (err) {
       return { host, ok: false, at: Date.now(), error: ((err as Error).message ?? String(err)).slice(0, 500) };
@@ -33,4 +37,5 @@ export async function witnessSuspects(topology: TopologyStore, backend: ShardBac
       clearTimeout(timer);
     }
   }));
+  return answers.filter((a): a is ServiceReach => a !== undefined);
 }

@@ -4,7 +4,7 @@ import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shar
 import type { TopologyStore } from '../topology/topology-store.js';
 import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
-import { waitForServices } from './service-gate.js';
+import { refuseUnknownTarget, waitForServices } from './service-gate.js';
 import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
 
 /** What the runner reports as it goes (the CLI prints these as JSON lines or a bar). */
@@ -240,6 +240,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     refuseMismatches(verify);
     emit(moveId, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
     await engine.beforeSwitch?.(m);
+    await refuseUnknownTarget(store, m);
     map = await cas((x) => switchMove(x, moveId));
     const freezeToSwitchMs = frozeAt === undefined ? undefined : Date.now() - frozeAt;
     emit(moveId, 'switched', freezeToSwitchMs === undefined ? {} : { freezeToSwitchMs });

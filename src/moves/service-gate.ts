@@ -3,6 +3,23 @@ import type { MoveRecord } from '../topology/shard-map.js';
 import { servicesNotKnowing } from '../topology/service-records.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 
+/**
+ * Just before the switch, under the freeze: a live service that cannot reach the target (one
+ * started after the gate with a config that lacks it) makes the move abort rather than switch.
+ * A store that cannot be read here is no reason to abort (the gate passed).
+ */
+export async function refuseUnknownTarget(store: TopologyStore, move: MoveRecord): Promise<void> {
+  if (store.services === undefined) return;
+  const hosts = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
+  const records = await store.services.readAll().catch(() => undefined);
+  if (records === undefined) return;
+  // Only what services lack: their map versions move on with the freeze itself.
+  const waiting = servicesNotKnowing(records, hosts, 0, Date.now());
+  if (waiting.length === 0) return;
+  const first = waiting[0]!;
+  throw new ShardKitError('SHARD_UNAVAILABLE', `${waiting.length} running service(s) cannot reach ${first.missing.join(', ')} (first: ${first.id}, pid ${first.record.pid} on ${first.record.hostname}; started after the move's check?): not switching. Add the pair's hosts to its config, then move again`);
+}
+
 /** Who is still waited for, as the runner reports it (about once a second). */
 export interface ServicesWaiting {
   services: number;
@@ -23,7 +40,17 @@ export async function waitForServices(store: TopologyStore, move: MoveRecord, ma
   const deadline = Date.now() + waitMs;
   let reported = 0;
   for (;;) {
-    const waiting = servicesNotKnowing(await store.services.readAll(), hosts, mapVersion, Date.now());
+    let records;
+    try {
+      records = await store.services.readAll();
+    } catch (err) {
+      // A store that fails a read (or holds a record that does not parse) is no verdict: the
+      // copy behind this move is worth more than one read; the deadline still holds.
+      if (Date.now() >= deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `cannot read the services' heartbeats (${(err as Error).message}), still after ${waitMs} ms: not freezing`);
+      await new Promise((r) => setTimeout(r, 100));
+      continue;
+    }
+    const waiting = servicesNotKnowing(records, hosts, mapVersion, Date.now());
     if (waiting.length === 0) return;
     const first = waiting[0]!;
     const w: ServicesWaiting = { services: waiting.length, first: { id: first.id, hostname: first.record.hostname, pid: first.record.pid, missing: first.missing } };

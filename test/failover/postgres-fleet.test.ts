@@ -24,6 +24,7 @@ import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js'
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import { loadConfigFile } from '../../src/config/config.js';
+import { abortMove, addMove, casMoveState } from '../../src/moves/move-state.js';
 import { shardkit } from '../mysql/helpers.js';
 import { ackedAfter, newLedger, writeLoad, type Ledger } from './ledger.js';
 import { missingOnPg } from './pg-ledger.js';
@@ -91,6 +92,18 @@ describe('PostgreSQL fleet by --config: failover over SQL, rebuild through the o
     assert.match(failing.stderr, /SHARDKIT_REBUILD_COMMAND failed for PG001B \(exit 7: no route to the slave\): the map is unchanged/);
     assert.equal(await masterOf(0), before);
     assert.equal((await pgServer(DevCluster.require(dir), 'PG001B').sql<{ r: boolean }>('SELECT pg_is_in_recovery() AS r'))[0]!.r, true, 'the standby was not touched');
+    // A move holding the master's ranges: the failover is refused before anything is fenced.
+    const store = createTopologyStore(loadConfigFile(config).topologyStore, { dataDir: dir });
+    try {
+      await casMoveState(store, (m) => addMove(m, { id: 'move-held', span: { first: 0, last: 0 }, target: { master: 'PG009A' } }));
+      const held = await shardkit(['failover', 'PG001A', '--config', config], env);
+      assert.notEqual(held.code, 0);
+      const [ro] = await pgServer(DevCluster.require(dir), 'PG001A').sql<{ ro: string }>("SELECT current_setting('default_transaction_read_only') AS ro");
+      assert.equal(ro!.ro, 'off', `the master was not fenced: ${held.stderr}`);
+      await casMoveState(store, (m) => abortMove(m, 'move-held'));
+    } finally {
+      await store.close();
+    }
   });
 
   test('planned failover, rebuild through the hook, kill -9 and emergency failover, then heal by itself: 0 acknowledged writes lost at each step', async () => {

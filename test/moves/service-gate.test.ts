@@ -135,6 +135,30 @@ test('a service that learns the pair while the move waits: the move goes through
   }
 });
 
+test('a service that starts after the check, under the freeze, with a config that lacks the pair: the move aborts instead of switching', async () => {
+  const f = fixture();
+  try {
+    const knows = f.service('web-knows', [...OLD_HOSTS, TARGET.master, TARGET.slave]);
+    await knows.kit.ready();
+    for (let s = 0; s <= 3; s++) await knows.kit.objects.create('pin', { s }, { shard: s });
+    await assert.rejects(
+      runMove({
+        store: f.store, engine: f.engine, start: { span: { first: 0, last: 3 }, target: TARGET, id: 'move-late-start' },
+        afterPhase: async (phase) => {
+          if (phase === 'fenced') await f.service('web-new', OLD_HOSTS).kit.ready();
+        },
+      }),
+      (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /cannot reach MySQL003A, MySQL003B \(first: web-new/.test(err.message) && /not switching/.test(err.message),
+    );
+    const map = (await f.store.read())!;
+    assert.equal(map.moves().length, 0);
+    assert.equal(map.locate(0).master, 'MySQL001A');
+    await knows.kit.objects.create('pin', { after: true }, { shard: 0 });
+  } finally {
+    await f.close();
+  }
+});
+
 test('only live services count: a record past its ttl, or removed by a closing service, is not waited for', async () => {
   const beat = (at: number, missing: string[], mapVersion = 5): ServiceHeartbeat => ({ at, ttlMs: 1000, mapVersion, missing, hostname: 'h', pid: 1 });
   const records = new Map([

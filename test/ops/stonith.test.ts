@@ -1,10 +1,11 @@
 /** The fleet fence command of an emergency failover (SHARDKIT_FENCE_COMMAND): run with the host named, and a failure refuses the promotion. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fenceUnreachable } from '../../src/ops/failover/stonith.js';
+import { fenceUnreachable, runHook } from '../../src/ops/failover/stonith.js';
 import type { HostAdmin } from '../../src/ops/failover/host-admin.js';
 
 const fleetAdmin = { address: () => ({ host: '10.0.0.7', port: 3307 }) } as unknown as HostAdmin;
@@ -32,4 +33,13 @@ test('no fence command on a fleet: the failover goes on, reported as unfenced', 
   const env = { ...process.env };
   delete env.SHARDKIT_FENCE_COMMAND;
   assert.equal(await fenceUnreachable(fleetAdmin, 'MySQL004A', env), 'unfenced');
+});
+
+test('a hook that does not end is killed with its process group at its timeout and counts as failed', async () => {
+  const marker = `shardkit-hook-${process.pid}-${Date.now()}`;
+  const r = await runHook(`sleep 60 # ${marker}`, { ...process.env }, 300);
+  assert.match(String(r), /no end within 0 s \(killed\)/);
+  // The shell and its sleep are gone (the group was killed), not left running.
+  const left = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' }).stdout.trim();
+  assert.equal(left, '');
 });

@@ -112,10 +112,12 @@ async function differingKeys(a: TableSide | undefined, b: TableSide | undefined,
  * While the source is still written and the target applies its changes, no single point shows
  * both sides alike: the target may be caught between two writes of a row that the source's
  * reads on either side of it do not see (a pin added and removed again), so one differing read
- * proves nothing (a CI run aborted a move on such a read: "484 vs 485 rows"). A row differs
- * for sure only when it does so in `rounds` reads in a row, each with the source's row the same
- * before and after the target's read and the target's row the same in every round. The keys
- * that did, or undefined when none did (what is left is compared exactly, under the freeze).
+ * proves nothing (a CI run aborted a move on such a read: "484 vs 485 rows"). A row is taken as
+ * differing only when it does so in `rounds` reads in a row, each with the source's row the same
+ * before and after the target's read and the target's row the same in every round. (A row
+ * flipped back and forth around every one of those reads could still pass: the move then aborts,
+ * safely, and is run again.) The keys that did, or undefined when none did (what is left is
+ * compared exactly, under the freeze).
  */
 async function persistentDifference(a: TableSide | undefined, b: TableSide | undefined, keys: string[], after: string[] | undefined, hi: string[] | undefined, sync: (() => Promise<void>) | undefined, rounds: number): Promise<[string[], string[]] | undefined> {
   let kept: Map<string, { key: string[]; target: string | undefined }> | undefined;

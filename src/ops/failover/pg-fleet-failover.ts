@@ -59,7 +59,7 @@ export function openPgFleet(options: { config: string; dataDir?: string; env?: N
   return {
     config, store, env, address,
     sql: <T extends pg.QueryResultRow>(host: string, text: string, values?: unknown[], timeoutMs = 5000) =>
-      superuserQuery<T>({ ...address(host), database: 'postgres', user, ...(password !== undefined ? { password } : {}), connectTimeoutMs: timeoutMs, queryTimeoutMs: Math.max(timeoutMs, 65_000) }, text, values),
+      superuserQuery<T>({ ...address(host), database: 'postgres', user, ...(password !== undefined ? { password } : {}), connectTimeoutMs: Math.min(timeoutMs, 10_000), queryTimeoutMs: timeoutMs }, text, values),
     map: async () => (await store.read()) ?? seed,
     close: () => store.close(),
   };
@@ -91,7 +91,9 @@ async function requireStandbyOf(f: PgFleet, standby: string, master: string, str
 async function fenceReadOnly(f: PgFleet, host: string): Promise<void> {
   await f.sql(host, 'ALTER SYSTEM SET default_transaction_read_only = on');
   await f.sql(host, 'SELECT pg_reload_conf()');
-  await f.sql(host, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+  // With a timeout, pg_terminate_backend waits until each session is gone (its commit in flight
+  // landed or rolled back), so the WAL end read next holds everything acknowledged.
+  await f.sql(host, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()", [], 15_000);
 }
 
 async function liftFence(f: PgFleet, host: string): Promise<void> {
@@ -116,24 +118,53 @@ async function promote(f: PgFleet, host: string): Promise<string> {
  * master's standby until `pair rebuild-slave` (that needs its machine: SHARDKIT_REBUILD_COMMAND).
  */
 export async function pgFleetPlannedFailover(f: PgFleet, master: string, options: { timeoutMs?: number } = {}): Promise<FailoverResult> {
-  const slave = slaveOf(await f.map(), master);
+  const map = await f.map();
+  const slave = slaveOf(map, master);
+  // The map edit is tried first (a move holding the master's ranges refuses it): nothing is
+  // fenced for a failover that could not be recorded.
+  promoteSlave(map, master);
   await requireStandbyOf(f, slave, master, true);
+  await requireSameCluster(f, slave, master);
   const fencedAt = Date.now();
   await fenceReadOnly(f, master);
-  const [at] = await f.sql<{ lsn: string }>(master, 'SELECT pg_current_wal_lsn()::text AS lsn');
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-  for (;;) {
-    const [r] = await f.sql<{ ok: boolean }>(slave, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [at!.lsn]);
-    if (r?.ok) break;
-    if (Date.now() > deadline) {
-      await liftFence(f, master);
-      throw new ShardKitError('PRECONDITION_FAILED', `standby ${slave} did not replay ${at!.lsn} in time: ${master} is writable again and nothing changed`);
+  try {
+    const [at] = await f.sql<{ lsn: string }>(master, 'SELECT pg_current_wal_insert_lsn()::text AS lsn');
+    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+    for (;;) {
+      const [r] = await f.sql<{ ok: boolean }>(slave, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [at!.lsn]);
+      if (r?.ok) break;
+      if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `standby ${slave} did not replay ${at!.lsn} in time: ${master} is writable again and nothing changed`);
+      await sleep(20);
     }
-    await sleep(20);
+  } catch (err) {
+    // Anything before the promotion leaves the pair as it was: the master writable again.
+    await liftFence(f, master).catch(() => undefined);
+    throw err;
   }
   const position = await promote(f, slave);
-  const mapVersion = await cas(f, (m) => promoteSlave(m, master));
+  const mapVersion = await recordPromotion(f, master, slave);
   return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: false, writePauseMs: Date.now() - fencedAt };
+}
+
+/** After the promotion there is no way back: the map is written, retried, and a failure says what to do by hand. */
+async function recordPromotion(f: PgFleet, master: string, slave: string): Promise<number> {
+  let last: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return await cas(f, (m) => promoteSlave(m, master));
+    } catch (err) {
+      last = err;
+      await sleep(200 * (attempt + 1));
+    }
+  }
+  throw new ShardKitError('INTERNAL', `${slave} was promoted but the map still names ${master} (${(last as Error).message}): ${master} is read-only; record it by hand with \`shardkit topology\` tools or run the failover again once the store answers`, { cause: last });
+}
+
+/** A standby and a master of one cluster (same system identifier): not merely one on the same port elsewhere. */
+async function requireSameCluster(f: PgFleet, standby: string, master: string): Promise<void> {
+  const id = async (h: string) => (await f.sql<{ id: string }>(h, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0]?.id;
+  const [a, b] = await Promise.all([id(standby), id(master)]);
+  if (a === undefined || a !== b) throw new ShardKitError('PRECONDITION_FAILED', `slave ${standby} is not a standby of ${master} (system identifier ${a} vs ${b}): nothing changed`);
 }
 
 /**
@@ -161,7 +192,9 @@ async function divergedCommits(f: PgFleet, old: string, received: string): Promi
  */
 export async function pgFleetEmergencyFailover(f: PgFleet, master: string): Promise<FailoverResult> {
   const started = Date.now();
-  const slave = slaveOf(await f.map(), master);
+  const map = await f.map();
+  const slave = slaveOf(map, master);
+  promoteSlave(map, master);
   await requireStandbyOf(f, slave, master, false);
   let oldMasterFenced = false;
   let oldMasterShot: FailoverResult['oldMasterShot'];
@@ -174,7 +207,7 @@ export async function pgFleetEmergencyFailover(f: PgFleet, master: string): Prom
   const [recv] = await f.sql<{ lsn: string | null }>(slave, 'SELECT pg_last_wal_receive_lsn()::text AS lsn');
   const divergedTransactions = oldMasterFenced && recv?.lsn ? await divergedCommits(f, master, recv.lsn) : undefined;
   const position = await promote(f, slave);
-  const mapVersion = await cas(f, (m) => promoteSlave(m, master));
+  const mapVersion = await recordPromotion(f, master, slave);
   return {
     kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started,
     ...(oldMasterShot !== undefined ? { oldMasterShot } : {}),
@@ -207,12 +240,16 @@ export async function pgFleetRebuildSlave(f: PgFleet, master: string, options: {
   if (code !== 0) throw new ShardKitError('PRECONDITION_FAILED', `SHARDKIT_REBUILD_COMMAND failed for ${slave} (${code}): the map is unchanged`);
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
-    const ok = await requireStandbyOf(f, slave, master, true).then(() => true, () => false);
+    const ok = await requireStandbyOf(f, slave, master, true).then(() => requireSameCluster(f, slave, master)).then(() => true, () => false);
     if (ok) break;
     if (Date.now() > deadline) throw new ShardKitError('INTERNAL', `${slave} was rebuilt but does not stream from ${master}: the map is unchanged`);
     await sleep(100);
   }
   if (options.sync) {
+    // Only a standby that streams under its host name can be waited for; naming one that does
+    // not would hang every commit on the master.
+    const named = await f.sql(master, 'SELECT 1 FROM pg_stat_replication WHERE application_name = $1', [slave]);
+    if (named.length === 0) throw new ShardKitError('PRECONDITION_FAILED', `${slave} streams from ${master} but not as application_name=${slave}: not made synchronous (set application_name in its primary_conninfo); the map is unchanged`);
     await f.sql(master, `ALTER SYSTEM SET synchronous_standby_names = ${pg.escapeLiteral(pg.escapeIdentifier(slave))}`);
     await f.sql(master, 'SELECT pg_reload_conf()');
   }

@@ -32,10 +32,24 @@ export async function runFenceCommand(host: string, a: { host: string; port: num
   return 'command';
 }
 
-/** Runs an operator's hook command (shell) with `env`: 0, or what went wrong (exit code or signal, and its last stderr line). */
-export function runHook(command: string, env: NodeJS.ProcessEnv): Promise<number | string> {
+/**
+ * Runs an operator's hook command (shell) with `env`: 0, or what went wrong (exit code or signal,
+ * and its last stderr line). One that runs past `timeoutMs` (SHARDKIT_HOOK_TIMEOUT_S, default 10
+ * minutes) is killed with its process group and counts as failed: a hung hook must not hold a
+ * supervisor's rounds, or its shutdown, for ever.
+ */
+export function runHook(command: string, env: NodeJS.ProcessEnv, timeoutMs = Number(env.SHARDKIT_HOOK_TIMEOUT_S ?? 600) * 1000): Promise<number | string> {
   return new Promise<number | string>((resolve) => {
-    const child = spawn(command, { shell: true, stdio: ['ignore', 'ignore', 'pipe'], env });
+    const child = spawn(command, { shell: true, stdio: ['ignore', 'ignore', 'pipe'], env, detached: true });
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+      resolve(`no end within ${Math.round(timeoutMs / 1000)} s (killed)`);
+    }, Number.isFinite(timeoutMs) && timeoutMs > 0 ? timeoutMs : 600_000);
+    child.once('exit', () => clearTimeout(timer));
     let err = '';
     child.stderr!.on('data', (b: Buffer) => {
       err = (err + b.toString()).slice(-2000);

@@ -103,14 +103,18 @@ export class HealSupervisor {
     const pairs = pairsOf(await this.target.map());
     const out: HealDecision[] = [];
     // The services' word is read once a round, and only while a master is missed.
-    let services: Promise<ReadonlyMap<string, ServiceHeartbeat>> | undefined;
+    let services: Promise<ReadonlyMap<string, ServiceHeartbeat> | undefined> | undefined;
     await Promise.all(pairs.map(async ({ master, slave }) => {
       const obs = await this.target.observe(master, slave);
       this.onObserved(obs);
       const memory = remember(this.memory.get(master) ?? { failedProbes: 0 }, obs, this.now());
       if (this.witness?.ask && !obs.masterReachable && memory.suspectSince !== undefined) {
-        services ??= this.witness.services().catch(() => new Map());
-        obs.witness = witnessOf(await services, master, memory.suspectSince, this.now(), this.witness.waitMs);
+        services ??= this.witness.services().catch(() => undefined);
+        const heard = await services;
+        // Heartbeats that cannot be read are no word (wait out waitMs), never "no service reaches it".
+        obs.witness = heard === undefined
+          ? { services: 1, answered: 0, reaching: [], waitedMs: this.now() - memory.suspectSince, waitMs: this.witness.waitMs }
+          : witnessOf(heard, master, memory.suspectSince, this.now(), this.witness.waitMs);
       }
       const flapped = Math.max(this.lastFailover.get(master) ?? -Infinity, this.lastFailover.get(slave) ?? -Infinity);
       if (Number.isFinite(flapped)) memory.lastFailoverAt = flapped;

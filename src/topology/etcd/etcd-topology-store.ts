@@ -62,7 +62,11 @@ export class EtcdTopologyStore implements TopologyStore {
   readonly progress: MoveProgressRecords;
   /** Service heartbeats, one key per service under `<key>/services/`. */
   readonly services: ServiceRecords;
-  /** Heal supervisors' status, one key per supervisor under `<key>/heal/`. */
+  /**
+   * Heal supervisors' status, one key per supervisor under `<key>/supervisors/`: like the other
+   * record prefixes it sorts after the watched span [key, key + '/n') (a `<key>/heal/` would be
+   * inside it and wake every service's watch on every round).
+   */
   readonly heal: HealRecords;
   private readonly timeoutMs: number;
   private readonly keys: EtcdMapKeys;
@@ -97,7 +101,7 @@ export class EtcdTopologyStore implements TopologyStore {
     this.listeners = new VersionListeners(this.onError);
     this.progress = this.recordSet(`${this.key}/progress/`, moveProgressKind);
     this.services = this.recordSet(`${this.key}/services/`, serviceHeartbeatKind);
-    this.heal = this.recordSet(`${this.key}/heal/`, healStatusKind);
+    this.heal = this.recordSet(`${this.key}/supervisors/`, healStatusKind);
   }
 
   /** Records of one kind, one key each under `prefix` (never a key services watch). */
