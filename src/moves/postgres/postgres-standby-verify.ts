@@ -66,7 +66,9 @@ export async function verifyStandby(shard: number, ns: string, tables: { master:
     const b = tables.standby.includes(t) ? { c: standby.c, table: `${qi(ns)}.${qi(t)}` } : undefined;
     if (a === undefined && b === undefined) continue;
     report.tables++;
-    const r = await compareChunks(shard, t, a, b, sync, { replica: true });
+    // Services write on: a chunk read while a row was added and removed again around the standby's
+    // read is no mismatch; only a difference that holds over 5 reads is (a CI run saw the former).
+    const r = await compareChunks(shard, t, a, b, sync, { replica: true, confirm: 5 });
     addTableResult(report, r);
   }
   return report;
