@@ -3,6 +3,11 @@ import type { MoveRecord } from '../topology/shard-map.js';
 import { servicesNotKnowing } from '../topology/service-records.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 
+/** The hosts a service must reach once the move switches: the target master and its slave. */
+function targetHosts(move: MoveRecord): string[] {
+  return [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
+}
+
 /**
  * Just before the switch, under the freeze: a live service that cannot reach the target (one
  * started after the gate with a config that lacks it) makes the move abort rather than switch.
@@ -10,7 +15,7 @@ import type { TopologyStore } from '../topology/topology-store.js';
  */
 export async function refuseUnknownTarget(store: TopologyStore, move: MoveRecord): Promise<void> {
   if (store.services === undefined) return;
-  const hosts = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
+  const hosts = targetHosts(move);
   const records = await store.services.readAll().catch(() => undefined);
   if (records === undefined) return;
   // Only what services lack: their map versions move on with the freeze itself.
@@ -36,7 +41,7 @@ export interface ServicesWaiting {
  */
 export async function waitForServices(store: TopologyStore, move: MoveRecord, mapVersion: number, waitMs: number, report: (w: ServicesWaiting) => void): Promise<void> {
   if (store.services === undefined) return;
-  const hosts = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
+  const hosts = targetHosts(move);
   const deadline = Date.now() + waitMs;
   let reported = 0;
   for (;;) {

@@ -11,9 +11,11 @@ import { isShardKitError, ShardKitError } from '../../src/errors.js';
 
 const CHROMIUM = process.env.SHARDKIT_CHROMIUM ?? '/usr/bin/chromium';
 
+const launch = () => chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+
 test('the dashboard shows a frozen range and the move holding it (phase, whether writes are held)', async () => {
   const f = await listeningApp();
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser = await launch();
   try {
     const page = await browser.newPage();
     const problems: string[] = [];
@@ -46,7 +48,7 @@ test('the dashboard shows a frozen range and the move holding it (phase, whether
 
 test('a move in progress shows its phase, progress and lag beside its frozen range, as the mover writes them', { timeout: 180_000 }, async () => {
   const f = await listeningApp();
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser = await launch();
   let release: () => void = () => {};
   const gate = new Promise<void>((resolve) => (release = resolve));
   try {
@@ -101,7 +103,7 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
 
 test('an aborting move shows why, as text, on the dashboard and in GET /v1/topology; --abort says the operator did it', { timeout: 180_000 }, async () => {
   const f = await listeningApp();
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser = await launch();
   let release: () => void = () => {};
   const gate = new Promise<void>((resolve) => (release = resolve));
   try {
