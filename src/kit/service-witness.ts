@@ -1,5 +1,5 @@
 import { liveSuspects } from '../topology/heal-records.js';
-import type { ServiceReach } from '../topology/service-records.js';
+import { MAX_ANSWERING, type ServiceReach } from '../topology/service-records.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import type { ShardBackend } from '../storage/shard-backend.js';
 
@@ -14,7 +14,7 @@ export const WITNESS_PROBE_MS = 1000;
  */
 export async function witnessSuspects(topology: TopologyStore, backend: ShardBackend, now = Date.now()): Promise<ServiceReach[] | undefined> {
   if (topology.heal === undefined || backend.ping === undefined) return undefined;
-  const suspects = liveSuspects(await topology.heal.readAll(), now);
+  const suspects = liveSuspects(await topology.heal.readAll(), now, MAX_ANSWERING);
   if (suspects.size === 0) return undefined;
   const hosts = [...suspects.keys()].filter((h) => backend.knowsHost?.(h) !== false).slice(0, 1000);
   const TIMED_OUT = Symbol('timed out');
@@ -30,9 +30,9 @@ export async function witnessSuspects(topology: TopologyStore, backend: ShardBac
       // No answer in time (a busy pool, a frozen server) is no word either way: the supervisor
       // waits for one, and goes on without it only after its wait.
       if (r === TIMED_OUT) return undefined;
-      return { host, ok: true, at: Date.now() };
+      return { host, ok: true, at: Date.now(), answering: suspects.get(host)! };
     } catch (err) {
-      return { host, ok: false, at: Date.now(), error: ((err as Error).message ?? String(err)).slice(0, 500) };
+      return { host, ok: false, at: Date.now(), answering: suspects.get(host)!, error: ((err as Error).message ?? String(err)).slice(0, 500) };
     } finally {
       clearTimeout(timer);
     }

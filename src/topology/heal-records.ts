@@ -58,12 +58,17 @@ export const healStatusKind: RecordKind<HealStatus> = {
   }).strict() as unknown as RecordKind<HealStatus>['schema'],
 };
 
-/** Every live supervisor's suspects, merged: per host, the earliest `since`. */
-export function liveSuspects(records: ReadonlyMap<string, HealStatus>, now: number): Map<string, number> {
-  const out = new Map<string, number>();
+/** Every live supervisor's suspects, merged: per host, each supervisor's `since` (its own clock), newest first, at most `max`. */
+export function liveSuspects(records: ReadonlyMap<string, HealStatus>, now: number, max = 16): Map<string, number[]> {
+  const out = new Map<string, number[]>();
   for (const r of records.values()) {
     if (now > r.at + r.ttlMs) continue;
-    for (const s of r.suspects) out.set(s.host, Math.min(out.get(s.host) ?? Infinity, s.since));
+    for (const s of r.suspects) {
+      const sinces = out.get(s.host) ?? [];
+      if (!sinces.includes(s.since)) sinces.push(s.since);
+      out.set(s.host, sinces);
+    }
   }
+  for (const [host, sinces] of out) out.set(host, sinces.sort((a, b) => b - a).slice(0, max));
   return out;
 }

@@ -30,10 +30,19 @@ export interface ServiceHeartbeat {
 export interface ServiceReach {
   host: string;
   ok: boolean;
-  /** When the probe ended (the service's clock). */
+  /** When the probe ended (the service's clock: for people; no decision compares it). */
   at: number;
+  /**
+   * The `since` of every live supervisor suspicion of this host the service had read before it
+   * probed (heal-records.ts). A supervisor counts the word only if it holds its own `since`: the
+   * probe then came after its suspicion by causality, whatever the two machines' clocks say.
+   */
+  answering?: number[];
   error?: string;
 }
+
+/** Supervisors whose suspicion of one host a service answers at most (a few run at once). */
+export const MAX_ANSWERING = 16;
 
 export type ServiceRecords = RecordSet<ServiceHeartbeat>;
 
@@ -47,7 +56,7 @@ const heartbeatSchema = z.object({
   missing: z.array(z.string().min(1).max(256)).max(100_000),
   hostname: z.string().max(256),
   pid: z.number().int().nonnegative(),
-  reach: z.array(z.object({ host: z.string().min(1).max(256), ok: z.boolean(), at: z.number().int().nonnegative(), error: z.string().max(500).optional() }).strict()).max(1000).optional(),
+  reach: z.array(z.object({ host: z.string().min(1).max(256), ok: z.boolean(), at: z.number().int().nonnegative(), answering: z.array(z.number().int().nonnegative()).max(MAX_ANSWERING).optional(), error: z.string().max(500).optional() }).strict()).max(1000).optional(),
 }).strict();
 
 export const serviceHeartbeatKind: RecordKind<ServiceHeartbeat> = {

@@ -48,16 +48,21 @@ test('rules: a service that reaches the master keeps it; silence is waited for u
   assert.equal(remember({ failedProbes: 1, suspectSince: 7 }, { ...dead, masterReachable: true }, 9).suspectSince, undefined);
 });
 
-test('witnessOf: only live services count, and only a word given since the suspicion began', () => {
+test('witnessOf: only live services count, and only a word given in answer to this suspicion, whatever the clocks say', () => {
   const beat = (at: number, reach?: ServiceHeartbeat['reach']): ServiceHeartbeat => ({ at, ttlMs: 1_000, mapVersion: 1, missing: [], hostname: 'h', pid: 1, ...(reach ? { reach } : {}) });
   const services = new Map([
-    ['gone', beat(0, [{ host: 'M', ok: true, at: 0 }])],
-    ['stale-word', beat(9_800, [{ host: 'M', ok: true, at: 4_000 }])],
-    ['reaches', beat(9_800, [{ host: 'M', ok: true, at: 9_700 }])],
-    ['lost-it', beat(9_800, [{ host: 'M', ok: false, at: 9_700, error: 'ETIMEDOUT' }])],
-    ['other-host', beat(9_800, [{ host: 'X', ok: true, at: 9_700 }])],
+    ['gone', beat(0, [{ host: 'M', ok: true, at: 0, answering: [5_000] }])],
+    // An answer to an earlier suspicion (the master came back, then was missed again at 5,000).
+    ['stale-word', beat(9_800, [{ host: 'M', ok: true, at: 9_700, answering: [4_000] }])],
+    ['reaches', beat(9_800, [{ host: 'M', ok: true, at: 9_700, answering: [5_000] }])],
+    ['lost-it', beat(9_800, [{ host: 'M', ok: false, at: 9_700, answering: [6_000, 5_000], error: 'ETIMEDOUT' }])],
+    ['other-host', beat(9_800, [{ host: 'X', ok: true, at: 9_700, answering: [5_000] }])],
+    // Its clock runs 10 minutes ahead: the probe's own time says nothing.
+    ['clock-ahead', beat(9_800, [{ host: 'M', ok: true, at: 609_700, answering: [4_000] }])],
+    // Its clock runs 10 minutes behind, but it answered this very suspicion.
+    ['clock-behind', beat(9_800, [{ host: 'M', ok: false, at: 1, answering: [5_000] }])],
   ]);
-  assert.deepEqual(witnessOf(services, 'M', 5_000, 10_000, 3_000), { services: 4, answered: 2, reaching: ['reaches'], waitedMs: 5_000, waitMs: 3_000 });
+  assert.deepEqual(witnessOf(services, 'M', 5_000, 10_000, 3_000), { services: 6, answered: 3, reaching: ['reaches'], waitedMs: 5_000, waitMs: 3_000 });
 });
 
 /** A SQLite backend that, like the server ones, has a pool per declared host; whether a host answers a ping is the test's. */

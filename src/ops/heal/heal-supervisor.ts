@@ -50,7 +50,9 @@ export function witnessOf(services: ReadonlyMap<string, ServiceHeartbeat>, maste
   const live = liveServices(services, now);
   const view: WitnessView = { services: live.size, answered: 0, reaching: [], waitedMs: now - since, waitMs };
   for (const [id, beat] of live) {
-    const word = beat.reach?.find((r) => r.host === master && r.at >= since);
+    // The service echoes the suspicions it answered: `since` is this supervisor's own, so no clock
+    // of another machine is compared with ours.
+    const word = beat.reach?.find((r) => r.host === master && r.answering?.includes(since) === true);
     if (word === undefined) continue;
     view.answered++;
     if (word.ok) view.reaching.push(id);
