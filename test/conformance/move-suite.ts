@@ -6,7 +6,9 @@
  * - a mover that stops dead after a phase (in process), then --resume or --abort converges;
  * - bad input: nothing changes, a typed error;
  * - with `killServers`: the source master killed at the lag gate, the target master killed at the
- *   catch-up, the source master killed right after the fence.
+ *   catch-up, the source master killed right after the fence;
+ * - the Vitess bug list (move-suite-vitess.ts) and the ledger under two services with an oracle
+ *   of random operations (move-suite-oracle.ts), on every engine.
  * Every scenario runs two services writing through it and ends with 0 acknowledged writes lost
  * (a ledger, each write looked up on the master the final map names). Scenarios take the range's
  * direction from the map, so they hold in any order beside the engine's own tests.
@@ -23,6 +25,8 @@ import type { HostPair, MovePhase } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import type { Ledger } from '../failover/ledger.js';
 import { ackedOn, leftAborting, lostWrites, startLoad } from '../moves/crash-ledger.js';
+import { oracleScenario } from './move-suite-oracle.js';
+import { vitessScenarios } from './move-suite-vitess.js';
 
 export type Span = [number, number];
 
@@ -62,6 +66,10 @@ export interface MoveSuiteFixture {
   engine(): MoveEngine;
   /** Options every runMove of this engine takes (maxLag where the engine has no default). */
   runOptions?: Partial<MoveRunOptions>;
+  /** A new service (a ShardKit with its own backend) following `topology`; closing it closes what it opened. */
+  service(topology: TopologyStore): Promise<ShardKit>;
+  /** Changes the data of one pin of the shard on `host` by hand, outside any replication (what verify must catch). */
+  changeRow(host: string, shard: number): Promise<void>;
   /** Local ids of a shard's pins in its live table on a host ([] when the host has no such table). */
   liveIds(host: string, shard: number): Promise<string[]>;
   /** The shard's object tables live on a host. */
@@ -250,6 +258,9 @@ export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFix
       });
     }
   }
+
+  vitessScenarios(fx);
+  oracleScenario(fx);
 
   test('bad input: a move to the source itself, to an unknown host or of shards outside the map is refused with a typed error, nothing changed', async () => {
     const f = fx();

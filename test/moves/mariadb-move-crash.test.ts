@@ -55,6 +55,7 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
   };
   let admin: HostAdmin;
   let objectTables: string[];
+  let schema: ReturnType<typeof resolveSchema>;
   let hosts: Record<string, { host: string; port: number }>;
   let storage: { user: string; password?: string };
   let backing: MemoryTopologyBacking;
@@ -161,7 +162,7 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
     if (config.storage.backend !== 'mysql') throw new Error('dev cluster config is not mysql');
     storage = { user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}) };
     hosts = Object.fromEntries(Object.entries(config.hosts).map(([name, h]) => [name, { host: h.host!, port: h.port! }]));
-    const schema = resolveSchema(config);
+    schema = resolveSchema(config);
     objectTables = fleetTables(schema, 'objects');
     admin = devHostAdmin(cluster);
     backing = new MemoryTopologyBacking(ShardMap.fromJSON(config.shardMap as ShardMapJson));
@@ -180,6 +181,22 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
         const e = engine();
         engines.push(e);
         return e;
+      },
+      service: async (topology) => {
+        const kit = new ShardKit({ backend: new MysqlBackend({ hosts, storage, schema }), schema, topology, ownsResources: true });
+        await kit.ready();
+        return kit;
+      },
+      changeRow: async (host, shard) => {
+        // Not binlogged: neither the target's slave nor any replication sees it, only verify.
+        const c = await admin.connect(host);
+        try {
+          await c.query('SET SESSION sql_log_bin = 0');
+          const [r] = await c.query(`UPDATE \`${db(shard)}\`.pins SET data = '{"changed":"by hand"}' ORDER BY local_id LIMIT 1`);
+          assert.equal((r as { affectedRows: number }).affectedRows, 1);
+        } finally {
+          await c.end();
+        }
       },
       liveIds: (host, shard) => ids(host, db(shard)),
       objectTablesOn: async (host, shard) => (await tablesIn(host, db(shard))).filter((t) => objectTables.includes(t)),

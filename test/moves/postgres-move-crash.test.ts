@@ -37,6 +37,7 @@ import { CLI, ROOT } from '../cli/cli-harness.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { resolveSchema } from '../../src/config/config.js';
+import { createBackend } from '../../src/kit/backend-factory.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
@@ -93,6 +94,15 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       store: () => store,
       engine: () => engine,
       runOptions: { maxLag: POSTGRES_MOVE_MAX_LAG_BYTES },
+      service: async (topology) => {
+        const kit = new ShardKit({ backend: await createBackend({ config, dataDir: dir, schema: resolveSchema(config) }), schema: resolveSchema(config), topology, ownsResources: true });
+        await kit.ready();
+        return kit;
+      },
+      changeRow: async (host, shard) => {
+        const changed = await sql<{ id: string }>(host, `UPDATE "${db(shard)}".pins SET data = '{"changed":"by hand"}' WHERE local_id = (SELECT min(local_id) FROM "${db(shard)}".pins) RETURNING local_id::text AS id`);
+        assert.equal(changed.length, 1);
+      },
       liveIds: (host, shard) => ids(host, db(shard)),
       objectTablesOn: async (host, shard) => (await tablesIn(host, db(shard))).filter((t) => objectTables.includes(t)),
       fencedAside: (host, shard) => tablesIn(host, `${db(shard)}_moved`),
