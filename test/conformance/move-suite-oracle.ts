@@ -18,18 +18,7 @@ import { pinterestId } from '../../src/ids/pinterest-id.js';
 import type { ShardKit } from '../../src/kit/shard-kit.js';
 import { newLedger } from '../failover/ledger.js';
 import { direction, forgetSwitched, noneLost, suiteMove, type MoveSuiteFixture } from './move-suite.js';
-
-/** A small seeded PRNG (mulberry32): rnd(n) in 0..n-1. */
-function prng(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n: number) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) % n;
-  };
-}
+import { prng } from './prng.js';
 
 /** An object's state: its data, or deleted. */
 type State = { n: number; w: number } | 'deleted';

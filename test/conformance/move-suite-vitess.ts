@@ -23,8 +23,8 @@ import type { MoveEngine, VerifyReport } from '../../src/moves/move-engine.js';
 import type { MoveEvent } from '../../src/moves/move-runner.js';
 import type { MoveRecord } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
-import { ackedOn, startLoad } from '../moves/crash-ledger.js';
-import { cleanlyAborted, direction, forgetSwitched, noneLost, suiteMove, type MoveSuiteFixture, type Span } from './move-suite.js';
+import { ackedOn } from '../moves/crash-ledger.js';
+import { cleanlyAborted, forgetSwitched, suiteMove, underLoad, type MoveSuiteFixture, type Span } from './move-suite.js';
 
 type VerifyName = 'verifyBeforeFreeze' | 'verifyFenced' | 'verify';
 
@@ -52,40 +52,26 @@ function spanShards(span: Span): number[] {
 }
 
 export function vitessScenarios(fx: () => MoveSuiteFixture): void {
-  test('vitess#17326: a failure in the middle of the switch (under the freeze, after the fence and the catch-up) puts the range back on the source: not frozen, not fenced, nothing left on the target, writes go on there, 0 acknowledged writes lost', async () => {
-    const f = fx();
-    await forgetSwitched(f);
-    const { span, load } = f.ranges.moverDies;
-    const { from, to } = await direction(f, span);
+  test('vitess#17326: a failure in the middle of the switch (under the freeze, after the fence and the catch-up) puts the range back on the source: not frozen, not fenced, nothing left on the target, writes go on there, 0 acknowledged writes lost', () => underLoad(fx, 'failure in the middle of the switch', async ({ f, span, from, to, w }) => {
     const engine = f.engine();
     // The check under the freeze is the last step before the compare-and-set: it fails there.
     const failing = aroundVerify(engine, engine.verifyFenced !== undefined ? 'verifyFenced' : 'verify', async (run) => {
       await run();
       throw new Error('injected: the switch failed half-way');
     });
-    const w = startLoad(f.kits, load);
     const events: MoveEvent[] = [];
-    try {
-      await ackedOn(w.ledger, load, Date.now());
-      await assert.rejects(
-        suiteMove(f, { engine: failing, start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 }, onEvent: (e) => events.push(e) }),
-        /injected: the switch failed half-way/,
-      );
-      assert.deepEqual(events.filter((e) => ['frozen', 'fenced', 'switched', 'aborted'].includes(e.phase)).map((e) => e.phase).filter((p, i, a) => a.indexOf(p) === i), ['frozen', 'fenced', 'aborted'], 'frozen and fenced, never switched, aborted');
-      await cleanlyAborted(f, span, from.master, to.master);
-      // The range serves from the source at once: the abort lifted the freeze (no hold budget to wait out).
-      await ackedOn(w.ledger, span, Date.now());
-    } finally {
-      await w.stop();
-    }
-    await noneLost(f, w.ledger, 'failure in the middle of the switch');
-  });
+    await assert.rejects(
+      suiteMove(f, { engine: failing, start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 }, onEvent: (e) => events.push(e) }),
+      /injected: the switch failed half-way/,
+    );
+    const phases = [...new Set(events.map((e) => e.phase))].filter((p) => ['frozen', 'fenced', 'switched', 'aborted'].includes(p));
+    assert.deepEqual(phases, ['frozen', 'fenced', 'aborted'], 'frozen and fenced, never switched, aborted');
+    await cleanlyAborted(f, span, from.master, to.master);
+    // The range serves from the source at once: the abort lifted the freeze (no hold budget to wait out).
+    await ackedOn(w.ledger, span, Date.now());
+  }));
 
-  test('vitess#6951: a row changed by hand on the target after the copy: verify names it, the move never switches and aborts, the range serves from the source, 0 acknowledged writes lost', async () => {
-    const f = fx();
-    await forgetSwitched(f);
-    const { span, load } = f.ranges.moverDies;
-    const { from, to } = await direction(f, span);
+  test('vitess#6951: a row changed by hand on the target after the copy: verify names it, the move never switches and aborts, the range serves from the source, 0 acknowledged writes lost', () => underLoad(fx, 'a copy that does not verify', async ({ f, span, from, to, w }) => {
     const engine = f.engine();
     // The first comparison the engine makes sees the changed row: before the freeze where the
     // engine verifies there (it then trusts replication for what it compared), else under it.
@@ -98,104 +84,79 @@ export function vitessScenarios(fx: () => MoveSuiteFixture): void {
       }
       return run();
     });
-    const w = startLoad(f.kits, load);
     const events: MoveEvent[] = [];
-    try {
-      await ackedOn(w.ledger, load, Date.now());
-      await assert.rejects(
-        suiteMove(f, { engine: tampering, start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 }, onEvent: (e) => events.push(e) }),
-        (err) => isShardKitError(err, 'MOVE_VERIFY_MISMATCH') && new RegExp(`shard ${span[0]} pins`).test(err.message),
-      );
-      assert.deepEqual(changed, [span[0]], 'the row was changed before the comparison');
-      assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
-      if (first === 'verifyBeforeFreeze') assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen: the copy was refused before the freeze');
-      await cleanlyAborted(f, span, from.master, to.master);
-      await ackedOn(w.ledger, span, Date.now());
-    } finally {
-      await w.stop();
-    }
-    await noneLost(f, w.ledger, 'a copy that does not verify');
-  });
+    await assert.rejects(
+      suiteMove(f, { engine: tampering, start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 }, onEvent: (e) => events.push(e) }),
+      (err) => isShardKitError(err, 'MOVE_VERIFY_MISMATCH') && new RegExp(`shard ${span[0]} pins`).test(err.message),
+    );
+    assert.deepEqual(changed, [span[0]], 'the row was changed before the comparison');
+    assert.equal(events.filter((e) => e.phase === 'switched').length, 0, 'never switched');
+    if (first === 'verifyBeforeFreeze') assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen: the copy was refused before the freeze');
+    await cleanlyAborted(f, span, from.master, to.master);
+    await ackedOn(w.ledger, span, Date.now());
+  }));
 
   test('after the switch: a service with a stale map writes and reads on the target (the old master serves nothing of the range), a cancel is refused, a second switch of the same move changes nothing; 0 acknowledged writes lost', async () => {
-    const f = fx();
-    await forgetSwitched(f);
-    const { span, load } = f.ranges.moverDies;
-    const { from, to } = await direction(f, span);
-    const stale = await staleService(f);
-    const w = startLoad(f.kits, load);
+    const stale = await staleService(fx());
     try {
-      // The stale service has read the map: it routes the range to the source from now on.
-      const before = await stale.objects.create('pin', { stale: 'before' }, { shard: span[0] });
-      assert.equal((await stale.shardMap()).locate(span[0]).master, from.master);
-      await ackedOn(w.ledger, load, Date.now());
-      const result = await suiteMove(f, { start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 } });
-      assert.equal(result.outcome, 'switched');
-      assert.deepEqual(result.verify?.mismatches, []);
-      const switched = Date.now();
-      await ackedOn(w.ledger, span, switched);
-      const sourceIds = async () => Object.fromEntries(await Promise.all(spanShards(span).map(async (s) => [s, (await f.liveIds(from.master, s)).length] as const)));
-      const onSource = await sourceIds();
+      await underLoad(fx, 'after the switch', async ({ f, span, from, to, w }) => {
+        // The stale service has read the map: it routes the range to the source from now on.
+        const before = await stale.objects.create('pin', { stale: 'before' }, { shard: span[0] });
+        assert.equal((await stale.shardMap()).locate(span[0]).master, from.master);
+        const result = await suiteMove(f, { start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 } });
+        assert.equal(result.outcome, 'switched');
+        assert.deepEqual(result.verify?.mismatches, []);
+        await ackedOn(w.ledger, span, Date.now());
+        const sourceIds = async () => Object.fromEntries(await Promise.all(spanShards(span).map(async (s) => [s, (await f.liveIds(from.master, s)).length] as const)));
+        const onSource = await sourceIds();
 
-      // A live service changes an object of the range on the target; the stale one must read the
-      // change (an old master still serving would answer with the copy it kept).
-      await f.kits[0]!.objects.patch(before.id, { stale: 'patched after the switch' });
-      assert.deepEqual((await stale.objects.get(before.id)).data, { stale: 'patched after the switch' });
-      // Its writes to the range, on every shard of it, land on the target.
-      for (const s of spanShards(span)) {
-        const late = await stale.objects.create('pin', { stale: 'after' }, { shard: s });
-        const { localId } = pinterestId.decode(late.id);
-        assert.ok((await f.liveIds(to.master, s)).includes(String(localId)), `the stale service's write to shard ${s} is on the target`);
-      }
-      assert.equal((await stale.shardMap()).locate(span[0]).master, to.master, 'the fence made it re-read the map');
-      assert.deepEqual(await sourceIds(), onSource, 'nothing written on the old master after the switch');
+        // A live service changes an object of the range on the target; the stale one must read the
+        // change (an old master still serving would answer with the copy it kept).
+        await f.kits[0]!.objects.patch(before.id, { stale: 'patched after the switch' });
+        assert.deepEqual((await stale.objects.get(before.id)).data, { stale: 'patched after the switch' });
+        // Its writes to the range, on every shard of it, land on the target.
+        for (const s of spanShards(span)) {
+          const late = await stale.objects.create('pin', { stale: 'after' }, { shard: s });
+          const { localId } = pinterestId.decode(late.id);
+          assert.ok((await f.liveIds(to.master, s)).includes(String(localId)), `the stale service's write to shard ${s} is on the target`);
+        }
+        assert.equal((await stale.shardMap()).locate(span[0]).master, to.master, 'the fence made it re-read the map');
+        assert.deepEqual(await sourceIds(), onSource, 'nothing written on the old master after the switch');
 
-      // Cancel after the switch: refused, nothing changes (the way back is a new move).
-      const map = (await f.store().read())!.toJSON();
-      await assert.rejects(suiteMove(f, { moveId: result.move.id, abort: true }), (err) => isShardKitError(err, 'VERSION_CONFLICT') && /already switched.*move the shards back/.test(err.message));
-      assert.deepEqual((await f.store().read())!.toJSON(), map, 'the refused cancel changed nothing');
-      // A second switch of the same move (a mover resumed after it switched): done, nothing changes.
-      const again = await suiteMove(f, { moveId: result.move.id });
-      assert.equal(again.outcome, 'switched');
-      assert.deepEqual((await f.store().read())!.toJSON(), map, 'the second switch changed nothing');
-      for (const s of spanShards(span)) assert.equal(await masterOf(f, s), to.master);
-      await ackedOn(w.ledger, span, Date.now());
+        // Cancel after the switch: refused, nothing changes (the way back is a new move).
+        const map = (await f.store().read())!.toJSON();
+        await assert.rejects(suiteMove(f, { moveId: result.move.id, abort: true }), (err) => isShardKitError(err, 'VERSION_CONFLICT') && /already switched.*move the shards back/.test(err.message));
+        assert.deepEqual((await f.store().read())!.toJSON(), map, 'the refused cancel changed nothing');
+        // A second switch of the same move (a mover resumed after it switched): done, nothing changes.
+        const again = await suiteMove(f, { moveId: result.move.id });
+        assert.equal(again.outcome, 'switched');
+        assert.deepEqual((await f.store().read())!.toJSON(), map, 'the second switch changed nothing');
+        for (const s of spanShards(span)) assert.equal(await masterOf(f, s), to.master);
+        await ackedOn(w.ledger, span, Date.now());
+      });
     } finally {
-      await w.stop();
       await stale.close();
     }
-    await noneLost(f, w.ledger, 'after the switch');
   });
 
-  test('the way back (Vitess keeps a reverse stream): moved and moved back under load, drop-moved between as the runbook says, each verify clean, every write acknowledged on the target comes back, 0 lost', async () => {
-    const f = fx();
+  test('the way back (Vitess keeps a reverse stream): moved and moved back under load, drop-moved between as the runbook says, each verify clean, every write acknowledged on the target comes back, 0 lost', () => underLoad(fx, 'moved and moved back', async ({ f, span, from, to, w }) => {
+    const there = await suiteMove(f, { start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 } });
+    assert.equal(there.outcome, 'switched');
+    assert.deepEqual(there.verify?.mismatches, []);
+    // Writes acknowledged on the target only: they must come back.
+    const switched = Date.now();
+    await ackedOn(w.ledger, span, switched);
+    const onTarget = w.ledger.acked.filter((a) => a.sentAt !== undefined && a.sentAt > switched && spanShards(span).includes(pinterestId.decode(a.id).shard));
+    assert.ok(onTarget.length > 0);
     await forgetSwitched(f);
-    const { span, load } = f.ranges.moverDies;
-    const { from, to } = await direction(f, span);
-    const w = startLoad(f.kits, load);
-    try {
-      await ackedOn(w.ledger, load, Date.now());
-      const there = await suiteMove(f, { start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 } });
-      assert.equal(there.outcome, 'switched');
-      assert.deepEqual(there.verify?.mismatches, []);
-      // Writes acknowledged on the target only: they must come back.
-      const switched = Date.now();
-      await ackedOn(w.ledger, span, switched);
-      const onTarget = w.ledger.acked.filter((a) => a.sentAt !== undefined && a.sentAt > switched && pinterestId.decode(a.id).shard >= span[0] && pinterestId.decode(a.id).shard <= span[1]);
-      assert.ok(onTarget.length > 0);
-      await forgetSwitched(f);
-      const back = await suiteMove(f, { start: { span: { first: span[0], last: span[1] }, target: from, holdMs: 30_000 } });
-      assert.equal(back.outcome, 'switched');
-      assert.deepEqual(back.verify?.mismatches, []);
-      for (const s of spanShards(span)) assert.equal(await masterOf(f, s), from.master);
-      for (const a of onTarget) {
-        const { shard, localId } = pinterestId.decode(a.id);
-        assert.ok((await f.liveIds(from.master, shard)).includes(String(localId)), `write ${shard}:${localId}, acknowledged on the target, came back`);
-      }
-      await ackedOn(w.ledger, span, Date.now());
-    } finally {
-      await w.stop();
+    const back = await suiteMove(f, { start: { span: { first: span[0], last: span[1] }, target: from, holdMs: 30_000 } });
+    assert.equal(back.outcome, 'switched');
+    assert.deepEqual(back.verify?.mismatches, []);
+    for (const s of spanShards(span)) assert.equal(await masterOf(f, s), from.master);
+    for (const a of onTarget) {
+      const { shard, localId } = pinterestId.decode(a.id);
+      assert.ok((await f.liveIds(from.master, shard)).includes(String(localId)), `write ${shard}:${localId}, acknowledged on the target, came back`);
     }
-    await noneLost(f, w.ledger, 'moved and moved back');
-  });
+    await ackedOn(w.ledger, span, Date.now());
+  }));
 }

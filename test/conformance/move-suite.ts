@@ -215,47 +215,66 @@ export async function sourceDiesBeforeFreeze(fx: MoveSuiteFixture, range: SuiteR
   await noneLost(fx, w.ledger, what);
 }
 
+/** What a scenario under load works with: the fixture, its range and the pairs it goes between now, the running load. */
+export interface LoadedScenario {
+  f: MoveSuiteFixture;
+  span: Span;
+  load: number[];
+  from: HostPair;
+  to: HostPair;
+  w: ReturnType<typeof startLoad>;
+}
+
+/**
+ * A scenario on the suite's range (`ranges.moverDies`) under two services' writes: switched
+ * moves forgotten first, the load acknowledged on every loaded shard before `body`, stopped after
+ * it, then 0 acknowledged writes lost.
+ */
+export async function underLoad(fx: () => MoveSuiteFixture, what: string, body: (s: LoadedScenario) => Promise<void>): Promise<void> {
+  const f = fx();
+  await forgetSwitched(f);
+  const { span, load } = f.ranges.moverDies;
+  const { from, to } = await direction(f, span);
+  const w = startLoad(f.kits, load);
+  try {
+    await ackedOn(w.ledger, load, Date.now());
+    await body({ f, span, load, from, to, w });
+  } finally {
+    await w.stop();
+  }
+  await noneLost(f, w.ledger, what);
+}
+
 /** Registers the scenarios `supports` allows, inside the caller's describe(); `fx` is read once the caller's before() built it. */
 export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFixture): void {
   for (const phase of supports.moverDies) {
     for (const then of ['resume', 'abort'] as const) {
-      test(`a mover that stops dead after phase ${phase}: --${then} converges, 0 acknowledged writes lost`, async () => {
-        const f = fx();
-        await forgetSwitched(f);
-        const { span, load } = f.ranges.moverDies;
-        const { from, to } = await direction(f, span);
-        const w = startLoad(f.kits, load);
-        try {
-          await ackedOn(w.ledger, load, Date.now());
-          // The first mover stops dead after recording `phase` (never resolves: as if killed -9).
-          let dead = false;
-          const first = suiteMove(f, {
-            start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
-            afterPhase: (p) => (p === phase ? ((dead = true), new Promise<void>(() => {})) : undefined),
-          });
-          void first.catch(() => {});
-          while (!dead) await new Promise((r) => setTimeout(r, 5));
-          const id = (await map(f)).moves().find((x) => x.range[0] === span[0] && x.phase !== 'switched')!;
-          assert.equal(id.phase, phase);
-          const result = await suiteMove(f, { moveId: id.id, abort: then === 'abort' });
-          const m = await map(f);
-          for (let s = span[0]; s <= span[1]; s++) assert.equal(m.rangeOf(s)?.frozen, undefined, `shard ${s} is not frozen`);
-          if (then === 'resume') {
-            assert.equal(result.outcome, 'switched');
-            assert.deepEqual(result.verify?.mismatches, []);
-            for (let s = span[0]; s <= span[1]; s++) assert.equal(m.locate(s).master, to.master);
-          } else {
-            assert.equal(result.outcome, 'aborted');
-            assert.equal(m.move(id.id), undefined);
-            await cleanlyAborted(f, span, from.master, to.master);
-          }
-          // Either way the range takes writes again where the map says.
-          await ackedOn(w.ledger, span, Date.now());
-        } finally {
-          await w.stop();
+      test(`a mover that stops dead after phase ${phase}: --${then} converges, 0 acknowledged writes lost`, () => underLoad(fx, `mover dead after ${phase}, then --${then}`, async ({ f, span, from, to, w }) => {
+        // The first mover stops dead after recording `phase` (never resolves: as if killed -9).
+        let dead = false;
+        const first = suiteMove(f, {
+          start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
+          afterPhase: (p) => (p === phase ? ((dead = true), new Promise<void>(() => {})) : undefined),
+        });
+        void first.catch(() => {});
+        while (!dead) await new Promise((r) => setTimeout(r, 5));
+        const id = (await map(f)).moves().find((x) => x.range[0] === span[0] && x.phase !== 'switched')!;
+        assert.equal(id.phase, phase);
+        const result = await suiteMove(f, { moveId: id.id, abort: then === 'abort' });
+        const m = await map(f);
+        for (let s = span[0]; s <= span[1]; s++) assert.equal(m.rangeOf(s)?.frozen, undefined, `shard ${s} is not frozen`);
+        if (then === 'resume') {
+          assert.equal(result.outcome, 'switched');
+          assert.deepEqual(result.verify?.mismatches, []);
+          for (let s = span[0]; s <= span[1]; s++) assert.equal(m.locate(s).master, to.master);
+        } else {
+          assert.equal(result.outcome, 'aborted');
+          assert.equal(m.move(id.id), undefined);
+          await cleanlyAborted(f, span, from.master, to.master);
         }
-        await noneLost(f, w.ledger, `mover dead after ${phase}, then --${then}`);
-      });
+        // Either way the range takes writes again where the map says.
+        await ackedOn(w.ledger, span, Date.now());
+      }));
     }
   }
 

@@ -42,11 +42,12 @@ import { fleetTables } from '../../src/storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { ackedOn, startLoad } from './crash-ledger.js';
-import { cleanlyAborted, forgetSwitched, noneLost, runMoveSuite, type MoveSuiteFixture } from '../conformance/move-suite.js';
+import { cleanlyAborted, direction, forgetSwitched, noneLost, runMoveSuite, type MoveSuiteFixture } from '../conformance/move-suite.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const PAIR1 = { master: 'PG001A', slave: 'PG001B' };
 const PAIR2 = { master: 'PG002A', slave: 'PG002B' };
+const ALL = [0, 1, 2, 3];
 
 describe('moves on PostgreSQL: kill -9 of the source or the target master during a move (real PostgreSQL 15)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-pgcrash-'));
@@ -73,6 +74,11 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   };
   const move = (options: Omit<Parameters<typeof runMove>[0], 'store' | 'engine' | 'hosts'>) => runMove({ store, engine, hosts, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES, ...options });
   const load = (shards: number[]) => startLoad(kits, shards);
+  const pgConfig = () => {
+    const config = c.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    return { ...config, storage: config.storage };
+  };
   let fx: MoveSuiteFixture;
 
   before(async () => {
@@ -114,12 +120,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
         // The fence renames the source's schemas aside (<db>_moved).
         fencedRows: async (source, shards) => (await Promise.all(shards.map(async (s) => (await ids(source.master, `${db(s)}_moved`)).map((x) => `${s}:${x}`)))).flat(),
       },
-      ranges: {
-        moverDies: { span: [0, 1], load: [0, 1, 2, 3] },
-        sourceAtLagGate: { span: [0, 1], load: [0, 1, 2, 3] },
-        targetAtCatchUp: { span: [2, 3], load: [0, 1, 2, 3] },
-        sourceAfterFence: { span: [2, 3], load: [0, 1, 2, 3] },
-      },
+      // Every scenario under the load of all four shards, its range moved from where the map has it.
+      ranges: { moverDies: { span: [0, 1], load: ALL }, sourceAtLagGate: { span: [0, 1], load: ALL }, targetAtCatchUp: { span: [2, 3], load: ALL }, sourceAfterFence: { span: [2, 3], load: ALL } },
     };
   });
   after(async () => {
@@ -143,8 +145,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     assert.equal((await map()).locate(0).master, PAIR2.master);
     const w = load([0, 1, 2, 3]);
     const source = pgServer(c, PAIR2.master);
-    const config = c.config();
-    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const config = pgConfig();
     // Shard 0's tables made on the target beforehand (empty: prepare takes them as its own), and
     // one held in SHARE mode: the copy's COPY FROM into it waits until the source has died and
     // come back, so the source dies inside the copy whatever the machine's speed.
@@ -199,10 +200,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   test('kill -9 of the mover in the middle of the copy (held there by a lock on one target table): --abort restores the source with nothing left behind; killed there again, --resume copies again and switches, verify clean, 0 acknowledged writes lost', async () => {
     await forgetSwitched(fx);
     const span: [number, number] = [2, 3];
-    const from = (await map()).locate(span[0]).master === PAIR1.master ? PAIR1 : PAIR2;
-    const to = from === PAIR1 ? PAIR2 : PAIR1;
-    const config = c.config();
-    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const { from, to } = await direction(fx, span);
+    const config = pgConfig();
     const schema = resolveSchema(config);
     const target = config.hosts[to.master]!;
     /** The CLI's mover, killed once its JSON lines show the copy running with shard 2's pins in flight (the target's COPY into it waits for a lock the test holds). */
@@ -213,7 +212,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       try {
         await holder.query('BEGIN');
         await holder.query(`LOCK TABLE ${db(span[0])}.pins IN SHARE MODE`);
-        const child = spawn(process.execPath, [CLI, 'shards', 'move', `${span[0]}..${span[1]}`, '--to', to.master, '--to-slave', to.slave, '--hold-ms', '30000', '--json', '--config', configPath, '--data', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [CLI, 'shards', 'move', `${span[0]}..${span[1]}`, '--to', to.master, '--to-slave', to.slave!, '--hold-ms', '30000', '--json', '--config', configPath, '--data', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
         const exited = new Promise((r) => child.on('exit', r));
         let stderr = '';
         child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
@@ -260,10 +259,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   test('kill -9 of the target master in the middle of the copy (held there by a lock on one of its tables, which dies with it): the copy starts over once it is back and the same run switches, verify clean, no slot left, 0 acknowledged writes lost', async () => {
     await forgetSwitched(fx);
     const span: [number, number] = [2, 3];
-    const from = (await map()).locate(span[0]).master === PAIR1.master ? PAIR1 : PAIR2;
-    const to = from === PAIR1 ? PAIR2 : PAIR1;
-    const config = c.config();
-    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const { from, to } = await direction(fx, span);
+    const config = pgConfig();
     const target = pgServer(c, to.master);
     const address = config.hosts[to.master]!;
     for (const q of postgresDialect.createShard(resolveSchema(config), { host: to.master, shard: span[0], fleet: 'objects' })) await sql(to.master, q);

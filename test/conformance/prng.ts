@@ -1,0 +1,11 @@
+/** A small seeded PRNG (mulberry32) for the model tests: rnd(n) is in 0..n-1, the same sequence for the same seed. */
+export function prng(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n: number) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) % n;
+  };
+}
