@@ -18,7 +18,7 @@ import { pinterestId } from '../../src/ids/pinterest-id.js';
 import type { ShardKit } from '../../src/kit/shard-kit.js';
 import { newLedger } from '../failover/ledger.js';
 import { direction, forgetSwitched, noneLost, suiteMove, type MoveSuiteFixture } from './move-suite.js';
-import { prng } from './prng.js';
+import { mulberry32 } from '../../src/util/prng.js';
 
 /** An object's state: its data, or deleted. */
 type State = { n: number; w: number } | 'deleted';
@@ -66,7 +66,8 @@ export function oracleScenario(fx: () => MoveSuiteFixture): void {
     };
 
     const writer = async (kit: ShardKit, k: number, w: number) => {
-      const rnd = prng(seed + w);
+      const random = mulberry32(seed + w);
+      const rnd = (n: number) => Math.floor(random() * n);
       const own: Owned[] = [];
       let step = 0;
       while (!stop) {

@@ -20,10 +20,21 @@ import type { WideColumnEngine } from '../../src/widecolumn/engine.js';
 import type { GetRowOptions, RowResult } from '../../src/widecolumn/types.js';
 import { SuiteClock, type WideColumnSuiteOptions } from './widecolumn-suite.js';
 import { WideColumnOracle as Oracle, type Cells } from './widecolumn-oracle.js';
-import { prng } from './prng.js';
 
 function plain(r: RowResult): Array<[string, Cells]> {
   return r.columns.map((c) => [c.column, c.cells.map((x) => [x.timestamp, x.value.toString('utf8')] as [number, string])]);
+}
+
+/** A small seeded PRNG (mulberry32). */
+function prng(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n: number) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) % n);
+  };
 }
 
 function seedFor(name: string): number {
