@@ -1,6 +1,6 @@
 /**
  * The move suite's Vitess bug list: each scenario is a bug of Vitess's MoveTables/SwitchTraffic
- * (docs of shared/research/shard-moves.md, issue 17's list) that must not happen here, written
+ * (shared/research/shard-moves.md, issue 17's list) that must not happen here, written
  * once for every engine (runMoveSuite registers them). Each runs two services writing through the
  * move and ends with 0 acknowledged writes lost.
  * - vitess#17326: a failure in the middle of the switch left tables unavailable;
@@ -9,10 +9,12 @@
  *   primary, a cancel after the switch, a second switch of the same workflow;
  * - the way back: Vitess keeps a reverse stream so traffic can go back; here it is a new move,
  *   and every write acknowledged on the target comes back with the range.
- * vitess#9525 (the lag gate), #9481 (a transaction open across the freeze) and #16563 (the
- * position read after the fence) need a stalled or held server session: they are tested in the
- * engines' own files (test/moves/mariadb-move.test.ts, postgres-move-watch.test.ts); #16563 holds
- * by construction and every scenario's ledger would catch a write lost at the switch.
+ * - vitess#9525, with `lagGate`: a switch under heavy lag held writes until a timeout;
+ * vitess#9481 (a transaction open across the freeze) needs a session held on the source at the
+ * fence, whose behaviour differs by engine: it is tested in the engines' own files
+ * (test/moves/mariadb-move.test.ts, postgres-move-watch.test.ts). #16563 (the position read before
+ * the fence drained) holds by construction, and every scenario's ledger would catch a write lost
+ * at the switch.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,7 +26,7 @@ import type { MoveEvent } from '../../src/moves/move-runner.js';
 import type { MoveRecord } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { ackedOn } from '../moves/crash-ledger.js';
-import { cleanlyAborted, forgetSwitched, suiteMove, underLoad, type MoveSuiteFixture, type Span } from './move-suite.js';
+import { cleanlyAborted, forgetSwitched, suiteMove, underLoad, type MoveSuiteFixture, type MoveSuiteSupports, type Span } from './move-suite.js';
 
 type VerifyName = 'verifyBeforeFreeze' | 'verifyFenced' | 'verify';
 
@@ -51,7 +53,37 @@ function spanShards(span: Span): number[] {
   return Array.from({ length: span[1] - span[0] + 1 }, (_, i) => span[0] + i);
 }
 
-export function vitessScenarios(fx: () => MoveSuiteFixture): void {
+export function vitessScenarios(supports: MoveSuiteSupports, fx: () => MoveSuiteFixture): void {
+  if (supports.lagGate === true) {
+    test('vitess#9525: while the target lags (its apply stalled) the freeze never starts; the gate gives up, the move aborts, the range serves from the source, nothing left behind, 0 acknowledged writes lost', () => underLoad(fx, 'the lag gate under a stalled target', async ({ f, span, from, to, w }) => {
+      const events: MoveEvent[] = [];
+      let stall: { release(): Promise<void> } | undefined;
+      try {
+        await assert.rejects(
+          suiteMove(f, {
+            start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
+            // Stalled until the abort: whatever the machine's speed, the lag never drops under 0.
+            maxLag: 0, lagWaitMs: 3000, onEvent: (e) => events.push(e),
+            afterPhase: async (phase) => {
+              if (phase === 'copied') {
+                stall = await f.stallApply!(to.master, span[0]);
+                await ackedOn(w.ledger, span, Date.now());
+              }
+              if (phase === 'aborting') await stall?.release();
+            },
+          }),
+          (err) => isShardKitError(err, 'SHARD_UNAVAILABLE') && /behind the source/.test(err.message),
+        );
+      } finally {
+        await stall?.release();
+      }
+      assert.ok(events.some((e) => e.phase === 'copied' && typeof e.detail?.lag === 'number' && e.detail.lag > 0), 'the lag was reported while waiting');
+      assert.equal(events.filter((e) => e.phase === 'frozen').length, 0, 'never frozen');
+      await cleanlyAborted(f, span, from.master, to.master);
+      await ackedOn(w.ledger, span, Date.now());
+    }));
+  }
+
   test('vitess#17326: a failure in the middle of the switch (under the freeze, after the fence and the catch-up) puts the range back on the source: not frozen, not fenced, nothing left on the target, writes go on there, 0 acknowledged writes lost', () => underLoad(fx, 'failure in the middle of the switch', async ({ f, span, from, to, w }) => {
     const engine = f.engine();
     // The check under the freeze is the last step before the compare-and-set: it fails there.

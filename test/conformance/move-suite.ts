@@ -52,6 +52,8 @@ export interface MoveSuiteSupports {
   killServers: boolean;
   /** The fence lives in the source's sessions (a lock), so a restarted source serves before any --abort. */
   fenceDiesWithSource?: boolean;
+  /** The engine replicates before the freeze and gates it on lag (the fixture's `stallApply`). */
+  lagGate?: boolean;
 }
 
 export interface MoveSuiteFixture {
@@ -80,6 +82,8 @@ export interface MoveSuiteFixture {
   leftOnTarget(target: string): Promise<string[]>;
   /** Whatever a move leaves behind on either side once aborted or switched ([] when clean). */
   leftBehind(source: string, target: string): Promise<string[]>;
+  /** With `lagGate`: stops the target applying the source's changes to the shard (a lock on its pins) until released. */
+  stallApply?(target: string, shard: number): Promise<{ release(): Promise<void> }>;
   /** With `killServers`: kill -9 and restart of a master, and what the scenarios read then. */
   servers?: {
     kill(host: string): Promise<void>;
@@ -278,7 +282,7 @@ export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFix
     }
   }
 
-  vitessScenarios(fx);
+  vitessScenarios(supports, fx);
   oracleScenario(fx);
 
   test('bad input: a move to the source itself, to an unknown host or of shards outside the map is refused with a typed error, nothing changed', async () => {

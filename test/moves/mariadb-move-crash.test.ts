@@ -198,6 +198,20 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
           await c.end();
         }
       },
+      stallApply: async (target, shard) => {
+        // The move connection's SQL thread waits on the lock; the source goes on writing.
+        const c = await admin.connect(target);
+        await c.query(`LOCK TABLES \`${db(shard)}\`.pins WRITE`);
+        let held = true;
+        return {
+          release: async () => {
+            if (!held) return;
+            held = false;
+            await c.query('UNLOCK TABLES');
+            await c.end();
+          },
+        };
+      },
       liveIds: (host, shard) => ids(host, db(shard)),
       objectTablesOn: async (host, shard) => (await tablesIn(host, db(shard))).filter((t) => objectTables.includes(t)),
       fencedAside: (host, shard) => tablesIn(host, `${db(shard)}_moved`),
@@ -247,7 +261,7 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
 
   // The shared scenarios: the source killed at the lag gate, the target at the catch-up (with the
   // decoys above: the restarted target applies nothing of shards 6..7), the source after the fence.
-  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: true }, () => fx);
+  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: true, lagGate: true }, () => fx);
 
   test('the target master restarted while the mover is gone (lag gate): the move connection stays stopped, nothing of the source\'s other shards reaches the target, --resume switches with a clean verify', async () => {
     // After the tests above: shards 2..3 and 6..7 on MySQL002A, 0..1 and 4..5 on MySQL001A. Shards
