@@ -54,6 +54,8 @@ export interface MoveSuiteSupports {
   fenceDiesWithSource?: boolean;
   /** The engine replicates before the freeze and gates it on lag (the fixture's `stallApply`). */
   lagGate?: boolean;
+  /** A transaction can stay open on the source across the fence's arrival (the fixture's `openWrite`; a server engine). */
+  openTransactions?: boolean;
 }
 
 export interface MoveSuiteFixture {
@@ -84,6 +86,8 @@ export interface MoveSuiteFixture {
   leftBehind(source: string, target: string): Promise<string[]>;
   /** With `lagGate`: stops the target applying the source's changes to the shard (a lock on its pins) until released. */
   stallApply?(target: string, shard: number): Promise<{ release(): Promise<void> }>;
+  /** With `openTransactions`: a transaction on `host` that has inserted a pin into the shard and is still open. */
+  openWrite?(host: string, shard: number): Promise<{ localId: string; commit(): Promise<void> }>;
   /** With `killServers`: kill -9 and restart of a master, and what the scenarios read then. */
   servers?: {
     kill(host: string): Promise<void>;

@@ -198,6 +198,21 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
           await c.end();
         }
       },
+      openWrite: async (host, shard) => {
+        const c = await admin.connect(host);
+        await c.query('BEGIN');
+        const [r] = await c.query(`INSERT INTO \`${db(shard)}\`.pins (data) VALUES ('{"open":"transaction"}')`);
+        return {
+          localId: String((r as { insertId: number }).insertId),
+          commit: async () => {
+            try {
+              await c.query('COMMIT');
+            } finally {
+              await c.end();
+            }
+          },
+        };
+      },
       stallApply: async (target, shard) => {
         // The move connection's SQL thread waits on the lock; the source goes on writing.
         const c = await admin.connect(target);
@@ -261,7 +276,7 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
 
   // The shared scenarios: the source killed at the lag gate, the target at the catch-up (with the
   // decoys above: the restarted target applies nothing of shards 6..7), the source after the fence.
-  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: true, lagGate: true }, () => fx);
+  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: true, lagGate: true, openTransactions: true }, () => fx);
 
   test('the target master restarted while the mover is gone (lag gate): the move connection stays stopped, nothing of the source\'s other shards reaches the target, --resume switches with a clean verify', async () => {
     // After the tests above: shards 2..3 and 6..7 on MySQL002A, 0..1 and 4..5 on MySQL001A. Shards

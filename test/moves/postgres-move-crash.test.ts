@@ -109,6 +109,23 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
         const changed = await sql<{ id: string }>(host, `UPDATE "${db(shard)}".pins SET data = '{"changed":"by hand"}' WHERE local_id = (SELECT min(local_id) FROM "${db(shard)}".pins) RETURNING local_id::text AS id`);
         assert.equal(changed.length, 1);
       },
+      openWrite: async (host, shard) => {
+        const address = config.hosts[host]!;
+        const client = new pg.Client({ host: address.socket ?? address.host, port: address.port, user: pgConfig().storage.user, database: pgConfig().storage.database });
+        await client.connect();
+        await client.query('BEGIN');
+        const r = await client.query<{ id: string }>(`INSERT INTO "${db(shard)}".pins (data, ts) VALUES ('{"open":"transaction"}', $1) RETURNING local_id::text AS id`, [Date.now()]);
+        return {
+          localId: r.rows[0]!.id,
+          commit: async () => {
+            try {
+              await client.query('COMMIT');
+            } finally {
+              await client.end();
+            }
+          },
+        };
+      },
       stallApply: async (target, shard) => {
         // The subscription's apply worker waits on the lock; the source goes on writing.
         const address = config.hosts[target]!;
@@ -154,7 +171,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   });
 
   // The shared scenarios: the source killed at the lag gate, the target at the catch-up, the source after the fence.
-  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: false, lagGate: true }, () => fx);
+  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: false, lagGate: true, openTransactions: true }, () => fx);
 
   test('kill -9 of the source master in the middle of the copy (on every run: the target\'s COPY of a table is held by a lock until the source is back): the copy starts over by itself and the same mover run switches, verify clean, no slot left, 0 acknowledged writes lost', async () => {
     // Shards 0..1 are on PG002A now: they move back to PG001A, and PG002A is the source that dies.
