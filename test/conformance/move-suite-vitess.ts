@@ -87,20 +87,24 @@ export function vitessScenarios(supports: MoveSuiteSupports, fx: () => MoveSuite
 
   if (supports.openTransactions === true) {
     test('vitess#9481: a transaction open on a moving shard when the fence comes commits before it and is on the master the final map names, or fails and is nowhere: never acknowledged and lost', () => underLoad(fx, 'a transaction open across the fence', async ({ f, span, from, to, w }) => {
-      const tx = await f.openWrite!(from.master, span[0]);
+      // Opened once the copy is done (a transaction open at its start holds PostgreSQL's slot
+      // creation back), committed while the fence is on its way or waiting for it: a timer turn
+      // after the freeze is recorded. A move that never froze leaves it to commit afterwards.
+      let tx: Awaited<ReturnType<NonNullable<MoveSuiteFixture['openWrite']>>> | undefined;
       let committed: Promise<boolean> | undefined;
+      const commit = () => tx!.commit().then(() => true, () => false);
       const moved = await suiteMove(f, {
         start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
-        afterPhase: (phase) => {
-          // Committed while the fence is on its way or waiting for it (a timer turn later), not before.
-          if (phase === 'frozen') committed = new Promise((r) => setImmediate(r)).then(() => tx.commit()).then(() => true, () => false);
+        afterPhase: async (phase) => {
+          if (phase === 'copied') tx = await f.openWrite!(from.master, span[0]);
+          if (phase === 'frozen') committed = new Promise((r) => setImmediate(r)).then(commit);
         },
       }).then((r) => r.outcome, (err: unknown) => `failed: ${(err as Error).message}`);
-      const ok = await committed!;
+      const ok = await (committed ?? commit());
       const master = await masterOf(f, span[0]);
-      const on = async (host: string) => (await f.liveIds(host, span[0])).includes(tx.localId);
+      const on = async (host: string) => (await f.liveIds(host, span[0])).includes(tx!.localId);
       console.log(`# the open transaction ${ok ? 'committed' : 'failed'}; the move ${moved}`);
-      if (ok) assert.ok(await on(master), `the committed row ${span[0]}:${tx.localId} is on ${master}, the master the map names`);
+      if (ok) assert.ok(await on(master), `the committed row ${span[0]}:${tx!.localId} is on ${master}, the master the map names`);
       else assert.deepEqual([await on(from.master), await on(to.master)], [false, false], 'the failed transaction left its row nowhere');
       await ackedOn(w.ledger, span, Date.now());
     }));
