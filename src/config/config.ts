@@ -6,9 +6,7 @@ import { PINTEREST_MAX_TYPE } from '../ids/pinterest-id.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
 import { mappingIndexName, RESERVED_TABLE_PREFIX, shardNames } from '../storage/shard-names.js';
 import { hostConfigSchema } from '../storage/backend-setup.js';
-import { sqliteStorageSchema } from '../storage/sqlite/sqlite-config.js';
-import { mysqlStorageSchema } from '../storage/mysql/mysql-config.js';
-import { postgresStorageSchema } from '../storage/postgres/postgres-config.js';
+import { storageConfigSchema } from '../storage/storage-config.js';
 import { defaultShardMapJson, shardMapSchema, ShardMap, type DefaultHostNames } from '../topology/shard-map.js';
 import { ticketsConfigSchema, resolveTickets } from '../tickets/tickets-config.js';
 
@@ -37,8 +35,8 @@ export const schemaConfigSchema = z.object({
 /** How one physical host is reached (owned by storage: each backend reads the fields it knows). */
 export const hostSchema = hostConfigSchema;
 
-/** Each backend owns the schema of its `storage` section (src/storage/<kind>/<kind>-config.ts). */
-export const storageSchema = z.discriminatedUnion('backend', [sqliteStorageSchema, mysqlStorageSchema, postgresStorageSchema]);
+/** Each backend owns the schema of its `storage` section (src/storage/<kind>/<kind>-config.ts, listed in storage/storage-config.ts). */
+export const storageSchema = storageConfigSchema;
 
 export const topologyStoreSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('file'), path: z.string().default('topology.json') }).strict(),

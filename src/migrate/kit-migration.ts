@@ -6,7 +6,7 @@ import { isShardKitError, ShardKitError } from '../errors.js';
 import { createBackend } from '../kit/backend-factory.js';
 import { canCopyShards, type Fleet, type SchemaDef, type ShardBackend, type ShardCopy, type ShardRef } from '../storage/shard-backend.js';
 import { fleetTables } from '../storage/shard-names.js';
-import type { SqliteBackend } from '../storage/sqlite/sqlite-backend.js';
+import type { SqliteBackend } from '../storage/sqlite/index.js';
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap } from '../topology/shard-map.js';
 import { copyTable, type TableCopyResult } from './chunk-copy.js';

@@ -6,7 +6,9 @@
  * - a mover that stops dead after a phase (in process), then --resume or --abort converges;
  * - bad input: nothing changes, a typed error;
  * - with `killServers`: the source master killed at the lag gate, the target master killed at the
- *   catch-up, the source master killed right after the fence.
+ *   catch-up, the source master killed right after the fence;
+ * - the Vitess bug list (move-suite-vitess.ts) and the ledger under two services with an oracle
+ *   of random operations (move-suite-oracle.ts), on every engine.
  * Every scenario runs two services writing through it and ends with 0 acknowledged writes lost
  * (a ledger, each write looked up on the master the final map names). Scenarios take the range's
  * direction from the map, so they hold in any order beside the engine's own tests.
@@ -23,6 +25,8 @@ import type { HostPair, MovePhase } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import type { Ledger } from '../failover/ledger.js';
 import { ackedOn, leftAborting, lostWrites, startLoad } from '../moves/crash-ledger.js';
+import { oracleScenario } from './move-suite-oracle.js';
+import { vitessScenarios } from './move-suite-vitess.js';
 
 export type Span = [number, number];
 
@@ -48,6 +52,10 @@ export interface MoveSuiteSupports {
   killServers: boolean;
   /** The fence lives in the source's sessions (a lock), so a restarted source serves before any --abort. */
   fenceDiesWithSource?: boolean;
+  /** The engine replicates before the freeze and gates it on lag (the fixture's `stallApply`). */
+  lagGate?: boolean;
+  /** A transaction can stay open on the source across the fence's arrival (the fixture's `openWrite`; a server engine). */
+  openTransactions?: boolean;
 }
 
 export interface MoveSuiteFixture {
@@ -62,6 +70,10 @@ export interface MoveSuiteFixture {
   engine(): MoveEngine;
   /** Options every runMove of this engine takes (maxLag where the engine has no default). */
   runOptions?: Partial<MoveRunOptions>;
+  /** A new service (a ShardKit with its own backend) following `topology`; closing it closes what it opened. */
+  service(topology: TopologyStore): Promise<ShardKit>;
+  /** Changes the data of one pin of the shard on `host` by hand, outside any replication (what verify must catch). */
+  changeRow(host: string, shard: number): Promise<void>;
   /** Local ids of a shard's pins in its live table on a host ([] when the host has no such table). */
   liveIds(host: string, shard: number): Promise<string[]>;
   /** The shard's object tables live on a host. */
@@ -72,6 +84,10 @@ export interface MoveSuiteFixture {
   leftOnTarget(target: string): Promise<string[]>;
   /** Whatever a move leaves behind on either side once aborted or switched ([] when clean). */
   leftBehind(source: string, target: string): Promise<string[]>;
+  /** With `lagGate`: stops the target applying the source's changes to the shard (a lock on its pins) until released. */
+  stallApply?(target: string, shard: number): Promise<{ release(): Promise<void> }>;
+  /** With `openTransactions`: a transaction on `host` that has inserted a pin into the shard and is still open. */
+  openWrite?(host: string, shard: number): Promise<{ localId: string; commit(): Promise<void> }>;
   /** With `killServers`: kill -9 and restart of a master, and what the scenarios read then. */
   servers?: {
     kill(host: string): Promise<void>;
@@ -207,49 +223,71 @@ export async function sourceDiesBeforeFreeze(fx: MoveSuiteFixture, range: SuiteR
   await noneLost(fx, w.ledger, what);
 }
 
+/** What a scenario under load works with: the fixture, its range and the pairs it goes between now, the running load. */
+export interface LoadedScenario {
+  f: MoveSuiteFixture;
+  span: Span;
+  load: number[];
+  from: HostPair;
+  to: HostPair;
+  w: ReturnType<typeof startLoad>;
+}
+
+/**
+ * A scenario on the suite's range (`ranges.moverDies`) under two services' writes: switched
+ * moves forgotten first, the load acknowledged on every loaded shard before `body`, stopped after
+ * it, then 0 acknowledged writes lost.
+ */
+export async function underLoad(fx: () => MoveSuiteFixture, what: string, body: (s: LoadedScenario) => Promise<void>): Promise<void> {
+  const f = fx();
+  await forgetSwitched(f);
+  const { span, load } = f.ranges.moverDies;
+  const { from, to } = await direction(f, span);
+  const w = startLoad(f.kits, load);
+  try {
+    await ackedOn(w.ledger, load, Date.now());
+    await body({ f, span, load, from, to, w });
+  } finally {
+    await w.stop();
+  }
+  await noneLost(f, w.ledger, what);
+}
+
 /** Registers the scenarios `supports` allows, inside the caller's describe(); `fx` is read once the caller's before() built it. */
 export function runMoveSuite(supports: MoveSuiteSupports, fx: () => MoveSuiteFixture): void {
   for (const phase of supports.moverDies) {
     for (const then of ['resume', 'abort'] as const) {
-      test(`a mover that stops dead after phase ${phase}: --${then} converges, 0 acknowledged writes lost`, async () => {
-        const f = fx();
-        await forgetSwitched(f);
-        const { span, load } = f.ranges.moverDies;
-        const { from, to } = await direction(f, span);
-        const w = startLoad(f.kits, load);
-        try {
-          await ackedOn(w.ledger, load, Date.now());
-          // The first mover stops dead after recording `phase` (never resolves: as if killed -9).
-          let dead = false;
-          const first = suiteMove(f, {
-            start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
-            afterPhase: (p) => (p === phase ? ((dead = true), new Promise<void>(() => {})) : undefined),
-          });
-          void first.catch(() => {});
-          while (!dead) await new Promise((r) => setTimeout(r, 5));
-          const id = (await map(f)).moves().find((x) => x.range[0] === span[0] && x.phase !== 'switched')!;
-          assert.equal(id.phase, phase);
-          const result = await suiteMove(f, { moveId: id.id, abort: then === 'abort' });
-          const m = await map(f);
-          for (let s = span[0]; s <= span[1]; s++) assert.equal(m.rangeOf(s)?.frozen, undefined, `shard ${s} is not frozen`);
-          if (then === 'resume') {
-            assert.equal(result.outcome, 'switched');
-            assert.deepEqual(result.verify?.mismatches, []);
-            for (let s = span[0]; s <= span[1]; s++) assert.equal(m.locate(s).master, to.master);
-          } else {
-            assert.equal(result.outcome, 'aborted');
-            assert.equal(m.move(id.id), undefined);
-            await cleanlyAborted(f, span, from.master, to.master);
-          }
-          // Either way the range takes writes again where the map says.
-          await ackedOn(w.ledger, span, Date.now());
-        } finally {
-          await w.stop();
+      test(`a mover that stops dead after phase ${phase}: --${then} converges, 0 acknowledged writes lost`, () => underLoad(fx, `mover dead after ${phase}, then --${then}`, async ({ f, span, from, to, w }) => {
+        // The first mover stops dead after recording `phase` (never resolves: as if killed -9).
+        let dead = false;
+        const first = suiteMove(f, {
+          start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 },
+          afterPhase: (p) => (p === phase ? ((dead = true), new Promise<void>(() => {})) : undefined),
+        });
+        void first.catch(() => {});
+        while (!dead) await new Promise((r) => setTimeout(r, 5));
+        const id = (await map(f)).moves().find((x) => x.range[0] === span[0] && x.phase !== 'switched')!;
+        assert.equal(id.phase, phase);
+        const result = await suiteMove(f, { moveId: id.id, abort: then === 'abort' });
+        const m = await map(f);
+        for (let s = span[0]; s <= span[1]; s++) assert.equal(m.rangeOf(s)?.frozen, undefined, `shard ${s} is not frozen`);
+        if (then === 'resume') {
+          assert.equal(result.outcome, 'switched');
+          assert.deepEqual(result.verify?.mismatches, []);
+          for (let s = span[0]; s <= span[1]; s++) assert.equal(m.locate(s).master, to.master);
+        } else {
+          assert.equal(result.outcome, 'aborted');
+          assert.equal(m.move(id.id), undefined);
+          await cleanlyAborted(f, span, from.master, to.master);
         }
-        await noneLost(f, w.ledger, `mover dead after ${phase}, then --${then}`);
-      });
+        // Either way the range takes writes again where the map says.
+        await ackedOn(w.ledger, span, Date.now());
+      }));
     }
   }
+
+  vitessScenarios(supports, fx);
+  oracleScenario(fx);
 
   test('bad input: a move to the source itself, to an unknown host or of shards outside the map is refused with a typed error, nothing changed', async () => {
     const f = fx();

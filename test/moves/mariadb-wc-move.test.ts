@@ -119,6 +119,7 @@ describe('moves on MariaDB with MyRocks wide-column shards', () => {
       while (writerError === undefined && base.some((b, s) => acked(s) < b + k)) await new Promise((r) => setTimeout(r, 20));
     };
     await progress(5);
+    const mapBefore = map;
     const modFrozen = () => map.rangeOf(0)?.frozen !== undefined;
     let held: Promise<{ ok: boolean; err?: unknown; servedBy?: string }> | undefined;
     const heldRow = keys[0]![0]!;
@@ -175,6 +176,18 @@ describe('moves on MariaDB with MyRocks wide-column shards', () => {
     // The catalogue moved with shard 0: the engine still lists the dataset.
     assert.deepEqual((await wcEngine.listDatasets()).map((d) => d.name), [DATASET]);
     console.log(`moved wide-column shards 0..1: ${ledger.length} acknowledged puts, ${refused.length} refused (${[...new Set(refused)].join(',') || '-'}), verified ${result.verify!.rows} rows, writes held ${result.freezeToSwitchMs} ms`);
+
+    // The storage layer names the fence for wide-column shards as for object shards (one
+    // fencedError): a statement on the old master for a moved shard, from an engine that still
+    // routes by the map before the move and has no store to re-read, is SHARD_FENCED (503), not "run init".
+    const stale = new MyrocksEngine({ hosts, storage, shardMap: () => mapBefore });
+    try {
+      const movedRow = keys[1]![0]!;
+      await assert.rejects(stale.getRow(DATASET, movedRow, { columns: ['c0'] }),
+        (err) => isShardKitError(err, 'SHARD_FENCED') && err.status === 503 && /wide-column shard \d+ .*fenced by a shard move \(its tables are in wc0000\d_moved\)/.test(err.message) && err.details?.missingTable === true);
+    } finally {
+      await stale.close();
+    }
 
     // drop-moved removes the fenced wcNNNNN_moved (and dbNNNNN_moved) on the source only.
     assert.equal(await mover.dropMoved(result.move), 4);

@@ -37,15 +37,17 @@ import { CLI, ROOT } from '../cli/cli-harness.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
 import { resolveSchema } from '../../src/config/config.js';
+import { createBackend } from '../../src/kit/backend-factory.js';
 import { fleetTables } from '../../src/storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { ackedOn, startLoad } from './crash-ledger.js';
-import { cleanlyAborted, forgetSwitched, noneLost, runMoveSuite, type MoveSuiteFixture } from '../conformance/move-suite.js';
+import { cleanlyAborted, direction, forgetSwitched, noneLost, runMoveSuite, type MoveSuiteFixture } from '../conformance/move-suite.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const PAIR1 = { master: 'PG001A', slave: 'PG001B' };
 const PAIR2 = { master: 'PG002A', slave: 'PG002B' };
+const ALL = [0, 1, 2, 3];
 
 describe('moves on PostgreSQL: kill -9 of the source or the target master during a move (real PostgreSQL 15)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-pgcrash-'));
@@ -72,6 +74,11 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   };
   const move = (options: Omit<Parameters<typeof runMove>[0], 'store' | 'engine' | 'hosts'>) => runMove({ store, engine, hosts, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES, ...options });
   const load = (shards: number[]) => startLoad(kits, shards);
+  const pgConfig = () => {
+    const config = c.config();
+    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    return { ...config, storage: config.storage };
+  };
   let fx: MoveSuiteFixture;
 
   before(async () => {
@@ -93,6 +100,49 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       store: () => store,
       engine: () => engine,
       runOptions: { maxLag: POSTGRES_MOVE_MAX_LAG_BYTES },
+      service: async (topology) => {
+        const kit = new ShardKit({ backend: await createBackend({ config, dataDir: dir, schema: resolveSchema(config) }), schema: resolveSchema(config), topology, ownsResources: true });
+        await kit.ready();
+        return kit;
+      },
+      changeRow: async (host, shard) => {
+        const changed = await sql<{ id: string }>(host, `UPDATE "${db(shard)}".pins SET data = '{"changed":"by hand"}' WHERE local_id = (SELECT min(local_id) FROM "${db(shard)}".pins) RETURNING local_id::text AS id`);
+        assert.equal(changed.length, 1);
+      },
+      openWrite: async (host, shard) => {
+        const address = config.hosts[host]!;
+        const client = new pg.Client({ host: address.socket ?? address.host, port: address.port, user: pgConfig().storage.user, database: pgConfig().storage.database });
+        await client.connect();
+        await client.query('BEGIN');
+        const r = await client.query<{ id: string }>(`INSERT INTO "${db(shard)}".pins (data, ts) VALUES ('{"open":"transaction"}', $1) RETURNING local_id::text AS id`, [Date.now()]);
+        return {
+          localId: r.rows[0]!.id,
+          commit: async () => {
+            try {
+              await client.query('COMMIT');
+            } finally {
+              await client.end();
+            }
+          },
+        };
+      },
+      stallApply: async (target, shard) => {
+        // The subscription's apply worker waits on the lock; the source goes on writing.
+        const address = config.hosts[target]!;
+        const holder = new pg.Client({ host: address.socket ?? address.host, port: address.port, user: pgConfig().storage.user, database: pgConfig().storage.database });
+        await holder.connect();
+        await holder.query('BEGIN');
+        await holder.query(`LOCK TABLE "${db(shard)}".pins IN ACCESS EXCLUSIVE MODE`);
+        let held = true;
+        return {
+          release: async () => {
+            if (!held) return;
+            held = false;
+            await holder.query('ROLLBACK');
+            await holder.end();
+          },
+        };
+      },
       liveIds: (host, shard) => ids(host, db(shard)),
       objectTablesOn: async (host, shard) => (await tablesIn(host, db(shard))).filter((t) => objectTables.includes(t)),
       fencedAside: (host, shard) => tablesIn(host, `${db(shard)}_moved`),
@@ -104,12 +154,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
         // The fence renames the source's schemas aside (<db>_moved).
         fencedRows: async (source, shards) => (await Promise.all(shards.map(async (s) => (await ids(source.master, `${db(s)}_moved`)).map((x) => `${s}:${x}`)))).flat(),
       },
-      ranges: {
-        moverDies: { span: [0, 1], load: [0, 1, 2, 3] },
-        sourceAtLagGate: { span: [0, 1], load: [0, 1, 2, 3] },
-        targetAtCatchUp: { span: [2, 3], load: [0, 1, 2, 3] },
-        sourceAfterFence: { span: [2, 3], load: [0, 1, 2, 3] },
-      },
+      // Every scenario under the load of all four shards, its range moved from where the map has it.
+      ranges: { moverDies: { span: [0, 1], load: ALL }, sourceAtLagGate: { span: [0, 1], load: ALL }, targetAtCatchUp: { span: [2, 3], load: ALL }, sourceAfterFence: { span: [2, 3], load: ALL } },
     };
   });
   after(async () => {
@@ -125,21 +171,21 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   });
 
   // The shared scenarios: the source killed at the lag gate, the target at the catch-up, the source after the fence.
-  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: false }, () => fx);
+  runMoveSuite({ moverDies: [], killServers: true, fenceDiesWithSource: false, lagGate: true, openTransactions: true }, () => fx);
 
   test('kill -9 of the source master in the middle of the copy (on every run: the target\'s COPY of a table is held by a lock until the source is back): the copy starts over by itself and the same mover run switches, verify clean, no slot left, 0 acknowledged writes lost', async () => {
-    // Shards 0..1 are on PG002A now: they move back to PG001A, and PG002A is the source that dies.
+    // Shards 0..1 move to the other pair (the suite above leaves them on either), and their master is the source that dies.
+    await forgetSwitched(fx);
     const span: [number, number] = [0, 1];
-    assert.equal((await map()).locate(0).master, PAIR2.master);
+    const { from, to } = await direction(fx, span);
     const w = load([0, 1, 2, 3]);
-    const source = pgServer(c, PAIR2.master);
-    const config = c.config();
-    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const source = pgServer(c, from.master);
+    const config = pgConfig();
     // Shard 0's tables made on the target beforehand (empty: prepare takes them as its own), and
     // one held in SHARE mode: the copy's COPY FROM into it waits until the source has died and
     // come back, so the source dies inside the copy whatever the machine's speed.
-    for (const q of postgresDialect.createShard(resolveSchema(config), { host: PAIR1.master, shard: 0, fleet: 'objects' })) await sql(PAIR1.master, q);
-    const holder = new pg.Client({ host: config.hosts[PAIR1.master]!.socket ?? config.hosts[PAIR1.master]!.host, port: config.hosts[PAIR1.master]!.port, user: config.storage.user, database: config.storage.database });
+    for (const q of postgresDialect.createShard(resolveSchema(config), { host: to.master, shard: 0, fleet: 'objects' })) await sql(to.master, q);
+    const holder = new pg.Client({ host: config.hosts[to.master]!.socket ?? config.hosts[to.master]!.host, port: config.hosts[to.master]!.port, user: config.storage.user, database: config.storage.database });
     await holder.connect();
     await holder.query('BEGIN');
     await holder.query(`LOCK TABLE ${db(0)}.pins IN SHARE MODE`);
@@ -155,7 +201,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
       const result = await runMove({
         store, engine, hosts, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
-        start: { span: { first: 0, last: 1 }, target: PAIR1, holdMs: 30_000 },
+        start: { span: { first: 0, last: 1 }, target: to, holdMs: 30_000 },
         onEvent: (e) => events.push(e),
         // The first progress report comes from inside the copy, once the slot and its snapshot exist.
         onProgress: () => {
@@ -173,7 +219,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       assert.ok(Number(copied?.detail?.copyAttempts ?? 0) >= 2, `the copy started over: ${JSON.stringify(copied)}`);
       const phases = events.map((e) => e.phase).filter((p, i, a) => a.indexOf(p) === i);
       assert.deepEqual(phases, ['started', 'copied', 'frozen', 'fenced', 'switched']);
-      for (const s of span) assert.equal((await map()).locate(s).master, PAIR1.master);
+      for (const s of span) assert.equal((await map()).locate(s).master, to.master);
       assert.deepEqual(await replicationLeft(), []);
       await ackedOn(w.ledger, [0, 1], Date.now());
     } finally {
@@ -189,10 +235,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   test('kill -9 of the mover in the middle of the copy (held there by a lock on one target table): --abort restores the source with nothing left behind; killed there again, --resume copies again and switches, verify clean, 0 acknowledged writes lost', async () => {
     await forgetSwitched(fx);
     const span: [number, number] = [2, 3];
-    const from = (await map()).locate(span[0]).master === PAIR1.master ? PAIR1 : PAIR2;
-    const to = from === PAIR1 ? PAIR2 : PAIR1;
-    const config = c.config();
-    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const { from, to } = await direction(fx, span);
+    const config = pgConfig();
     const schema = resolveSchema(config);
     const target = config.hosts[to.master]!;
     /** The CLI's mover, killed once its JSON lines show the copy running with shard 2's pins in flight (the target's COPY into it waits for a lock the test holds). */
@@ -203,7 +247,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       try {
         await holder.query('BEGIN');
         await holder.query(`LOCK TABLE ${db(span[0])}.pins IN SHARE MODE`);
-        const child = spawn(process.execPath, [CLI, 'shards', 'move', `${span[0]}..${span[1]}`, '--to', to.master, '--to-slave', to.slave, '--hold-ms', '30000', '--json', '--config', configPath, '--data', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [CLI, 'shards', 'move', `${span[0]}..${span[1]}`, '--to', to.master, '--to-slave', to.slave!, '--hold-ms', '30000', '--json', '--config', configPath, '--data', dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
         const exited = new Promise((r) => child.on('exit', r));
         let stderr = '';
         child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
@@ -250,10 +294,8 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
   test('kill -9 of the target master in the middle of the copy (held there by a lock on one of its tables, which dies with it): the copy starts over once it is back and the same run switches, verify clean, no slot left, 0 acknowledged writes lost', async () => {
     await forgetSwitched(fx);
     const span: [number, number] = [2, 3];
-    const from = (await map()).locate(span[0]).master === PAIR1.master ? PAIR1 : PAIR2;
-    const to = from === PAIR1 ? PAIR2 : PAIR1;
-    const config = c.config();
-    if (config.storage.backend !== 'postgres') throw new Error('not a postgres config');
+    const { from, to } = await direction(fx, span);
+    const config = pgConfig();
     const target = pgServer(c, to.master);
     const address = config.hosts[to.master]!;
     for (const q of postgresDialect.createShard(resolveSchema(config), { host: to.master, shard: span[0], fleet: 'objects' })) await sql(to.master, q);

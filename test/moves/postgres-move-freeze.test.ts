@@ -21,7 +21,7 @@ import { resolveSchema } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
-import { POSTGRES_MOVE_MAX_LAG_BYTES, PostgresMoveEngine } from '../../src/moves/postgres/postgres-move-engine.js';
+import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
 import { devAddPair } from '../../src/ops/dev/dev-add-pair.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
@@ -50,7 +50,7 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
   };
   const engine = (onStep?: (name: string, ms: number) => void, more: { maxBytesRate?: number } = {}): PostgresMoveEngine => {
     const x = config();
-    const e = new PostgresMoveEngine({ hosts: x.hosts, user: x.storage.user, database: x.storage.database, schema: resolveSchema(x), ...(onStep !== undefined ? { onStep } : {}), ...more });
+    const e = createPostgresMoveEngine({ hosts: x.hosts, user: x.storage.user, database: x.storage.database, schema: resolveSchema(x), ...(onStep !== undefined ? { onStep } : {}), ...more });
     engines.push(e);
     return e;
   };

@@ -318,6 +318,19 @@ describe('the move suite on SQLite (test/conformance/move-suite.ts)', () => {
     liveIds: async (host, shard) => (tablesOf(host, shard, false).includes('pins') ? [...localIdsIn(w.path(host, shard), 'pins', false)].map(String) : []),
     objectTablesOn: async (host, shard) => tablesOf(host, shard, false),
     fencedAside: async (host, shard) => tablesOf(host, shard, true),
+    service: async (topology) => {
+      const kit = new ShardKit({ backend: new SqliteBackend({ root: w.root, schema: testSchema, maxOpenShards: 64 }), schema: testSchema, topology, ownsResources: true });
+      await kit.ready();
+      return kit;
+    },
+    changeRow: async (host, shard) => {
+      const db = new Database(w.path(host, shard));
+      try {
+        assert.equal(db.prepare(`UPDATE pins SET data = '{"changed":"by hand"}' WHERE local_id = (SELECT min(local_id) FROM pins)`).run().changes, 1);
+      } finally {
+        db.close();
+      }
+    },
     leftOnTarget: async () => [],
     leftBehind: async () => [],
     ranges: { moverDies: { span: [0, 3], load: [0, 1, 2, 3, 4, 5] } },

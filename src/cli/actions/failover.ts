@@ -1,12 +1,9 @@
 import { ShardKitError } from '../../errors.js';
-import { DevCluster } from '../../ops/dev/dev-cluster.js';
-import { openFleet, slaveOf, type FleetContext } from '../../ops/failover/failover-context.js';
-import { emergencyFailover } from '../../ops/failover/emergency-failover.js';
-import { plannedFailover } from '../../ops/failover/planned-failover.js';
-import { rebuildSlave } from '../../ops/failover/rebuild-slave.js';
-import { gtidVariable, gtidWait } from '../../ops/failover/replica.js';
-import { compareHosts } from '../../ops/failover/table-checksums.js';
-import { isPostgresFleetConfig } from '../../ops/failover/index.js';
+import { DevCluster } from '../../ops/dev-cluster.js';
+import {
+  compareHosts, emergencyFailover, gtidVariable, gtidWait, isPostgresFleetConfig, openFleet, openPgFleet, pgEmergencyFailover, pgFleetEmergencyFailover,
+  pgFleetPlannedFailover, pgFleetRebuildSlave, pgPlannedFailover, pgRebuildSlave, plannedFailover, rebuildSlave, slaveOf, type FleetContext, type PgFleet,
+} from '../../ops/failover/index.js';
 
 export interface FleetCliOptions {
   config?: string;
@@ -26,13 +23,12 @@ async function postgresCluster(opts: FleetCliOptions): Promise<DevCluster | unde
 }
 
 /** A --config (no --dir) whose storage is PostgreSQL: a server fleet failed over over SQL and hooks (pg-fleet-failover.ts). */
-async function postgresFleet(opts: FleetCliOptions): Promise<import('../../ops/failover/index.js').PgFleet | undefined> {
+async function postgresFleet(opts: FleetCliOptions): Promise<PgFleet | undefined> {
   if (opts.dir !== undefined || opts.config === undefined || !isPostgresFleetConfig(opts.config)) return undefined;
-  const { openPgFleet } = await import('../../ops/failover/index.js');
   return openPgFleet({ config: opts.config, ...(opts.data !== undefined ? { dataDir: opts.data } : {}) });
 }
 
-async function withPgFleet<T>(fleet: import('../../ops/failover/index.js').PgFleet, fn: (f: typeof fleet) => Promise<T>): Promise<T> {
+async function withPgFleet<T>(fleet: PgFleet, fn: (f: typeof fleet) => Promise<T>): Promise<T> {
   try {
     return await fn(fleet);
   } finally {
@@ -54,11 +50,10 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
   const planned = { ...options, ...(opts.holdMs !== undefined ? { holdMs: opts.holdMs } : {}) };
   const pgc = await postgresCluster(opts);
   const pgf = pgc ? undefined : await postgresFleet(opts);
-  const fleetPg = pgf === undefined ? undefined : await import('../../ops/failover/index.js');
   const r = pgc
-    ? await (opts.emergency ? (await import('../../ops/failover/pg-failover.js')).pgEmergencyFailover(pgc, master) : (await import('../../ops/failover/pg-failover.js')).pgPlannedFailover(pgc, master, options))
+    ? await (opts.emergency ? pgEmergencyFailover(pgc, master) : pgPlannedFailover(pgc, master, options))
     : pgf !== undefined
-      ? await withPgFleet(pgf, (f) => (opts.emergency ? fleetPg!.pgFleetEmergencyFailover(f, master) : fleetPg!.pgFleetPlannedFailover(f, master, options)))
+      ? await withPgFleet(pgf, (f) => (opts.emergency ? pgFleetEmergencyFailover(f, master) : pgFleetPlannedFailover(f, master, options)))
       : await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, planned)));
   if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
   else {
@@ -74,14 +69,12 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
 export async function rebuildSlaveCommand(master: string, opts: FleetCliOptions & { slave?: string; sync?: boolean }): Promise<void> {
   const pgf = await postgresFleet(opts);
   if (pgf !== undefined) {
-    const { pgFleetRebuildSlave } = await import('../../ops/failover/index.js');
     const p = await withPgFleet(pgf, (f) => pgFleetRebuildSlave(f, master, { ...(opts.slave !== undefined ? { slave: opts.slave } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}), sync: opts.sync === true }));
     process.stdout.write(opts.json ? `${JSON.stringify(p)}\n` : `${p.slave} rebuilt from ${p.master} (SHARDKIT_REBUILD_COMMAND), streaming (map version ${p.mapVersion})\n`);
     return;
   }
   const pgc = await postgresCluster(opts);
   if (pgc) {
-    const { pgRebuildSlave } = await import('../../ops/failover/pg-failover.js');
     const p = await pgRebuildSlave(pgc, master, { ...(opts.slave !== undefined ? { slave: opts.slave } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
     process.stdout.write(opts.json ? `${JSON.stringify(p)}\n` : `${p.slave} rebuilt from ${p.master} (pg_basebackup), streaming (map version ${p.mapVersion})\n`);
     return;

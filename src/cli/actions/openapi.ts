@@ -2,9 +2,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, parseConfig, resolveSchema } from '../../config/config.js';
 import { buildApp } from '../../http/app.js';
-import { ticketsRoutes } from '../../http/routes/tickets-routes.js';
-import { widecolumnDisabledRoutes } from '../../http/routes/widecolumn-routes.js';
-import { SqliteBackend } from '../../storage/sqlite/sqlite-backend.js';
+import { ticketsRoutes, widecolumnDisabledRoutes } from '../../http/routes/index.js';
+import { SqliteBackend } from '../../storage/sqlite/index.js';
 import { ShardKit } from '../../kit/shard-kit.js';
 import { ShardMap } from '../../topology/shard-map.js';
 

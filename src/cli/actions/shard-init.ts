@@ -4,7 +4,7 @@ import { openShardTarget } from '../../ops/shard-target.js';
 import type { ShardKitConfig } from '../../config/config.js';
 import type { ShardMap } from '../../topology/shard-map.js';
 import { parseWideColumnConfig } from '../../widecolumn/service.js';
-import { openMyrocksEngine } from '../../widecolumn/myrocks/myrocks-config.js';
+import { openMyrocksEngine } from '../../widecolumn/myrocks/index.js';
 
 /**
  * With `widecolumn.engine` "myrocks", the wide-column shards (wc00000... on the mod shards'

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { ShardKitError } from '../../errors.js';
 import type { DevClusterExtension } from '../../ops/dev-cluster.js';
-import { ROCKSDB_SETTINGS } from '../../ops/mariadb/mariadb-instance.js';
+import { ROCKSDB_SETTINGS } from '../../ops/mariadb/index.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import { parseConfig } from '../../config/config.js';
-import { openMyrocksEngine } from '../../widecolumn/myrocks/myrocks-config.js';
+import { openMyrocksEngine } from '../../widecolumn/myrocks/index.js';
 
 /** Where Debian's mariadb-plugin-rocksdb installs MyRocks. */
 export const MYROCKS_PLUGIN_FILE = '/usr/lib/mysql/plugin/ha_rocksdb.so';

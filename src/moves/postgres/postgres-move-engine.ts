@@ -1,6 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
-import { postgresDialect } from '../../storage/postgres/postgres-dialect.js';
+import { postgresDialect } from '../../storage/postgres/index.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';

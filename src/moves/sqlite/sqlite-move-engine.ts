@@ -2,7 +2,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSy
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ShardKitError } from '../../errors.js';
-import { MOVED_BIT, MOVED_TABLE_PREFIX } from '../../storage/sqlite/shard-file.js';
+import { MOVED_BIT, MOVED_TABLE_PREFIX } from '../../storage/sqlite/index.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { ChunkMismatch, MoveEngine, VerifyReport } from '../move-engine.js';
 import { addTableResult, emptyReport, hashRows, keyText, moveShards } from '../move-shared.js';

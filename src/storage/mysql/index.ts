@@ -6,6 +6,8 @@ import { MysqlBackend } from './mysql-backend.js';
 export { MysqlBackend, type MysqlBackendOptions, type MysqlHostAddress, type MysqlStorageOptions } from './mysql-backend.js';
 export { mysqlStorageSchema, type MysqlStorageConfig } from './mysql-config.js';
 export { mapMysqlError, isConnectionError } from './mysql-errors.js';
+// For the MyRocks wide-column engine, which talks to the same servers through the same pools.
+export { MysqlHostPool, type SqlValue } from './mysql-host-pool.js';
 export { mysqlDatabaseName, shardDdl } from './mysql-ddl.js';
 export { gtidDomains, gtidsNotReached } from './gtid.js';
 

@@ -7,6 +7,7 @@ export { type DdlLockWait } from './ddl-lock-wait.js';
 export { PostgresBackend, type PostgresBackendOptions, type PostgresHostAddress, type PostgresStorageOptions } from './postgres-backend.js';
 export { postgresStorageSchema, type PostgresStorageConfig } from './postgres-config.js';
 export { mapPostgresError, isConnectionError } from './postgres-errors.js';
+export { postgresDialect } from './postgres-dialect.js';
 export { postgresSchemaName, shardDdl } from './postgres-ddl.js';
 
 /** The hook src/kit/backend-factory.ts loads when config.storage.backend is "postgres". */

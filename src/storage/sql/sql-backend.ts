@@ -5,7 +5,7 @@ import type {
   SchemaDef, ShardRef,
 } from '../shard-backend.js';
 import { fleetTables, movedShardName } from '../shard-names.js';
-import { isShardKitError, ShardKitError } from '../../errors.js';
+import { fencedError } from '../fence-error.js';
 import { whereText } from './error-context.js';
 import { SchemaTables } from '../schema-tables.js';
 import { HostPools } from './host-pools.js';
@@ -103,14 +103,9 @@ export abstract class SqlBackend<P extends SqlHostPool, A> extends CheckedBacken
    * dialect made of it (SHARD_UNAVAILABLE: run init). Asked only on that error, never on the way of a call.
    */
   private async fenceOf(mapped: Error, ctx: ErrorContext): Promise<Error> {
-    if (!isShardKitError(mapped) || mapped.details?.missingTable !== true || ctx.shard === undefined || (ctx.fleet ?? 'objects') !== 'objects') return mapped;
+    if (ctx.shard === undefined || (ctx.fleet ?? 'objects') !== 'objects') return mapped;
     const probe = this.dialect.fencedAside(ctx.shard);
-    try {
-      if ((await this.pool(ctx.host).execute(probe.sql, probe.values)).rows.length === 0) return mapped;
-    } catch {
-      return mapped;
-    }
-    return new ShardKitError('SHARD_FENCED', `${whereText(ctx)} was fenced by a shard move (its tables are in ${movedShardName(ctx.shard)}): the shard lives on another host now`, { cause: mapped, details: { ...mapped.details } });
+    return fencedError(mapped, whereText(ctx), movedShardName(ctx.shard), async () => (await this.pool(ctx.host).execute(probe.sql, probe.values)).rows.length > 0);
   }
 
   /** SET LOCAL statements that start createShard's transaction (engines with transactional DDL). */

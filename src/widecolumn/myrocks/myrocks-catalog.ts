@@ -1,7 +1,7 @@
 import { ShardKitError } from '../../errors.js';
 import { checkDatasetName, DEFAULT_MAX_VERSIONS, DEFAULT_TTL_SECONDS, parseDatasetSettings, type DatasetConfig, type DatasetSettings } from '../dataset-config.js';
 import { catalogTable } from './myrocks-ddl.js';
-import type { SqlValue } from '../../storage/mysql/mysql-host-pool.js';
+import type { SqlValue } from '../../storage/mysql/index.js';
 
 interface CatalogRow {
   name: string;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ShardKitError } from '../../errors.js';
 import type { ShardMap } from '../../topology/shard-map.js';
-import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/mysql-backend.js';
+import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/index.js';
 import type { Logger } from '../types.js';
 import type { WideColumnLimits } from '../limits.js';
 import { MyrocksEngine } from './myrocks-engine.js';

@@ -1,5 +1,5 @@
 import type { Cell, ColumnCells } from '../types.js';
-import type { SqlValue } from '../../storage/mysql/mysql-host-pool.js';
+import type { SqlValue } from '../../storage/mysql/index.js';
 
 /** A validated Get Row page request for one row (the embedded engine's ReadQuery, plus where it lives). */
 export interface RowRead {

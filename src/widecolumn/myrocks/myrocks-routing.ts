@@ -3,11 +3,9 @@ import { ShardKitError, isShardKitError } from '../../errors.js';
 import { modShard } from '../../ids/mod-shard.js';
 import type { ShardMap } from '../../topology/shard-map.js';
 import { holdWhileFrozen, modShardFreeze, modShardMoving, movingError } from '../../topology/freeze-hold.js';
-import { isFenceError } from '../../storage/fence-error.js';
-import { HostPools } from '../../storage/sql/host-pools.js';
-import type { MysqlHostAddress, MysqlStorageOptions } from '../../storage/mysql/mysql-backend.js';
-import { mapMysqlError } from '../../storage/mysql/mysql-errors.js';
-import { MysqlHostPool, type SqlValue } from '../../storage/mysql/mysql-host-pool.js';
+import { fencedError, isFenceError } from '../../storage/fence-error.js';
+import { HostPools } from '../../storage/sql/index.js';
+import { mapMysqlError, MysqlHostPool, type MysqlHostAddress, type MysqlStorageOptions, type SqlValue } from '../../storage/mysql/index.js';
 import type { DatasetConfig, DatasetSettings } from '../dataset-config.js';
 import { DEFAULT_LIMITS, type WideColumnLimits } from '../limits.js';
 import type { Logger, ProgressFn } from '../types.js';
@@ -257,7 +255,11 @@ export class MyrocksRouting {
       if (isShardKitError(err)) throw err;
       const e = mapMysqlError(err, { host });
       const where = shard === undefined ? `wide-column host ${host}` : `wide-column shard ${shard} (${wcDatabaseName(shard)} on ${host})`;
-      throw new ShardKitError(e.code, `${where}: ${e.message.replace(/^host \S+ /, '')}`, { cause: err, details: { ...e.details, ...(shard !== undefined ? { shard } : {}) } });
+      const mapped = new ShardKitError(e.code, `${where}: ${e.message.replace(/^host \S+ /, '')}`, { cause: err, details: { ...e.details, ...(shard !== undefined ? { shard } : {}) } });
+      if (shard === undefined) throw mapped;
+      // The missing-table fence of a move (wcNNNNN's tables renamed into wcNNNNN_moved), as the SQL backends report theirs.
+      const moved = `${wcDatabaseName(shard)}_moved`;
+      throw await fencedError(mapped, where, moved, async () => (await this.pools.get(host).query<unknown[]>('SELECT 1 AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [moved])).length > 0);
     }
   }
 

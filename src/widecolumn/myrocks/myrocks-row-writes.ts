@@ -1,4 +1,4 @@
-import { type SqlValue } from '../../storage/mysql/mysql-host-pool.js';
+import { type SqlValue } from '../../storage/mysql/index.js';
 import type { DatasetConfig } from '../dataset-config.js';
 import { TimestampOracle } from '../timestamp-oracle.js';
 import type { DeleteRowRequest, PutItem, PutRowRequest, PutRowResult } from '../types.js';

@@ -1,0 +1,2 @@
+// What the engines beside storage (MyRocks) use of the shared SQL core.
+export { HostPools } from './host-pools.js';
