@@ -1,0 +1,222 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type mysql from 'mysql2/promise';
+import pg from 'pg';
+import { ShardKitError } from '../../errors.js';
+import { shardDatabaseName } from '../../storage/shard-names.js';
+import type { ShardMap } from '../../topology/shard-map.js';
+import type { HostAdmin } from '../failover/host-admin.js';
+import type { PostgresServer } from '../postgres/postgres-server.js';
+import { fleetPairs } from './fleet-pairs.js';
+
+/** One object row as stored: `ts` in unix ms. */
+export interface StoredObject {
+  localId: number;
+  data: string;
+  ts: number;
+}
+
+export interface StoredMapping {
+  fromId: bigint;
+  toId: bigint;
+  sequence: number;
+}
+
+/** A shard's copy to read: the host that holds it (a slave; the master's file on the embedded default). */
+export interface ExportShard {
+  shard: number;
+  host: string;
+}
+
+/** Reads one shard's table inside one consistent snapshot (a transaction on the slave, one statement on SQLite). */
+export interface ShardReader {
+  /** Object rows in local id order, `sinceMs`: only rows whose ts is at or after it. */
+  objects(table: string, sinceMs: number | undefined, onPage: (rows: StoredObject[]) => Promise<void>): Promise<void>;
+  /** Mapping rows in (from, to) order. */
+  mappings(table: string, onPage: (rows: StoredMapping[]) => Promise<void>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Where an export reads from: the map's object shards, each on the slave of its pair. */
+export interface ExportSource {
+  readonly engine: 'sqlite' | 'mariadb' | 'postgres';
+  /** The object shards, each with the host to read it from, ascending. */
+  shards(): Promise<ExportShard[]>;
+  /** A reader of one shard; undefined when the shard does not hold `table` (never written). */
+  open(shard: ExportShard, table: string): Promise<ShardReader | undefined>;
+  close(): Promise<void>;
+}
+
+/** Rows fetched per round trip (keyset pages inside the shard's snapshot). */
+export const PAGE_ROWS = 20_000;
+
+/** Object shards of the map, each read from its pair's slave; refuses as a backup does (a move in progress, a pair with no slave). */
+export function slaveShards(map: ShardMap): ExportShard[] {
+  fleetPairs(map);
+  const out: ExportShard[] = [];
+  for (const r of map.objectRanges()) for (let s = r.range[0]; s <= r.range[1]; s++) out.push({ shard: s, host: r.slave! });
+  return out.sort((a, b) => a.shard - b.shard);
+}
+
+const sqliteTs = (v: unknown): number => Number(v);
+
+/** The embedded default: each shard file, read in one statement (a WAL snapshot) while the service writes. */
+export function sqliteShardReader(path: string): ShardReader | undefined {
+  if (!existsSync(path)) return undefined;
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const has = (t: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t) !== undefined;
+  const pages = async <R>(rows: Iterable<R>, onPage: (page: R[]) => Promise<void>) => {
+    let page: R[] = [];
+    for (const r of rows) {
+      page.push(r);
+      if (page.length >= PAGE_ROWS) {
+        await onPage(page);
+        page = [];
+      }
+    }
+    if (page.length > 0) await onPage(page);
+  };
+  return {
+    async objects(table, sinceMs, onPage) {
+      if (!has(table)) return;
+      // Table names come from the validated config's schema.
+      const sql = `SELECT local_id, data, ts FROM "${table}"${sinceMs === undefined ? '' : ' WHERE ts >= ?'} ORDER BY local_id`;
+      const st = db.prepare(sql).raw();
+      const it = (sinceMs === undefined ? st.iterate() : st.iterate(sinceMs)) as Iterable<[number, string, unknown]>;
+      await pages((function* () {
+        for (const [id, data, ts] of it) yield { localId: id, data, ts: sqliteTs(ts) };
+      })(), onPage);
+    },
+    async mappings(table, onPage) {
+      if (!has(table)) return;
+      const it = db.prepare(`SELECT from_id, to_id, sequence FROM "${table}" ORDER BY from_id, to_id`).raw().safeIntegers(true).iterate() as Iterable<[bigint, bigint, bigint]>;
+      await pages((function* () {
+        for (const [f, t, s] of it) yield { fromId: BigInt.asUintN(64, f), toId: BigInt.asUintN(64, t), sequence: Number(s) };
+      })(), onPage);
+    },
+    close: async () => void db.close(),
+  };
+}
+
+/** The shard file of `shard` in a host directory of the embedded default. */
+export function sqliteShardPath(hostDir: string, shard: number): string {
+  return join(hostDir, `${shardDatabaseName(shard)}.sqlite`);
+}
+
+const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
+
+/** A MariaDB slave: one admin connection per shard, its reads in one consistent-snapshot transaction. */
+export async function mariadbShardReader(admin: HostAdmin, host: string, shard: number, table: string): Promise<ShardReader | undefined> {
+  const db = shardDatabaseName(shard);
+  const conn: mysql.Connection = await admin.connect(host);
+  try {
+    const [exists] = await conn.query('SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?', [db, table]);
+    if ((exists as unknown[]).length === 0) {
+      await conn.end();
+      return undefined;
+    }
+    await conn.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+    await conn.query('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
+  } catch (err) {
+    conn.destroy();
+    throw err;
+  }
+  const t = `${q(db)}.${q(table)}`;
+  return {
+    async objects(_table, sinceMs, onPage) {
+      let after = 0;
+      for (;;) {
+        const where = sinceMs === undefined ? '' : ' AND ts >= FROM_UNIXTIME(?)';
+        const values: unknown[] = sinceMs === undefined ? [after, PAGE_ROWS] : [after, sinceMs / 1000, PAGE_ROWS];
+        // ROUND(UNIX_TIMESTAMP(ts) * 1000): TIMESTAMP(3) as unix ms whatever the session time zone.
+        const [rows] = await conn.query({ sql: `SELECT local_id, data, CAST(ROUND(UNIX_TIMESTAMP(ts) * 1000) AS SIGNED) AS ms FROM ${t} WHERE local_id > ?${where} ORDER BY local_id LIMIT ?`, values, rowsAsArray: true });
+        const page = (rows as Array<[number | string, string, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
+        if (page.length === 0) return;
+        await onPage(page);
+        after = page[page.length - 1]!.localId;
+        if (page.length < PAGE_ROWS) return;
+      }
+    },
+    async mappings(_table, onPage) {
+      let after: [string, string] | undefined;
+      for (;;) {
+        const where = after === undefined ? '' : 'WHERE (from_id, to_id) > (?, ?)';
+        const [rows] = await conn.query({ sql: `SELECT CAST(from_id AS CHAR), CAST(to_id AS CHAR), \`sequence\` FROM ${t} ${where} ORDER BY from_id, to_id LIMIT ?`, values: [...(after ?? []), PAGE_ROWS], rowsAsArray: true });
+        const raw = rows as Array<[string, string, number | string]>;
+        if (raw.length === 0) return;
+        await onPage(raw.map(([f, to, s]) => ({ fromId: BigInt(f), toId: BigInt(to), sequence: Number(s) })));
+        const last = raw[raw.length - 1]!;
+        after = [last[0], last[1]];
+        if (raw.length < PAGE_ROWS) return;
+      }
+    },
+    async close() {
+      await conn.query('COMMIT').catch(() => undefined);
+      await conn.end().catch(() => conn.destroy());
+    },
+  };
+}
+
+const qi = (n: string) => `"${n.replace(/"/g, '""')}"`;
+
+/** A PostgreSQL standby: one client per shard, its reads in one REPEATABLE READ transaction (a hot standby serves those). */
+export async function postgresShardReader(server: PostgresServer, database: string, shard: number, table: string): Promise<ShardReader | undefined> {
+  const schema = shardDatabaseName(shard);
+  const client = new pg.Client({ host: server.host, port: server.port, user: 'postgres', database, connectionTimeoutMillis: 5000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [schema, table]);
+    if (exists.rowCount === 0) {
+      await client.end();
+      return undefined;
+    }
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  const t = `${qi(schema)}.${qi(table)}`;
+  return {
+    async objects(_table, sinceMs, onPage) {
+      let after = 0;
+      for (;;) {
+        const where = sinceMs === undefined ? '' : ' AND ts >= $3';
+        const values: unknown[] = sinceMs === undefined ? [after, PAGE_ROWS] : [after, PAGE_ROWS, sinceMs];
+        const r = await client.query({ text: `SELECT local_id::text, data, ts::text FROM ${t} WHERE local_id > $1${where} ORDER BY local_id LIMIT $2`, values, rowMode: 'array' });
+        const page = (r.rows as Array<[string, string, string]>).map(([id, data, ts]) => ({ localId: Number(id), data, ts: Number(ts) }));
+        if (page.length === 0) return;
+        await onPage(page);
+        after = page[page.length - 1]!.localId;
+        if (page.length < PAGE_ROWS) return;
+      }
+    },
+    async mappings(_table, onPage) {
+      let after: [string, string] | undefined;
+      for (;;) {
+        const where = after === undefined ? '' : 'WHERE (from_id, to_id) > ($2, $3)';
+        const r = await client.query({ text: `SELECT from_id::text, to_id::text, "sequence"::text FROM ${t} ${where} ORDER BY from_id, to_id LIMIT $1`, values: [PAGE_ROWS, ...(after ?? [])], rowMode: 'array' });
+        const raw = r.rows as Array<[string, string, string]>;
+        if (raw.length === 0) return;
+        // PostgreSQL BIGINT is signed: the ids' top bit set reads negative, stored as the same 64 bits.
+        await onPage(raw.map(([f, to, s]) => ({ fromId: BigInt.asUintN(64, BigInt(f)), toId: BigInt.asUintN(64, BigInt(to)), sequence: Number(s) })));
+        const last = raw[raw.length - 1]!;
+        after = [last[0], last[1]];
+        if (raw.length < PAGE_ROWS) return;
+      }
+    },
+    async close() {
+      await client.query('COMMIT').catch(() => undefined);
+      await client.end().catch(() => undefined);
+    },
+  };
+}
+
+/** A --since value: epoch ms, or an ISO time with a zone. */
+export function parseSince(text: string): number {
+  const t = text.trim();
+  const ms = /^\d{1,15}$/.test(t) ? Number(t) : /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)$/.test(t) ? Date.parse(t) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new ShardKitError('INVALID_ARGUMENT', `--since ${JSON.stringify(text.slice(0, 60))} is not a time: give epoch ms or an ISO time with a zone (2026-11-28T10:42:00Z): nothing written`);
+  return ms;
+}
