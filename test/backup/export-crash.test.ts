@@ -61,5 +61,5 @@ test('kill -9 of the exporter while it writes a shard leaves no final-named part
   assert.deepEqual(partials(pinDir), [], 'the killed run\'s temp file is gone');
   const rows = await readExport(pinDir);
   assert.equal(rows.length, SHARDS.length * PER_SHARD);
-  assert.equal(new Set(rows.map((r) => r.id_str)).size, rows.length, 'every row once');
+  assert.equal(new Set(rows.map((r) => r.id)).size, rows.length, 'every row once');
 });

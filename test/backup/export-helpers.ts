@@ -30,7 +30,7 @@ export function partials(dir: string): string[] {
 /** The outcome users rely on: each object the kit wrote is in the export exactly once, with its values. */
 export function assertObjectsExported(rows: Row[], expected: ReadonlyArray<{ obj: KitObject; deleted?: boolean }>, type: string): void {
   const byId = new Map<string, Row[]>();
-  for (const r of rows) byId.set(String(r.id_str), [...(byId.get(String(r.id_str)) ?? []), r]);
+  for (const r of rows) byId.set(String(r.id), [...(byId.get(String(r.id)) ?? []), r]);
   assert.equal(rows.length, expected.length, 'as many rows as objects written');
   for (const { obj, deleted } of expected) {
     const got = byId.get(obj.id.toString());

@@ -13,7 +13,7 @@ const sources = (cmd: Command): Command =>
 export function register(program: Command): void {
   const exp = program.command('export').description('Analytics dumps to Parquet, one file per shard, each shard read from its slave (docs/export.md)');
   sources(exp.command('objects'))
-    .description('Every object of a type: id (INT64 and decimal string), shard, local_id, type, created_at (TIMESTAMP), deleted, data (the JSON text) and a data_<field> column per field its dataSchema declares; a killed run resumes')
+    .description('Every object of a type: id (INT64), shard, local_id, type, created_at (TIMESTAMP), deleted, data (the JSON text) and a data_<field> column per field its dataSchema declares; a killed run resumes')
     .requiredOption('--type <type>', 'the object type')
     .option('--since <time>', 'only objects created at or after this time (epoch ms, or ISO with a zone)')
     .addHelpText('after', `
@@ -23,7 +23,7 @@ Examples:
   $ duckdb -c "SELECT count(*) FROM '/exports/full/pin/*.parquet'"`)
     .action(action(async (opts: ExportCliOptions & { type: string; since?: string }) => (await import('../actions/export.js')).exportObjectsCommand(opts)));
   sources(exp.command('mappings'))
-    .description('Every row of a mapping: from_id, to_id (INT64 and decimal strings), sequence as stored; a killed run resumes')
+    .description('Every row of a mapping: from_id, to_id (INT64), sequence as stored; a killed run resumes')
     .requiredOption('--type <mapping>', 'the mapping name')
     .addHelpText('after', `
 Example:

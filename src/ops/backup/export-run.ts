@@ -30,6 +30,8 @@ export interface ExportRequest {
   to: string;
   /** Objects: only rows whose ts is at or after this (unix ms). */
   sinceMs?: number;
+  /** Rows per round trip (default PAGE_ROWS; tests cross many page boundaries with a small one). */
+  pageRows?: number;
   /** Told after each shard. */
   onShard?: (done: number, total: number, rows: number) => void;
 }
@@ -76,7 +78,7 @@ function embeddedSource(config: ShardKitConfig, dataDir: string): ExportSource {
       for (const r of map.objectRanges()) for (let s = r.range[0]; s <= r.range[1]; s++) out.push({ shard: s, host: r.master });
       return out.sort((a, b) => a.shard - b.shard);
     },
-    open: async (s) => sqliteShardReader(sqliteShardPath(dirs!.get(s.host)!, s.shard)),
+    open: async (s, _table, pageRows) => sqliteShardReader(sqliteShardPath(dirs!.get(s.host)!, s.shard), pageRows),
     close: () => store.close(),
   };
 }
@@ -92,13 +94,13 @@ export function openExportSource(where: ExportLocation): { source: ExportSource;
         source: {
           engine: 'postgres',
           shards: async () => slaveShards(await liveShardMap(cluster)),
-          open: (s, table) => postgresShardReader(pgServer(cluster, s.host), PG_DATABASE, s.shard, table),
+          open: (s, table, pageRows) => postgresShardReader(pgServer(cluster, s.host), PG_DATABASE, s.shard, table, pageRows),
           close: async () => undefined,
         },
       };
     }
     const fleet = openFleet({ dir: where.dir });
-    return { config, source: { engine: 'mariadb', shards: async () => slaveShards(await fleet.map()), open: (s, table) => mariadbShardReader(fleet.admin, s.host, s.shard, table), close: () => fleet.close() } };
+    return { config, source: { engine: 'mariadb', shards: async () => slaveShards(await fleet.map()), open: (s, table, pageRows) => mariadbShardReader(fleet.admin, s.host, s.shard, table, pageRows), close: () => fleet.close() } };
   }
   const configPath = where.config ?? (where.data !== undefined ? join(where.data, 'shardkit.json') : undefined);
   if (configPath === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'give --dir DIR (a dev cluster), --config FILE (a fleet) or --data DIR (the embedded default)');
@@ -108,7 +110,7 @@ export function openExportSource(where: ExportLocation): { source: ExportSource;
   if (config.storage.backend === 'sqlite') return { config, source: embeddedSource(config, dataDir) };
   if (config.storage.backend !== 'mysql') throw new ShardKitError('INVALID_ARGUMENT', `exports of a ${config.storage.backend} fleet from a config are not built yet (a PostgreSQL dev cluster: --dir)`);
   const fleet = openFleet({ config: configPath, dataDir });
-  return { config, source: { engine: 'mariadb', shards: async () => slaveShards(await fleet.map()), open: (s, table) => mariadbShardReader(fleet.admin, s.host, s.shard, table), close: () => fleet.close() } };
+  return { config, source: { engine: 'mariadb', shards: async () => slaveShards(await fleet.map()), open: (s, table, pageRows) => mariadbShardReader(fleet.admin, s.host, s.shard, table, pageRows), close: () => fleet.close() } };
 }
 
 interface Plan {
@@ -175,7 +177,7 @@ export async function exportShards(where: ExportLocation, req: ExportRequest): P
       if (existsSync(file)) {
         skipped++;
       } else {
-        const reader = await source.open(s, p.table);
+        const reader = await source.open(s, p.table, req.pageRows);
         // A shard that never held the table has no file (nothing to resume either).
         if (reader !== undefined) {
           try {

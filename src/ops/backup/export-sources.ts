@@ -44,7 +44,7 @@ export interface ExportSource {
   /** The object shards, each with the host to read it from, ascending. */
   shards(): Promise<ExportShard[]>;
   /** A reader of one shard; undefined when the shard does not hold `table` (never written). */
-  open(shard: ExportShard, table: string): Promise<ShardReader | undefined>;
+  open(shard: ExportShard, table: string, pageRows?: number): Promise<ShardReader | undefined>;
   close(): Promise<void>;
 }
 
@@ -62,7 +62,7 @@ export function slaveShards(map: ShardMap): ExportShard[] {
 const sqliteTs = (v: unknown): number => Number(v);
 
 /** The embedded default: each shard file, read in one statement (a WAL snapshot) while the service writes. */
-export function sqliteShardReader(path: string): ShardReader | undefined {
+export function sqliteShardReader(path: string, pageRows = PAGE_ROWS): ShardReader | undefined {
   if (!existsSync(path)) return undefined;
   const db = new Database(path, { readonly: true, fileMustExist: true });
   const has = (t: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t) !== undefined;
@@ -70,7 +70,7 @@ export function sqliteShardReader(path: string): ShardReader | undefined {
     let page: R[] = [];
     for (const r of rows) {
       page.push(r);
-      if (page.length >= PAGE_ROWS) {
+      if (page.length >= pageRows) {
         await onPage(page);
         page = [];
       }
@@ -104,10 +104,25 @@ export function sqliteShardPath(hostDir: string, shard: number): string {
   return join(hostDir, `${shardDatabaseName(shard)}.sqlite`);
 }
 
+/**
+ * Keyset pages: `fetch(after)` returns up to `pageRows` rows after a key; the next page is asked
+ * for before the current one is handed on, so the server reads while this process encodes.
+ */
+async function keysetPages<R, K>(fetch: (after: K | undefined) => Promise<R[]>, keyOf: (row: R) => K, pageRows: number, onPage: (rows: R[]) => Promise<void>): Promise<void> {
+  let next: Promise<R[]> | undefined = fetch(undefined);
+  while (next !== undefined) {
+    const page: R[] = await next;
+    next = page.length < pageRows ? undefined : fetch(keyOf(page[page.length - 1]!));
+    // A failed onPage leaves the prefetch unawaited: its own failure must not surface unhandled.
+    next?.catch(() => undefined);
+    if (page.length > 0) await onPage(page);
+  }
+}
+
 const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
 
 /** A MariaDB slave: one admin connection per shard, its reads in one consistent-snapshot transaction. */
-export async function mariadbShardReader(admin: HostAdmin, host: string, shard: number, table: string): Promise<ShardReader | undefined> {
+export async function mariadbShardReader(admin: HostAdmin, host: string, shard: number, table: string, pageRows = PAGE_ROWS): Promise<ShardReader | undefined> {
   const db = shardDatabaseName(shard);
   const conn: mysql.Connection = await admin.connect(host);
   try {
@@ -125,31 +140,20 @@ export async function mariadbShardReader(admin: HostAdmin, host: string, shard: 
   const t = `${q(db)}.${q(table)}`;
   return {
     async objects(_table, sinceMs, onPage) {
-      let after = 0;
-      for (;;) {
-        const where = sinceMs === undefined ? '' : ' AND ts >= FROM_UNIXTIME(?)';
-        const values: unknown[] = sinceMs === undefined ? [after, PAGE_ROWS] : [after, sinceMs / 1000, PAGE_ROWS];
+      const where = sinceMs === undefined ? '' : ' AND r.ts >= FROM_UNIXTIME(?)';
+      await keysetPages(async (after: number | undefined) => {
+        const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, sinceMs / 1000, pageRows];
         // ROUND(UNIX_TIMESTAMP(ts) * 1000): TIMESTAMP(3) as unix ms whatever the session time zone.
-        const [rows] = await conn.query({ sql: `SELECT local_id, data, CAST(ROUND(UNIX_TIMESTAMP(ts) * 1000) AS SIGNED) AS ms FROM ${t} WHERE local_id > ?${where} ORDER BY local_id LIMIT ?`, values, rowsAsArray: true });
-        const page = (rows as Array<[number | string, string, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
-        if (page.length === 0) return;
-        await onPage(page);
-        after = page[page.length - 1]!.localId;
-        if (page.length < PAGE_ROWS) return;
-      }
+        const [rows] = await conn.query({ sql: `SELECT r.local_id, r.data, CAST(ROUND(UNIX_TIMESTAMP(r.ts) * 1000) AS SIGNED) AS ms FROM ${t} r WHERE r.local_id > ?${where} ORDER BY r.local_id LIMIT ?`, values, rowsAsArray: true });
+        return (rows as Array<[number | string, string, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
+      }, (r) => r.localId, pageRows, onPage);
     },
     async mappings(_table, onPage) {
-      let after: [string, string] | undefined;
-      for (;;) {
-        const where = after === undefined ? '' : 'WHERE (from_id, to_id) > (?, ?)';
-        const [rows] = await conn.query({ sql: `SELECT CAST(from_id AS CHAR), CAST(to_id AS CHAR), \`sequence\` FROM ${t} ${where} ORDER BY from_id, to_id LIMIT ?`, values: [...(after ?? []), PAGE_ROWS], rowsAsArray: true });
-        const raw = rows as Array<[string, string, number | string]>;
-        if (raw.length === 0) return;
-        await onPage(raw.map(([f, to, s]) => ({ fromId: BigInt(f), toId: BigInt(to), sequence: Number(s) })));
-        const last = raw[raw.length - 1]!;
-        after = [last[0], last[1]];
-        if (raw.length < PAGE_ROWS) return;
-      }
+      await keysetPages(async (after: [bigint, bigint] | undefined) => {
+        const where = after === undefined ? '' : 'WHERE (m.from_id, m.to_id) > (?, ?)';
+        const [rows] = await conn.query({ sql: `SELECT CAST(m.from_id AS CHAR), CAST(m.to_id AS CHAR), m.\`sequence\` FROM ${t} m ${where} ORDER BY m.from_id, m.to_id LIMIT ?`, values: [...(after ?? []).map(String), pageRows], rowsAsArray: true });
+        return (rows as Array<[string, string, number | string]>).map(([f, to, seq]) => ({ fromId: BigInt(f), toId: BigInt(to), sequence: Number(seq) }));
+      }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);
     },
     async close() {
       await conn.query('COMMIT').catch(() => undefined);
@@ -161,7 +165,7 @@ export async function mariadbShardReader(admin: HostAdmin, host: string, shard: 
 const qi = (n: string) => `"${n.replace(/"/g, '""')}"`;
 
 /** A PostgreSQL standby: one client per shard, its reads in one REPEATABLE READ transaction (a hot standby serves those). */
-export async function postgresShardReader(server: PostgresServer, database: string, shard: number, table: string): Promise<ShardReader | undefined> {
+export async function postgresShardReader(server: PostgresServer, database: string, shard: number, table: string, pageRows = PAGE_ROWS): Promise<ShardReader | undefined> {
   const schema = shardDatabaseName(shard);
   const client = new pg.Client({ host: server.host, port: server.port, user: 'postgres', database, connectionTimeoutMillis: 5000 });
   client.on('error', () => undefined);
@@ -180,31 +184,21 @@ export async function postgresShardReader(server: PostgresServer, database: stri
   const t = `${qi(schema)}.${qi(table)}`;
   return {
     async objects(_table, sinceMs, onPage) {
-      let after = 0;
-      for (;;) {
-        const where = sinceMs === undefined ? '' : ' AND ts >= $3';
-        const values: unknown[] = sinceMs === undefined ? [after, PAGE_ROWS] : [after, PAGE_ROWS, sinceMs];
-        const r = await client.query({ text: `SELECT local_id::text, data, ts::text FROM ${t} WHERE local_id > $1${where} ORDER BY local_id LIMIT $2`, values, rowMode: 'array' });
-        const page = (r.rows as Array<[string, string, string]>).map(([id, data, ts]) => ({ localId: Number(id), data, ts: Number(ts) }));
-        if (page.length === 0) return;
-        await onPage(page);
-        after = page[page.length - 1]!.localId;
-        if (page.length < PAGE_ROWS) return;
-      }
+      const where = sinceMs === undefined ? '' : ' AND r.ts >= $3';
+      await keysetPages(async (after: number | undefined) => {
+        const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, pageRows, sinceMs];
+        // Ordered by the table's column (r.): an unqualified name would order by the text cast of the same name.
+        const res = await client.query({ text: `SELECT r.local_id::text, r.data, r.ts::text FROM ${t} r WHERE r.local_id > $1${where} ORDER BY r.local_id LIMIT $2`, values, rowMode: 'array' });
+        return (res.rows as Array<[string, string, string]>).map(([id, data, ts]) => ({ localId: Number(id), data, ts: Number(ts) }));
+      }, (r) => r.localId, pageRows, onPage);
     },
     async mappings(_table, onPage) {
-      let after: [string, string] | undefined;
-      for (;;) {
-        const where = after === undefined ? '' : 'WHERE (from_id, to_id) > ($2, $3)';
-        const r = await client.query({ text: `SELECT from_id::text, to_id::text, "sequence"::text FROM ${t} ${where} ORDER BY from_id, to_id LIMIT $1`, values: [PAGE_ROWS, ...(after ?? [])], rowMode: 'array' });
-        const raw = r.rows as Array<[string, string, string]>;
-        if (raw.length === 0) return;
-        // PostgreSQL BIGINT is signed: the ids' top bit set reads negative, stored as the same 64 bits.
-        await onPage(raw.map(([f, to, s]) => ({ fromId: BigInt.asUintN(64, BigInt(f)), toId: BigInt.asUintN(64, BigInt(to)), sequence: Number(s) })));
-        const last = raw[raw.length - 1]!;
-        after = [last[0], last[1]];
-        if (raw.length < PAGE_ROWS) return;
-      }
+      await keysetPages(async (after: [bigint, bigint] | undefined) => {
+        const where = after === undefined ? '' : 'WHERE (m.from_id, m.to_id) > ($2, $3)';
+        const res = await client.query({ text: `SELECT m.from_id::text, m.to_id::text, m."sequence"::text FROM ${t} m ${where} ORDER BY m.from_id, m.to_id LIMIT $1`, values: [pageRows, ...(after ?? []).map(String)], rowMode: 'array' });
+        // PostgreSQL BIGINT is signed: an id with the top bit set reads negative, stored as the same 64 bits.
+        return (res.rows as Array<[string, string, string]>).map(([f, to, seq]) => ({ fromId: BigInt.asUintN(64, BigInt(f)), toId: BigInt.asUintN(64, BigInt(to)), sequence: Number(seq) }));
+      }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);
     },
     async close() {
       await client.query('COMMIT').catch(() => undefined);
