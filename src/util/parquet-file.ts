@@ -2,6 +2,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readdirSync, rmSync } from 
 import { randomBytes } from 'node:crypto';
 import { link, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { ShardKitError } from '../errors.js';
 import { importOptional } from './optional-dependency.js';
 
@@ -71,11 +72,21 @@ export interface ParquetColumn {
 /** A batch of rows, column by column: each array as long as the batch (null where a nullable column has no value). */
 export type ColumnBatch = Record<string, unknown[]>;
 
+/**
+ * GZIP level 1 through Node's zlib (native): measured a fifth faster than the writer's JavaScript
+ * Snappy and 2.4 times smaller files (bench/RESULTS.md, Parquet export). DuckDB, Spark, Arrow and
+ * pandas read it; hyparquet needs a GZIP decompressor passed in (`compressors`).
+ */
+const gzip = (b: Uint8Array): Uint8Array => {
+  const z = gzipSync(b, { level: 1 });
+  return new Uint8Array(z.buffer, z.byteOffset, z.byteLength);
+};
+
 /** Rows per row group: big enough for analytics engines to read well, small enough to hold in memory. */
 const ROW_GROUP_ROWS = 100_000;
 
 interface HyparquetWriterModule {
-  ParquetWriter: new (options: { writer: unknown; schema: unknown[]; kvMetadata?: Array<{ key: string; value: string }>; createdBy?: string }) => {
+  ParquetWriter: new (options: { writer: unknown; schema: unknown[]; codec?: string; compressors?: Record<string, (b: Uint8Array) => Uint8Array>; kvMetadata?: Array<{ key: string; value: string }>; createdBy?: string }) => {
     write(options: { columnData: Array<{ name: string; data: unknown[]; type: string; nullable: boolean; encoding?: string; statistics?: boolean }>; rowGroupSize: number }): void | Promise<void>;
     finish(): void;
   };
@@ -85,7 +96,7 @@ interface HyparquetWriterModule {
 
 /**
  * Writes a Parquet file column by column (hyparquet-writer: about three times the rows per second
- * of a row-by-row writer), batches buffered up to a row group. `fill` calls `append` with batches;
+ * of @dsnp/parquetjs's row-by-row writer), batches buffered up to a row group. `fill` calls `append` with batches;
  * the file takes `file`'s name only when complete. Returns the absolute path and the row count.
  */
 export async function writeParquetColumns(
@@ -99,17 +110,24 @@ export async function writeParquetColumns(
   if (!overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
   const hw = await importOptional('hyparquet-writer', 'Parquet export', () => import('hyparquet-writer') as Promise<unknown>) as HyparquetWriterModule;
   const tmp = partialName(target);
-  const pending: ColumnBatch = Object.fromEntries(columns.map((c) => [c.name, []]));
+  // Batches kept as they came and joined once per row group (copying value by value cost a tenth of the time).
+  let pending: ColumnBatch[] = [];
   let buffered = 0;
   let rows = 0;
-  const source = () => columns.map((c) => ({ name: c.name, data: pending[c.name]!, type: c.type, nullable: c.nullable === true, ...(c.unique === true ? { encoding: 'PLAIN', statistics: false } : {}) }));
+  const source = () => columns.map((c) => ({
+    name: c.name,
+    data: ([] as unknown[]).concat(...pending.map((b) => b[c.name]!)),
+    type: c.type,
+    nullable: c.nullable === true,
+    ...(c.unique === true ? { encoding: 'PLAIN', statistics: false } : {}),
+  }));
   // The schema from the column list (not the data: an empty first batch still has its types).
   const schema = hw.schemaFromColumnData({ columnData: columns.map((c) => ({ name: c.name, data: [], type: c.type, nullable: c.nullable === true })) });
-  const writer = new hw.ParquetWriter({ writer: hw.fileWriter(tmp), schema, kvMetadata: Object.entries(options.metadata ?? {}).map(([key, value]) => ({ key, value })), createdBy: 'shardkit' });
+  const writer = new hw.ParquetWriter({ writer: hw.fileWriter(tmp), schema, codec: 'GZIP', compressors: { GZIP: gzip }, kvMetadata: Object.entries(options.metadata ?? {}).map(([key, value]) => ({ key, value })), createdBy: 'shardkit' });
   const flush = async () => {
     if (buffered === 0) return;
     await writer.write({ columnData: source(), rowGroupSize: ROW_GROUP_ROWS });
-    for (const c of columns) pending[c.name] = [];
+    pending = [];
     buffered = 0;
   };
   try {
@@ -118,9 +136,8 @@ export async function writeParquetColumns(
       for (const c of columns) {
         const values = batch[c.name];
         if (values === undefined || values.length !== n) throw new ShardKitError('INTERNAL', `parquet batch: column ${c.name} has ${values?.length ?? 'no'} values for ${n} rows`);
-        const into = pending[c.name]!;
-        for (const v of values) into.push(v);
       }
+      pending.push(batch);
       buffered += n;
       rows += n;
       if (buffered >= ROW_GROUP_ROWS) await flush();

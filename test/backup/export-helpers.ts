@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import type { KitObject } from '../../src/kit/kit-object.js';
 
@@ -11,7 +12,8 @@ export type Row = Record<string, unknown>;
 export async function readExport(dir: string): Promise<Array<Row & { file: string }>> {
   const out: Array<Row & { file: string }> = [];
   for (const name of parquetFiles(dir)) {
-    const rows = await parquetReadObjects({ file: await asyncBufferFromFile(join(dir, name)) });
+    // The files are GZIP-compressed (util/parquet-file.ts); hyparquet decompresses only Snappy itself.
+    const rows = await parquetReadObjects({ file: await asyncBufferFromFile(join(dir, name)), compressors: { GZIP: (input: Uint8Array) => new Uint8Array(gunzipSync(input)) } });
     for (const r of rows) out.push({ ...(r as Row), file: name });
   }
   return out;

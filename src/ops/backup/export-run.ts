@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema, type ShardKitConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
@@ -11,6 +11,7 @@ import { PG_DATABASE, pgServer } from '../dev/dev-postgres.js';
 import { liveShardMap } from '../dev/dev-writable.js';
 import { openFleet } from '../failover/failover-context.js';
 import { declaredFields, mappingBatch, MAPPING_COLUMNS, objectBatch, objectColumns } from './export-columns.js';
+import { sqliteHostDirs } from './sqlite-host-dirs.js';
 import { mariadbShardReader, postgresShardReader, slaveShards, sqliteShardPath, sqliteShardReader, type ExportShard, type ExportSource, type ShardReader } from './export-sources.js';
 
 export interface ExportLocation {
@@ -53,17 +54,6 @@ export interface ExportReport {
 /** The file an export run records its request in: a re-run resumes only the same request. */
 const STATE_FILE = '_export.json';
 
-function hostDirs(config: ShardKitConfig, dataDir: string, map: ShardMap): Map<string, string> {
-  if (config.storage.backend !== 'sqlite') throw new ShardKitError('INVALID_CONFIG', 'not an embedded store');
-  const root = resolve(dataDir, config.storage.dir);
-  const out = new Map<string, string>();
-  for (const host of map.hostNames()) {
-    const dir = (config.hosts[host] as { dir?: string } | undefined)?.dir;
-    out.set(host, dir === undefined || dir === '' ? join(root, host) : isAbsolute(dir) ? dir : resolve(dataDir, dir));
-  }
-  return out;
-}
-
 function embeddedSource(config: ShardKitConfig, dataDir: string): ExportSource {
   const store = createTopologyStore(config.topologyStore, { dataDir });
   let dirs: Map<string, string> | undefined;
@@ -72,7 +62,7 @@ function embeddedSource(config: ShardKitConfig, dataDir: string): ExportSource {
     async shards() {
       const map = (await store.read()) ?? ShardMap.fromJSON(config.shardMap);
       if (map.moves().length > 0) throw new ShardKitError('PRECONDITION_FAILED', `a shard move is in progress (map version ${map.version}): export after it finished: nothing written`);
-      dirs = hostDirs(config, dataDir, map);
+      dirs = sqliteHostDirs(config, dataDir, map);
       const out: ExportShard[] = [];
       // No slaves on the embedded default: each shard file is read where the service writes it.
       for (const r of map.objectRanges()) for (let s = r.range[0]; s <= r.range[1]; s++) out.push({ shard: s, host: r.master });
