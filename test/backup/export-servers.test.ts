@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetMetadataAsync } from 'hyparquet';
@@ -92,5 +92,24 @@ for (const engine of ['mariadb', 'postgres'] as const) {
       const pairs = (await readExport(maps.dir)).map((r) => String(r.to_id));
       assert.deepEqual([...pairs].sort(), written.slice(0, 15).map((w) => String(w.obj.id)).sort());
     });
+
+    if (engine === 'mariadb') {
+      test('--config FILE (a fleet by address, the admin account from the environment): every pin once, read from the slave', async () => {
+        const c = fx.cluster;
+        const password = 'export-admin-pw';
+        for (const host of ['MySQL001A', 'MySQL001B']) {
+          await c.instance(host).admin('SET SESSION sql_log_bin = 0', `CREATE USER IF NOT EXISTS 'export_admin'@'%' IDENTIFIED BY '${password}'`, "GRANT ALL PRIVILEGES ON *.* TO 'export_admin'@'%'");
+        }
+        const file = join(out, 'prod.json');
+        writeFileSync(file, readFileSync(c.configPath, 'utf8'));
+        const env = { SHARDKIT_ADMIN_USER: 'export_admin', SHARDKIT_ADMIN_PASSWORD: password, SHARDKIT_REPL_USER: c.state.replUser, SHARDKIT_REPL_PASSWORD: c.state.replPassword };
+        const r = await cli(['export', 'objects', '--config', file, '--data', fx.dir, '--type', 'pin', '--to', join(out, 'by-config'), '--json'], env);
+        assert.equal(r.code, 0, r.stderr);
+        const dir = (JSON.parse(r.stdout) as { dir: string }).dir;
+        assertObjectsExported(await readExport(dir), written, 'pin');
+        const meta = await parquetMetadataAsync(await asyncBufferFromFile(join(dir, 'db00000.parquet')));
+        assert.equal(meta.key_value_metadata?.find((kv) => kv.key === 'shardkit.host')?.value, 'MySQL001B');
+      });
+    }
   });
 }
