@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
 import type { KitObject } from '../../src/kit/kit-object.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
+import { createTopologyStore } from '../../src/topology/index.js';
+import { ShardMap } from '../../src/topology/shard-map.js';
 import { assertBadInput, cli } from '../cli/cli-harness.js';
 import { assertObjectsExported, duckdb, parquetFiles, readExport } from './export-helpers.js';
 import { until } from './backup-helpers.js';
@@ -118,5 +120,22 @@ describe('shardkit export on the embedded default (SQLite shard files)', () => {
     const other = await cli(['export', 'objects', '--data', dir, '--type', 'pin', '--to', join(out, 'full'), '--since', '5']);
     assertBadInput(other, 'another export\'s directory', /ALREADY_EXISTS: .* holds an export of objects pin/);
     assert.equal(parquetFiles(join(out, 'full', 'pin')).length, 5, 'its files untouched');
+  });
+
+  test('a shard move in progress: refused with a clear line, nothing written (its target holds a half copy)', async () => {
+    const store = createTopologyStore({ kind: 'file', path: 'topology.json' }, { dataDir: dir });
+    try {
+      const stored = await store.read();
+      const map = stored ?? ShardMap.fromJSON(defaultConfig({ shards: 8, pairs: 2 }).shardMap);
+      const json = map.toJSON();
+      const r0 = json.ranges[0]!;
+      const now = Date.now();
+      await store.write(ShardMap.fromJSON({ ...json, moves: [{ id: 'm1', kind: 'move', range: [r0.range[0], r0.range[0]], source: { master: r0.master }, target: { master: json.ranges[1]!.master }, phase: 'started', holdMs: 1000, startedAt: now, updatedAt: now }] }), stored?.version ?? 0);
+      const to = join(out, 'during-move');
+      assertBadInput(await cli(['export', 'objects', '--data', dir, '--type', 'pin', '--to', to]), 'a move in progress', /PRECONDITION_FAILED: a shard move is in progress/);
+      assert.equal(existsSync(to), false, 'nothing written');
+    } finally {
+      await store.close();
+    }
   });
 });
