@@ -9,10 +9,10 @@ import { removeStalePartials, writeParquetColumns, type ColumnBatch, type Parque
 import { DevCluster } from '../dev/dev-cluster.js';
 import { PG_DATABASE, pgServer } from '../dev/dev-postgres.js';
 import { liveShardMap } from '../dev/dev-writable.js';
-import { openFleet } from '../failover/failover-context.js';
+import { openFleet, type FleetContext } from '../failover/failover-context.js';
 import { declaredFields, mappingBatch, MAPPING_COLUMNS, objectBatch, objectColumns } from './export-columns.js';
 import { sqliteHostDirs } from './sqlite-host-dirs.js';
-import { mariadbShardReader, postgresShardReader, slaveShards, sqliteShardPath, sqliteShardReader, type ExportShard, type ExportSource, type ShardReader } from './export-sources.js';
+import { mariadbConnections, mariadbShardReader, postgresConnections, postgresShardReader, slaveShards, sqliteShardPath, sqliteShardReader, type ExportShard, type ExportSource, type ShardReader } from './export-sources.js';
 
 export interface ExportLocation {
   /** A dev cluster directory. */
@@ -73,24 +73,37 @@ function embeddedSource(config: ShardKitConfig, dataDir: string): ExportSource {
   };
 }
 
+function mariadbSource(fleet: FleetContext): ExportSource {
+  const conns = mariadbConnections(fleet.admin);
+  return {
+    engine: 'mariadb',
+    shards: async () => slaveShards(await fleet.map()),
+    open: (s, table, pageRows) => mariadbShardReader(conns, s.host, s.shard, table, pageRows),
+    close: async () => {
+      await conns.close();
+      await fleet.close();
+    },
+  };
+}
+
 /** The source of a dev cluster, a config's fleet or the embedded default (as `backup` opens them). */
 export function openExportSource(where: ExportLocation): { source: ExportSource; config: ShardKitConfig } {
   if (where.dir !== undefined) {
     const cluster = DevCluster.require(where.dir);
     const config = cluster.config();
     if (cluster.state.engine === 'postgres') {
+      const conns = postgresConnections((host) => pgServer(cluster, host), PG_DATABASE);
       return {
         config,
         source: {
           engine: 'postgres',
           shards: async () => slaveShards(await liveShardMap(cluster)),
-          open: (s, table, pageRows) => postgresShardReader(pgServer(cluster, s.host), PG_DATABASE, s.shard, table, pageRows),
-          close: async () => undefined,
+          open: (s, table, pageRows) => postgresShardReader(conns, s.host, s.shard, table, pageRows),
+          close: () => conns.close(),
         },
       };
     }
-    const fleet = openFleet({ dir: where.dir });
-    return { config, source: { engine: 'mariadb', shards: async () => slaveShards(await fleet.map()), open: (s, table, pageRows) => mariadbShardReader(fleet.admin, s.host, s.shard, table, pageRows), close: () => fleet.close() } };
+    return { config, source: mariadbSource(openFleet({ dir: where.dir })) };
   }
   const configPath = where.config ?? (where.data !== undefined ? join(where.data, 'shardkit.json') : undefined);
   if (configPath === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'give --dir DIR (a dev cluster), --config FILE (a fleet) or --data DIR (the embedded default)');
@@ -99,8 +112,7 @@ export function openExportSource(where: ExportLocation): { source: ExportSource;
   const dataDir = resolve(where.data ?? dirname(resolve(configPath)));
   if (config.storage.backend === 'sqlite') return { config, source: embeddedSource(config, dataDir) };
   if (config.storage.backend !== 'mysql') throw new ShardKitError('INVALID_ARGUMENT', `exports of a ${config.storage.backend} fleet from a config are not built yet (a PostgreSQL dev cluster: --dir)`);
-  const fleet = openFleet({ config: configPath, dataDir });
-  return { config, source: { engine: 'mariadb', shards: async () => slaveShards(await fleet.map()), open: (s, table, pageRows) => mariadbShardReader(fleet.admin, s.host, s.shard, table, pageRows), close: () => fleet.close() } };
+  return { config, source: mariadbSource(openFleet({ config: configPath, dataDir })) };
 }
 
 interface Plan {

@@ -119,22 +119,56 @@ async function keysetPages<R, K>(fetch: (after: K | undefined) => Promise<R[]>, 
   }
 }
 
+/**
+ * One connection per host, reused shard after shard (each shard read in its own transaction on
+ * it): a fleet of 4,096 shards would otherwise open 4,096 connections, most for an empty shard.
+ */
+export class HostConnections<C> {
+  private readonly idle = new Map<string, C>();
+
+  constructor(private readonly connect: (host: string) => Promise<C>, private readonly end: (c: C) => Promise<void>) {}
+
+  async take(host: string): Promise<C> {
+    const c = this.idle.get(host);
+    if (c === undefined) return this.connect(host);
+    this.idle.delete(host);
+    return c;
+  }
+
+  /** Back for the next shard (its transaction ended); one in a doubtful state is dropped instead. */
+  async give(host: string, c: C, healthy: boolean): Promise<void> {
+    if (healthy && !this.idle.has(host)) this.idle.set(host, c);
+    else await this.end(c).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.idle.values()];
+    this.idle.clear();
+    await Promise.all(all.map((c) => this.end(c).catch(() => undefined)));
+  }
+}
+
 const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
 
-/** A MariaDB slave: one admin connection per shard, its reads in one consistent-snapshot transaction. */
-export async function mariadbShardReader(admin: HostAdmin, host: string, shard: number, table: string, pageRows = PAGE_ROWS): Promise<ShardReader | undefined> {
+/** Admin connections to MariaDB slaves. */
+export function mariadbConnections(admin: HostAdmin): HostConnections<mysql.Connection> {
+  return new HostConnections((host) => admin.connect(host), (c) => c.end().catch(() => c.destroy()));
+}
+
+/** A MariaDB slave's shard, read in one consistent-snapshot transaction on the host's connection. */
+export async function mariadbShardReader(conns: HostConnections<mysql.Connection>, host: string, shard: number, table: string, pageRows = PAGE_ROWS): Promise<ShardReader | undefined> {
   const db = shardDatabaseName(shard);
-  const conn: mysql.Connection = await admin.connect(host);
+  const conn = await conns.take(host);
   try {
     const [exists] = await conn.query('SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?', [db, table]);
     if ((exists as unknown[]).length === 0) {
-      await conn.end();
+      await conns.give(host, conn, true);
       return undefined;
     }
     await conn.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
     await conn.query('START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY');
   } catch (err) {
-    conn.destroy();
+    await conns.give(host, conn, false);
     throw err;
   }
   const t = `${q(db)}.${q(table)}`;
@@ -156,29 +190,37 @@ export async function mariadbShardReader(admin: HostAdmin, host: string, shard: 
       }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);
     },
     async close() {
-      await conn.query('COMMIT').catch(() => undefined);
-      await conn.end().catch(() => conn.destroy());
+      await conns.give(host, conn, await conn.query('COMMIT').then(() => true, () => false));
     },
   };
 }
 
 const qi = (n: string) => `"${n.replace(/"/g, '""')}"`;
 
-/** A PostgreSQL standby: one client per shard, its reads in one REPEATABLE READ transaction (a hot standby serves those). */
-export async function postgresShardReader(server: PostgresServer, database: string, shard: number, table: string, pageRows = PAGE_ROWS): Promise<ShardReader | undefined> {
+/** Superuser clients of PostgreSQL standbys, `server(host)` naming each. */
+export function postgresConnections(server: (host: string) => PostgresServer, database: string): HostConnections<pg.Client> {
+  return new HostConnections(async (host) => {
+    const s = server(host);
+    const client = new pg.Client({ host: s.host, port: s.port, user: 'postgres', database, connectionTimeoutMillis: 5000 });
+    client.on('error', () => undefined);
+    await client.connect();
+    return client;
+  }, (c) => c.end());
+}
+
+/** A PostgreSQL standby's shard, read in one REPEATABLE READ transaction (a hot standby serves those) on the host's client. */
+export async function postgresShardReader(conns: HostConnections<pg.Client>, host: string, shard: number, table: string, pageRows = PAGE_ROWS): Promise<ShardReader | undefined> {
   const schema = shardDatabaseName(shard);
-  const client = new pg.Client({ host: server.host, port: server.port, user: 'postgres', database, connectionTimeoutMillis: 5000 });
-  client.on('error', () => undefined);
-  await client.connect();
+  const client = await conns.take(host);
   try {
     const exists = await client.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2', [schema, table]);
     if (exists.rowCount === 0) {
-      await client.end();
+      await conns.give(host, client, true);
       return undefined;
     }
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   } catch (err) {
-    await client.end().catch(() => undefined);
+    await conns.give(host, client, false);
     throw err;
   }
   const t = `${qi(schema)}.${qi(table)}`;
@@ -201,8 +243,7 @@ export async function postgresShardReader(server: PostgresServer, database: stri
       }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);
     },
     async close() {
-      await client.query('COMMIT').catch(() => undefined);
-      await client.end().catch(() => undefined);
+      await conns.give(host, client, await client.query('COMMIT').then(() => true, () => false));
     },
   };
 }
