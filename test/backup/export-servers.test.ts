@@ -75,6 +75,10 @@ for (const engine of ['mariadb', 'postgres'] as const) {
       for (let i = 0; i < 9; i++) later.push({ obj: await kit.objects.create('pin', { title: `later ${i}` }, { shard: i % 4 }) });
       const { rows } = await exported(['export', 'objects', '--type', 'pin', '--since', new Date(since).toISOString()], later.length);
       assertObjectsExported(rows, later, 'pin');
+      // At the boundary: --since equal to a row's created_at (ms) includes that row.
+      const first = Math.min(...later.map((l) => l.obj.createdAt.getTime()));
+      const exact = await exported(['export', 'objects', '--type', 'pin', '--since', String(first)], later.length);
+      assertObjectsExported(exact.rows, later, 'pin');
       written.push(...later);
 
       const board = await kit.objects.create('board', { name: 'b' }, { shard: 2 });

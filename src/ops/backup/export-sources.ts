@@ -174,9 +174,11 @@ export async function mariadbShardReader(conns: HostConnections<mysql.Connection
   const t = `${q(db)}.${q(table)}`;
   return {
     async objects(_table, sinceMs, onPage) {
-      const where = sinceMs === undefined ? '' : ' AND r.ts >= FROM_UNIXTIME(?)';
+      // Whole ms compared, not FROM_UNIXTIME(?): exact in every session time zone (also in the hour a
+      // DST change repeats), and no double rounding at the boundary.
+      const where = sinceMs === undefined ? '' : ' AND ROUND(UNIX_TIMESTAMP(r.ts) * 1000) >= ?';
       await keysetPages(async (after: number | undefined) => {
-        const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, sinceMs / 1000, pageRows];
+        const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, Math.trunc(sinceMs), pageRows];
         // ROUND(UNIX_TIMESTAMP(ts) * 1000): TIMESTAMP(3) as unix ms whatever the session time zone.
         const [rows] = await conn.query({ sql: `SELECT r.local_id, r.data, CAST(ROUND(UNIX_TIMESTAMP(r.ts) * 1000) AS SIGNED) AS ms FROM ${t} r WHERE r.local_id > ?${where} ORDER BY r.local_id LIMIT ?`, values, rowsAsArray: true });
         return (rows as Array<[number | string, string, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
