@@ -103,8 +103,9 @@ export async function writeParquetColumns(
   file: string,
   columns: readonly ParquetColumn[],
   fill: (append: (batch: ColumnBatch) => Promise<void>) => Promise<void>,
-  options: { overwrite?: boolean; metadata?: Record<string, string> } = {},
+  options: { overwrite?: boolean; metadata?: Record<string, string>; rowGroupRows?: number } = {},
 ): Promise<{ path: string; rows: number }> {
+  const groupRows = options.rowGroupRows ?? ROW_GROUP_ROWS;
   const target = resolve(file);
   const overwrite = options.overwrite === true;
   if (!overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
@@ -126,7 +127,7 @@ export async function writeParquetColumns(
   const writer = new hw.ParquetWriter({ writer: hw.fileWriter(tmp), schema, codec: 'GZIP', compressors: { GZIP: gzip }, kvMetadata: Object.entries(options.metadata ?? {}).map(([key, value]) => ({ key, value })), createdBy: 'shardkit' });
   const flush = async () => {
     if (buffered === 0) return;
-    await writer.write({ columnData: source(), rowGroupSize: ROW_GROUP_ROWS });
+    await writer.write({ columnData: source(), rowGroupSize: groupRows });
     pending = [];
     buffered = 0;
   };
@@ -140,7 +141,7 @@ export async function writeParquetColumns(
       pending.push(batch);
       buffered += n;
       rows += n;
-      if (buffered >= ROW_GROUP_ROWS) await flush();
+      if (buffered >= groupRows) await flush();
     });
     await flush();
     writer.finish();
