@@ -76,7 +76,8 @@ export function objectBatch(rows: readonly StoredObject[], shard: number, type: 
     b.shard!.push(shard);
     b.local_id!.push(BigInt(r.localId));
     b.type!.push(type.name);
-    b.created_at!.push(new Date(r.ts));
+    // Unix ms as they are: the writer takes a number for a TIMESTAMP (no Date per row).
+    b.created_at!.push(r.ts);
     b.deleted!.push(parsed?.active === false);
     b.data!.push(r.data);
     for (const f of fields) b[f.column]!.push(fieldValue(parsed?.[f.name], f.type));
