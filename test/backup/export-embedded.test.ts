@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
 import type { KitObject } from '../../src/kit/kit-object.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
+import { isShardKitError } from '../../src/errors.js';
+import { exportShards } from '../../src/ops/backup/index.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
 import { assertBadInput, cli } from '../cli/cli-harness.js';
@@ -120,6 +122,27 @@ describe('shardkit export on the embedded default (SQLite shard files)', () => {
     const other = await cli(['export', 'objects', '--data', dir, '--type', 'pin', '--to', join(out, 'full'), '--since', '5']);
     assertBadInput(other, 'another export\'s directory', /ALREADY_EXISTS: .* holds an export of objects pin/);
     assert.equal(parquetFiles(join(out, 'full', 'pin')).length, 5, 'its files untouched');
+  });
+
+  test('the map changed during the run (a move or failover switched): refused as incomplete, the complete files kept; the re-run finishes', async () => {
+    const to = join(out, 'map-changed');
+    let bumped = false;
+    await assert.rejects(exportShards({ data: dir }, {
+      what: 'objects', name: 'pin', to,
+      // After the first shard, the map is written again (a new version, as a switch makes).
+      onShard: async () => {
+        if (bumped) return;
+        bumped = true;
+        const store = createTopologyStore({ kind: 'file', path: 'topology.json' }, { dataDir: dir });
+        const stored = await store.read();
+        await store.write(stored ?? ShardMap.fromJSON(defaultConfig({ shards: 8, pairs: 2 }).shardMap), stored?.version ?? 0);
+        await store.close();
+      },
+    }), (err) => isShardKitError(err, 'PRECONDITION_FAILED') && /the shard map changed during the export/.test((err as Error).message));
+    const kept = parquetFiles(join(to, 'pin'));
+    const again = await exportShards({ data: dir }, { what: 'objects', name: 'pin', to });
+    assert.equal(again.skipped, kept.length, 'the files of the first run are kept');
+    assertObjectsExported(await readExport(join(to, 'pin')), written, 'pin');
   });
 
   test('a shard move in progress: refused with a clear line, nothing written (its target holds a half copy)', async () => {

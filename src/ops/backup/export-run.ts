@@ -33,8 +33,8 @@ export interface ExportRequest {
   sinceMs?: number;
   /** Rows per round trip (default PAGE_ROWS; tests cross many page boundaries with a small one). */
   pageRows?: number;
-  /** Told after each shard. */
-  onShard?: (done: number, total: number, rows: number) => void;
+  /** Told after each shard (awaited before the next). */
+  onShard?: (done: number, total: number, rows: number) => void | Promise<void>;
 }
 
 export interface ExportReport {
@@ -57,16 +57,18 @@ const STATE_FILE = '_export.json';
 function embeddedSource(config: ShardKitConfig, dataDir: string): ExportSource {
   const store = createTopologyStore(config.topologyStore, { dataDir });
   let dirs: Map<string, string> | undefined;
+  const map = async () => (await store.read()) ?? ShardMap.fromJSON(config.shardMap);
   return {
     engine: 'sqlite',
+    mapVersion: async () => (await map()).version,
     async shards() {
-      const map = (await store.read()) ?? ShardMap.fromJSON(config.shardMap);
-      if (map.moves().length > 0) throw new ShardKitError('PRECONDITION_FAILED', `a shard move is in progress (map version ${map.version}): export after it finished: nothing written`);
-      dirs = sqliteHostDirs(config, dataDir, map);
+      const m = await map();
+      if (m.moves().length > 0) throw new ShardKitError('PRECONDITION_FAILED', `a shard move is in progress (map version ${m.version}): export after it finished: nothing written`);
+      dirs = sqliteHostDirs(config, dataDir, m);
       const out: ExportShard[] = [];
       // No slaves on the embedded default: each shard file is read where the service writes it.
-      for (const r of map.objectRanges()) for (let s = r.range[0]; s <= r.range[1]; s++) out.push({ shard: s, host: r.master });
-      return out.sort((a, b) => a.shard - b.shard);
+      for (const r of m.objectRanges()) for (let s = r.range[0]; s <= r.range[1]; s++) out.push({ shard: s, host: r.master });
+      return { version: m.version, shards: out.sort((a, b) => a.shard - b.shard) };
     },
     open: async (s, _table, pageRows) => sqliteShardReader(sqliteShardPath(dirs!.get(s.host)!, s.shard), pageRows),
     close: () => store.close(),
@@ -77,6 +79,7 @@ function mariadbSource(fleet: FleetContext): ExportSource {
   const conns = mariadbConnections(fleet.admin);
   return {
     engine: 'mariadb',
+    mapVersion: async () => (await fleet.map()).version,
     shards: async () => slaveShards(await fleet.map()),
     open: (s, table, pageRows) => mariadbShardReader(conns, s.host, s.shard, table, pageRows),
     close: async () => {
@@ -97,6 +100,7 @@ export function openExportSource(where: ExportLocation): { source: ExportSource;
         config,
         source: {
           engine: 'postgres',
+          mapVersion: async () => (await liveShardMap(cluster)).version,
           shards: async () => slaveShards(await liveShardMap(cluster)),
           open: (s, table, pageRows) => postgresShardReader(conns, s.host, s.shard, table, pageRows),
           close: () => conns.close(),
@@ -167,7 +171,7 @@ export async function exportShards(where: ExportLocation, req: ExportRequest): P
   const { source, config } = openExportSource(where);
   try {
     const p = plan(config, req);
-    const shards = await source.shards();
+    const { version, shards } = await source.shards();
     const dir = join(to, req.name);
     claimDir(dir, req, source.engine);
     let written = 0;
@@ -193,8 +197,13 @@ export async function exportShards(where: ExportLocation, req: ExportRequest): P
           }
         }
       }
-      req.onShard?.(i + 1, shards.length, rows);
+      await req.onShard?.(i + 1, shards.length, rows);
     }
+    // A move or failover switched meanwhile: a shard read where it no longer lives may have been
+    // fenced away (no file) while it was read. The complete files stay; a re-run reads the rest
+    // where the new map puts them.
+    const now = await source.mapVersion();
+    if (now !== version) throw new ShardKitError('PRECONDITION_FAILED', `the shard map changed during the export (version ${version} -> ${now}: a move or failover): run it again; the ${written + skipped} complete file(s) are kept and skipped`);
     return { what: req.what, name: req.name, engine: source.engine, dir, shards: shards.length, written, skipped, rows, ...(req.sinceMs !== undefined ? { sinceMs: req.sinceMs } : {}), durationMs: Date.now() - started };
   } finally {
     await source.close();

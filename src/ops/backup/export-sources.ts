@@ -38,11 +38,18 @@ export interface ShardReader {
   close(): Promise<void>;
 }
 
+export interface PlacedShards {
+  version: number;
+  shards: ExportShard[];
+}
+
 /** Where an export reads from: the map's object shards, each on the slave of its pair. */
 export interface ExportSource {
   readonly engine: 'sqlite' | 'mariadb' | 'postgres';
-  /** The object shards, each with the host to read it from, ascending. */
-  shards(): Promise<ExportShard[]>;
+  /** The object shards, each with the host to read it from, ascending, and the version of the map that places them. */
+  shards(): Promise<PlacedShards>;
+  /** The map's version now (an export refuses to call itself complete when it changed meanwhile). */
+  mapVersion(): Promise<number>;
   /** A reader of one shard; undefined when the shard does not hold `table` (never written). */
   open(shard: ExportShard, table: string, pageRows?: number): Promise<ShardReader | undefined>;
   close(): Promise<void>;
@@ -52,11 +59,11 @@ export interface ExportSource {
 export const PAGE_ROWS = 20_000;
 
 /** Object shards of the map, each read from its pair's slave; refuses as a backup does (a move in progress, a pair with no slave). */
-export function slaveShards(map: ShardMap): ExportShard[] {
+export function slaveShards(map: ShardMap): PlacedShards {
   fleetPairs(map);
   const out: ExportShard[] = [];
   for (const r of map.objectRanges()) for (let s = r.range[0]; s <= r.range[1]; s++) out.push({ shard: s, host: r.slave! });
-  return out.sort((a, b) => a.shard - b.shard);
+  return { version: map.version, shards: out.sort((a, b) => a.shard - b.shard) };
 }
 
 const sqliteTs = (v: unknown): number => Number(v);
