@@ -1,10 +1,9 @@
 import { existsSync, rmSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { link, rename, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ParquetSchema, ParquetWriter } from '@dsnp/parquetjs';
 import { ShardKitError } from '../errors.js';
 import { importOptional } from '../util/optional-dependency.js';
+import { partialName, publish } from '../util/parquet-file.js';
 import { CELL_TAG, datasetShardRange, parseCellKey, decodeEscaped } from './key-codec.js';
 import { isLive } from './row-context.js';
 import type { ProgressFn } from './types.js';
@@ -28,21 +27,8 @@ export function exportSchema(): Promise<object> {
   return parquetSchema();
 }
 
-/**
- * Moves the finished file to its name. Without overwrite, link() creates the name only if it is
- * still free, so of two exports racing for one name exactly one wins and the other is refused
- * (existsSync at the start only spares a doomed export its work).
- */
-export async function publish(tmp: string, target: string, overwrite: boolean): Promise<void> {
-  if (overwrite) return rename(tmp, target);
-  try {
-    await link(tmp, target);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
-    throw err;
-  }
-  await unlink(tmp);
-}
+/** The finished file takes its name (shared with the object fleet's export: util/parquet-file.ts). */
+export { publish };
 
 /** @dsnp/parquetjs is loaded on first use (heavy). */
 async function parquetSchema(): Promise<ParquetSchema> {
@@ -80,7 +66,7 @@ export interface ExportCell {
 export async function writeExportFile(dataset: string, file: string, snapshotAt: number, overwrite: boolean, fill: (append: (cell: ExportCell) => Promise<void>) => Promise<void>): Promise<string> {
   const target = resolve(file);
   if (!overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
-  const tmp = `${target}.${process.pid}-${randomBytes(4).toString('hex')}.partial`;
+  const tmp = partialName(target);
   let writer: ParquetWriter | null = null;
   try {
     const parquet = (await importOptional('@dsnp/parquetjs', 'Parquet export', () => import('@dsnp/parquetjs'))).default;

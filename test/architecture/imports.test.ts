@@ -27,7 +27,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   http: ['util', 'errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'widecolumn'],
   // moves runs beside the service like ops: it edits the map and copies shards between hosts.
   moves: ['errors', 'ids', 'topology', 'storage'],
-  ops: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'moves'],
+  // util: the Parquet file writer the analytics export shares with the wide-column export.
+  ops: ['util', 'errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'tickets', 'moves'],
   // migrate (shardkit migrate) copies data in from an embedded store or a table: beside the service, like ops.
   migrate: ['errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'ops'],
   cli: ['util', 'errors', 'ids', 'topology', 'cache', 'storage', 'config', 'kit', 'http', 'ops', 'tickets', 'widecolumn', 'moves', 'migrate'],

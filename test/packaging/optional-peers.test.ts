@@ -1,7 +1,7 @@
 /**
  * Database drivers and heavy features are optional peer dependencies (issue 33 item 2): a
  * consumer that installed only shardkit's `dependencies` (no pg, mysql2, ioredis, memjs, etcd3,
- * rocksdb-native, parquetjs) imports every entry it uses, runs objects on the embedded SQLite
+ * rocksdb-native, parquetjs, hyparquet-writer) imports every entry it uses, runs objects on the embedded SQLite
  * default, and gets MISSING_DEPENDENCY naming the package when its config asks for a driver it
  * lacks. And `shardkit/kit` / `shardkit/ids` load no driver at all until one is used.
  * @integration (scripts/run-tests.mjs): child processes that load the built package.
@@ -21,7 +21,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   peerDependencies: Record<string, string>;
   peerDependenciesMeta: Record<string, { optional?: boolean }>;
 };
-const DRIVERS = ['pg', 'mysql2', 'ioredis', 'memjs', 'etcd3', 'rocksdb-native', '@dsnp/parquetjs'];
+const DRIVERS = ['pg', 'mysql2', 'ioredis', 'memjs', 'etcd3', 'rocksdb-native', '@dsnp/parquetjs', 'hyparquet-writer'];
 
 function run(dir: string, file: string, code: string): { status: number | null; stdout: string; stderr: string } {
   writeFileSync(join(dir, file), code);

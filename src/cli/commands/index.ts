@@ -15,6 +15,7 @@ import * as wc from './wc.js';
 import * as failover from './failover.js';
 import * as migrate from './migrate.js';
 import * as backup from './backup.js';
+import * as exportCmd from './export.js';
 
 interface CommandModule {
   register(program: Command): void;
@@ -24,7 +25,7 @@ interface CommandModule {
  * Each command file exports `register(program)`, which only defines the commands: their
  * actions import the implementation (src/cli/actions/) when they run. Add new ones here.
  */
-const modules: CommandModule[] = [id, modshard, topology, shards, tickets, dev, init, schema, mappings, wc, failover, backup, migrate, serve, auth, demo];
+const modules: CommandModule[] = [id, modshard, topology, shards, tickets, dev, init, schema, mappings, wc, failover, backup, exportCmd, migrate, serve, auth, demo];
 
 export function registerCommands(program: Command): void {
   for (const m of modules) m.register(program);

@@ -54,3 +54,5 @@ function readConfig(path: string): ShardKitConfig {
   }
   return parseConfig(json);
 }
+export { exportShards, type ExportLocation, type ExportReport, type ExportRequest } from './export-run.js';
+export { parseSince } from './export-sources.js';

@@ -1,6 +1,6 @@
 import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import type { ShardKitConfig } from '../../config/config.js';
@@ -10,6 +10,7 @@ import { ShardMap } from '../../topology/shard-map.js';
 import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
+import { sqliteHostDirs } from './sqlite-host-dirs.js';
 import { sqliteTableSummaries } from './sqlite-tables.js';
 
 const UNIT = 'embedded';
@@ -35,14 +36,7 @@ export class SqliteBackupEngine implements BackupEngine {
 
   /** Each host's directory, as the SQLite backend resolves it. */
   private hostDirs(map: ShardMap): Map<string, string> {
-    if (this.config.storage.backend !== 'sqlite') throw new ShardKitError('INVALID_CONFIG', 'not an embedded store');
-    const root = resolve(this.dataDir, this.config.storage.dir);
-    const out = new Map<string, string>();
-    for (const host of map.hostNames()) {
-      const dir = (this.config.hosts[host] as { dir?: string } | undefined)?.dir;
-      out.set(host, dir === undefined || dir === '' ? join(root, host) : isAbsolute(dir) ? dir : resolve(this.dataDir, dir));
-    }
-    return out;
+    return sqliteHostDirs(this.config, this.dataDir, map);
   }
 
   async units(): Promise<BackupUnitSource[]> {
