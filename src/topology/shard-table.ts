@@ -176,17 +176,23 @@ export class ShardTable {
 
   /** The ranges whose master is `master`, in shard order. */
   rangesOf(master: string): ShardRange[] {
-    const out: ShardRange[] = [];
-    const locs = this.routes.locations;
-    for (let i = 0; i < this.starts.length; i++) if (locs[this.rangeRoute[i]!]!.master === master) out.push(this.rangeAt(i));
-    return out;
+    return this.rangesWithRoute((loc) => loc.master === master);
   }
 
   /** The ranges under a freeze (few: one per move in its cutover). */
   frozenRanges(): ShardRange[] {
-    const out: ShardRange[] = [];
+    return this.rangesWithRoute((loc) => loc.frozen !== undefined);
+  }
+
+  /** The ranges whose route passes `test`: the routes are tested once each (a few thousand), then the ranges' 16-bit routes scanned. */
+  private rangesWithRoute(test: (loc: ShardLocation) => boolean): ShardRange[] {
     const locs = this.routes.locations;
-    for (let i = 0; i < this.starts.length; i++) if (locs[this.rangeRoute[i]!]!.frozen !== undefined) out.push(this.rangeAt(i));
+    const marked = new Uint8Array(locs.length);
+    let any = false;
+    for (let k = 0; k < locs.length; k++) if (test(locs[k]!)) any = (marked[k] = 1) === 1;
+    const out: ShardRange[] = [];
+    if (!any) return out;
+    for (let i = 0; i < this.rangeRoute.length; i++) if (marked[this.rangeRoute[i]!] === 1) out.push(this.rangeAt(i));
     return out;
   }
 
@@ -269,44 +275,47 @@ export class ShardTable {
     const n = this.starts.length - gone.length + put.length;
     const starts = new Int32Array(n);
     const rangeRoute = new Uint16Array(n);
+    // Kept ranges are copied a run at a time; each run of removed ranges gives way to the added
+    // ranges inside its shards (the tiling check above put every added range in one such run).
     let out = 0;
+    let kept = 0;
     let a = 0;
-    let skip = 0;
-    for (let i = 0; i < this.starts.length; i++) {
-      if (skip < gone.length && gone[skip] === i) {
-        skip++;
-        continue;
-      }
-      for (; a < put.length && put[a]!.range[0] < this.starts[i]!; a++, out++) {
+    for (let k = 0; k < gone.length;) {
+      let k2 = k;
+      while (k2 + 1 < gone.length && gone[k2 + 1] === gone[k2]! + 1) k2++;
+      const first = gone[k]!;
+      starts.set(this.starts.subarray(kept, first), out);
+      rangeRoute.set(this.rangeRoute.subarray(kept, first), out);
+      out += first - kept;
+      const spanEnd = this.end(gone[k2]!);
+      for (; a < put.length && put[a]!.range[0] <= spanEnd; a++, out++) {
         starts[out] = put[a]!.range[0];
         rangeRoute[out] = putRoutes[a]!;
       }
-      starts[out] = this.starts[i]!;
-      rangeRoute[out++] = this.rangeRoute[i]!;
+      kept = gone[k2]! + 1;
+      k = k2 + 1;
     }
-    for (; a < put.length; a++, out++) {
-      starts[out] = put[a]!.range[0];
-      rangeRoute[out] = putRoutes[a]!;
-    }
+    starts.set(this.starts.subarray(kept), out);
+    rangeRoute.set(this.rangeRoute.subarray(kept), out);
     const shardRoute = this.shardRoute.slice();
-    const touched = new Set<number>();
+    const touched = new Uint8Array(this.openBefore.length - 1);
     for (let k = 0; k < put.length; k++) {
       const [lo, hi] = put[k]!.range;
       shardRoute.fill(putRoutes[k]!, lo, hi + 1);
-      for (let c = lo >> CHUNK_BITS; c <= hi >> CHUNK_BITS; c++) touched.add(c);
+      touched.fill(1, lo >> CHUNK_BITS, (hi >> CHUNK_BITS) + 1);
     }
     return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, this.openBefore, touched));
   }
 }
 
 /** Open shards before each chunk; with `previous`, only the `touched` chunks are counted again. */
-function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Array | undefined, touched: Set<number> | undefined): Int32Array {
+function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Array | undefined, touched: Uint8Array | undefined): Int32Array {
   const chunks = (shardRoute.length + CHUNK - 1) >> CHUNK_BITS;
   const out = new Int32Array(chunks + 1);
   const locs = routes.locations;
   for (let c = 0; c < chunks; c++) {
     let open: number;
-    if (previous !== undefined && !touched!.has(c)) open = previous[c + 1]! - previous[c]!;
+    if (previous !== undefined && touched![c] === 0) open = previous[c + 1]! - previous[c]!;
     else {
       open = 0;
       const end = Math.min(shardRoute.length, (c + 1) << CHUNK_BITS);

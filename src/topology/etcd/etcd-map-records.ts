@@ -186,7 +186,7 @@ export class RecordWatchState {
         const changed = this.before;
         this.before = new Map();
         this.last = this.changedMap(this.last, root, changed);
-        for (const [name, r] of this.records) if (r.decoded.kind === 'pair' && r !== PAIR_IN_MAP) this.records.set(name, PAIR_IN_MAP);
+        for (const name of changed.keys()) if (this.records.get(name)?.decoded.kind === 'pair') this.records.set(name, PAIR_IN_MAP);
         out.push(this.last);
         continue;
       }
