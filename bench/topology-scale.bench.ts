@@ -2,10 +2,10 @@
  * Moon size (#30): a map of 65,536 shards on 1,000 pairs, fragmented by 10,000 random one-shard
  * moves, in a real etcd started here; then one more one-shard switch, in the record layout and in
  * today's single-document layout, in the same run. PROCS processes of PER etcd stores each
- * (bench/topology-subscribers.ts; each store its own gRPC client, like one service) watch the map:
- * 5 x 100 = 500 by default (each subscriber holds ~8.5 MB: 2,000 would take ~17 GB; PROCS=20 runs
- * the issue's 2,000 on a machine that has it); the old layout gets OLD_PROCS x OLD_PER (default 2 x 25).
- * Prints one JSON line at the end.
+ * (bench/topology-subscribers.ts: each store its own watch, watch state and map, like one
+ * service; the stores of a process share one etcd3 client unless CLIENT=own) watch the map:
+ * 20 x 100 = 2,000 by default; the old layout gets OLD_PROCS x OLD_PER (default 5 x 100: each of
+ * its subscribers parses the whole 1.2 MB document per change). Prints one JSON line at the end.
  *
  * - bytesPerSubscriber: key + value bytes of the watch events one subscriber receives for the switch.
  * - eventLoopMsPerChange: what a subscriber does with them on its event loop (the record layout:
@@ -13,9 +13,11 @@
  * - adoptP99Ms: compare-and-set to each subscriber's listener holding the new version.
  * - subscriberCpuMsPerChange: CPU the subscriber processes spent on the change, per subscriber
  *   (gRPC decoding included), from the processes' own counters.
- * - rssBytesPerSubscriber: a subscriber process's resident memory over its stores.
+ * - rssBytesPerSubscriber: a subscriber process's resident memory over its stores (the Node
+ *   process's own ~50-100 MB included); heapBytesPerSubscriber: its JS heap after a GC, likewise.
  * - largestRequestBytes: the largest transaction the writer sent.
- * - locateRatio: locate() ns at 65,536 shards / at 4,096 shards.
+ * - locateRatio: locate() ns at 65,536 shards / at 4,096 shards: the same loop over 1M random
+ *   shards of each map (precomputed), the two maps in turn, best of 7 rounds each.
  * - mapWritesDuringMove: map versions a subscriber sees while a mover writes 3 progress updates.
  */
 import { Etcd3 } from 'etcd3';
@@ -33,10 +35,10 @@ import { LocalEtcd } from '../test/topology/etcd-server.js';
 const SHARDS = 65_536;
 const PAIRS = 1_000;
 const MOVES = Number(process.env.BENCH_MOVES ?? 10_000);
-const PROCS = Number(process.env.PROCS ?? 5);
+const PROCS = Number(process.env.PROCS ?? 20);
 const PER = Number(process.env.PER ?? 100);
-const OLD_PROCS = Number(process.env.OLD_PROCS ?? 2);
-const OLD_PER = Number(process.env.OLD_PER ?? 25);
+const OLD_PROCS = Number(process.env.OLD_PROCS ?? 5);
+const OLD_PER = Number(process.env.OLD_PER ?? 100);
 const pair = (i: number, role: 'master' | 'slave') => `db${String(i).padStart(4, '0')}${role === 'master' ? 'a' : 'b'}`;
 
 /** 65,536 shards over 1,000 pairs (the last pairs take one more), then MOVES one-shard moves. */
@@ -73,15 +75,29 @@ function switchOne(map: ShardMap, shard: number): ShardMap {
   return ShardMap.fromJSON({ ...json, ranges: out });
 }
 
-function locateNs(map: ShardMap): number {
-  const n = map.shardCount;
+/** ns per locate() over `shards` (random shards of the map, precomputed: the loop does nothing else). */
+function locatePass(map: ShardMap, shards: Int32Array): number {
   let x = 0;
-  for (let i = 0; i < 200_000; i++) x += map.locate(i % n).shard;
   const t0 = performance.now();
-  for (let i = 0; i < 2_000_000; i++) x += map.locate((i * 7919) % n).shard;
-  const ns = ((performance.now() - t0) * 1e6) / 2_000_000;
+  for (let i = 0; i < shards.length; i++) x += map.locate(shards[i]!).open ? 1 : 0;
+  const ns = ((performance.now() - t0) * 1e6) / shards.length;
   if (x < 0) console.log(x);
   return ns;
+}
+
+/** locate() ns at each map: the same loop, 1M random shards each, the maps in turn, best of 7 rounds. */
+function locateNs(maps: ShardMap[]): number[] {
+  let s = 7;
+  const rand = () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const shards = maps.map((m) => Int32Array.from({ length: 1_000_000 }, () => Math.floor(rand() * m.shardCount)));
+  const best = maps.map(() => Infinity);
+  for (let round = 0; round < 8; round++) {
+    for (let k = 0; k < maps.length; k++) {
+      const ns = locatePass(maps[k]!, shards[k]!);
+      if (round > 0) best[k] = Math.min(best[k]!, ns); // round 0 warms up
+    }
+  }
+  return best;
 }
 
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!;
@@ -94,19 +110,22 @@ class Subscribers {
 
   private constructor(private readonly children: ChildProcess[]) {}
 
-  static async start(endpoint: string, key: string, procs: number, per: number): Promise<{ subs: Subscribers; rssBytes: number[] }> {
+  static async start(endpoint: string, key: string, procs: number, per: number): Promise<{ subs: Subscribers; rssBytes: number[]; heapBytes: number[] }> {
     const script = fileURLToPath(new URL('./topology-subscribers.ts', import.meta.url));
     const children: ChildProcess[] = [];
     // One at a time: each process's first reads are the map's full size.
     const subs = new Subscribers(children);
     const rssBytes: number[] = [];
+    const heapBytes: number[] = [];
     for (let i = 0; i < procs; i++) {
-      const c = spawn(process.execPath, ['--import', 'tsx', script, endpoint, key, String(per)], { stdio: ['pipe', 'pipe', 'pipe'] });
+      const c = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script, endpoint, key, String(per)], { stdio: ['pipe', 'pipe', 'pipe'] });
       children.push(c);
       subs.listen(i);
-      rssBytes.push((await subs.next(i, 'ready')).rssBytes as number);
+      const ready = await subs.next(i, 'ready');
+      rssBytes.push(ready.rssBytes as number);
+      heapBytes.push(ready.heapBytes as number);
     }
-    return { subs, rssBytes };
+    return { subs, rssBytes, heapBytes };
   }
 
   private listen(i: number): void {
@@ -160,6 +179,7 @@ interface LayoutFigures {
   adoptP50Ms?: number;
   subscriberCpuMsPerChange?: number;
   rssBytesPerSubscriber?: number;
+  heapBytesPerSubscriber?: number;
   largestRequestBytes: number;
   locateRatio: number;
   mapWritesDuringMove: number;
@@ -251,6 +271,7 @@ async function run(etcd: LocalEtcd, layout: 1 | 2, base: ShardMapJson, locateRat
       bytesPerSubscriber: received, eventLoopMsPerChange: round(median(walls))!, cpuMsPerChange: round(median(cpus))!,
       subscribers: n, adoptP99Ms: round(p99(adopt))!, adoptP50Ms: round(median(adopt))!, subscriberCpuMsPerChange: round(cpuMs / n)!,
       rssBytesPerSubscriber: Math.round(started.rssBytes.reduce((a, b) => a + b, 0) / n),
+      heapBytesPerSubscriber: Math.round(started.heapBytes.reduce((a, b) => a + b, 0) / n),
       largestRequestBytes: largest, locateRatio, mapWritesDuringMove: Math.max(seenVersions, versionAfter - versionBefore),
     };
   } finally {
@@ -266,7 +287,9 @@ try {
   const base = fragmentedMap(30);
   const big = ShardMap.fromJSON(base);
   const small = ShardMap.fromJSON({ ...base, ranges: evenRanges(4096, 8, (i, r) => pair(i, r), true) });
-  const locateRatio = round(locateNs(big) / locateNs(small))!;
+  const [bigNs, smallNs] = locateNs([big, small]);
+  const locateRatio = round(bigNs! / smallNs!)!;
+  console.log(`locate(): ${bigNs!.toFixed(1)} ns at ${big.shardCount} shards, ${smallNs!.toFixed(1)} ns at ${small.shardCount}`);
   console.log(`map: ${SHARDS} shards, ${PAIRS} pairs, ${big.objectRanges().length} ranges after ${MOVES} one-shard moves; ${JSON.stringify(base).length} bytes as one document; ${PROCS} x ${PER} subscribers (old layout ${OLD_PROCS} x ${OLD_PER})`);
   const neu = await run(etcd, 2, base, locateRatio, PROCS, PER);
   console.log('record layout', JSON.stringify(neu));

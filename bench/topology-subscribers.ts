@@ -1,7 +1,10 @@
 /**
- * One process of topology-scale.bench.ts's subscribers: COUNT EtcdTopologyStore instances (each
- * its own gRPC client, like COUNT services) watching one key. Talks JSON lines:
- *   stdout {"ready":n,"rssBytes"}             all stores read the map and watch it
+ * One process of topology-scale.bench.ts's subscribers: COUNT EtcdTopologyStore instances (like
+ * COUNT services: each its own watch, its own watch state and map) watching one key. With
+ * CLIENT=shared (the default) they share one etcd3 client, so one gRPC connection and one watch
+ * stream carry the process's COUNT watches (a service process has one client; this process stands
+ * for COUNT of them); CLIENT=own gives each store its own client. Talks JSON lines:
+ *   stdout {"ready":n,"rssBytes","heapBytes"} all stores hold the map and watch it (heap after a GC)
  *   stdin  {"target":v}                      the next change the parent will write
  *   stdout {"armed":v}
  *   stdout {"adopted":[epoch ms...],"cpuMs"} every store's listener has a map of version >= v
@@ -9,6 +12,7 @@
  *          CPU this process spent from the target to the last adoption
  *   stdin  {"exit":true}
  */
+import { Etcd3 } from 'etcd3';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { EtcdTopologyStore } from '../src/topology/etcd/etcd-topology-store.js';
@@ -17,6 +21,7 @@ const [endpoint, key, countText] = process.argv.slice(2);
 const count = Number(countText);
 const now = () => performance.timeOrigin + performance.now();
 const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
+const shared = process.env.CLIENT !== 'own' ? new Etcd3({ hosts: endpoint! }) : undefined;
 
 const stores: EtcdTopologyStore[] = [];
 let target = Infinity;
@@ -24,11 +29,15 @@ let adopted: number[] = [];
 let pending = 0;
 let cpu0 = process.cpuUsage();
 const done = new Set<number>();
+const holding: Array<Promise<void>> = [];
 
 for (let i = 0; i < count; i++) {
-  const s = new EtcdTopologyStore({ endpoints: [endpoint!], key: key!, dialTimeoutMs: 120_000, onError: (err) => process.stderr.write(`subscriber ${i}: ${(err as Error).message}\n`) });
-  await s.read();
+  const s = new EtcdTopologyStore({ endpoints: [endpoint!], key: key!, dialTimeoutMs: 120_000, ...(shared !== undefined ? { client: shared } : {}), onError: (err) => process.stderr.write(`subscriber ${i}: ${(err as Error).message}\n`) });
+  let first: () => void = () => {};
+  holding.push(new Promise<void>((r) => (first = r)));
+  // The watch's first read (on connect) gives the store its map; no read before it.
   s.watch((m) => {
+    first();
     if (m.version < target || done.has(i)) return;
     done.add(i);
     adopted.push(now());
@@ -38,8 +47,12 @@ for (let i = 0; i < count; i++) {
     }
   });
   stores.push(s);
+  // A few at a time: each first read is the whole map.
+  if (i % 10 === 9) await Promise.all(holding);
 }
-say({ ready: count, rssBytes: process.memoryUsage().rss });
+await Promise.all(holding);
+(globalThis as { gc?: () => void }).gc?.();
+say({ ready: count, rssBytes: process.memoryUsage().rss, heapBytes: process.memoryUsage().heapUsed });
 
 for await (const line of createInterface({ input: process.stdin })) {
   const msg = JSON.parse(line) as { target?: number; exit?: boolean };
@@ -54,4 +67,5 @@ for await (const line of createInterface({ input: process.stdin })) {
   }
 }
 await Promise.all(stores.map((s) => s.close()));
+shared?.close();
 process.exit(0);

@@ -240,7 +240,7 @@ export class KitContext {
     let map = await this.refresh();
     const moving = (m: ShardMap) => (ref.fleet === 'lookups'
       ? modShardMoving(m, ref.shard, ref.host)
-      : m.rangeOf(ref.shard)?.frozen !== undefined || m.moves().some((x) => x.range[0] <= ref.shard && ref.shard <= x.range[1]));
+      : m.freezeOf(ref.shard) !== undefined || m.moves().some((x) => x.range[0] <= ref.shard && ref.shard <= x.range[1]));
     // A table missing on a server backend is a fence only when a move touches the shard; without
     // one it is what it says (shardkit init / schema apply), reported as it came.
     if (!isShardKitError(fenceError, 'SHARD_MOVED') && !moving(map) && this.refOf(map, ref).host === ref.host) {

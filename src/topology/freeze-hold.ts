@@ -54,7 +54,7 @@ export async function holdWhileFrozen(hold: FreezeHold, shard: number, orMoving:
 
 /** Is some object range still frozen by `id` (past its budget or not)? */
 function frozenBy(map: ShardMap, id: string): boolean {
-  return map.objectRanges().some((r) => r.frozen?.id === id);
+  return map.frozenObjectRanges().some((r) => r.frozen?.id === id);
 }
 
 /**

@@ -7,7 +7,7 @@ import type { RangeFreeze, ShardMap } from './shard-map.js';
  * the mover got that far, which turns them into SHARD_MOVING, never into a write on the old host).
  */
 export function activeFreeze(map: ShardMap, shard: number, now: number = Date.now()): RangeFreeze | undefined {
-  const f = map.rangeOf(shard)?.frozen;
+  const f = map.freezeOf(shard);
   if (f === undefined) return undefined;
   return now < f.frozenAt + f.holdMs ? f : undefined;
 }

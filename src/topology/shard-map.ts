@@ -172,9 +172,7 @@ export class ShardMap {
   static patched(previous: ShardMap, change: { version: number; removed: readonly ShardRange[]; added: readonly ShardRange[]; moves: readonly MoveRecord[]; modShards?: ShardMapJson['modShards']; readOnly?: MapReadOnly }): ShardMap | undefined {
     const objects = previous.objects.patch(change.removed, change.added);
     if (objects === undefined) return undefined;
-    const gone = new Set(change.removed);
-    const frozen = previous.frozenRanges.filter((r) => !gone.has(r));
-    for (const r of change.added) if (r.frozen !== undefined) frozen.push(r);
+    const frozen = objects.frozenRanges();
     const mod = change.modShards === undefined ? previous.mod : modIndex(change.modShards);
     const modCount = change.modShards === undefined ? previous.modShardCount : change.modShards.count;
     return new ShardMap(change.version, objects, mod, modCount, change.moves.map(copyMove), frozen, change.readOnly);
@@ -231,14 +229,34 @@ export class ShardMap {
     return this.objects.openCount;
   }
 
-  /** Object shard → hosts, or UNKNOWN_SHARD. O(1); the location is made once per shard and map version (frozen: do not change it). */
+  /** Object shard → hosts, or UNKNOWN_SHARD. O(1), nothing allocated: the location is shared by every shard with the same route (frozen: do not change it). */
   locate(shard: number): ShardLocation {
     const loc = Number.isInteger(shard) ? this.objects.location(shard) : undefined;
     if (!loc) throw new ShardKitError('UNKNOWN_SHARD', `shard ${shard} is not in the shard map (0..${this.objects.lastShard})`);
     return loc;
   }
 
-  /** The object range holding `shard` (undefined when outside the map). */
+  /** The freeze on `shard`'s range (whether or not its hold budget has run out); O(1), nothing allocated. */
+  freezeOf(shard: number): RangeFreeze | undefined {
+    return Number.isInteger(shard) ? this.objects.location(shard)?.frozen : undefined;
+  }
+
+  /** The object ranges under a freeze. */
+  frozenObjectRanges(): readonly ShardRange[] {
+    return this.frozenRanges;
+  }
+
+  /** The object ranges whose master is `master` (what its pair record holds), made on each call. */
+  rangesOf(master: string): ShardRange[] {
+    return this.objects.rangesOf(master);
+  }
+
+  /** How many object ranges the map has. */
+  get objectRangeCount(): number {
+    return this.objects.rangeCount;
+  }
+
+  /** The object range holding `shard` (undefined when outside the map), made on each call. */
   rangeOf(shard: number): ShardRange | undefined {
     return Number.isInteger(shard) ? this.objects.find(shard) : undefined;
   }
@@ -257,7 +275,7 @@ export class ShardMap {
   locateModShard(shard: number): ShardLocation {
     const r = Number.isInteger(shard) ? this.mod.find(shard) : undefined;
     if (!r) throw new ShardKitError('UNKNOWN_SHARD', `mod shard ${shard} is not in the shard map (0..${this.modShardCount - 1})`);
-    return { shard, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: true };
+    return { master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: true };
   }
 
   /** Maps `random` in [0, 1) to an open shard, uniformly over all open shards (the k-th open shard in shard order). */
@@ -267,6 +285,7 @@ export class ShardMap {
     return this.objects.openShard(Math.min(total - 1, Math.floor(random * total)));
   }
 
+  /** The object ranges in shard order, made on each call (the map keeps them in typed arrays). */
   objectRanges(): readonly ShardRange[] {
     return this.objects.ranges();
   }
@@ -282,7 +301,7 @@ export class ShardMap {
       names.add(p.master);
       if (p.slave !== undefined) names.add(p.slave);
     };
-    for (const r of this.objects.ranges()) add(r);
+    this.objects.addHostNames(names);
     for (const r of this.mod.ranges) add(r);
     for (const m of this.moveList) {
       add(m.source);
@@ -294,7 +313,7 @@ export class ShardMap {
   /** Object shards whose master is `host`. */
   shardsOnHost(host: string): number[] {
     const out: number[] = [];
-    for (const r of this.objects.ranges()) if (r.master === host) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
+    for (const r of this.objects.rangesOf(host)) for (let s = r.range[0]; s <= r.range[1]; s++) out.push(s);
     return out;
   }
 

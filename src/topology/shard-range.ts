@@ -32,8 +32,11 @@ export interface RangeFreeze {
   holdMs: number;
 }
 
+/**
+ * Where a shard lives. One object per distinct route, shared by every shard that has it (#30: no
+ * object per shard at 65,536 shards): it does not name the shard, which the caller already has.
+ */
 export interface ShardLocation {
-  shard: number;
   master: string;
   slave?: string;
   open: boolean;

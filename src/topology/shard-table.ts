@@ -49,164 +49,279 @@ export class RangeIndex {
 
 const CHUNK_BITS = 8;
 const CHUNK = 1 << CHUNK_BITS;
+/** Route indices are 16-bit (a shard -> route table of 2 bytes a shard): a fresh table never needs more, since it has at most one route per range. */
+const MAX_ROUTES = 1 << 16;
 
-/** 256 consecutive shards: their ranges, how many are open, and their locations once asked for. */
-interface Chunk {
-  readonly slots: ShardRange[];
-  readonly open: number;
-  locs: ShardLocation[] | undefined;
-}
+/**
+ * What routing needs of a range, interned: one frozen location per distinct (master, slave, open,
+ * freeze), shared by every range and map version that has it (1,000 pairs: about 1,000 objects).
+ * Append-only, so map versions patched from one another share it; a full build starts a new one.
+ */
+class Routes {
+  readonly locations: ShardLocation[] = [];
+  /** The `open` flag as stored: -1 absent, 0 false, 1 true (toJSON gives back what was written). */
+  readonly openFlag: number[] = [];
+  private readonly index = new Map<string, number>();
 
-function chunkOf(slots: ShardRange[]): Chunk {
-  let open = 0;
-  for (const r of slots) if (r.open === true) open++;
-  return { slots, open, locs: undefined };
+  get size(): number {
+    return this.locations.length;
+  }
+
+  /** The route of `r`, or -1 when the table is full (the caller builds a new table). */
+  intern(r: ShardRange): number {
+    const open = r.open === undefined ? -1 : r.open ? 1 : 0;
+    const f = r.frozen;
+    const key = `${r.master} ${r.slave ?? ''} ${open}${f === undefined ? '' : ` ${f.id} ${f.source.master} ${f.source.slave ?? ''} ${f.target.master} ${f.target.slave ?? ''} ${f.frozenAt} ${f.holdMs}`}`;
+    let i = this.index.get(key);
+    if (i === undefined) {
+      if (this.locations.length >= MAX_ROUTES) return -1;
+      i = this.locations.length;
+      this.locations.push(Object.freeze({ master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: open === 1, ...(f !== undefined ? { frozen: f } : {}) }));
+      this.openFlag.push(open);
+      this.index.set(key, i);
+    }
+    return i;
+  }
 }
 
 /**
- * The object shards as a shard → range table in chunks of 256 shards, shared between map versions:
- * a change copies only the chunks it touches (a one-shard switch: one or two), so a subscriber's
- * cost follows the change, not the map (#30). `location()` is O(1) and allocates nothing per call:
- * a chunk's locations are made once per map version, on its first lookup. Open shards are counted
- * per chunk, so picking the k-th open shard is a search over chunk totals and one chunk.
+ * The object shards, compact (#30: 2,000 subscribers must fit on one machine): a shard -> route
+ * table of 16-bit indices, the ranges as two parallel typed arrays (start, route) in shard order,
+ * and the interned routes. No object per shard or per range: at 65,536 shards and 17,000 ranges
+ * that is ~0.25 MB. `location()` is two array reads and allocates nothing. Open shards are counted
+ * per chunk of 256, so picking the k-th open shard is a search over chunk totals and one chunk.
+ * A change makes a new table (the versions are immutable) by copying the typed arrays once, with
+ * only the changed ranges checked (patch).
  */
 export class ShardTable {
-  private rangeList: ShardRange[] | undefined;
-
   private constructor(
-    private readonly chunks: Chunk[],
-    readonly lastShard: number,
+    private readonly routes: Routes,
+    /** shardRoute[s]: the route of shard s. */
+    private readonly shardRoute: Uint16Array,
+    /** The ranges in shard order: where each starts (it ends where the next starts) and its route. */
+    private readonly starts: Int32Array,
+    private readonly rangeRoute: Uint16Array,
     /** openBefore[i]: open shards in chunks 0..i-1; the last entry is the total. */
     private readonly openBefore: Int32Array,
-    rangeList?: ShardRange[],
-  ) {
-    this.rangeList = rangeList;
+  ) {}
+
+  get lastShard(): number {
+    return this.shardRoute.length - 1;
+  }
+
+  get rangeCount(): number {
+    return this.starts.length;
   }
 
   /** From ranges already sorted and checked (checkedSorted) covering 0..last. */
-  static fromSorted(ranges: ShardRange[]): ShardTable {
+  static fromSorted(ranges: readonly ShardRange[]): ShardTable {
+    const routes = new Routes();
     const last = ranges[ranges.length - 1]!.range[1];
-    const chunks: Chunk[] = [];
-    let k = 0;
-    for (let base = 0; base <= last; base += CHUNK) {
-      const end = Math.min(last, base + CHUNK - 1);
-      const slots = new Array<ShardRange>(end - base + 1);
-      for (let s = base; s <= end; s++) {
-        while (ranges[k]!.range[1] < s) k++;
-        slots[s - base] = ranges[k]!;
-      }
-      chunks.push(chunkOf(slots));
+    const shardRoute = new Uint16Array(last + 1);
+    const starts = new Int32Array(ranges.length);
+    const rangeRoute = new Uint16Array(ranges.length);
+    for (let i = 0; i < ranges.length; i++) {
+      const r = ranges[i]!;
+      const route = routes.intern(r); // never -1: at most one route per range, and at most 65,536 ranges
+      starts[i] = r.range[0];
+      rangeRoute[i] = route;
+      shardRoute.fill(route, r.range[0], r.range[1] + 1);
     }
-    return new ShardTable(chunks, last, openTotals(chunks), ranges);
+    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, undefined, undefined));
   }
 
+  private end(i: number): number {
+    return i + 1 < this.starts.length ? this.starts[i + 1]! - 1 : this.lastShard;
+  }
+
+  /** The index of the range holding `shard` (which is in the table). */
+  private rangeIndex(shard: number): number {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= shard) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  private rangeAt(i: number): ShardRange {
+    const loc = this.routes.locations[this.rangeRoute[i]!]!;
+    const open = this.routes.openFlag[this.rangeRoute[i]!]!;
+    const r: ShardRange = { range: [this.starts[i]!, this.end(i)], master: loc.master };
+    if (loc.slave !== undefined) r.slave = loc.slave;
+    if (open !== -1) r.open = open === 1;
+    if (loc.frozen !== undefined) r.frozen = loc.frozen;
+    return r;
+  }
+
+  /** The range holding `shard`, made on each call (routing uses location()). */
   find(shard: number): ShardRange | undefined {
     if (!(shard >= 0 && shard <= this.lastShard)) return undefined;
-    return this.chunks[shard >> CHUNK_BITS]!.slots[shard & (CHUNK - 1)];
+    return this.rangeAt(this.rangeIndex(shard));
   }
 
   location(shard: number): ShardLocation | undefined {
     if (!(shard >= 0 && shard <= this.lastShard)) return undefined;
-    const chunk = this.chunks[shard >> CHUNK_BITS]!;
-    return (chunk.locs ??= locationsOf(chunk.slots, shard & ~(CHUNK - 1)))[shard & (CHUNK - 1)];
+    return this.routes.locations[this.shardRoute[shard]!];
   }
 
-  /** The ranges in shard order (made from the table on first use when the table was patched). */
+  /** The ranges in shard order, made on each call (the table keeps none). */
   ranges(): ShardRange[] {
-    if (this.rangeList === undefined) {
-      const out: ShardRange[] = [];
-      let prev: ShardRange | undefined;
-      for (const c of this.chunks) for (const r of c.slots) if (r !== prev) out.push((prev = r));
-      this.rangeList = out;
+    const out = new Array<ShardRange>(this.starts.length);
+    for (let i = 0; i < out.length; i++) out[i] = this.rangeAt(i);
+    return out;
+  }
+
+  /** The ranges whose master is `master`, in shard order. */
+  rangesOf(master: string): ShardRange[] {
+    return this.rangesWithRoute((loc) => loc.master === master);
+  }
+
+  /** The ranges under a freeze (few: one per move in its cutover). */
+  frozenRanges(): ShardRange[] {
+    return this.rangesWithRoute((loc) => loc.frozen !== undefined);
+  }
+
+  /** The ranges whose route passes `test`: the routes are tested once each (a few thousand), then the ranges' 16-bit routes scanned. */
+  private rangesWithRoute(test: (loc: ShardLocation) => boolean): ShardRange[] {
+    const locs = this.routes.locations;
+    const marked = new Uint8Array(locs.length);
+    let any = false;
+    for (let k = 0; k < locs.length; k++) if (test(locs[k]!)) any = (marked[k] = 1) === 1;
+    const out: ShardRange[] = [];
+    if (!any) return out;
+    for (let i = 0; i < this.rangeRoute.length; i++) if (marked[this.rangeRoute[i]!] === 1) out.push(this.rangeAt(i));
+    return out;
+  }
+
+  /** Adds every master and slave of the ranges to `into`. */
+  addHostNames(into: Set<string>): void {
+    const seen = new Uint8Array(this.routes.size);
+    for (let i = 0; i < this.starts.length; i++) seen[this.rangeRoute[i]!] = 1;
+    for (let k = 0; k < seen.length; k++) {
+      if (seen[k] === 0) continue;
+      const loc = this.routes.locations[k]!;
+      into.add(loc.master);
+      if (loc.slave !== undefined) into.add(loc.slave);
     }
-    return this.rangeList;
   }
 
   get openCount(): number {
-    return this.openBefore[this.chunks.length]!;
+    return this.openBefore[this.openBefore.length - 1]!;
   }
 
   /** The k-th open shard (0-based) in shard order. */
   openShard(k: number): number {
     let lo = 0;
-    let hi = this.chunks.length - 1;
+    let hi = this.openBefore.length - 2;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
       if (this.openBefore[mid]! <= k) lo = mid;
       else hi = mid - 1;
     }
     let left = k - this.openBefore[lo]!;
-    const slots = this.chunks[lo]!.slots;
-    for (let i = 0; i < slots.length; i++) if (slots[i]!.open === true && left-- === 0) return (lo << CHUNK_BITS) + i;
-    throw new Error(`open shard ${k} not found`); // unreachable: the totals count these slots
+    const locs = this.routes.locations;
+    const end = Math.min(this.lastShard, (lo << CHUNK_BITS) + CHUNK - 1);
+    for (let s = lo << CHUNK_BITS; s <= end; s++) if (locs[this.shardRoute[s]!]!.open && left-- === 0) return s;
+    throw new Error(`open shard ${k} not found`); // unreachable: the totals count these shards
   }
 
   /**
    * This table with `removed` ranges replaced by `added` (a change of some pairs' records), or
    * undefined when the change is not a like-for-like replacement of the same shards (a range not
    * in this table, an overlap, a gap, shards added past the end): the caller then builds the map
-   * whole, which checks everything and names what is wrong. Checks only the shards changed.
+   * whole, which checks everything and names what is wrong. Checks only the ranges changed.
    */
   patch(removed: readonly ShardRange[], added: readonly ShardRange[]): ShardTable | undefined {
-    const copied = new Map<number, ShardRange[]>();
-    const slotsFor = (shard: number): ShardRange[] => {
-      const c = shard >> CHUNK_BITS;
-      let s = copied.get(c);
-      if (s === undefined) copied.set(c, (s = this.chunks[c]!.slots.slice()));
-      return s;
-    };
-    const hole = HOLE;
+    const gone: number[] = [];
     for (const r of removed) {
       const [lo, hi] = r.range;
       if (!(lo >= 0 && lo <= hi && hi <= this.lastShard)) return undefined;
-      for (let s = lo; s <= hi; s++) {
-        const slots = slotsFor(s);
-        const cur = slots[s & (CHUNK - 1)]!;
-        if (cur.range[0] !== lo || cur.range[1] !== hi || cur.master !== r.master) return undefined;
-        slots[s & (CHUNK - 1)] = hole;
-      }
+      const i = this.rangeIndex(lo);
+      if (this.starts[i] !== lo || this.end(i) !== hi || this.routes.locations[this.rangeRoute[i]!]!.master !== r.master) return undefined;
+      gone.push(i);
     }
-    for (const r of added) {
+    gone.sort((a, b) => a - b);
+    for (let k = 1; k < gone.length; k++) if (gone[k] === gone[k - 1]) return undefined;
+    const put = [...added].sort((a, b) => a.range[0] - b.range[0]);
+    // The added ranges must tile exactly the shards of the removed ones: in order, without overlap,
+    // each inside the removed shards, as many shards in all.
+    let removedShards = 0;
+    for (const i of gone) removedShards += this.end(i) - this.starts[i]! + 1;
+    let addedShards = 0;
+    let g = 0;
+    let prevHi = -1;
+    for (const r of put) {
       const [lo, hi] = r.range;
-      if (!(lo >= 0 && lo <= hi && hi <= this.lastShard)) return undefined;
+      if (!(lo > prevHi && lo <= hi && hi <= this.lastShard)) return undefined;
       if (r.slave !== undefined && r.slave === r.master) return undefined;
-      for (let s = lo; s <= hi; s++) {
-        const slots = slotsFor(s);
-        if (slots[s & (CHUNK - 1)] !== hole) return undefined;
-        slots[s & (CHUNK - 1)] = r;
+      prevHi = hi;
+      addedShards += hi - lo + 1;
+      while (g < gone.length && this.end(gone[g]!) < lo) g++;
+      // Walk the removed ranges that cover lo..hi: consecutive indices, hence adjacent shards.
+      let k = g;
+      if (k >= gone.length || this.starts[gone[k]!]! > lo) return undefined;
+      while (this.end(gone[k]!) < hi) {
+        if (k + 1 >= gone.length || gone[k + 1] !== gone[k]! + 1) return undefined;
+        k++;
       }
     }
-    const chunks = this.chunks.slice();
-    for (const [c, slots] of copied) {
-      for (const r of slots) if (r === hole) return undefined;
-      chunks[c] = chunkOf(slots);
+    if (addedShards !== removedShards) return undefined;
+    const routes = this.routes;
+    const putRoutes = new Array<number>(put.length);
+    for (let k = 0; k < put.length; k++) if ((putRoutes[k] = routes.intern(put[k]!)) < 0) return undefined;
+    const n = this.starts.length - gone.length + put.length;
+    const starts = new Int32Array(n);
+    const rangeRoute = new Uint16Array(n);
+    // Kept ranges are copied a run at a time; each run of removed ranges gives way to the added
+    // ranges inside its shards (the tiling check above put every added range in one such run).
+    let out = 0;
+    let kept = 0;
+    let a = 0;
+    for (let k = 0; k < gone.length;) {
+      let k2 = k;
+      while (k2 + 1 < gone.length && gone[k2 + 1] === gone[k2]! + 1) k2++;
+      const first = gone[k]!;
+      starts.set(this.starts.subarray(kept, first), out);
+      rangeRoute.set(this.rangeRoute.subarray(kept, first), out);
+      out += first - kept;
+      const spanEnd = this.end(gone[k2]!);
+      for (; a < put.length && put[a]!.range[0] <= spanEnd; a++, out++) {
+        starts[out] = put[a]!.range[0];
+        rangeRoute[out] = putRoutes[a]!;
+      }
+      kept = gone[k2]! + 1;
+      k = k2 + 1;
     }
-    return new ShardTable(chunks, this.lastShard, openTotals(chunks));
+    starts.set(this.starts.subarray(kept), out);
+    rangeRoute.set(this.rangeRoute.subarray(kept), out);
+    const shardRoute = this.shardRoute.slice();
+    const touched = new Uint8Array(this.openBefore.length - 1);
+    for (let k = 0; k < put.length; k++) {
+      const [lo, hi] = put[k]!.range;
+      shardRoute.fill(putRoutes[k]!, lo, hi + 1);
+      touched.fill(1, lo >> CHUNK_BITS, (hi >> CHUNK_BITS) + 1);
+    }
+    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, this.openBefore, touched));
   }
 }
 
-/** Marks a slot emptied by a patch until an added range fills it. */
-const HOLE: ShardRange = { range: [-1, -1], master: '' };
-
-/**
- * A chunk's locations, made together on the chunk's first locate: one allocation per shard and map
- * version instead of one per call, laid out in shard order (random lookups over 65,536 shards stay
- * near each other in memory). Frozen: every caller shares them.
- */
-function locationsOf(slots: readonly ShardRange[], base: number): ShardLocation[] {
-  const out = new Array<ShardLocation>(slots.length);
-  for (let i = 0; i < slots.length; i++) {
-    const r = slots[i]!;
-    out[i] = Object.freeze({
-      shard: base + i, master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: r.open === true,
-      ...(r.frozen !== undefined ? { frozen: r.frozen } : {}),
-    });
+/** Open shards before each chunk; with `previous`, only the `touched` chunks are counted again. */
+function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Array | undefined, touched: Uint8Array | undefined): Int32Array {
+  const chunks = (shardRoute.length + CHUNK - 1) >> CHUNK_BITS;
+  const out = new Int32Array(chunks + 1);
+  const locs = routes.locations;
+  for (let c = 0; c < chunks; c++) {
+    let open: number;
+    if (previous !== undefined && touched![c] === 0) open = previous[c + 1]! - previous[c]!;
+    else {
+      open = 0;
+      const end = Math.min(shardRoute.length, (c + 1) << CHUNK_BITS);
+      for (let s = c << CHUNK_BITS; s < end; s++) if (locs[shardRoute[s]!]!.open) open++;
+    }
+    out[c + 1] = out[c]! + open;
   }
-  return out;
-}
-
-function openTotals(chunks: readonly Chunk[]): Int32Array {
-  const out = new Int32Array(chunks.length + 1);
-  for (let i = 0; i < chunks.length; i++) out[i + 1] = out[i]! + chunks[i]!.open;
   return out;
 }

@@ -150,7 +150,7 @@ test('records layout: a single-document map is read as before; upgrade converts 
   }
 });
 
-test('shardkit topology upgrade: converts a config\'s etcd store, says what it did, a second run does nothing; a file store is refused in one line', async () => {
+test('shardkit topology upgrade: converts a config\'s etcd store, says what it did, a second run does nothing; a memory store is refused in one line', async () => {
   const key = freshKey();
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-upgrade-'));
   const old = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key, layout: 1 });
@@ -164,12 +164,12 @@ test('shardkit topology upgrade: converts a config\'s etcd store, says what it d
     const again = await cli(['topology', 'upgrade', '--file', config, '--json']);
     assert.deepEqual(JSON.parse(again.stdout), { upgraded: false, layout: 2, version: 1, records: 129 });
     assert.equal((await old.read())!.locate(1000).master, 'p126m');
-    const fileConfig = join(dir, 'file.json');
-    writeFileSync(fileConfig, JSON.stringify(defaultConfig({ shards: 16, pairs: 2 })));
-    const refused = await cli(['topology', 'upgrade', '--file', fileConfig]);
+    const memoryConfig = join(dir, 'memory.json');
+    writeFileSync(memoryConfig, JSON.stringify({ ...defaultConfig({ shards: 16, pairs: 2 }), topologyStore: { kind: 'memory' } }));
+    const refused = await cli(['topology', 'upgrade', '--file', memoryConfig]);
     assert.notEqual(refused.code, 0);
     assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
-    assert.match(refused.stderr, /"file" topology store/);
+    assert.match(refused.stderr, /"memory" topology store/);
   } finally {
     await old.close();
     rmSync(dir, { recursive: true, force: true });

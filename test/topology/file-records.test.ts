@@ -11,6 +11,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileTopologyStore, ShardKitError, ShardMap, type ShardMapJson } from '../../src/index.js';
+import { defaultConfig } from '../../src/config/config.js';
+import { cli } from '../cli/cli-harness.js';
 import { evenRanges } from '../../src/topology/shard-map.js';
 
 const dirs: string[] = [];
@@ -127,4 +129,40 @@ test('file records: upgrade converts a single document in place at the same vers
   assert.equal((JSON.parse(await readFile(path, 'utf8')) as { layout?: number }).layout, 2);
   await old.close();
   await fresh.close();
+});
+
+test('shardkit topology upgrade on a config\'s file store: converts it, says what it did, keeps the old document; a second run does nothing; a service reading the old layout refuses the new one', async () => {
+  const path = await tempPath();
+  const dir = join(path, '..');
+  const config = join(dir, 'shardkit.json');
+  await writeFile(config, JSON.stringify(defaultConfig({ shards: 16, pairs: 2 })));
+  const old = new FileTopologyStore({ path, layout: 1 });
+  const v1 = await old.write(ShardMap.fromJSON(map32()), 0);
+  const docText = await readFile(path, 'utf8');
+  await old.close();
+  const help = await cli(['topology', 'upgrade', '--help']);
+  assert.match(help.stdout, /etcd or file/);
+  const first = await cli(['topology', 'upgrade', '--file', config]);
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(first.stdout, `upgraded topology file ${path} to the record layout: shard map version 1 in 33 records; the old document is kept at ${path}.v1-copy\n`);
+  assert.equal(await readFile(`${path}.v1-copy`, 'utf8'), docText);
+  const rootText = await readFile(path, 'utf8');
+  assert.equal((JSON.parse(rootText) as { layout: number }).layout, 2);
+  const again = await cli(['topology', 'upgrade', '--file', config, '--json']);
+  assert.equal(again.code, 0, again.stderr);
+  assert.deepEqual(JSON.parse(again.stdout), { upgraded: false, layout: 2, version: 1, records: 33 });
+  // The topology file itself as --file: the same store, nothing left to do.
+  const direct = await cli(['topology', 'upgrade', '--file', path]);
+  assert.equal(direct.stdout, `topology file ${path} is already in the record layout (shard map version 1, 33 records): nothing to do\n`);
+  assert.deepEqual((await new FileTopologyStore({ path }).read())!.toJSON(), v1.toJSON());
+  // A service of the old layout parses the stored document as a whole map: the root is refused as
+  // INVALID_CONFIG (it never routes by it), which is what an older shardkit does at start.
+  assert.throws(() => ShardMap.fromJSON(JSON.parse(rootText)), (err: ShardKitError) => err.code === 'INVALID_CONFIG' && /invalid shard map/.test(err.message));
+  // A store that lives in one process has nothing to upgrade: one line, non-zero exit.
+  const memoryConfig = join(dir, 'memory.json');
+  await writeFile(memoryConfig, JSON.stringify({ ...defaultConfig({ shards: 16, pairs: 2 }), topologyStore: { kind: 'memory' } }));
+  const refused = await cli(['topology', 'upgrade', '--file', memoryConfig]);
+  assert.notEqual(refused.code, 0);
+  assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+  assert.match(refused.stderr, /"memory" topology store/);
 });

@@ -155,7 +155,7 @@ test('a change that overlaps an untouched pair\'s range is INVALID_CONFIG naming
   assert.equal(watcher.apply(good, noOld), 'resync');
 });
 
-test('locate() returns the same location object on every call for a shard: nothing is allocated per call', () => {
+test('locate() returns the same location object on every call for a shard, shared by the shards of its pair: nothing is allocated per call', () => {
   const map = ShardMap.fromJSON({
     version: 1,
     ranges: evenRanges(65536, 1024, (i, role) => (role === 'master' ? `lc${i}a` : `lc${i}b`), true),
@@ -164,7 +164,21 @@ test('locate() returns the same location object on every call for a shard: nothi
   for (const s of [0, 255, 256, 40_000, 65_535]) {
     const first = map.locate(s);
     assert.equal(map.locate(s), first);
-    assert.equal(first.shard, s);
+    // 64 shards a pair: shard s and the first shard of its range share one location.
+    assert.equal(map.locate(s - (s % 64)), first);
+    assert.equal(first.master, `lc${Math.floor(s / 64) + 1}a`);
     assert.ok(Object.isFrozen(first), 'a shared location cannot be changed by one caller under another');
   }
+});
+
+test('a map at 65,536 shards holds one location object per route, not one per shard (#30: memory per subscriber)', () => {
+  const map = ShardMap.fromJSON({
+    version: 1,
+    ranges: evenRanges(65536, 1024, (i, role) => (role === 'master' ? `lm${i % 512}a` : `lm${i % 512}b`), true),
+    modShards: { count: 4, ranges: evenRanges(4, 1, (i, role) => `lmmod${i}${role[0]}`) },
+  });
+  const distinct = new Set<object>();
+  for (let s = 0; s < map.shardCount; s++) distinct.add(map.locate(s));
+  // 1,024 ranges on 512 pairs: the ranges of one pair share a route.
+  assert.equal(distinct.size, 512);
 });

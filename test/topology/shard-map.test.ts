@@ -34,8 +34,8 @@ test('default map: 4096 open shards over MySQL001A/B..MySQL008A/B, 4096 mod shar
     const n = String(i + 1).padStart(3, '0');
     assert.deepEqual(r, { range: [i * 512, i * 512 + 511], master: `msdb${n}a`, slave: `msdb${n}b` });
   });
-  assert.deepEqual(map.locate(3429), { shard: 3429, master: 'MySQL007A', slave: 'MySQL007B', open: true });
-  assert.deepEqual(map.locateModShard(1537), { shard: 1537, master: 'msdb004a', slave: 'msdb004b', open: true });
+  assert.deepEqual(map.locate(3429), { master: 'MySQL007A', slave: 'MySQL007B', open: true });
+  assert.deepEqual(map.locateModShard(1537), { master: 'msdb004a', slave: 'msdb004b', open: true });
   assert.equal(map.hostNames().length, 32);
   assert.deepEqual(map.toJSON(), json);
   assert.equal(shardDatabaseName(3429), 'db03429');

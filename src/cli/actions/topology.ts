@@ -113,9 +113,18 @@ export async function showTopology(opts: { file?: string; json?: boolean; data?:
   process.stdout.write(`${opts.json ? JSON.stringify(map.toJSON()) : formatShardMapTable(map, { ranges: opts.ranges === true })}\n`);
 }
 
-/** `topology upgrade`: an etcd store's single document becomes records and a root (EtcdTopologyStore.upgrade). */
-export async function upgradeTopology(opts: { file: string; json?: boolean }): Promise<void> {
+/**
+ * `topology upgrade`: a store's single document becomes records and a root (#30), for an etcd
+ * store (EtcdTopologyStore.upgrade) or a file store (FileTopologyStore.upgrade). --file names a
+ * config (its topology store; a file store is <data>/<path>) or a topology file itself.
+ */
+export async function upgradeTopology(opts: { file: string; data?: string; json?: boolean }): Promise<void> {
   const json = await readJsonFile(opts.file);
+  const isConfig = json !== null && typeof json === 'object' && !Array.isArray(json) && 'shardMap' in json;
+  if (!isConfig) {
+    if (opts.data !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--data only applies to a config file; ${opts.file} is a topology file`);
+    return upgradeFileStore(new FileTopologyStore({ path: opts.file }), opts.json === true);
+  }
   let config;
   try {
     config = parseConfig(json);
@@ -123,8 +132,11 @@ export async function upgradeTopology(opts: { file: string; json?: boolean }): P
     if (err instanceof ShardKitError) throw new ShardKitError(err.code, `${opts.file}: ${err.message}`, { cause: err });
     throw err;
   }
+  if (config.topologyStore.kind === 'file') {
+    return upgradeFileStore(createTopologyStore(config.topologyStore, { dataDir: opts.data ?? dirname(opts.file) }) as FileTopologyStore, opts.json === true);
+  }
   if (config.topologyStore.kind !== 'etcd') {
-    throw new ShardKitError('INVALID_ARGUMENT', `${opts.file} keeps its shard map in a "${config.topologyStore.kind}" topology store, which has one layout: only an etcd store has records to upgrade to`);
+    throw new ShardKitError('INVALID_ARGUMENT', `${opts.file} keeps its shard map in a "${config.topologyStore.kind}" topology store, which lives in one process: nothing stored to upgrade`);
   }
   const store = createTopologyStore(config.topologyStore) as EtcdTopologyStore;
   try {
@@ -133,6 +145,18 @@ export async function upgradeTopology(opts: { file: string; json?: boolean }): P
     else if (out.upgraded) process.stdout.write(`upgraded etcd key ${store.key} to the record layout: shard map version ${out.version} in ${out.records} records; the old document is kept at ${out.copyKey}\n`);
     else if (out.layout === 0) process.stdout.write(`etcd key ${store.key} holds no shard map: nothing to upgrade (a first write creates the record layout)\n`);
     else process.stdout.write(`etcd key ${store.key} is already in the record layout (shard map version ${out.version}, ${out.records} records): nothing to do\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+async function upgradeFileStore(store: FileTopologyStore, json: boolean): Promise<void> {
+  try {
+    const out = await store.upgrade();
+    if (json) process.stdout.write(`${JSON.stringify(out)}\n`);
+    else if (out.upgraded) process.stdout.write(`upgraded topology file ${store.path} to the record layout: shard map version ${out.version} in ${out.records} records; the old document is kept at ${out.copyPath}\n`);
+    else if (out.layout === 0) process.stdout.write(`topology file ${store.path} holds no shard map: nothing to upgrade (a first write creates the record layout)\n`);
+    else process.stdout.write(`topology file ${store.path} is already in the record layout (shard map version ${out.version}, ${out.records} records): nothing to do\n`);
   } finally {
     await store.close();
   }

@@ -18,14 +18,16 @@ Without --file, prints the default map: 4096 shards (all open) over MySQL001A/B.
 
   topology
     .command('upgrade')
-    .description('Convert an etcd topology store holding one JSON document to the record layout (#30): a root plus one record per pair and per move; keeps a copy of the document')
-    .requiredOption('--file <config>', 'the shardkit config whose topologyStore is the etcd store to upgrade')
-    .option('--json', 'print one JSON line: {"upgraded","layout","version","records","copyKey"}')
+    .description('Convert a topology store holding one JSON document (etcd or file) to the record layout (#30): a root plus one record per pair and per move; keeps a copy of the document')
+    .requiredOption('--file <config>', 'the shardkit config whose topology store (etcd, or file under --data) to upgrade, or a topology file itself')
+    .option('--data <dir>', 'with a config whose store is a file: the data directory holding it (default: the config file\'s directory)')
+    .option('--json', 'print one JSON line: {"upgraded","layout","version","records","copyKey" (etcd) or "copyPath" (file)}')
     .addHelpText('after', `
-Idempotent: a store already in the record layout is left as it is. Services of an older shardkit
-cannot read the record layout and refuse to start against it (INVALID_CONFIG): upgrade them first.
+Idempotent: a store already in the record layout (or empty) is left as it is. The old document is
+kept beside it: etcd <key>/v1-copy, file <file>.v1-copy. Services of an older shardkit cannot read
+the record layout and refuse to start against it (INVALID_CONFIG): upgrade them first.
 docs/topology.md, "Record layout".`)
-    .action(action(async (opts: { file: string; json?: boolean }) => (await import('../actions/topology.js')).upgradeTopology(opts)));
+    .action(action(async (opts: { file: string; data?: string; json?: boolean }) => (await import('../actions/topology.js')).upgradeTopology(opts)));
 
   const edit = (cmd: Command): Command =>
     cmd

@@ -3,7 +3,7 @@ import type { Etcd3, IKeyValue } from 'etcd3';
 export type { EtcdSnapshot } from './etcd-snapshot.js';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
-import { ShardMap } from '../shard-map.js';
+import { ShardMap, type ShardRange } from '../shard-map.js';
 import { mapFromRecords, patchedMap } from '../record-patch.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
 import { decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, type DecodedRecord, type MapRoot } from '../map-records.js';
@@ -111,12 +111,16 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
 /**
  * A watcher's copy of the records: it applies each watch response (one transaction's events
  * arrive together), parsing only the records that changed, and patches the previous map with
- * them (ShardMap.patched: only the changed shards' table chunks are copied or checked). A response it cannot apply as a delta (a new generation, no snapshot yet)
- * asks for a full read instead.
+ * them (ShardMap.patched: the typed arrays copied once, only the changed ranges checked). A
+ * response it cannot apply as a delta (a new generation, no snapshot yet) asks for a full read.
+ *
+ * Memory (#30: 2,000 subscribers on one machine): between changes it keeps the root, the small
+ * records (mod, moves) decoded, and only the names of the pair records; their ranges live in the
+ * compact map, which gives back a pair's old ranges (ShardMap.rangesOf) when its record changes.
  */
 export class RecordWatchState {
   private root: MapRoot | undefined;
-  /** Decoded records only: a subscriber never writes, so the stored texts (a megabyte at moon size) are not kept. */
+  /** Every record by name; a pair record's ranges are PAIR_IN_MAP (they are in `last`) except while a change is pending. */
   private records = new Map<string, { decoded: DecodedRecord }>();
   private revision = 0;
   /** The map the records made last: the base of the next delta. */
@@ -132,7 +136,7 @@ export class RecordWatchState {
     this.revision = s.revision;
     this.root = s.layout === 2 ? s.root : undefined;
     this.records = new Map();
-    if (s.layout === 2) for (const [name, r] of s.records) this.records.set(name, { decoded: r.decoded });
+    if (s.layout === 2) for (const [name, r] of s.records) this.records.set(name, r.decoded.kind === 'pair' ? PAIR_IN_MAP : { decoded: r.decoded });
     this.last = s.layout === 2 ? s.map : undefined;
     this.before.clear();
   }
@@ -177,18 +181,23 @@ export class RecordWatchState {
           continue;
         }
         const root = parseRoot(json, `etcd key ${this.keys.key}`);
-        if (this.root === undefined || root.gen !== this.root.gen) return 'resync';
+        if (this.root === undefined || root.gen !== this.root.gen || this.last === undefined) return 'resync';
         this.root = root;
         const changed = this.before;
         this.before = new Map();
-        this.last = (this.last === undefined ? undefined : patchedMap(this.last, root, this.records, changed)) ?? mapOf(this.keys, root, this.records);
+        this.last = this.changedMap(this.last, root, changed);
+        for (const name of changed.keys()) if (this.records.get(name)?.decoded.kind === 'pair') this.records.set(name, PAIR_IN_MAP);
         out.push(this.last);
         continue;
       }
-      if (this.root === undefined) continue;
+      if (this.root === undefined || this.last === undefined) continue;
       const name = this.keys.recordName(key, this.root.gen);
       if (name === undefined) continue;
-      if (!this.before.has(name)) this.before.set(name, this.records.get(name)?.decoded);
+      if (!this.before.has(name)) {
+        const was = this.records.get(name);
+        // A pair record's old ranges are in the map the last change made.
+        this.before.set(name, was === PAIR_IN_MAP ? { kind: 'pair', ranges: this.last.rangesOf(name.slice('pair/'.length)) } : was?.decoded);
+      }
       if (type === 'delete') this.records.delete(name);
       else {
         const text = kv.value.toString('utf8');
@@ -197,5 +206,24 @@ export class RecordWatchState {
     }
     return out;
   }
+
+  /** The map after a change: `previous` patched, or (growth, an error to name) built whole from it and the changed records. */
+  private changedMap(previous: ShardMap, root: MapRoot, changed: ReadonlyMap<string, DecodedRecord | undefined>): ShardMap {
+    const patched = patchedMap(previous, root, this.records, changed);
+    if (patched !== undefined) return patched;
+    const whole = new Map<string, { decoded: DecodedRecord }>();
+    const unchanged = new Map<string, ShardRange[]>();
+    for (const r of previous.objectRanges()) {
+      const name = `pair/${r.master}`;
+      if (this.records.get(name) !== PAIR_IN_MAP) continue;
+      let list = unchanged.get(name);
+      if (list === undefined) unchanged.set(name, (list = []));
+      list.push(r);
+    }
+    for (const [name, r] of this.records) whole.set(name, r === PAIR_IN_MAP ? { decoded: { kind: 'pair', ranges: unchanged.get(name) ?? [] } } : r);
+    return mapOf(this.keys, root, whole);
+  }
 }
 
+/** Stands for a pair record whose ranges are the map's own (the watcher keeps no copy). */
+const PAIR_IN_MAP: { decoded: DecodedRecord } = Object.freeze({ decoded: Object.freeze({ kind: 'pair', ranges: [] as ShardRange[] }) });

@@ -34,6 +34,12 @@ export interface EtcdTopologyStoreOptions {
    * single document. A store already holding a map keeps its layout until `upgrade()`.
    */
   layout?: 1 | 2;
+  /**
+   * An etcd3 client to use instead of one of its own (the caller keeps it open and closes it):
+   * stores in one process then share one connection, and their watches one gRPC stream, each
+   * still its own watch with its own state (bench/topology-subscribers.ts: 100 subscribers a process).
+   */
+  client?: Etcd3;
 }
 
 type EtcdModule = typeof import('etcd3');
@@ -77,6 +83,7 @@ export class EtcdTopologyStore implements TopologyStore {
   private readonly onError: (err: unknown) => void;
   private readonly listeners: VersionListeners;
   private clientPromise: Promise<Etcd3> | undefined;
+  private readonly sharedClient: Etcd3 | undefined;
   private watcher: Watcher | undefined;
   private watching = false;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -98,6 +105,7 @@ export class EtcdTopologyStore implements TopologyStore {
     this.timeoutMs = options.dialTimeoutMs ?? 3000;
     this.retryMaxMs = options.retryMaxMs ?? 1000;
     this.onError = options.onError ?? (() => {});
+    this.sharedClient = options.client;
     this.listeners = new VersionListeners(this.onError);
     this.progress = this.recordSet(`${this.key}/progress/`, moveProgressKind);
     this.services = this.recordSet(`${this.key}/services/`, serviceHeartbeatKind);
@@ -209,7 +217,7 @@ export class EtcdTopologyStore implements TopologyStore {
     this.stopWatching();
     const pending = this.clientPromise;
     this.clientPromise = undefined;
-    if (pending !== undefined) {
+    if (pending !== undefined && this.sharedClient === undefined) {
       try {
         (await pending).close();
       } catch {
@@ -313,6 +321,7 @@ export class EtcdTopologyStore implements TopologyStore {
     }
     if (this.closed) throw closedError();
     this.etcd = etcd;
+    if (this.sharedClient !== undefined) return this.sharedClient;
     return new etcd.Etcd3({
       hosts: [...this.endpoints],
       // gRPC's reconnect backoff grows to 120 s by default: calls would fail long after etcd is back.

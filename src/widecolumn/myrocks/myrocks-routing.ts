@@ -222,7 +222,7 @@ export class MyrocksRouting {
     if (moving.length === 0) throw err;
     for (const shard of moving) {
       await this.hold(shard);
-      if (this.hostOf(shard) === host) throw movingError(shard, map.rangeOf(shard)?.frozen?.id, 0, err);
+      if (this.hostOf(shard) === host) throw movingError(shard, map.freezeOf(shard)?.id, 0, err);
     }
   }
 
