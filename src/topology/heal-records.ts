@@ -58,11 +58,16 @@ export const healStatusKind: RecordKind<HealStatus> = {
   }).strict() as unknown as RecordKind<HealStatus>['schema'],
 };
 
+/** How far a service's clock may run ahead of a supervisor's and the service still answer its suspicions. */
+export const SUSPECT_CLOCK_SLACK_MS = 300_000;
+
 /** Every live supervisor's suspects, merged: per host, each supervisor's `since` (its own clock), newest first, at most `max`. */
 export function liveSuspects(records: ReadonlyMap<string, HealStatus>, now: number, max = 16): Map<string, number[]> {
   const out = new Map<string, number[]>();
   for (const r of records.values()) {
-    if (now > r.at + r.ttlMs) continue;
+    // With slack for the two clocks: a service whose clock runs ahead still answers (the
+    // supervisor matches its own since exactly, so an old suspicion answered costs a probe only).
+    if (now > r.at + r.ttlMs + SUSPECT_CLOCK_SLACK_MS) continue;
     for (const s of r.suspects) {
       const sinces = out.get(s.host) ?? [];
       if (!sinces.includes(s.since)) sinces.push(s.since);

@@ -56,7 +56,7 @@ const heartbeatSchema = z.object({
   missing: z.array(z.string().min(1).max(256)).max(100_000),
   hostname: z.string().max(256),
   pid: z.number().int().nonnegative(),
-  reach: z.array(z.object({ host: z.string().min(1).max(256), ok: z.boolean(), at: z.number().int().nonnegative(), answering: z.array(z.number().int().nonnegative()).max(MAX_ANSWERING).optional(), error: z.string().max(500).optional() }).strict()).max(1000).optional(),
+  reach: z.array(z.object({ host: z.string().min(1).max(256), ok: z.boolean(), at: z.number().int().nonnegative(), answering: z.array(z.number().int().nonnegative()).max(MAX_ANSWERING).optional(), error: z.string().max(500).optional() })).max(1000).optional(),
 }).strict();
 
 export const serviceHeartbeatKind: RecordKind<ServiceHeartbeat> = {

@@ -40,12 +40,24 @@ const alive = (pid: number): boolean => {
 
 /** Removes the temp files a killed writer of `target` left (their pid is gone); returns how many. */
 export function removeStalePartials(target: string): number {
-  const dir = dirname(target);
-  if (!existsSync(dir)) return 0;
   const prefix = `${basename(target)}.`;
+  return removeDeadPartials(dirname(target), (name) => (name.startsWith(prefix) ? /^(\d+)-[0-9a-f]+\.partial$/.exec(name.slice(prefix.length)) : null));
+}
+
+/**
+ * Removes every temp file killed writers left in `dir`, of any target: one listing for a run
+ * that writes many files there (one per shard: a listing per file is quadratic at 65,536 shards).
+ */
+export function removeStalePartialsIn(dir: string): number {
+  return removeDeadPartials(dir, (name) => /\.(\d+)-[0-9a-f]+\.partial$/.exec(name));
+}
+
+/** `match` gives the writer's pid as its first group, or null for a name that is no temp file. */
+function removeDeadPartials(dir: string, match: (name: string) => RegExpExecArray | null): number {
+  if (!existsSync(dir)) return 0;
   let removed = 0;
   for (const name of readdirSync(dir)) {
-    const m = name.startsWith(prefix) ? /^(\d+)-[0-9a-f]+\.partial$/.exec(name.slice(prefix.length)) : null;
+    const m = match(name);
     if (m === null || alive(Number(m[1]))) continue;
     rmSync(join(dir, name), { force: true });
     removed++;

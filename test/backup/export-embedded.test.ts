@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
@@ -122,6 +122,12 @@ describe('shardkit export on the embedded default (SQLite shard files)', () => {
     const other = await cli(['export', 'objects', '--data', dir, '--type', 'pin', '--to', join(out, 'full'), '--since', '5']);
     assertBadInput(other, 'another export\'s directory', /ALREADY_EXISTS: .* holds an export of objects pin/);
     assert.equal(parquetFiles(join(out, 'full', 'pin')).length, 5, 'its files untouched');
+    // A state file a kill truncated (written atomically now, but an old run's may be): named, not INTERNAL.
+    const torn = join(out, 'torn', 'pin');
+    mkdirSync(torn, { recursive: true });
+    writeFileSync(join(torn, '_export.json'), '{"what":"obj');
+    assertBadInput(await cli(['export', 'objects', '--data', dir, '--type', 'pin', '--to', join(out, 'torn')]), 'a torn state file', /INVALID_CONFIG: .*_export\.json is not an export's state file/);
+    assert.deepEqual(parquetFiles(torn), [], 'nothing written');
   });
 
   test('the map changed during the run (a move or failover switched): refused as incomplete, the complete files kept; the re-run finishes', async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { asyncBufferFromFile, parquetMetadataAsync } from 'hyparquet';
 import { isShardKitError } from '../../src/errors.js';
-import { removeStalePartials, writeParquetColumns, type ParquetColumn } from '../../src/util/parquet-file.js';
+import { removeStalePartials, removeStalePartialsIn, writeParquetColumns, type ParquetColumn } from '../../src/util/parquet-file.js';
 import { duckdb, readExport } from './export-helpers.js';
 
 const COLUMNS: ParquetColumn[] = [
@@ -74,6 +74,12 @@ test('removeStalePartials removes the temp files of dead writers only', () => {
     for (const f of [dead, mine, other]) writeFileSync(f, '');
     assert.equal(removeStalePartials(target), 1);
     assert.deepEqual([existsSync(dead), existsSync(mine), existsSync(other)], [false, true, true]);
+    // A whole run's directory in one listing: every dead writer's temp file, of any target.
+    const done = join(dir, 'db00002.parquet');
+    writeFileSync(dead, '');
+    writeFileSync(done, 'complete');
+    assert.equal(removeStalePartialsIn(dir), 2);
+    assert.deepEqual([existsSync(dead), existsSync(mine), existsSync(other), existsSync(done)], [false, true, false, true]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -61,8 +61,10 @@ test('witnessOf: only live services count, and only a word given in answer to th
     ['clock-ahead', beat(9_800, [{ host: 'M', ok: true, at: 609_700, answering: [4_000] }])],
     // Its clock runs 10 minutes behind, but it answered this very suspicion.
     ['clock-behind', beat(9_800, [{ host: 'M', ok: false, at: 1, answering: [5_000] }])],
+    // A service of the release before the echo: its probe time is all it says, and it counts.
+    ['old-release', beat(9_800, [{ host: 'M', ok: true, at: 9_700 }])],
   ]);
-  assert.deepEqual(witnessOf(services, 'M', 5_000, 10_000, 3_000), { services: 6, answered: 3, reaching: ['reaches'], waitedMs: 5_000, waitMs: 3_000 });
+  assert.deepEqual(witnessOf(services, 'M', 5_000, 10_000, 3_000), { services: 7, answered: 4, reaching: ['reaches', 'old-release'], waitedMs: 5_000, waitMs: 3_000 });
 });
 
 /** A SQLite backend that, like the server ones, has a pool per declared host; whether a host answers a ping is the test's. */

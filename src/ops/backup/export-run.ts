@@ -1,11 +1,11 @@
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema, type ShardKitConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { createTopologyStore } from '../../topology/index.js';
 import { ShardMap } from '../../topology/shard-map.js';
-import { removeStalePartials, writeParquetColumns, type ColumnBatch, type ParquetColumn } from '../../util/parquet-file.js';
+import { removeStalePartialsIn, writeParquetColumns, type ColumnBatch, type ParquetColumn } from '../../util/parquet-file.js';
 import { DevCluster } from '../dev/dev-cluster.js';
 import { PG_DATABASE, pgServer } from '../dev/dev-postgres.js';
 import { liveShardMap } from '../dev/dev-writable.js';
@@ -149,14 +149,28 @@ function claimDir(dir: string, req: ExportRequest, engine: string): void {
   const path = join(dir, STATE_FILE);
   const mine = { what: req.what, name: req.name, sinceMs: req.sinceMs ?? null, engine };
   if (existsSync(path)) {
-    const had = JSON.parse(readFileSync(path, 'utf8')) as typeof mine;
+    let had: typeof mine;
+    try {
+      had = JSON.parse(readFileSync(path, 'utf8')) as typeof mine;
+    } catch {
+      throw new ShardKitError('INVALID_CONFIG', `${path} is not an export's state file (not JSON): remove it, or give another --to: nothing written`);
+    }
     if (had.what !== mine.what || had.name !== mine.name || had.sinceMs !== mine.sinceMs) {
       throw new ShardKitError('ALREADY_EXISTS', `${dir} holds an export of ${had.what} ${had.name}${had.sinceMs === null ? '' : ` since ${new Date(had.sinceMs).toISOString()}`}: give another --to (a re-run resumes only the same export): nothing written`);
     }
     return;
   }
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path, `${JSON.stringify(mine)}\n`);
+  // Written aside and renamed: a kill in the middle leaves no truncated file to trip every re-run.
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(mine)}\n`);
+  renameSync(tmp, path);
+}
+
+/** The table went away under the read (a move's fence renamed it, or a drop): the map decides what that means. */
+function isMissingTable(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === 'ER_NO_SUCH_TABLE' || code === '42P01';
 }
 
 /**
@@ -177,21 +191,32 @@ export async function exportShards(where: ExportLocation, req: ExportRequest): P
     let written = 0;
     let skipped = 0;
     let rows = 0;
+    // Shards whose table went away while they were read: no file; the map version says why.
+    const vanished: number[] = [];
+    // Once per run, not per shard: dead runs' temp files, then each shard's file is one stat.
+    removeStalePartialsIn(dir);
     for (const [i, s] of shards.entries()) {
       const file = join(dir, `${shardDatabaseName(s.shard)}.parquet`);
-      removeStalePartials(file);
       if (existsSync(file)) {
         skipped++;
       } else {
-        const reader = await source.open(s, p.table, req.pageRows);
+        const reader = await source.open(s, p.table, req.pageRows).catch((err: unknown) => {
+          if (isMissingTable(err)) return null;
+          throw err;
+        });
         // A shard that never held the table has no file (nothing to resume either).
-        if (reader !== undefined) {
+        if (reader === null) {
+          vanished.push(s.shard);
+        } else if (reader !== undefined) {
           try {
             const r = await writeParquetColumns(file, p.columns, (append) => p.read(reader, s.shard, append), {
               metadata: { 'shardkit.kind': req.what, 'shardkit.name': req.name, 'shardkit.shard': String(s.shard), 'shardkit.host': s.host, ...(req.sinceMs !== undefined ? { 'shardkit.sinceMs': String(req.sinceMs) } : {}) },
             });
             rows += r.rows;
             written++;
+          } catch (err) {
+            if (!isMissingTable(err)) throw err;
+            vanished.push(s.shard);
           } finally {
             await reader.close();
           }
@@ -204,6 +229,7 @@ export async function exportShards(where: ExportLocation, req: ExportRequest): P
     // where the new map puts them.
     const now = await source.mapVersion();
     if (now !== version) throw new ShardKitError('PRECONDITION_FAILED', `the shard map changed during the export (version ${version} -> ${now}: a move or failover): run it again; the ${written + skipped} complete file(s) are kept and skipped`);
+    if (vanished.length > 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the ${p.table} table of shard(s) ${vanished.slice(0, 10).join(', ')}${vanished.length > 10 ? ', ...' : ''} went away while it was read, and the shard map did not change (dropped by hand?): those have no file; the ${written + skipped} complete file(s) are kept`);
     return { what: req.what, name: req.name, engine: source.engine, dir, shards: shards.length, written, skipped, rows, ...(req.sinceMs !== undefined ? { sinceMs: req.sinceMs } : {}), durationMs: Date.now() - started };
   } finally {
     await source.close();

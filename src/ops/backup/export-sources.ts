@@ -193,8 +193,10 @@ export async function mariadbShardReader(conns: HostConnections<mysql.Connection
     },
     async mappings(_table, onPage) {
       await keysetPages(async (after: [bigint, bigint] | undefined) => {
+        // The keys bound as bigints (bare integers in the SQL): a quoted string would compare as a
+        // DOUBLE on MySQL and older MariaDB, and IDs above 2^53 (shards >= 128) would skip rows.
         const where = after === undefined ? '' : 'WHERE (m.from_id, m.to_id) > (?, ?)';
-        const [rows] = await conn.query({ sql: `SELECT CAST(m.from_id AS CHAR), CAST(m.to_id AS CHAR), m.\`sequence\` FROM ${t} m ${where} ORDER BY m.from_id, m.to_id LIMIT ?`, values: [...(after ?? []).map(String), pageRows], rowsAsArray: true });
+        const [rows] = await conn.query({ sql: `SELECT CAST(m.from_id AS CHAR), CAST(m.to_id AS CHAR), m.\`sequence\` FROM ${t} m ${where} ORDER BY m.from_id, m.to_id LIMIT ?`, values: [...(after ?? []), pageRows], rowsAsArray: true });
         return (rows as Array<[string, string, number | string]>).map(([f, to, seq]) => ({ fromId: BigInt(f), toId: BigInt(to), sequence: Number(seq) }));
       }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);
     },
@@ -245,8 +247,9 @@ export async function postgresShardReader(conns: HostConnections<pg.Client>, hos
     },
     async mappings(_table, onPage) {
       await keysetPages(async (after: [bigint, bigint] | undefined) => {
+        // Signed, as the column is (an ID with the top bit set is negative there, and sorts first).
         const where = after === undefined ? '' : 'WHERE (m.from_id, m.to_id) > ($2, $3)';
-        const res = await client.query({ text: `SELECT m.from_id::text, m.to_id::text, m."sequence"::text FROM ${t} m ${where} ORDER BY m.from_id, m.to_id LIMIT $1`, values: [pageRows, ...(after ?? []).map(String)], rowMode: 'array' });
+        const res = await client.query({ text: `SELECT m.from_id::text, m.to_id::text, m."sequence"::text FROM ${t} m ${where} ORDER BY m.from_id, m.to_id LIMIT $1`, values: [pageRows, ...(after ?? []).map((v) => String(BigInt.asIntN(64, v)))], rowMode: 'array' });
         // PostgreSQL BIGINT is signed: an id with the top bit set reads negative, stored as the same 64 bits.
         return (res.rows as Array<[string, string, string]>).map(([f, to, seq]) => ({ fromId: BigInt.asUintN(64, BigInt(f)), toId: BigInt.asUintN(64, BigInt(to)), sequence: Number(seq) }));
       }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);

@@ -52,7 +52,8 @@ export function witnessOf(services: ReadonlyMap<string, ServiceHeartbeat>, maste
   for (const [id, beat] of live) {
     // The service echoes the suspicions it answered: `since` is this supervisor's own, so no clock
     // of another machine is compared with ours.
-    const word = beat.reach?.find((r) => r.host === master && r.answering?.includes(since) === true);
+    // A service of the release before the echo sends none: its probe time is all there is.
+    const word = beat.reach?.find((r) => r.host === master && (r.answering !== undefined ? r.answering.includes(since) : r.at >= since));
     if (word === undefined) continue;
     view.answered++;
     if (word.ok) view.reaching.push(id);
