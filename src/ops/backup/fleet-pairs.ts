@@ -3,13 +3,15 @@ import type { ShardMap } from '../../topology/shard-map.js';
 import type { BackupUnitSource } from './backup-engine.js';
 
 /**
- * The pairs of the map, each to be read from its slave. Refuses while a shard move is in progress
+ * The pairs of the map, each to be read from its slave. Refuses while a shard move or a failover is in progress
  * (its target holds a half copy; the ranges it switches would be in two backups or none) and when
  * a pair has no slave (a backup never loads a master).
  */
 export function fleetPairs(map: ShardMap): BackupUnitSource[] {
   const json = map.toJSON();
-  if ((json.moves ?? []).length > 0) throw new ShardKitError('PRECONDITION_FAILED', `a shard move is in progress (${json.moves!.map((m) => m.id).join(', ')}, map version ${map.version}): back up after it finished: nothing written`);
+  // A failover is recorded as a move of kind 'failover': the operator is told which one waits.
+  const moves = json.moves ?? [];
+  if (moves.length > 0) throw new ShardKitError('PRECONDITION_FAILED', `${moves.map((m) => `${m.kind === 'failover' ? 'a failover' : 'a shard move'} (${m.id}, ${m.source.master} -> ${m.target.master}, ${m.phase})`).join(' and ')} is in progress at map version ${map.version}: back up after it finished: nothing written`);
   const pairs = new Map<string, string | undefined>();
   for (const r of [...json.ranges, ...json.modShards.ranges]) pairs.set(r.master, r.slave);
   const out: BackupUnitSource[] = [];
