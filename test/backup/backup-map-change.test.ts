@@ -7,6 +7,9 @@ import { isShardKitError } from '../../src/errors.js';
 import type { BackupEngine, BackupUnitSource } from '../../src/ops/backup/backup-engine.js';
 import { fleetPairs } from '../../src/ops/backup/fleet-pairs.js';
 import { createBackup, DirectoryTarget, listBackups, type BackupManifest } from '../../src/ops/backup/index.js';
+import { SqliteBackupEngine } from '../../src/ops/backup/sqlite-backup-engine.js';
+import type { ShardKitConfig } from '../../src/config/config.js';
+import { MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap, type MoveRecord, type ShardMapJson } from '../../src/topology/shard-map.js';
 
 /**
@@ -74,6 +77,17 @@ describe('a backup during a shard move or a failover', () => {
       assert.deepEqual(readdirSync(dir), [], 'nothing written');
     });
   }
+
+  test('the embedded default refuses a move in progress with the same message (it used to name no move)', async () => {
+    const { dir, target } = newTarget();
+    const store = new MemoryTopologyStore();
+    await store.write(ShardMap.fromJSON(mapJson([record('move')])), 0);
+    // The config is read only when the store holds no map: this one holds one.
+    const engine = new SqliteBackupEngine({} as ShardKitConfig, store, dir);
+    await assert.rejects(createBackup(engine, target, { progress: 'silent' }), (err: unknown) => isShardKitError(err, 'PRECONDITION_FAILED') && /^a shard move \(move-1, B1 -> C1, frozen\) is in progress at map version 1: back up after it finished: nothing written$/.test((err as Error).message));
+    assert.deepEqual(readdirSync(dir), []);
+    await store.close();
+  });
 
   test('a failover between two pairs\' copies: refused, the half backup removed (no manifest); once it is done the next run completes at the new version', async () => {
     const { dir, target } = newTarget();

@@ -10,6 +10,7 @@ import { ShardMap } from '../../topology/shard-map.js';
 import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
+import { refuseMovesInProgress } from './fleet-pairs.js';
 import { sqliteTableSummaries } from './sqlite-tables.js';
 
 const UNIT = 'embedded';
@@ -47,7 +48,7 @@ export class SqliteBackupEngine implements BackupEngine {
 
   async units(): Promise<BackupUnitSource[]> {
     const map = await this.map();
-    if ((map.toJSON().moves ?? []).length > 0) throw new ShardKitError('PRECONDITION_FAILED', `a shard move is in progress (map version ${map.version}): back up after it finished: nothing written`);
+    refuseMovesInProgress(map);
     return [{ unit: UNIT, source: resolve(this.dataDir) }];
   }
 
