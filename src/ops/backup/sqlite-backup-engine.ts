@@ -8,9 +8,9 @@ import { ShardKitError } from '../../errors.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
+import { refuseMovesInProgress } from './fleet-pairs.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
-import { refuseMovesInProgress } from './fleet-pairs.js';
 import { sqliteTableSummaries } from './sqlite-tables.js';
 
 const UNIT = 'embedded';
