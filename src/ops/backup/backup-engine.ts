@@ -18,7 +18,7 @@ export interface BackupEngine {
   readonly kind: BackupEngineKind;
   /** The map version now (a backup refuses when it changed while it ran). */
   mapVersion(): Promise<number>;
-  /** What to copy; refuses (PRECONDITION_FAILED) while a shard move is in progress. */
+  /** What to copy; refuses (PRECONDITION_FAILED) while a shard move or a failover is in progress. */
   units(): Promise<BackupUnitSource[]>;
   /** Copies one unit into the target under `prefix/`; resolves when its files are complete. */
   backupUnit(unit: BackupUnitSource, target: BackupTarget, prefix: string, onBytes: BytesListener): Promise<UnitBackup>;

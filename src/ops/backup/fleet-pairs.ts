@@ -3,13 +3,13 @@ import type { ShardMap } from '../../topology/shard-map.js';
 import type { BackupUnitSource } from './backup-engine.js';
 
 /**
- * The pairs of the map, each to be read from its slave. Refuses while a shard move is in progress
+ * The pairs of the map, each to be read from its slave. Refuses while a shard move or a failover is in progress
  * (its target holds a half copy; the ranges it switches would be in two backups or none) and when
  * a pair has no slave (a backup never loads a master).
  */
 export function fleetPairs(map: ShardMap): BackupUnitSource[] {
+  refuseMovesInProgress(map);
   const json = map.toJSON();
-  if ((json.moves ?? []).length > 0) throw new ShardKitError('PRECONDITION_FAILED', `a shard move is in progress (${json.moves!.map((m) => m.id).join(', ')}, map version ${map.version}): back up after it finished: nothing written`);
   const pairs = new Map<string, string | undefined>();
   for (const r of [...json.ranges, ...json.modShards.ranges]) pairs.set(r.master, r.slave);
   const out: BackupUnitSource[] = [];
@@ -27,4 +27,11 @@ export function pairNow(map: ShardMap, unit: string): { master: string; slave?: 
     if (r.master === unit || r.slave === unit) return { master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}) };
   }
   throw new ShardKitError('NOT_FOUND', `the backup's pair ${unit} holds no range in the shard map (version ${map.version}): restore it --into a pair`);
+}
+
+/** PRECONDITION_FAILED naming each move or failover recorded in the map: their ranges would be in two backups or none. */
+export function refuseMovesInProgress(map: ShardMap): void {
+  // A failover is recorded as a move of kind 'failover': the operator is told which one waits.
+  const moves = map.moves();
+  if (moves.length > 0) throw new ShardKitError('PRECONDITION_FAILED', `${moves.map((m) => `${m.kind === 'failover' ? 'a failover' : 'a shard move'} (${m.id}, ${m.source.master} -> ${m.target.master}, ${m.phase})`).join(' and ')} is in progress at map version ${map.version}: back up after it finished: nothing written`);
 }

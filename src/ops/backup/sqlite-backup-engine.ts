@@ -8,6 +8,7 @@ import { ShardKitError } from '../../errors.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
+import { refuseMovesInProgress } from './fleet-pairs.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { sqliteHostDirs } from './sqlite-host-dirs.js';
@@ -41,7 +42,7 @@ export class SqliteBackupEngine implements BackupEngine {
 
   async units(): Promise<BackupUnitSource[]> {
     const map = await this.map();
-    if ((map.toJSON().moves ?? []).length > 0) throw new ShardKitError('PRECONDITION_FAILED', `a shard move is in progress (map version ${map.version}): back up after it finished: nothing written`);
+    refuseMovesInProgress(map);
     return [{ unit: UNIT, source: resolve(this.dataDir) }];
   }
 
