@@ -216,6 +216,8 @@ export function runTopologySuite({ name, factory, supports = {} }: TopologySuite
       const reader = await open();
       assert.ok(writer.hosts !== undefined && reader.hosts !== undefined, 'the store keeps host records');
       await writer.write(sampleMap('hr'), 0);
+      // A service that has read version 1 and watches from there.
+      assert.equal((await reader.read())!.version, 1);
       const rec = new Recorder();
       const unwatch = reader.watch(rec.listener);
       try {
