@@ -82,7 +82,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
   const { store, engine } = options;
   const started = Date.now();
   const emit = (moveId: string, phase: MoveEvent['phase'], detail?: Record<string, unknown>) => {
-    if (typeof detail?.lag === 'number') progress.note({ lag: detail.lag });
+    if (typeof detail?.lag === 'number') progress.note({ step: 'lag', lag: detail.lag });
     options.onEvent?.({ moveId, phase, elapsedMs: Date.now() - started, ...(detail ? { detail } : {}) });
   };
   // The step the engine's shard numbers belong to: the copy (prepare) or the catch-up under the freeze.
@@ -135,7 +135,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
       switch (m.phase) {
         case 'started': {
           copyStep = 'copying';
-          progress.note({ step: 'copying' });
+          progress.note({ step: 'copying' }, true);
           const detail = await engine.prepare(m, onProgress);
           map = await cas((x) => advanceMove(x, id, ['started'], 'copied', detail));
           emit(id, 'copied', detail);
@@ -145,12 +145,12 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
         case 'copied': {
           const maxLag = options.maxLag ?? engine.maxLag ?? 0;
           const lagWaitMs = options.lagWaitMs ?? 60_000;
-          progress.note({ step: 'lag' });
+          progress.note({ step: 'lag' }, true);
           await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           if (engine.beforeFreeze !== undefined) {
             // Work taken out of the freeze; it may take a while, so the lag is checked again after it.
             await engine.beforeFreeze(m);
-            progress.note({ step: 'lag' });
+            progress.note({ step: 'lag' }, true);
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
           if (engine.verifyBeforeFreeze !== undefined) {
@@ -159,15 +159,21 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
             refuseMismatches(pre);
             onVerify(pre.tables, pre.tables);
             emit(id, 'copied', { verified: true, rows: pre.rows, chunks: pre.chunks });
-            progress.note({ step: 'lag' });
+            progress.note({ step: 'lag' }, true);
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
           // Every running service must be able to reach the target before the range can switch to it.
-          progress.note({ step: 'services' });
-          await waitForServices(store, m, map.version, options.serviceWaitMs ?? lagWaitMs, (w) => emit(id, 'copied', { servicesWaiting: w }));
+          progress.note({ step: 'services' }, true);
+          await waitForServices(store, m, map.version, options.serviceWaitMs ?? lagWaitMs, (w) => {
+            progress.note({ step: 'services' });
+            emit(id, 'copied', { servicesWaiting: w });
+          });
           // Admission: the freeze starts only when what it waits for fits its budget on the live hosts now.
-          progress.note({ step: 'admission' });
-          await admitFreeze(engine, m, lagWaitMs, (cost) => emit(id, 'copied', { admission: cost }));
+          progress.note({ step: 'admission' }, true);
+          await admitFreeze(engine, m, lagWaitMs, (cost) => {
+            progress.note({ step: 'admission' });
+            emit(id, 'copied', { admission: cost });
+          });
           // No progress write in flight delays the freeze's compare-and-set (frozeAt is the
           // moment it is written). Under the freeze, progress is written again as the engine
           // reports it (an engine that copies there, like SQLite, shows its shards on the
@@ -243,14 +249,14 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     const moveId = m.id;
     try {
       copyStep = 'catching-up';
-      progress.note({ step: 'catching-up' });
+      progress.note({ step: 'catching-up' }, true);
       await engine.catchUp(m, onProgress);
     } finally {
       // A failed catch-up aborts only once the record is written (no compare-and-set races the abort's).
       if (recorded !== undefined) await recorded.catch(() => undefined);
     }
     await recorded;
-    progress.note({ step: 'verifying' });
+    progress.note({ step: 'verifying' }, true);
     verify = engine.verifyFenced !== undefined ? await engine.verifyFenced(m, onVerify) : await engine.verify(m, onVerify);
     onVerify(verify.tables, verify.tables);
     refuseMismatches(verify);
