@@ -318,7 +318,7 @@ export function hottestShards(groups, n) {
 /**
  * What the moves table shows of a move's progress (written by the mover, docs/moves.md): the
  * numbers of the phase the move is in now, or dashes when the mover has reported none for it.
- * @param {{ phase: string, progress?: { phase: string, shardsDone?: number, shardsTotal?: number, rowsCopied?: number, rowsTotal?: number, lag?: number, at: number } }} move
+ * @param {{ phase: string, progress?: { phase: string, step?: string, shardsDone?: number, shardsTotal?: number, rowsCopied?: number, rowsTotal?: number, bytesCopied?: number, lag?: number, verifiedTables?: number, verifyTables?: number, at: number } }} move
  * @param {number} now wall-clock ms
  * @returns {{ progress: string, lag: string, updated: string }}
  */
@@ -330,6 +330,7 @@ export function moveProgress(move, now) {
   if (p.shardsDone !== undefined) parts.push(`${p.shardsDone}${p.shardsTotal !== undefined ? `/${p.shardsTotal}` : ''} shards${p.shardsTotal !== undefined && p.rowsTotal === undefined ? pct(p.shardsDone, p.shardsTotal) : ''}`);
   if (p.rowsCopied !== undefined) parts.push(`${p.rowsCopied.toLocaleString('en-US')}${p.rowsTotal !== undefined ? `/${p.rowsTotal.toLocaleString('en-US')}` : ''} rows${p.rowsTotal !== undefined ? pct(p.rowsCopied, p.rowsTotal) : ''}`);
   if (p.bytesCopied !== undefined) parts.push(`${formatBytes(p.bytesCopied)} copied`);
+  if (p.verifyTables !== undefined) parts.push(`${p.step === 'settling' ? 'settled' : 'verified'} ${(p.verifiedTables ?? 0).toLocaleString('en-US')}/${p.verifyTables.toLocaleString('en-US')} tables${pct(p.verifiedTables ?? 0, p.verifyTables)}`);
   const age = Math.max(0, Math.round((now - p.at) / 1000));
   return { progress: parts.length > 0 ? parts.join(', ') : '–', lag: p.lag === undefined ? '–' : String(p.lag), updated: `${age} s ago` };
 }
@@ -342,4 +343,25 @@ export function moveProgress(move, now) {
  */
 export function movePhaseLabel(phase) {
   return ({ started: 'copying', copied: 'catching up', frozen: 'frozen', fenced: 'fenced: verifying', switched: 'switched', aborting: 'aborting' })[phase] ?? phase;
+}
+
+/**
+ * What the mover does right now, from the step it last reported inside the move's phase (#28:
+ * `copied` holds the lag gate, the verify before the freeze, the settle and the services' gate),
+ * else the phase's name (movePhaseLabel).
+ * @param {{ phase: string, progress?: { phase: string, step?: string } }} move
+ */
+export function moveStepLabel(move) {
+  const step = move.progress?.phase === move.phase ? move.progress.step : undefined;
+  const fenced = move.phase === 'frozen' || move.phase === 'fenced';
+  const label = {
+    copying: 'copying',
+    lag: 'lag gate: catching up',
+    verifying: fenced ? 'fenced: verifying' : 'verifying before the freeze',
+    settling: 'settling hot chunks',
+    services: 'waiting for services',
+    admission: 'admission: measuring the freeze',
+    'catching-up': 'fenced: catching up',
+  }[step ?? ''];
+  return label ?? movePhaseLabel(move.phase);
 }

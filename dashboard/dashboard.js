@@ -6,7 +6,7 @@
  * (#object=…, #mapping=…&from=…, #lookup=…&key=…), so links and the back button work.
  */
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap, SUMMARY_AFTER_RANGES,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, moveStepLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap, SUMMARY_AFTER_RANGES,
 } from './dashboard-lib.js';
 
 const REFRESH_MS = 5000;
@@ -226,7 +226,7 @@ function renderTopology(map) {
       el('td', { class: 'mono' }, `${m.range[0]}–${m.range[1]}`),
       el('td', {}, m.source.master),
       el('td', {}, m.target.master),
-      el('td', { title: m.detail?.abortReason ?? m.phase }, movePhaseLabel(m.phase), m.detail?.abortReason ? el('span', { class: 'abort-reason' }, `: ${String(m.detail.abortReason).slice(0, 300)}`) : ''),
+      el('td', { title: m.detail?.abortReason ?? m.phase }, moveStepLabel(m), m.detail?.abortReason ? el('span', { class: 'abort-reason' }, `: ${String(m.detail.abortReason).slice(0, 300)}`) : ''),
       el('td', { class: 'num' }, p.progress),
       el('td', { class: 'num' }, p.lag),
       el('td', { class: 'num' }, p.updated),

@@ -9,6 +9,7 @@ import { createTopologyStore } from '../topology/index.js';
 import { ShardMap, type MoveProgress } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import type { HealStatus } from '../topology/heal-records.js';
+import { hostsFromRecords } from '../topology/host-records.js';
 import { createBackend } from './backend-factory.js';
 import { Lookups } from './lookups.js';
 import { Mappings } from './mappings.js';
@@ -164,7 +165,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
     const kit = new ShardKit<S>({
       backend, schema, topology, shardMap: seed, ownsResources: true, dataChecks,
       ...(options.validators ? { validators: options.validators } : {}),
-      ...(configPath !== undefined ? { hostSource: () => loadConfigFile(configPath).hosts } : {}),
+      ...(configPath !== undefined || topology.hosts !== undefined ? { hostSource: () => declaredHosts(config, configPath, topology) } : {}),
       ...(cache ? { cache } : {}),
       ...(options.random ? { random: options.random } : {}),
       ...(options.tracer ? { tracer: options.tracer } : {}),
@@ -271,4 +272,23 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
     })();
     return this.closing;
   }
+}
+
+/**
+ * The hosts a service can learn after it started (#28): its config file read again, then the
+ * topology store's host records it still lacks (connected with the config's credentials; the
+ * store never holds secrets). One source failing does not hide the other.
+ */
+async function declaredHosts(config: ShardKitConfig, configPath: string | undefined, topology: TopologyStore): Promise<Record<string, unknown>> {
+  let fromFile: ShardKitConfig['hosts'] = config.hosts;
+  if (configPath !== undefined) {
+    try {
+      fromFile = loadConfigFile(configPath).hosts;
+    } catch {
+      // A file being rewritten or gone: the hosts this service started with still hold.
+    }
+  }
+  const records = await topology.hosts?.readAll().catch(() => undefined);
+  const fromStore = records === undefined ? {} : hostsFromRecords(records, { ...config.hosts, ...fromFile });
+  return { ...fromStore, ...fromFile };
 }

@@ -52,6 +52,9 @@ export interface FreezeCost {
   what: string;
 }
 
+/** Tables of a verify compared so far, of all it compares (the dashboard's verify progress). */
+export type VerifyProgressFn = (done: number, total: number, step?: 'verifying' | 'settling') => void;
+
 /**
  * What a database engine does for a shard move (src/moves/move-runner.ts runs the phases and
  * records them in the shard map). Every method is idempotent: a resumed mover calls it again.
@@ -84,7 +87,7 @@ export interface MoveEngine {
    * catchUp) this is the full comparison, unless the engine has verifyBeforeFreeze; it is also
    * `shards verify`'s comparison of a move's source and target at any time.
    */
-  verify(move: MoveRecord): Promise<VerifyReport>;
+  verify(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport>;
   /**
    * Optional, for engines that replicate before the freeze (the copy is complete by then):
    * the full comparison, after the lag gate and before the freeze while services still write,
@@ -92,7 +95,7 @@ export interface MoveEngine {
    * runner abort with nothing frozen (vitess#6951: no cutover until the copy is complete and
    * verified). With it, verifyFenced replaces verify under the freeze.
    */
-  verifyBeforeFreeze?(move: MoveRecord): Promise<VerifyReport>;
+  verifyBeforeFreeze?(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport>;
   /**
    * Optional, with verifyBeforeFreeze: the check under the freeze, after catchUp. It guarantees
    * what the full verify would for the tables verifyBeforeFreeze could not settle (written
@@ -101,7 +104,7 @@ export interface MoveEngine {
    * them applied (catchUp). Without a verifyBeforeFreeze of the same process (a resumed mover),
    * it is the full verify.
    */
-  verifyFenced?(move: MoveRecord): Promise<VerifyReport>;
+  verifyFenced?(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport>;
   /**
    * Optional, after a clean verify and right before the switch's compare-and-set, under the
    * freeze: an engine whose fence only blocks the source so far (MariaDB's lock fence) makes sure

@@ -36,11 +36,15 @@ export class MoveProgressWriter {
     this.phase = phase;
   }
 
-  /** New numbers for the current phase; written now, or when the throttle allows. */
-  note(update: ProgressUpdate): void {
+  /**
+   * New numbers for the current phase; written now, or when the throttle allows. A `soft` update
+   * (a step just begun, no numbers yet) rides along with the next write instead of starting one,
+   * so a quick step does not take the throttle's slot from the numbers that follow it.
+   */
+  note(update: ProgressUpdate, soft = false): void {
     if (this.closed || this.id === undefined) return;
     this.pending = { ...this.pending, ...update };
-    this.schedule();
+    if (!soft) this.schedule();
   }
 
   /** Runs the runner's own write `fn` with no progress write in flight or started meanwhile. */

@@ -2,7 +2,7 @@ import { ShardKitError } from '../errors.js';
 import type { ShardSpan } from '../topology/map-edits.js';
 import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
-import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyReport } from './move-engine.js';
+import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
 import { refuseUnknownTarget, waitForServices } from './service-gate.js';
 import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
@@ -82,19 +82,23 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
   const { store, engine } = options;
   const started = Date.now();
   const emit = (moveId: string, phase: MoveEvent['phase'], detail?: Record<string, unknown>) => {
-    if (typeof detail?.lag === 'number') progress.note({ lag: detail.lag });
+    if (typeof detail?.lag === 'number') progress.note({ step: 'lag', lag: detail.lag });
     options.onEvent?.({ moveId, phase, elapsedMs: Date.now() - started, ...(detail ? { detail } : {}) });
   };
+  // The step the engine's shard numbers belong to: the copy (prepare) or the catch-up under the freeze.
+  let copyStep: 'copying' | 'catching-up' = 'copying';
   const onProgress: MoveProgressFn = (done, total, rows) => {
     // The move's record keeps the totals only (its schema is strict); rates and tables in flight go to the caller.
     progress.note({
-      shardsDone: done, shardsTotal: total,
+      step: copyStep, shardsDone: done, shardsTotal: total,
       ...(rows?.rowsCopied !== undefined ? { rowsCopied: rows.rowsCopied } : {}),
       ...(rows?.rowsTotal !== undefined ? { rowsTotal: rows.rowsTotal } : {}),
       ...(rows?.bytesCopied !== undefined ? { bytesCopied: rows.bytesCopied } : {}),
     });
     options.onProgress?.(done, total, rows);
   };
+  // Verify progress for the dashboard (#28), in every phase that verifies.
+  const onVerify: VerifyProgressFn = (done, total, step) => progress.note({ step: step ?? 'verifying', verifiedTables: done, verifyTables: total });
   const cas = (t: (m: ShardMap) => ReturnType<typeof addMove>) => progress.around(async () => {
     const next = await casMoveState(store, t, options.hosts === undefined ? {} : { hosts: options.hosts });
     if (id !== undefined) progress.track(id, next.move(id)?.phase);
@@ -130,6 +134,8 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
       const m = requireMove(map, id);
       switch (m.phase) {
         case 'started': {
+          copyStep = 'copying';
+          progress.note({ step: 'copying' }, true);
           const detail = await engine.prepare(m, onProgress);
           map = await cas((x) => advanceMove(x, id, ['started'], 'copied', detail));
           emit(id, 'copied', detail);
@@ -139,23 +145,35 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
         case 'copied': {
           const maxLag = options.maxLag ?? engine.maxLag ?? 0;
           const lagWaitMs = options.lagWaitMs ?? 60_000;
+          progress.note({ step: 'lag' }, true);
           await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           if (engine.beforeFreeze !== undefined) {
             // Work taken out of the freeze; it may take a while, so the lag is checked again after it.
             await engine.beforeFreeze(m);
+            progress.note({ step: 'lag' }, true);
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
           if (engine.verifyBeforeFreeze !== undefined) {
             // The full comparison while services still write (vitess#6951: never a cutover of a copy that does not verify).
-            const pre = await engine.verifyBeforeFreeze(m);
+            const pre = await engine.verifyBeforeFreeze(m, onVerify);
             refuseMismatches(pre);
+            onVerify(pre.tables, pre.tables);
             emit(id, 'copied', { verified: true, rows: pre.rows, chunks: pre.chunks });
+            progress.note({ step: 'lag' }, true);
             await waitForLag(engine, m, maxLag, lagWaitMs, (lag) => emit(id, 'copied', { lag }));
           }
           // Every running service must be able to reach the target before the range can switch to it.
-          await waitForServices(store, m, map.version, options.serviceWaitMs ?? lagWaitMs, (w) => emit(id, 'copied', { servicesWaiting: w }));
+          progress.note({ step: 'services' }, true);
+          await waitForServices(store, m, map.version, options.serviceWaitMs ?? lagWaitMs, (w) => {
+            progress.note({ step: 'services' });
+            emit(id, 'copied', { servicesWaiting: w });
+          });
           // Admission: the freeze starts only when what it waits for fits its budget on the live hosts now.
-          await admitFreeze(engine, m, lagWaitMs, (cost) => emit(id, 'copied', { admission: cost }));
+          progress.note({ step: 'admission' }, true);
+          await admitFreeze(engine, m, lagWaitMs, (cost) => {
+            progress.note({ step: 'admission' });
+            emit(id, 'copied', { admission: cost });
+          });
           // No progress write in flight delays the freeze's compare-and-set (frozeAt is the
           // moment it is written). Under the freeze, progress is written again as the engine
           // reports it (an engine that copies there, like SQLite, shows its shards on the
@@ -230,13 +248,17 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
   async function cutover(m: MoveRecord, recorded: Promise<void> | undefined): Promise<MoveResult> {
     const moveId = m.id;
     try {
+      copyStep = 'catching-up';
+      progress.note({ step: 'catching-up' }, true);
       await engine.catchUp(m, onProgress);
     } finally {
       // A failed catch-up aborts only once the record is written (no compare-and-set races the abort's).
       if (recorded !== undefined) await recorded.catch(() => undefined);
     }
     await recorded;
-    verify = engine.verifyFenced !== undefined ? await engine.verifyFenced(m) : await engine.verify(m);
+    progress.note({ step: 'verifying' }, true);
+    verify = engine.verifyFenced !== undefined ? await engine.verifyFenced(m, onVerify) : await engine.verify(m, onVerify);
+    onVerify(verify.tables, verify.tables);
     refuseMismatches(verify);
     emit(moveId, 'fenced', { verified: true, rows: verify.rows, chunks: verify.chunks });
     await engine.beforeSwitch?.(m);

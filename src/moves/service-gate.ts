@@ -1,5 +1,6 @@
 import { ShardKitError } from '../errors.js';
 import type { MoveRecord } from '../topology/shard-map.js';
+import { pruneExpired } from '../topology/record-set.js';
 import { servicesNotKnowing } from '../topology/service-records.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 
@@ -22,7 +23,7 @@ export async function refuseUnknownTarget(store: TopologyStore, move: MoveRecord
   const waiting = servicesNotKnowing(records, hosts, 0, Date.now());
   if (waiting.length === 0) return;
   const first = waiting[0]!;
-  throw new ShardKitError('SHARD_UNAVAILABLE', `${waiting.length} running service(s) cannot reach ${first.missing.join(', ')} (first: ${first.id}, pid ${first.record.pid} on ${first.record.hostname}; started after the move's check?): not switching. Add the pair's hosts to its config, then move again`);
+  throw new ShardKitError('SHARD_UNAVAILABLE', `${waiting.length} running service(s) cannot reach ${first.missing.join(', ')} (first: ${first.id}, pid ${first.record.pid} on ${first.record.hostname}; started after the move's check?): not switching. Publish the pair's hosts in the topology store ('shardkit topology hosts add'; 'dev add-pair' does it) or add them to its config, then move again`);
 }
 
 /** Who is still waited for, as the runner reports it (about once a second). */
@@ -44,6 +45,7 @@ export async function waitForServices(store: TopologyStore, move: MoveRecord, ma
   const hosts = targetHosts(move);
   const deadline = Date.now() + waitMs;
   let reported = 0;
+  await pruneDead(store);
   for (;;) {
     let records;
     try {
@@ -65,8 +67,21 @@ export async function waitForServices(store: TopologyStore, move: MoveRecord, ma
     }
     if (Date.now() >= deadline) {
       const stale = first.record.mapVersion < mapVersion;
-      throw new ShardKitError('SHARD_UNAVAILABLE', `${waiting.length} running service(s) cannot reach ${hosts.join(' and ')} yet, still after ${waitMs} ms (first: ${first.id}, pid ${first.record.pid} on ${first.record.hostname}, ${stale ? `routing by map version ${first.record.mapVersion}, older than the move's ${mapVersion}` : `its config does not declare ${first.missing.join(', ')}`}): not freezing. Add the pair's hosts to every service's config (a running service reads its config file again by itself), then move again`);
+      throw new ShardKitError('SHARD_UNAVAILABLE', `${waiting.length} running service(s) cannot reach ${hosts.join(' and ')} yet, still after ${waitMs} ms (first: ${first.id}, pid ${first.record.pid} on ${first.record.hostname}, ${stale ? `routing by map version ${first.record.mapVersion}, older than the move's ${mapVersion}` : `its config does not declare ${first.missing.join(', ')}`}): not freezing. Publish the pair's hosts in the topology store ('shardkit topology hosts add'; 'dev add-pair' does it) or add them to every service's config (running services read both again by themselves), then move again`);
     }
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Deletes the heartbeats and heal records of processes that died long ago (kill -9 leaves them;
+ * every reader skips them): once per move, before its gate. A store that fails here is no reason
+ * to stop the move.
+ */
+export async function pruneDead(store: TopologyStore, now = Date.now()): Promise<void> {
+  for (const set of [store.services, store.heal]) {
+    if (set === undefined) continue;
+    const records = await set.readAll().catch(() => undefined);
+    if (records !== undefined) await pruneExpired<{ at: number; ttlMs: number }>(set, records, now);
   }
 }

@@ -69,3 +69,23 @@ export class MemoryRecordSet<T> implements RecordSet<T> {
     this.records.delete(checkRecordName(this.kind, name));
   }
 }
+
+/**
+ * How long a record that ran out is kept before a reader deletes it: a process killed with -9
+ * never removes its own heartbeat or heal status, and readers already skip it as expired; an
+ * hour leaves it for an operator looking into that death, then the store does not grow forever.
+ */
+export const EXPIRED_RECORD_KEEP_MS = 3_600_000;
+
+/**
+ * Deletes the records of `records` (just read from `set`) that ran out more than `keepMs` before
+ * `now`. Best effort: a failed delete is retried by the next reader. Returns the names deleted.
+ */
+export async function pruneExpired<T extends { at: number; ttlMs: number }>(set: RecordSet<T>, records: ReadonlyMap<string, T>, now: number, keepMs = EXPIRED_RECORD_KEEP_MS): Promise<string[]> {
+  const dead = [...records].filter(([, r]) => now > r.at + r.ttlMs + keepMs).map(([name]) => name);
+  const removed: string[] = [];
+  for (const name of dead) {
+    if (await set.remove(name).then(() => true, () => false)) removed.push(name);
+  }
+  return removed;
+}

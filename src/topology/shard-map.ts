@@ -13,6 +13,9 @@ import type { HostPair, RangeFreeze, ShardRange } from './shard-range.js';
  */
 export const MOVE_PHASES = ['started', 'copied', 'frozen', 'fenced', 'switched', 'aborting'] as const;
 export type MovePhase = (typeof MOVE_PHASES)[number];
+/** Steps inside a phase, for people watching (MoveProgress.step). */
+export const MOVE_STEPS = ['copying', 'lag', 'verifying', 'settling', 'services', 'admission', 'catching-up'] as const;
+export type MoveStep = (typeof MOVE_STEPS)[number];
 
 /**
  * A move of object shards between host pairs, recorded in the shard map itself so every service
@@ -54,6 +57,14 @@ export interface MoveProgress {
   bytesCopied?: number;
   /** How far the target is behind the source, in the engine's unit (MoveEngine.lag). */
   lag?: number;
+  /**
+   * What the mover does inside the phase (#28: a phase such as `copied` holds the lag gate, the
+   * verify before the freeze, the chunk settle and the services' gate, up to half a move).
+   */
+  step?: MoveStep;
+  /** Tables verified so far, of verifyTables, in the current verify (before or under the freeze). */
+  verifiedTables?: number;
+  verifyTables?: number;
   /** Wall-clock ms of the last update. */
   at: number;
 }
@@ -100,6 +111,9 @@ export const moveProgressSchema = z.object({
   rowsTotal: z.number().int().min(0).optional(),
   bytesCopied: z.number().int().min(0).optional(),
   lag: z.number().min(0).optional(),
+  step: z.enum(MOVE_STEPS).optional(),
+  verifiedTables: z.number().int().min(0).optional(),
+  verifyTables: z.number().int().min(0).optional(),
   at: epochMs,
 }).strict();
 export const moveRecordSchema = z.object({

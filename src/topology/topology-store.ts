@@ -2,6 +2,7 @@ import type { ShardMap } from './shard-map.js';
 import type { MoveProgressRecords } from './move-progress-records.js';
 import type { ServiceRecords } from './service-records.js';
 import type { HealRecords } from './heal-records.js';
+import type { HostRecords } from './host-records.js';
 
 /**
  * Where the shard map lives (Pinterest: ZooKeeper). A thin interface in the Vitess `conn.go`
@@ -30,4 +31,9 @@ export interface TopologyStore {
   readonly services?: ServiceRecords;
   /** Heal supervisors' status (#31): each pair's state and the masters they cannot reach. */
   readonly heal?: HealRecords;
+  /**
+   * The database hosts (#28: address, port, role, engine; never secrets). Services read them to
+   * reach a pair added after they started; a store without them leaves that to the config file.
+   */
+  readonly hosts?: HostRecords;
 }

@@ -211,6 +211,34 @@ export function runTopologySuite({ name, factory, supports = {} }: TopologySuite
       assert.equal((await reader.services.readAll()).size, 0);
     });
 
+    test('host records (#28) go to their own records: another instance and a watcher see them with no map version, secrets and bad names are refused', async () => {
+      const writer = await open();
+      const reader = await open();
+      assert.ok(writer.hosts !== undefined && reader.hosts !== undefined, 'the store keeps host records');
+      await writer.write(sampleMap('hr'), 0);
+      // A service that has read version 1 and watches from there.
+      assert.equal((await reader.read())!.version, 1);
+      const rec = new Recorder();
+      const unwatch = reader.watch(rec.listener);
+      try {
+        const host = { address: '10.0.0.9', port: 3307, role: 'master' as const, engine: 'mariadb' as const };
+        await writer.hosts.put('MySQL009A', host);
+        await writer.hosts.put('MySQL009B', { ...host, port: 3308, role: 'slave', credentialsFrom: 'MySQL001A' });
+        assert.deepEqual([...(await reader.hosts.readAll())].sort(), [['MySQL009A', host], ['MySQL009B', { ...host, port: 3308, role: 'slave', credentialsFrom: 'MySQL001A' }]]);
+        assert.equal((await reader.read())!.version, 1, 'host records made no map version');
+        await assert.rejects(writer.hosts.put('MySQL009C', { ...host, password: 'secret' } as typeof host), (err) => isShardKitError(err, 'INVALID_CONFIG'), 'a password is refused');
+        await assert.rejects(writer.hosts.put('../x', host), (err) => isShardKitError(err, 'INVALID_ARGUMENT'));
+        await assert.rejects(writer.hosts.put('MySQL009C', { ...host, port: 0 }), (err) => isShardKitError(err, 'INVALID_CONFIG'));
+        await writer.hosts.remove('MySQL009A');
+        assert.deepEqual([...(await reader.hosts.readAll()).keys()], ['MySQL009B']);
+        await casMoveState(writer, (m) => addMove(m, { id: 'hr-1', span: { first: 2, last: 5 }, target: { master: 'hr-m9' }, now: 1_000 }));
+        await rec.until(2, 'move added');
+        assert.deepEqual(rec.versions, [2], 'the watcher heard the map change only');
+      } finally {
+        unwatch();
+      }
+    });
+
     test('a stale expectedVersion is VERSION_CONFLICT and changes nothing', async () => {
       const store = await open();
       await store.write(sampleMap('one'), 0);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, movePhaseLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, movePhaseLabel, moveStepLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap,
 } from '../../dashboard/dashboard-lib.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { defaultShardMapJson } from '../../src/topology/shard-map.js';
@@ -185,4 +185,21 @@ test('rangesByMaster sums a moon-size map up by master: every shard counted once
   assert.deepEqual(rows.find((r) => r.master === ranges[5]!.master)!.frozenBy, ['move-x']);
   const first = rows[0]!;
   assert.deepEqual([first.master, first.first], ['db0001a', 0]);
+});
+
+test('verify progress in every phase (#28): the step the mover reports names what it does, with tables verified of all and a percentage', () => {
+  const now = 1_700_000_000_000;
+  const copied = (progress: Record<string, unknown>) => ({ phase: 'copied', progress: { phase: 'copied', at: now, ...progress } });
+  assert.equal(moveStepLabel(copied({ step: 'verifying', verifiedTables: 12, verifyTables: 40 })), 'verifying before the freeze');
+  assert.equal(moveProgress(copied({ step: 'verifying', verifiedTables: 12, verifyTables: 40 }), now).progress, 'verified 12/40 tables (30%)');
+  assert.equal(moveStepLabel(copied({ step: 'settling', verifiedTables: 0, verifyTables: 3 })), 'settling hot chunks');
+  assert.equal(moveProgress(copied({ step: 'settling', verifiedTables: 3, verifyTables: 3 }), now).progress, 'settled 3/3 tables (100%)');
+  assert.equal(moveStepLabel(copied({ step: 'lag', lag: 4 })), 'lag gate: catching up');
+  assert.equal(moveStepLabel(copied({ step: 'services' })), 'waiting for services');
+  assert.equal(moveStepLabel({ phase: 'fenced', progress: { phase: 'fenced', step: 'verifying', at: now } }), 'fenced: verifying');
+  assert.equal(moveProgress({ phase: 'fenced', progress: { phase: 'fenced', step: 'verifying', verifiedTables: 640, verifyTables: 640, at: now } }, now).progress, 'verified 640/640 tables (100%)');
+  assert.equal(moveStepLabel({ phase: 'started', progress: { phase: 'started', step: 'copying', at: now } }), 'copying');
+  // A step of an earlier phase says nothing about this one.
+  assert.equal(moveStepLabel({ phase: 'fenced', progress: { phase: 'copied', step: 'lag', at: now } }), 'fenced: verifying');
+  assert.equal(moveStepLabel({ phase: 'started' }), 'copying');
 });

@@ -51,17 +51,37 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
   const browser = await launch();
   let release: () => void = () => {};
   const gate = new Promise<void>((resolve) => (release = resolve));
+  let releaseVerify: () => void = () => {};
+  const verifyGate = new Promise<void>((resolve) => (releaseVerify = resolve));
+  const page = await browser.newPage();
   try {
     for (let s = 0; s <= 3; s++) await f.kit.objects.create('pin', { s }, { shard: s });
-    // A real SQLite move, held after its copy (phase fenced) until the test lets it go on.
+    // A real SQLite move, held in its verify before the freeze (phase copied, as a replicating
+    // engine verifies: 10 of 40 tables done) and after its catch-up (phase fenced) until the test lets it go on.
     const sqlite = createSqliteMoveEngine({ shardPath: (host, shard) => f.backend.shardPath({ host, shard, fleet: 'objects' }) });
     const engine: MoveEngine = Object.assign(Object.create(sqlite) as MoveEngine, {
+      verifyBeforeFreeze: async (m: Parameters<MoveEngine['verify']>[0], onVerify?: (done: number, total: number) => void) => {
+        onVerify?.(10, 40);
+        await verifyGate;
+        return { shards: 4, tables: 40, rows: 0, chunks: 0, mismatches: [] };
+      },
       catchUp: async (m: Parameters<MoveEngine['catchUp']>[0], onProgress?: (done: number, total: number) => void) => {
         await sqlite.catchUp(m, onProgress);
         await gate;
       },
     });
     const running = runMove({ store: f.topology, engine, start: { span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, id: 'move-live', holdMs: 60_000 } });
+    // The verify before the freeze (#28: the dashboard showed nothing here): its step and its tables.
+    for (;;) {
+      const map = (await (await fetch(`${f.base}/v1/topology`)).json()) as { moves?: Array<{ id: string; phase: string; progress?: { phase: string; verifiedTables?: number } }> };
+      const live = map.moves?.find((m) => m.id === 'move-live');
+      if (live?.phase === 'copied' && live.progress?.phase === 'copied' && live.progress.verifiedTables === 10) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await page.goto(`${f.base}/dashboard/`);
+    await page.waitForSelector('#moves tbody tr[data-move="move-live"]');
+    assert.match(await page.locator('#moves tbody tr[data-move="move-live"]').innerText(), /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+verifying before the freeze\s+verified 10\/40 tables \(25%\)\s+–\s+\d+ s ago\s+–$/);
+    releaseVerify();
     // Another move, its record written as an engine with replication reports it: rows and lag.
     await casMoveState(f.topology, (m) => addMove(m, { id: 'move-rows', span: { first: 8, last: 11 }, target: { master: 'MySQL001A', slave: 'MySQL001B' } }));
     await f.topology.progress!.put('move-rows', { phase: 'started', rowsCopied: 1500, rowsTotal: 6000, lag: 3, at: Date.now() });
@@ -73,13 +93,12 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
       if (live?.phase === 'fenced' && live.progress?.phase === 'fenced' && live.progress.shardsDone === 4) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    const page = await browser.newPage();
     const problems: string[] = [];
     page.on('pageerror', (err) => problems.push(err.message));
-    await page.goto(`${f.base}/dashboard/`);
+    await page.reload();
     await page.waitForSelector('#moves tbody tr[data-move="move-live"]');
     const live = await page.locator('#moves tbody tr[data-move="move-live"]').innerText();
-    assert.match(live, /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+fenced: verifying\s+4\/4 shards \(100%\)\s+–\s+\d+ s ago\s+held \(budget 60000 ms\)$/);
+    assert.match(live, /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+fenced: catching up\s+4\/4 shards \(100%\)\s+–\s+\d+ s ago\s+held \(budget 60000 ms\)$/);
     const rows = await page.locator('#moves tbody tr[data-move="move-rows"]').innerText();
     assert.match(rows, /^move-rows\s+8–11\s+MySQL002A\s+MySQL001A\s+copying\s+1,500\/6,000 rows \(25%\)\s+3\s+\d+ s ago\s+–$/);
     // Beside the frozen range: the topology row and the heat map's range say which move holds it.
@@ -96,6 +115,7 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     assert.deepEqual(problems, []);
   } finally {
     release();
+    releaseVerify();
     await browser.close();
     await f.cleanup();
   }

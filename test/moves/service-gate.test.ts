@@ -18,6 +18,7 @@ import { liveServices, servicesNotKnowing, type ServiceHeartbeat } from '../../s
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createSqliteMoveEngine } from '../../src/moves/sqlite/index.js';
 import { testConfig, testSchema } from '../kit/kit-fixture.js';
+import { EXPIRED_RECORD_KEEP_MS } from '../../src/topology/record-set.js';
 
 const TARGET = { master: 'MySQL003A', slave: 'MySQL003B' };
 const OLD_HOSTS = ['MySQL001A', 'MySQL001B', 'MySQL002A', 'MySQL002B'];
@@ -178,6 +179,25 @@ test('only live services count: a record past its ttl, or removed by a closing s
     assert.equal((await f.store.services.readAll()).size, 0, 'a closing service removes its record');
     const result = await runMove({ store: f.store, engine: f.engine, serviceWaitMs: 300, start: { span: { first: 0, last: 1 }, target: TARGET, id: 'move-free' } });
     assert.equal(result.outcome, 'switched');
+  } finally {
+    await f.close();
+  }
+});
+
+test('records of killed processes (kill -9 never removes them): the next move deletes those expired for over an hour, keeps the recent ones, and switches', async () => {
+  const f = fixture();
+  try {
+    const now = Date.now();
+    const beat = (at: number): ServiceHeartbeat => ({ at, ttlMs: 10_000, mapVersion: 1, missing: [TARGET.master], hostname: 'h', pid: 1 });
+    await f.store.services.put('killed-long-ago', beat(now - EXPIRED_RECORD_KEEP_MS - 60_000));
+    await f.store.services.put('killed-recently', beat(now - 60_000));
+    const heal = { at: now - EXPIRED_RECORD_KEEP_MS - 60_000, ttlMs: 10_000, mode: 'observe' as const, acting: false, hostname: 'h', pid: 2, suspects: [], pairs: [] };
+    await f.store.heal.put('supervisor-long-ago', heal);
+    await f.store.heal.put('supervisor-recently', { ...heal, at: now - 60_000 });
+    const result = await runMove({ store: f.store, engine: f.engine, serviceWaitMs: 300, start: { span: { first: 0, last: 1 }, target: TARGET, id: 'move-prune' } });
+    assert.equal(result.outcome, 'switched');
+    assert.deepEqual([...(await f.store.services.readAll()).keys()], ['killed-recently']);
+    assert.deepEqual([...(await f.store.heal.readAll()).keys()], ['supervisor-recently']);
   } finally {
     await f.close();
   }

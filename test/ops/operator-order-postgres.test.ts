@@ -8,6 +8,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfigFile } from '../../src/config/config.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
@@ -27,7 +28,13 @@ describe('the operator\'s order on PostgreSQL (--sync), services running through
     fx = await startTestCluster({ engine: 'postgres', pairs: 1, shards: 8, modShards: 8, semiSync: true, prefix: 'shardkit-pgorder-' });
     dir = fx.dir;
     configPath = join(dir, 'shardkit.json');
-    for (let i = 0; i < 2; i++) services.push(await ShardKit.open({ config: loadConfigFile(configPath), configPath, dataDir: dir }));
+    // As on other machines: each service has its own config file, which `dev add-pair` never edits
+    // (one a copy read again on an unknown host, one no file at all). They learn the new pair
+    // from the topology store's host records only.
+    const ownFile = join(dir, 'service-own-config.json');
+    copyFileSync(configPath, ownFile);
+    services.push(await ShardKit.open({ config: loadConfigFile(ownFile), configPath: ownFile, dataDir: dir }));
+    services.push(await ShardKit.open({ config: loadConfigFile(configPath), dataDir: dir }));
   });
   after(async () => {
     for (const s of services) await s.close();
@@ -44,6 +51,7 @@ describe('the operator\'s order on PostgreSQL (--sync), services running through
     await underLoad(services, [0, 1, 2, 3, 4, 5, 6, 7], async (progressed) => {
       await progressed();
       await run(['dev', 'add-pair', '--dir', dir]);
+      assert.ok(!readFileSync(join(dir, 'service-own-config.json'), 'utf8').includes('PG002A'), 'the services\' config files stay as they were');
       await run(['shards', 'move', '4..7', '--to', 'PG002A', '--to-slave', 'PG002B', ...fleet]);
       await progressed();
       await clean();

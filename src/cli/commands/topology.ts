@@ -81,4 +81,44 @@ ${afterEdit}`)
       .action(action(async (span: string, opts: { file?: string; data?: string; dryRun?: boolean; json?: boolean; master?: string; slave?: string }) =>
         (await lazy()).openTopology(span, open, opts)));
   }
+
+  const hosts = topology.command('hosts').description('Database hosts kept in the topology store (#28): running services reach a pair added later through them, whatever their config files say');
+  const hostsHelp = `
+A host record holds address, port, role and engine, never a secret: each service connects with its
+own config's storage user and password, or with those of the config host named by
+--credentials-from (passwords come from config files or the environment, never from the store).
+\`shardkit dev add-pair\` writes these records for a dev cluster. docs/moves.md, "Hosts".`;
+  const lazyHosts = async () => import('../actions/topology-hosts.js');
+  hosts
+    .command('add <name>')
+    .description('Add or replace a host record (the name the shard map uses, e.g. MySQL003A)')
+    .requiredOption('--file <config>', 'the shardkit config whose topology store keeps the hosts')
+    .option('--data <dir>', 'the data directory holding a file topology store (default: the config file\'s directory)')
+    .requiredOption('--address <host>', 'where services connect: a host name or an IP address')
+    .requiredOption('--port <port>', 'its port (1..65535)')
+    .requiredOption('--role <role>', 'master or slave (the map decides who is master; this is for people)')
+    .requiredOption('--engine <engine>', 'mariadb or postgres')
+    .option('--credentials-from <host>', 'a host of the services\' config "hosts" whose user and password to use')
+    .option('--json', 'print one JSON line: {"added",...record}')
+    .addHelpText('after', `
+Example:
+  $ shardkit topology hosts add MySQL003A --address 10.0.3.1 --port 3306 --role master --engine mariadb --file shardkit.json
+${hostsHelp}`)
+    .action(action(async (name: string, opts: { file: string; data?: string; address: string; port: string; role: string; engine: string; credentialsFrom?: string; json?: boolean }) => (await lazyHosts()).addHost(name, opts)));
+  hosts
+    .command('list')
+    .description('List the host records of the topology store')
+    .requiredOption('--file <config>', 'the shardkit config whose topology store keeps the hosts')
+    .option('--data <dir>', 'the data directory holding a file topology store')
+    .option('--json', 'print {"hosts":[{"name","address","port","role","engine"}...]}')
+    .addHelpText('after', hostsHelp)
+    .action(action(async (opts: { file: string; data?: string; json?: boolean }) => (await lazyHosts()).listHosts(opts)));
+  hosts
+    .command('remove <name>')
+    .description('Remove a host record; refused while the live shard map still names the host')
+    .requiredOption('--file <config>', 'the shardkit config whose topology store keeps the hosts')
+    .option('--data <dir>', 'the data directory holding a file topology store')
+    .option('--json', 'print one JSON line: {"removed"}')
+    .addHelpText('after', hostsHelp)
+    .action(action(async (name: string, opts: { file: string; data?: string; json?: boolean }) => (await lazyHosts()).removeHost(name, opts)));
 }

@@ -46,6 +46,10 @@ const move = {
         rowsTotal: { type: 'integer' },
         bytesCopied: { type: 'integer' },
         lag: { type: 'number' },
+        // What the mover does inside the phase (lag gate, verify, settle, services' gate) and its verify's tables.
+        step: { type: 'string' },
+        verifiedTables: { type: 'integer' },
+        verifyTables: { type: 'integer' },
         at: { type: 'integer' },
       },
       required: ['phase', 'at'],

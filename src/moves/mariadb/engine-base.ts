@@ -2,7 +2,7 @@ import mysql from 'mysql2/promise';
 import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import type { MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
 import { addTableResult, emptyReport, hostAddress, moveShards, refuseFenceClash } from '../move-shared.js';
@@ -210,15 +210,15 @@ export abstract class MariadbMoveEngine implements MoveEngine {
    * the mover); a table whose checksums differ, or that exists on one side only, is compared in
    * primary-key chunks, which names the differing key ranges.
    */
-  async verify(move: MoveRecord): Promise<VerifyReport> {
+  async verify(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     // Under the freeze, on the connections beforeFreeze opened (a second source connection counts rows beside the checksums).
     const held = this.heldForVerify(move.id);
-    if (held !== undefined) return this.verifyOn(move, held.src, held.dst, held.srcAdmin, held.lock, held.dstAdmin);
+    if (held !== undefined) return this.verifyOn(move, held.src, held.dst, held.srcAdmin, held.lock, held.dstAdmin, onVerify);
     const src = await this.connect(move.source.master);
     try {
       const dst = await this.connect(move.target.master);
       try {
-        return await this.verifyOn(move, src, dst);
+        return await this.verifyOn(move, src, dst, src, undefined, undefined, onVerify);
       } finally {
         await dst.end().catch(() => undefined);
       }
@@ -256,7 +256,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
    * them: each session checksums its own tables, and the rows are counted on the target (`dstCounter`;
    * equal checksums mean equal rows), all side by side.
    */
-  protected async verifyOn(move: MoveRecord, src: Conn, dst: Conn, counter: Conn = src, lock?: LockFence, dstCounter?: Conn): Promise<VerifyReport> {
+  protected async verifyOn(move: MoveRecord, src: Conn, dst: Conn, counter: Conn = src, lock?: LockFence, dstCounter?: Conn, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     const owner = new Map<string, Conn>(lock?.groups.flatMap((g) => g.tables.map((t) => [`${t.db}.${t.table}`, g.conn] as const)) ?? []);
     const srcConn = (db: string, table: string): Conn => owner.get(`${db}.${table}`) ?? src;
     // A locked table is read on its (admin) fence session: the chunks it is compared with come from
@@ -303,6 +303,9 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     both.forEach((p, i) => {
       if (sa[i] !== 'null' && sa[i] === sb[i]) quick.set(p, rowCounts[i]!);
     });
+    // The checksums settle most tables at once; the rest are compared in chunks, one by one.
+    onVerify?.(quick.size, pairs.length);
+    let compared = 0;
     for (const p of pairs) {
       report.tables++;
       const rows = quick.get(p);
@@ -312,6 +315,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
       }
       const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: srcConn(p.srcDb, p.table), db: p.srcDb } : undefined, p.b !== undefined ? { c: dstRows, db: p.dstDb } : undefined, undefined, p.label);
       addTableResult(report, r);
+      onVerify?.(quick.size + ++compared, pairs.length);
     }
     return report;
   }

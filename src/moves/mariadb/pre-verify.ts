@@ -34,6 +34,8 @@ export interface ConsistentPointOptions {
   domain: number;
   doTables: readonly string[];
   waitS: number;
+  /** Tables compared so far, of all (the dashboard's verify progress). */
+  onVerify?: (done: number, total: number) => void;
   onStep?: OnStep;
 }
 
@@ -67,11 +69,13 @@ export async function verifyAtConsistentPoint(shards: number, o: ConsistentPoint
       }
     });
     await timedStep(o.onStep, 'pre-verify: chunks compared (both snapshots)', async () => {
+      o.onVerify?.(0, pairs.length);
       for (const p of pairs) {
         report.tables++;
         const r = await compareTable(p.shard, p.table, p.srcDb !== undefined ? { c: src, db: p.srcDb } : undefined, p.b !== undefined ? { c: dst, db: p.dstDb } : undefined, undefined, p.label);
         addTableResult(report, r);
         if (p.a !== undefined && p.b !== undefined && r.mismatches.length === 0) verified.set(pairKey(p), { rows: r.rows, keys: await primaryKey(src, p.srcDb!, p.table), hi: r.last });
+        o.onVerify?.(report.tables, pairs.length);
       }
     });
   } finally {

@@ -1,6 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { FreezeCost, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import type { FreezeCost, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import { measureFreezeCost } from './admission.js';
 import { copySource, dumpProgress, moveCopyThrottle } from './copy-throttle.js';
 import { moveShards } from '../move-shared.js';
@@ -210,11 +210,12 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
   }
 
   /** The full comparison before the freeze, at one consistent point of the running replication (pre-verify.ts); verifyFenced then checks only what changed. */
-  async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
+  async verifyBeforeFreeze(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     const [domain, live] = await Promise.all([this.withAdmin(move.source.master, sourceDomain), this.sourceTables(move)]);
     const { report, verified } = await verifyAtConsistentPoint(moveShards(move).length, {
       open: () => Promise.all([this.connect(move.source.master), this.connect(move.target.master), this.options.admin!.connect(move.target.master)]), pairs: (src, dst) => this.verifyPairs(move, src, dst),
       connection: moveConnectionName(move), domain, doTables: this.doTables(live), waitS: this.options.catchUpTimeoutS ?? 30, ...(this.options.onStep !== undefined ? { onStep: this.options.onStep } : {}),
+      ...(onVerify !== undefined ? { onVerify } : {}),
     });
     if (report.mismatches.length === 0) this.preVerified.set(move.id, verified);
     return report;
@@ -226,9 +227,9 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
   }
 
   /** Under the freeze: counts and tails after a verifyBeforeFreeze of this process, else (a resumed mover) the full verify. */
-  async verifyFenced(move: MoveRecord): Promise<VerifyReport> {
+  async verifyFenced(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     const verified = this.preVerified.get(move.id);
-    return verified === undefined ? this.verify(move) : this.verifyFencedOn(move, verified);
+    return verified === undefined ? this.verify(move, onVerify) : this.verifyFencedOn(move, verified);
   }
 
   async lag(move: MoveRecord): Promise<number> {

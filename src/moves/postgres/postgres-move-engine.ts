@@ -2,7 +2,7 @@ import { ShardKitError } from '../../errors.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { postgresDialect } from '../../storage/postgres/index.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { MoveEngine, MoveProgressFn, VerifyReport } from '../move-engine.js';
+import type { MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
 import { moveShards } from '../move-shared.js';
 import { countRows } from './postgres-copy-progress.js';
@@ -119,8 +119,8 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
   }
 
   /** The comparison before the freeze (verify-engine.ts), then what it left unsettled compared chunk by chunk (settleHotChunks). */
-  override async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
-    return this.settleHotChunks(move, await super.verifyBeforeFreeze(move));
+  override async verifyBeforeFreeze(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
+    return this.settleHotChunks(move, await super.verifyBeforeFreeze(move, onVerify), onVerify);
   }
 
   async lag(move: MoveRecord): Promise<number> {

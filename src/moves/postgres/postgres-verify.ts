@@ -251,7 +251,7 @@ export interface SettleResult {
  * between) must hold the same rows: equal, or a real difference. A table written in between
  * takes part in the next round, up to `rounds`; each round is shorter, as fewer tables remain.
  */
-export async function settleTables(a: pg.Client, b: pg.Client, tables: TablePair[], sync: () => Promise<void>, rounds: number): Promise<SettleResult> {
+export async function settleTables(a: pg.Client, b: pg.Client, tables: TablePair[], sync: () => Promise<void>, rounds: number, onSettled?: (done: number, total: number) => void): Promise<SettleResult> {
   const out: SettleResult = { equal: new Map(), differ: [], unsettled: [] };
   const read = (c: pg.Client, side: 'a' | 'b', of: TablePair[]) => tableAggregates(c, of.flatMap((t) => (t[side] === undefined ? [] : [{ name: t.name, table: t[side]! }])));
   let pending = tables;
@@ -267,6 +267,8 @@ export async function settleTables(a: pg.Client, b: pg.Client, tables: TablePair
       else out.differ.push(t.name);
     }
     pending = next;
+    // Tables settled (equal or differing at a consistent point) so far, of all: the rest go round again.
+    onSettled?.(tables.length - pending.length, tables.length);
   }
   out.unsettled = pending.map((t) => t.name);
   return out;

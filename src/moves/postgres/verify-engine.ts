@@ -1,6 +1,6 @@
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import type { FreezeCost, VerifyReport } from '../move-engine.js';
+import type { FreezeCost, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import { addTableResult, emptyReport, moveShards } from '../move-shared.js';
 import { bucketAggregates, chunkBounds, compareOpen, firstKeyColumns, settleChunks, type ChunkedTable } from './chunk-settle.js';
 import { lockWait } from './lock-holders.js';
@@ -48,10 +48,10 @@ export class PostgresMoveVerify extends PostgresMoveBase {
     });
   }
 
-  async verify(move: MoveRecord): Promise<VerifyReport> {
+  async verify(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
       const plan = await this.verifyPlan(src, dst, move);
-      return this.compareTables(src, dst, move, plan);
+      return this.compareTables(src, dst, move, plan, undefined, undefined, onVerify);
     }));
   }
 
@@ -64,17 +64,17 @@ export class PostgresMoveVerify extends PostgresMoveBase {
    * What stays unsettled (written in every round, or a difference the chunks did not confirm) is
    * remembered for verifyFenced, with the rows of the tables found equal.
    */
-  async verifyBeforeFreeze(move: MoveRecord): Promise<VerifyReport> {
+  async verifyBeforeFreeze(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     this.preVerified.delete(move.id);
     return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
-      if (!(await this.subscriptionExists(dst, move))) return this.compareTables(src, dst, move, await this.verifyPlan(src, dst, move));
+      if (!(await this.subscriptionExists(dst, move))) return this.compareTables(src, dst, move, await this.verifyPlan(src, dst, move), undefined, undefined, onVerify);
       const plan = await this.verifyPlan(src, dst, move);
       const pairs: TablePair[] = plan.flatMap((p) => p.tables.map((t) => ({
         name: `${p.s}.${t}`,
         ...(p.srcTables.includes(t) ? { a: `${qi(p.srcNs)}.${qi(t)}` } : {}),
         ...(p.dstTables.includes(t) ? { b: `${qi(shardDatabaseName(p.s))}.${qi(t)}` } : {}),
       })));
-      const settled = await settleTables(src, dst, pairs, () => this.waitApplied(src, dst, move, true), PRE_FREEZE_ROUNDS);
+      const settled = await settleTables(src, dst, pairs, () => this.waitApplied(src, dst, move, true), PRE_FREEZE_ROUNDS, onVerify);
       const report: VerifyReport = { shards: plan.length, tables: pairs.length, rows: 0, chunks: settled.equal.size, mismatches: [] };
       for (const x of settled.equal.values()) report.rows += x.rows;
       const unsettled = new Set(settled.unsettled);
@@ -100,7 +100,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
    * A chunk that differs while its source held still is read by compareTables, which names the
    * rows: a mismatch before the freeze.
    */
-  async settleHotChunks(move: MoveRecord, report: VerifyReport): Promise<VerifyReport> {
+  async settleHotChunks(move: MoveRecord, report: VerifyReport, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     this.chunked.delete(move.id);
     const pre = this.preVerified.get(move.id);
     if (pre === undefined || pre.unsettled.size === 0) return report;
@@ -117,6 +117,8 @@ export class PostgresMoveVerify extends PostgresMoveBase {
         const bounds = await chunkBounds(src, c.rel, k.col);
         tables.push({ name: `${c.s}.${c.t}`, shard: c.s, table: c.t, col: k.col, type: k.type, bounds, open: bounds.map((_, i) => i).concat(bounds.length), rows: 0 });
       }
+      // The settle reports tables with open chunks left, of those it took on.
+      onVerify?.(0, tables.length, 'settling');
       const { differ } = await this.step('settle: chunks', () => settleChunks(src, dst, tables, liveName, liveName, () => this.waitApplied(src, dst, move, true), PRE_FREEZE_ROUNDS));
       if (differ.size > 0) {
         // Services still write: only a difference that holds (persistentDifference) aborts; a
@@ -128,6 +130,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
         }
       }
       for (const t of tables) pre.unsettled.delete(t.name);
+      onVerify?.(tables.length, tables.length, 'settling');
       this.chunked.set(move.id, tables);
       this.options.onStep?.('settle: chunks left for the freeze (count)', tables.reduce((n, t) => n + t.open.length, 0));
       return report;
@@ -143,7 +146,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
    * applied, in commit order, up to the catch-up's marker. Without one (a resumed mover), the
    * full verify.
    */
-  async verifyFenced(move: MoveRecord): Promise<VerifyReport> {
+  async verifyFenced(move: MoveRecord, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     const pre = this.preVerified.get(move.id);
     const fencedTables = this.fencedTables.get(move.id);
     const chunked = this.chunked.get(move.id) ?? [];
@@ -152,7 +155,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
     this.fencedTables.delete(move.id);
     this.chunked.delete(move.id);
     this.fencedChunks.delete(move.id);
-    if (pre === undefined) return this.verify(move);
+    if (pre === undefined) return this.verify(move, onVerify);
     return this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
       const plan = await this.verifyPlan(src, dst, move, fencedTables);
       const now = plan.reduce((n, p) => n + p.tables.length, 0);
@@ -222,7 +225,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
    * because the target has not applied the last writes yet: the marker is awaited and the
    * aggregates read again, and each chunk is compared at the marker's point.
    */
-  protected async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>, confirm?: number): Promise<VerifyReport> {
+  protected async compareTables(src: Client, dst: Client, move: MoveRecord, plan: VerifyPlan[], only?: Set<string>, confirm?: number, onVerify?: VerifyProgressFn): Promise<VerifyReport> {
     const report = emptyReport();
     const sync = (await this.step('verify: subscription exists?', () => this.subscriptionExists(dst, move))) ? () => this.step('verify: marker applied (sync)', () => this.waitApplied(src, dst, move)) : undefined;
     const key = (s: number, t: string) => `${s}.${t}`;
@@ -238,6 +241,8 @@ export class PostgresMoveVerify extends PostgresMoveBase {
       [a, b] = await totals();
     }
     const side = (c: Client, ns: string, t: string, has: boolean): TableSide | undefined => (has ? { c, table: `${qi(ns)}.${qi(t)}` } : undefined);
+    const total = plan.reduce((n, p) => n + p.tables.filter((t) => wanted(p.s, t)).length, 0);
+    onVerify?.(0, total);
     for (const p of plan) {
       report.shards++;
       for (const t of p.tables) {
@@ -250,6 +255,7 @@ export class PostgresMoveVerify extends PostgresMoveBase {
         }
         const r = await compareChunks(p.s, t, side(src, p.srcNs, t, p.srcTables.includes(t)), side(dst, shardDatabaseName(p.s), t, p.dstTables.includes(t)), sync, confirm === undefined ? {} : { confirm });
         addTableResult(report, r);
+        onVerify?.(report.tables, total);
       }
     }
     return report;

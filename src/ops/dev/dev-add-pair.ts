@@ -8,6 +8,7 @@ import { isPairMember, pairOf, pairServers, writeJsonAtomic } from './dev-cluste
 import { ensureInstances, startServers } from './dev-up.js';
 import { setupReplication } from './dev-replication.js';
 import { applyMasterFence } from './dev-writable.js';
+import { publishHosts } from './dev-host-records.js';
 
 export interface AddedPair {
   pair: number;
@@ -17,7 +18,8 @@ export interface AddedPair {
 
 /**
  * `shardkit dev add-pair`: one more empty master/slave pair in a running dev cluster (the
- * target of a shard move), added to D/shardkit.json's hosts but to no range of the map. Its
+ * target of a shard move), added to D/shardkit.json's hosts and to the topology store's host
+ * records (services with other config files learn it there) but to no range of the map. Its
  * master stays read-only until the map names it master (applyMasterFence). PostgreSQL clusters:
  * devAddPairPostgres.
  */
@@ -42,6 +44,8 @@ export async function devAddPair(dir: string, options: { log?: (m: string) => vo
   parseConfig(next);
   writeJsonAtomic(c.configPath, next);
   log(`added ${masterServer!.name} and ${slaveServer!.name} to ${c.configPath}`);
+  await publishHosts(c, 'mariadb', [{ name: masterServer!.name, port: c.instance(masterServer!.name).port, role: 'master' }, { name: slaveServer!.name, port: c.instance(slaveServer!.name).port, role: 'slave' }]);
+  log(`published ${masterServer!.name} and ${slaveServer!.name} in the topology store`);
   await applyMasterFence(c);
   return { pair, master: masterServer!.name, slave: slaveServer!.name };
 }

@@ -8,6 +8,7 @@ import { pickFreePort } from '../free-port.js';
 import { PostgresServer } from '../postgres/postgres-server.js';
 import { initShards, type ShardInitResult } from '../shard-init.js';
 import { DevCluster } from './dev-cluster.js';
+import { publishHosts } from './dev-host-records.js';
 import { pad3, writeJsonAtomic, type DevClusterState, type DevServer } from './dev-cluster-state.js';
 import type { DevServerDetail } from './dev-status.js';
 import type { DevUpOptions, DevUpResult } from './dev-up-options.js';
@@ -259,5 +260,7 @@ export async function devAddPairPostgres(c: DevCluster, log: (m: string) => void
   parseConfig(next);
   writeJsonAtomic(c.configPath, next);
   log(`added ${master.name} and ${slave.name} to ${c.configPath}`);
+  await publishHosts(c, 'postgres', [{ name: master.name, port: m.port, role: 'master' }, { name: slave.name, port: sl.port, role: 'slave' }]);
+  log(`published ${master.name} and ${slave.name} in the topology store`);
   return { pair, master: master.name, slave: slave.name };
 }

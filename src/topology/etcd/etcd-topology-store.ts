@@ -10,6 +10,7 @@ import { moveProgressKind, type MoveProgressRecords } from '../move-progress-rec
 import { checkRecordName, parseRecord, recordText, type RecordKind, type RecordSet } from '../record-set.js';
 import { serviceHeartbeatKind, type ServiceRecords } from '../service-records.js';
 import { healStatusKind, type HealRecords } from '../heal-records.js';
+import { hostRecordKind, type HostRecords } from '../host-records.js';
 import { EtcdMapKeys, RecordWatchState, snapshotOf, writeRecords } from './etcd-map-records.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
 
@@ -74,6 +75,8 @@ export class EtcdTopologyStore implements TopologyStore {
    * inside it and wake every service's watch on every round).
    */
   readonly heal: HealRecords;
+  /** Database hosts, one key per host under `<key>/servers/` (after the watched span too). */
+  readonly hosts: HostRecords;
   private readonly timeoutMs: number;
   private readonly keys: EtcdMapKeys;
   private readonly layout: 1 | 2;
@@ -110,6 +113,7 @@ export class EtcdTopologyStore implements TopologyStore {
     this.progress = this.recordSet(`${this.key}/progress/`, moveProgressKind);
     this.services = this.recordSet(`${this.key}/services/`, serviceHeartbeatKind);
     this.heal = this.recordSet(`${this.key}/supervisors/`, healStatusKind);
+    this.hosts = this.recordSet(`${this.key}/servers/`, hostRecordKind);
   }
 
   /** Records of one kind, one key each under `prefix` (never a key services watch). */

@@ -12,6 +12,7 @@ import { FileRecordSet } from './file-record-set.js';
 import { moveProgressKind } from '../move-progress-records.js';
 import { serviceHeartbeatKind, type ServiceHeartbeat } from '../service-records.js';
 import { healStatusKind, type HealStatus } from '../heal-records.js';
+import { hostRecordKind, type HostRecord } from '../host-records.js';
 import { FileMapRecords } from './file-map-records.js';
 import { isRecordRoot, parseRoot, type MapRoot } from '../map-records.js';
 
@@ -50,6 +51,8 @@ export class FileTopologyStore implements TopologyStore {
   readonly services: FileRecordSet<ServiceHeartbeat>;
   /** Heal supervisors' status, one file per supervisor in `<path>.heal/`. */
   readonly heal: FileRecordSet<HealStatus>;
+  /** Database hosts, one file per host in `<path>.hosts/`. */
+  readonly hosts: FileRecordSet<HostRecord>;
   private readonly dir: string;
   private readonly base: string;
   private readonly lockPath: string;
@@ -79,6 +82,7 @@ export class FileTopologyStore implements TopologyStore {
     this.progress = new FileRecordSet(`${this.path}.progress`, moveProgressKind);
     this.services = new FileRecordSet(`${this.path}.services`, serviceHeartbeatKind);
     this.heal = new FileRecordSet(`${this.path}.heal`, healStatusKind);
+    this.hosts = new FileRecordSet(`${this.path}.hosts`, hostRecordKind);
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.fsEvents = options.fsEvents ?? true;
     this.lockTimeoutMs = options.lockTimeoutMs ?? 5000;

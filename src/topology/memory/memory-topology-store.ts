@@ -9,6 +9,7 @@ import { moveProgressKind } from '../move-progress-records.js';
 import { MemoryRecordSet } from '../record-set.js';
 import { serviceHeartbeatKind } from '../service-records.js';
 import { healStatusKind, type HealStatus } from '../heal-records.js';
+import { hostRecordKind, type HostRecord } from '../host-records.js';
 
 /**
  * The state several MemoryTopologyStore instances can share, standing in for one ZooKeeper/etcd
@@ -19,6 +20,7 @@ export class MemoryTopologyBacking {
   readonly progress = new MemoryRecordSet(moveProgressKind);
   readonly services = new MemoryRecordSet(serviceHeartbeatKind);
   readonly heal = new MemoryRecordSet(healStatusKind);
+  readonly hosts = new MemoryRecordSet(hostRecordKind);
   readonly stores = new Set<MemoryTopologyStore>();
   /** The map as the etcd store keeps it (#30): records by name; a write replaces only those that changed. */
   private records = new Map<string, { text: string; decoded: DecodedRecord }>();
@@ -87,6 +89,10 @@ export class MemoryTopologyStore implements TopologyStore {
 
   get heal(): MemoryRecordSet<HealStatus> {
     return this.backing.heal;
+  }
+
+  get hosts(): MemoryRecordSet<HostRecord> {
+    return this.backing.hosts;
   }
 
   async read(): Promise<ShardMap | undefined> {
