@@ -72,7 +72,9 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     });
     const running = runMove({ store: f.topology, engine, start: { span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, id: 'move-live', holdMs: 60_000 } });
     // The verify before the freeze (#28: the dashboard showed nothing here): its step and its tables.
-    for (;;) {
+    // Bounded only so that a broken build fails here instead of polling past the test's timeout.
+    for (let tries = 0; ; tries++) {
+      if (tries > 1500) throw new Error('the move never showed the state this loop waits for');
       const map = (await (await fetch(`${f.base}/v1/topology`)).json()) as { moves?: Array<{ id: string; phase: string; progress?: { phase: string; verifiedTables?: number } }> };
       const live = map.moves?.find((m) => m.id === 'move-live');
       if (live?.phase === 'copied' && live.progress?.phase === 'copied' && live.progress.verifiedTables === 10) break;
@@ -87,7 +89,9 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     await f.topology.progress!.put('move-rows', { phase: 'started', rowsCopied: 1500, rowsTotal: 6000, lag: 3, at: Date.now() });
 
     // The mover's progress reaches its record (throttled to once a second): wait for its last numbers.
-    for (;;) {
+    // Bounded only so that a broken build fails here instead of polling past the test's timeout.
+    for (let tries = 0; ; tries++) {
+      if (tries > 1500) throw new Error('the move never showed the state this loop waits for');
       const map = (await (await fetch(`${f.base}/v1/topology`)).json()) as { moves?: Array<{ id: string; phase: string; progress?: { phase: string; shardsDone?: number } }> };
       const live = map.moves?.find((m) => m.id === 'move-live');
       if (live?.phase === 'fenced' && live.progress?.phase === 'fenced' && live.progress.shardsDone === 4) break;
@@ -141,7 +145,9 @@ test('an aborting move shows why, as text, on the dashboard and in GET /v1/topol
     });
     const running = runMove({ store: f.topology, engine, start: { span: { first: 0, last: 3 }, target: { master: 'MySQL002A', slave: 'MySQL002B' }, id: 'move-bad', holdMs: 60_000 } });
     running.catch(() => undefined);
-    for (;;) {
+    // Bounded only so that a broken build fails here instead of polling past the test's timeout.
+    for (let tries = 0; ; tries++) {
+      if (tries > 1500) throw new Error('the move never showed the state this loop waits for');
       const map = (await (await fetch(`${f.base}/v1/topology`)).json()) as { moves?: Array<{ id: string; phase: string; detail?: Record<string, unknown> }> };
       const m = map.moves?.find((x) => x.id === 'move-bad');
       if (m?.phase === 'aborting') {
