@@ -454,6 +454,24 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       if (st !== undefined) await removeConnection(c, name);
       await restoreSlavePosition(c, domain);
     });
+    // The copy was loaded into the target's slave by a loader of its own (sql_log_bin=0), so a
+    // target master killed mid-copy can leave the slave holding tables the master never had:
+    // the master's binlogged drops cannot reach those.
+    const slave = move.target.slave;
+    if (slave !== undefined) await this.withAdmin(slave, (c) => this.dropSlaveCopy(c, move));
+  }
+
+  /** The target slave's own copy of the moving shards, dropped there unlogged (the target was empty before the move: nothing else of these databases is on it). */
+  private async dropSlaveCopy(c: Conn, move: MoveRecord): Promise<void> {
+    const dbs = this.databases(move).flatMap((d) => [d.live, d.moved]);
+    await c.query('SET SESSION sql_log_bin = 0');
+    // A loader still running (its pipe outlived the master) holds the tables' metadata locks.
+    await c.query('SET SESSION lock_wait_timeout = 60');
+    const [procs] = await c.query(`SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB IN (${dbs.map(() => '?').join(', ')}) AND ID <> CONNECTION_ID() AND USER <> 'system user'`, dbs);
+    for (const p of procs as Array<{ id: number }>) await c.query(`KILL ${Number(p.id)}`).catch(() => undefined);
+    for (const [db, tables] of await this.presentMany(c, dbs)) {
+      if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(db)}.${q(t)}`).join(', ')}`);
+    }
   }
 
   override async close(): Promise<void> {
