@@ -192,6 +192,26 @@ export class ChaosFleet {
     return undefined;
   }
 
+  /**
+   * Waits until every slave the map names applied its master's writes (MASTER_GTID_WAIT on the
+   * master's position), at most `boundMs`: a slave rebuilt or back from a crash under load may
+   * apply for long after its threads run, and `shards verify` waits for each chunk only 30 s.
+   */
+  async slavesCaughtUp(boundMs: number): Promise<number> {
+    const c = this.cluster();
+    const started = Date.now();
+    for (const { master, slave } of pairsOf(await liveShardMap(c))) {
+      const [pos] = await c.instance(master).admin<Array<{ p: string | null }>>('SELECT @@GLOBAL.gtid_binlog_pos AS p');
+      for (;;) {
+        const left = boundMs - (Date.now() - started);
+        if (left <= 0) throw new Error(`${slave} did not apply ${master}'s writes within ${boundMs} ms`);
+        const [r] = await c.instance(slave).admin<Array<{ r: number | string | null }>>({ sql: 'SELECT MASTER_GTID_WAIT(?, ?) AS r', values: [String(pos?.p ?? ''), Math.min(5, left / 1000)] });
+        if (Number(r?.r) === 0) break;
+      }
+    }
+    return Date.now() - started;
+  }
+
   async stopWriters(): Promise<void> {
     this.stopping = true;
     await Promise.all(this.loops);

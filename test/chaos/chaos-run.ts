@@ -199,6 +199,10 @@ export async function runChaos(options: { seed: number; faults: Fault[]; pairs: 
     // Writes flow again everywhere before they stop.
     await fleet.ackedAfter(Date.now(), new Set(Array.from({ length: options.shards }, (_, i) => i)));
     await fleet.stopWriters();
+    // Verify compares once every slave applied the last writes (an outcome, not a time: seed
+    // 1033's slave, back after 44 s under load, was still applying when verify ran).
+    const catchUpMs = await fleet.slavesCaughtUp(CONVERGE_BOUND_MS);
+    log(`slaves caught up in ${catchUpMs} ms`);
     const lost = await readBack(fleet);
     const verify = await cliProcess(['shards', 'verify', `0..${options.shards - 1}`, '--dir', fleet.dir, '--json']);
     if (verify.code !== 0) log(`shards verify: ${verify.stdout}${verify.stderr}`);
