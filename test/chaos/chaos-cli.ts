@@ -32,7 +32,12 @@ for (let seed = first; seed < first + seeds; seed++) {
     results.push({ seed, outcomes: [], acked: 0, lost: ['run failed'], doubleWriters: [], falseFailovers: 0, verifyClean: false, errors: {}, durationMs: 0 });
   }
 }
-const heal = results.flatMap((r) => r.outcomes.filter((o) => o.kind === 'kill-master' && o.writesBackMs !== undefined).map((o) => o.writesBackMs!)).sort((a, b) => a - b);
-const pct = (p: number) => (heal.length === 0 ? null : heal[Math.min(heal.length - 1, Math.floor((p / 100) * heal.length))]);
-process.stdout.write(`${JSON.stringify({ seeds: results.length, clean: results.filter(clean).length, faults: results.reduce((n, r) => n + r.outcomes.length, 0), acked: results.reduce((n, r) => n + r.acked, 0), killMasterToWritesMs: { p50: pct(50), p99: pct(99), n: heal.length } })}\n`);
+const times = (kind: string) => results.flatMap((r) => r.outcomes.filter((o) => o.kind === kind && o.writesBackMs !== undefined).map((o) => o.writesBackMs!)).sort((a, b) => a - b);
+const pct = (xs: number[], p: number) => (xs.length === 0 ? null : xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]);
+const [killed, stopped] = [times('kill-master'), times('stop-master')];
+process.stdout.write(`${JSON.stringify({
+  seeds: results.length, clean: results.filter(clean).length, faults: results.reduce((n, r) => n + r.outcomes.length, 0), acked: results.reduce((n, r) => n + r.acked, 0),
+  lost: results.reduce((n, r) => n + r.lost.filter((x) => x !== 'run failed').length, 0), runsFailed: results.filter((r) => r.lost.includes('run failed')).length, doubleWriters: results.reduce((n, r) => n + r.doubleWriters.length, 0), falseFailovers: results.reduce((n, r) => n + r.falseFailovers, 0),
+  killMasterToWritesMs: { p50: pct(killed, 50), p99: pct(killed, 99), n: killed.length }, stopMasterToWritesMs: { p50: pct(stopped, 50), p99: pct(stopped, 99), n: stopped.length },
+})}\n`);
 process.exit(results.every(clean) ? 0 : 1);
