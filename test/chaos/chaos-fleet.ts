@@ -4,7 +4,7 @@
  * on the proxied config, `shardkit heal --mode act`, and HTTP writers keeping a ledger of
  * acknowledged writes. chaos-run.ts applies the faults; this file holds the parts and the checks.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DevCluster } from '../../src/ops/dev-cluster.js';
@@ -14,7 +14,7 @@ import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { startService, type Service } from '../failover/serve-fixture.js';
 import { startHeal, type HealProcess } from '../failover/heal-process.js';
-import { TcpProxy } from './tcp-proxy.js';
+import { TcpProxy, type ProxyMode } from './tcp-proxy.js';
 
 /**
  * Commits wait this long (ms) for their slave's ack before MariaDB falls back to async: far past
@@ -43,11 +43,11 @@ export class ChaosFleet {
   private stopping = false;
   private loops: Promise<void>[] = [];
 
-  private constructor(readonly dir: string, private readonly stopCluster: () => Promise<void>, readonly shards: number, private readonly servicesConfig: string) {}
+  private constructor(readonly dir: string, private readonly stopCluster: () => Promise<void>, readonly shards: number, private readonly servicesConfig: string, private readonly witness: boolean) {}
 
-  static async start(options: { pairs: number; shards: number; services: number; writersPerService: number; log: (m: string) => void }): Promise<ChaosFleet> {
+  static async start(options: { pairs: number; shards: number; services: number; writersPerService: number; witness?: boolean; log: (m: string) => void }): Promise<ChaosFleet> {
     const fx = await startTestCluster({ pairs: options.pairs, shards: options.shards, modShards: options.shards, semiSync: true, prefix: 'shardkit-chaos-' });
-    const fleet = new ChaosFleet(fx.dir, fx.stop, options.shards, join(fx.dir, 'chaos-services.json'));
+    const fleet = new ChaosFleet(fx.dir, fx.stop, options.shards, join(fx.dir, 'chaos-services.json'), options.witness ?? true);
     try {
       await fleet.strictSemiSync();
       const config = JSON.parse(readFileSync(fx.cluster.configPath, 'utf8')) as { hosts: Record<string, { port?: number }> };
@@ -83,7 +83,7 @@ export class ChaosFleet {
   }
 
   async startHeal(): Promise<HealProcess> {
-    const heal = startHeal(['--dir', this.dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3', '--flap-window-s', '0', '--rebuild']);
+    const heal = startHeal(['--dir', this.dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3', '--flap-window-s', '0', '--rebuild', ...(this.witness ? ['--witness', 'services'] : [])]);
     await heal.ready;
     return heal;
   }
@@ -92,6 +92,35 @@ export class ChaosFleet {
     this.services[i]!.proc.kill('SIGKILL');
     await new Promise<void>((r) => (this.services[i]!.proc.exitCode !== null || this.services[i]!.proc.signalCode !== null ? r() : this.services[i]!.proc.once('exit', () => r())));
     this.services[i] = await startService(this.servicesConfig, this.dir);
+  }
+
+  /**
+   * `mode` on the supervisor's way to `hosts` for `ms`: a proxy takes each server's unix socket
+   * path (the supervisor reaches dev servers by socket), the server's own socket renamed aside
+   * and put back after (each rename atomic: no connect finds no socket). The services (TCP, their
+   * own proxies) and the slaves (TCP to the port) still reach the servers.
+   */
+  async supervisorPath(hosts: string[], mode: ProxyMode, ms: number): Promise<void> {
+    const c = this.cluster();
+    const installed: Array<{ socket: string; real: string; proxy: TcpProxy }> = [];
+    try {
+      for (const h of hosts) {
+        const inst = c.instance(h);
+        if (!inst.isRunning()) continue;
+        const [socket, real] = [inst.socket, `${inst.socket}.chaos-real`];
+        const proxy = await TcpProxy.start(real, Math.random, `${socket}.chaos-proxy`);
+        renameSync(socket, real);
+        renameSync(`${socket}.chaos-proxy`, socket);
+        installed.push({ socket, real, proxy });
+        proxy.mode = mode;
+      }
+      await sleep(ms);
+    } finally {
+      for (const x of installed) {
+        renameSync(x.real, x.socket);
+        await x.proxy.close();
+      }
+    }
   }
 
   /** The semi-sync wait on every running server (a restarted one starts with the dev cluster's 2 s). */

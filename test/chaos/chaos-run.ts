@@ -142,9 +142,18 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
     case 'jitter': {
       const { master } = await pairHosts(fleet, fault.pair);
       const hit = fault.kind === 'jitter' ? [...fleet.proxies.values()] : [fleet.proxies.get(master)!];
-      for (const p of hit) p.mode = fault.kind === 'jitter' ? { kind: 'delay', ms: 0, jitterMs: 200 } : { kind: 'blackhole' };
-      await sleep(fault.ms);
+      const mode = fault.kind === 'jitter' ? { kind: 'delay' as const, ms: 0, jitterMs: 200, loss: 0.05 } : { kind: 'blackhole' as const };
+      for (const p of hit) p.mode = mode;
+      // Jitter and loss on the supervisor's way to every server too: the false-failover target.
+      if (fault.kind === 'jitter') await fleet.supervisorPath([...fleet.proxies.keys()], mode, fault.ms);
+      else await sleep(fault.ms);
       for (const p of hit) p.mode = { kind: 'pass' };
+      return { failedOver: false };
+    }
+    case 'partition-supervisor': {
+      // The supervisor loses the master; its slave and the services still reach it: not dead.
+      const { master } = await pairHosts(fleet, fault.pair);
+      await fleet.supervisorPath([master], { kind: 'blackhole' }, fault.ms);
       return { failedOver: false };
     }
     case 'planned-failover': {
@@ -173,10 +182,10 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
   }
 }
 
-export async function runChaos(options: { seed: number; faults: Fault[]; pairs: number; shards: number; log?: (m: string) => void }): Promise<ChaosSummary> {
+export async function runChaos(options: { seed: number; faults: Fault[]; pairs: number; shards: number; witness?: boolean; log?: (m: string) => void }): Promise<ChaosSummary> {
   const log = options.log ?? (() => undefined);
   const started = Date.now();
-  const fleet = await ChaosFleet.start({ pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, log });
+  const fleet = await ChaosFleet.start({ pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, ...(options.witness !== undefined ? { witness: options.witness } : {}), log });
   const outcomes: FaultOutcome[] = [];
   let falseFailovers: number;
   try {

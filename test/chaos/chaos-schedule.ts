@@ -12,7 +12,8 @@ export type FaultKind =
   | 'kill-service' // kill -9 of a `shardkit serve`, started again
   | 'kill-supervisor' // kill -9 of `shardkit heal`, started again
   | 'partition-service' // the services cannot reach a master (proxy black hole); nobody fails over
-  | 'jitter' // every service connection delayed 0-200 ms; nobody fails over
+  | 'partition-supervisor' // the supervisor cannot reach a master the services and its slave reach; nobody fails over
+  | 'jitter' // every connection of the services and the supervisor delayed 0-200 ms, 5% of chunks lost (late); nobody fails over
   | 'planned-failover' // `shardkit failover <master>` in the middle of it all
   | 'move'; // `shards move` of one shard to the other pair, then drop-moved
 
@@ -26,7 +27,7 @@ export interface Fault {
   service: number;
 }
 
-export const ALL_FAULTS: FaultKind[] = ['kill-master', 'stop-master', 'kill-slave', 'kill-service', 'kill-supervisor', 'partition-service', 'jitter', 'planned-failover', 'move'];
+export const ALL_FAULTS: FaultKind[] = ['kill-master', 'stop-master', 'kill-slave', 'kill-service', 'kill-supervisor', 'partition-service', 'partition-supervisor', 'jitter', 'planned-failover', 'move'];
 
 /**
  * `kinds` in a seeded order (each once: the CI schedule), or `count` faults drawn at random (the
