@@ -12,6 +12,7 @@ import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
 import { cliProcess } from '../cli/cli-harness.js';
 import { ChaosFleet } from './chaos-fleet.js';
 import type { Fault } from './chaos-schedule.js';
+import type { ChaosEngineName } from './chaos-engines.js';
 
 export interface FaultOutcome {
   kind: Fault['kind'];
@@ -68,25 +69,24 @@ async function repair(fleet: ChaosFleet, log: (m: string) => void): Promise<numb
     if (problem === undefined) break;
     if (Date.now() - started > CONVERGE_BOUND_MS) throw new Error(`the fleet did not become whole within ${CONVERGE_BOUND_MS} ms: ${problem}`);
     const c = fleet.cluster();
-    if (c.state.servers.some((s) => !c.instance(s.name).isRunning())) {
+    if (c.state.servers.some((s) => !fleet.engine.isRunning(c, s.name))) {
       log(`repair: dev up (${problem})`);
       await run(['dev', 'up', '--dir', fleet.dir]);
-      await fleet.strictSemiSync();
+      await fleet.afterRestart();
       continue;
     }
     const map = await liveShardMap(c);
     const broken = [];
     for (const { master, slave } of pairsOf(map)) {
-      const [st] = await c.instance(slave).admin<Array<Record<string, unknown>>>('SHOW SLAVE STATUS').catch(() => [undefined]);
       const rebuild = c.state.servers.find((s) => s.name === slave)?.rebuild === true;
-      if (rebuild || st === undefined || st.Slave_SQL_Running !== 'Yes' || String(st.Last_IO_Error ?? '') !== '') broken.push(master);
+      if (rebuild || (await fleet.engine.slaveBroken(c, slave))) broken.push(master);
     }
     if (broken.length > 0 && !rebuilt) {
       for (const master of broken) {
         log(`repair: pair rebuild-slave ${master} (${problem})`);
         await run(['pair', 'rebuild-slave', master, '--dir', fleet.dir]);
       }
-      await fleet.strictSemiSync();
+      await fleet.afterRestart();
       rebuilt = true;
       continue;
     }
@@ -102,17 +102,17 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
     case 'stop-master': {
       const { master } = await pairHosts(fleet, fault.pair);
       const shards = await fleet.shardsOf(master);
-      const inst = fleet.cluster().instance(master);
+      const c = fleet.cluster();
       const t0 = Date.now();
       if (fault.kind === 'kill-master') {
-        await inst.kill();
+        await fleet.engine.kill(c, master);
         // The supervisor must fail it over by itself.
         await fleet.heal.next((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= t0);
       } else {
-        const pid = inst.pid!;
-        process.kill(pid, 'SIGSTOP');
+        const pids = fleet.engine.pids(c, master);
+        for (const pid of pids) try { process.kill(pid, 'SIGSTOP'); } catch { /* gone */ }
         await sleep(fault.ms);
-        try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
+        for (const pid of pids) try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
       }
       const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(t0, shards) : undefined;
       // The supervisor may still be deciding (a stop it suspected: failover or healthy comes next).
@@ -128,7 +128,7 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
     }
     case 'kill-slave': {
       const { slave } = await pairHosts(fleet, fault.pair);
-      await fleet.cluster().instance(slave).kill();
+      await fleet.engine.kill(fleet.cluster(), slave);
       return { failedOver: false };
     }
     case 'kill-service':
@@ -182,10 +182,10 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
   }
 }
 
-export async function runChaos(options: { seed: number; faults: Fault[]; pairs: number; shards: number; witness?: boolean; log?: (m: string) => void }): Promise<ChaosSummary> {
+export async function runChaos(options: { engine?: ChaosEngineName; seed: number; faults: Fault[]; pairs: number; shards: number; witness?: boolean; log?: (m: string) => void }): Promise<ChaosSummary> {
   const log = options.log ?? (() => undefined);
   const started = Date.now();
-  const fleet = await ChaosFleet.start({ pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, ...(options.witness !== undefined ? { witness: options.witness } : {}), log });
+  const fleet = await ChaosFleet.start({ ...(options.engine !== undefined ? { engine: options.engine } : {}), pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, ...(options.witness !== undefined ? { witness: options.witness } : {}), log });
   const outcomes: FaultOutcome[] = [];
   let falseFailovers: number;
   try {
