@@ -104,8 +104,12 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
       const shards = await fleet.shardsOf(master);
       const c = fleet.cluster();
       const t0 = Date.now();
+      // From the moment the master is down: PostgreSQL's kill stops the postmaster, lists and kills
+      // its backends, and a backend may still commit (to its synchronous standby) meanwhile.
+      let down = t0;
       if (fault.kind === 'kill-master') {
         await fleet.engine.kill(c, master);
+        down = Date.now();
         // The supervisor must fail it over by itself.
         await fleet.heal.next((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= t0);
       } else {
@@ -114,7 +118,7 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
         await sleep(fault.ms);
         for (const pid of pids) try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
       }
-      const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(t0, shards) : undefined;
+      const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(down, shards) : undefined;
       // The supervisor may still be deciding (a stop it suspected: failover or healthy comes next).
       // Its verdict is awaited, so a late failover is never taken for the next fault's doing.
       const last = fleet.heal.decisions.filter((d) => d.master === master && d.receivedAt >= t0).at(-1);
