@@ -1,10 +1,10 @@
 /**
  * The fleet a chaos run hits: a MariaDB dev cluster (semi-sync, strict: a commit never falls back to
- * async), a TCP proxy in front of every server for the services, two `shardkit serve` processes
+ * async) or a PostgreSQL one (synchronous standbys, --sync), a TCP proxy in front of every server for the services, two `shardkit serve` processes
  * on the proxied config, `shardkit heal --mode act`, and HTTP writers keeping a ledger of
  * acknowledged writes. chaos-run.ts applies the faults; this file holds the parts and the checks.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DevCluster } from '../../src/ops/dev-cluster.js';
@@ -14,16 +14,8 @@ import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { startService, type Service } from '../failover/serve-fixture.js';
 import { startHeal, type HealProcess } from '../failover/heal-process.js';
-import { TcpProxy } from './tcp-proxy.js';
-
-/**
- * Commits wait this long (ms) for their slave's ack before MariaDB falls back to async: far past
- * any ack on a loaded machine (the dev cluster's 2 s is not), yet finite, so a master whose slave
- * came back unregistered (seen once after a SIGSTOP: writes waited an hour) serves again. A
- * master is failed over only while semi-sync is on (health() waits for it), so a fallback
- * never decides whether a killed master's writes survive.
- */
-const STRICT_SEMI_SYNC_MS = 30_000;
+import { TcpProxy, type ProxyMode } from './tcp-proxy.js';
+import { chaosEngine, type ChaosEngine, type ChaosEngineName } from './chaos-engines.js';
 
 /** An acknowledged write: when it was sent and when the answer came. */
 export interface Ack { id: string; sentAt: number; at: number; shard: number }
@@ -38,21 +30,22 @@ export class ChaosFleet {
   readonly hits: Array<{ master: string; from: number; to: number }> = [];
   /** Decisions of supervisors killed earlier in the run. */
   private readonly pastDecisions: HealProcess['decisions'] = [];
-  /** Moments when two servers of one pair both accepted writes (read_only = 0). */
+  /** Moments when two servers of one pair both accepted writes. */
   readonly doubleWriters: Array<{ at: number; pair: number; hosts: string[] }> = [];
   private stopping = false;
   private loops: Promise<void>[] = [];
 
-  private constructor(readonly dir: string, private readonly stopCluster: () => Promise<void>, readonly shards: number, private readonly servicesConfig: string) {}
+  private constructor(readonly dir: string, private readonly stopCluster: () => Promise<void>, readonly shards: number, private readonly servicesConfig: string, private readonly witness: boolean, readonly engine: ChaosEngine) {}
 
-  static async start(options: { pairs: number; shards: number; services: number; writersPerService: number; log: (m: string) => void }): Promise<ChaosFleet> {
-    const fx = await startTestCluster({ pairs: options.pairs, shards: options.shards, modShards: options.shards, semiSync: true, prefix: 'shardkit-chaos-' });
-    const fleet = new ChaosFleet(fx.dir, fx.stop, options.shards, join(fx.dir, 'chaos-services.json'));
+  static async start(options: { engine?: ChaosEngineName; pairs: number; shards: number; services: number; writersPerService: number; witness?: boolean; log: (m: string) => void }): Promise<ChaosFleet> {
+    const engine = chaosEngine(options.engine ?? 'mariadb');
+    const fx = await startTestCluster({ ...(engine.name === 'postgres' ? { engine: 'postgres' as const } : {}), pairs: options.pairs, shards: options.shards, modShards: options.shards, semiSync: true, prefix: 'shardkit-chaos-' });
+    const fleet = new ChaosFleet(fx.dir, fx.stop, options.shards, join(fx.dir, 'chaos-services.json'), options.witness ?? true, engine);
     try {
-      await fleet.strictSemiSync();
+      await fleet.afterRestart();
       const config = JSON.parse(readFileSync(fx.cluster.configPath, 'utf8')) as { hosts: Record<string, { port?: number }> };
       for (const name of Object.keys(config.hosts)) {
-        const proxy = await TcpProxy.start(fx.cluster.instance(name).port);
+        const proxy = await TcpProxy.start(engine.port(fx.cluster, name));
         fleet.proxies.set(name, proxy);
         config.hosts[name]!.port = proxy.port;
       }
@@ -61,7 +54,7 @@ export class ChaosFleet {
       fleet.heal = await fleet.startHeal();
       for (let i = 0; i < options.services; i++) for (let w = 0; w < options.writersPerService; w++) fleet.loops.push(fleet.writer(i));
       fleet.loops.push(fleet.probeWriters());
-      options.log(`fleet up in ${fx.dir}: ${options.pairs} pairs, ${options.shards} shards, ${options.services} services`);
+      options.log(`${engine.name} fleet up in ${fx.dir}: ${options.pairs} pairs, ${options.shards} shards, ${options.services} services`);
     } catch (err) {
       await fleet.stop();
       throw err;
@@ -83,7 +76,7 @@ export class ChaosFleet {
   }
 
   async startHeal(): Promise<HealProcess> {
-    const heal = startHeal(['--dir', this.dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3', '--flap-window-s', '0', '--rebuild']);
+    const heal = startHeal(['--dir', this.dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3', '--flap-window-s', '0', '--rebuild', ...(this.witness ? ['--witness', 'services'] : [])]);
     await heal.ready;
     return heal;
   }
@@ -94,13 +87,38 @@ export class ChaosFleet {
     this.services[i] = await startService(this.servicesConfig, this.dir);
   }
 
-  /** The semi-sync wait on every running server (a restarted one starts with the dev cluster's 2 s). */
-  async strictSemiSync(): Promise<void> {
+  /**
+   * `mode` on the supervisor's way to `hosts` for `ms`: a proxy takes each server's unix socket
+   * path (the supervisor reaches dev servers by socket), the server's own socket renamed aside
+   * and put back after (each rename atomic: no connect finds no socket). The services (TCP, their
+   * own proxies) and the slaves (TCP to the port) still reach the servers.
+   */
+  async supervisorPath(hosts: string[], mode: ProxyMode, ms: number): Promise<void> {
     const c = this.cluster();
-    for (const s of c.state.servers) {
-      if (!c.instance(s.name).isRunning()) continue;
-      await c.instance(s.name).admin(`SET GLOBAL rpl_semi_sync_master_timeout = ${STRICT_SEMI_SYNC_MS}`).catch(() => undefined);
+    const installed: Array<{ socket: string; real: string; proxy: TcpProxy }> = [];
+    try {
+      for (const h of hosts) {
+        const socket = this.engine.supervisorSocket(c, h);
+        if (socket === undefined || !this.engine.isRunning(c, h)) continue;
+        const real = `${socket}.chaos-real`;
+        const proxy = await TcpProxy.start(real, Math.random, `${socket}.chaos-proxy`);
+        renameSync(socket, real);
+        renameSync(`${socket}.chaos-proxy`, socket);
+        installed.push({ socket, real, proxy });
+        proxy.mode = mode;
+      }
+      await sleep(ms);
+    } finally {
+      for (const x of installed) {
+        renameSync(x.real, x.socket);
+        await x.proxy.close();
+      }
     }
+  }
+
+  /** What a restarted server lost that the run relies on (MariaDB: the strict semi-sync wait). */
+  async afterRestart(): Promise<void> {
+    await this.engine.afterRestart(this.cluster());
   }
 
   /** Writers: create a pin on a random shard through service i, retrying whatever fails. */
@@ -127,24 +145,16 @@ export class ChaosFleet {
     }
   }
 
-  /** Every 250 ms: how many servers of each pair accept writes (read_only = 0). More than one is a split brain. */
+  /** Every 250 ms: how many servers of each pair accept writes. More than one is a split brain. */
   private async probeWriters(): Promise<void> {
     while (!this.stopping) {
       const c = this.cluster();
       const byPair = new Map<number, string[]>();
       await Promise.all(c.state.servers.map(async (s) => {
         const pair = s.pair ?? pairOf(s);
-        if (pair === undefined || !c.instance(s.name).isRunning()) return;
-        const conn = await c.instance(s.name).connect({ connectTimeoutMs: 300 }).catch(() => undefined);
-        if (conn === undefined) return;
-        try {
-          const [rows] = await Promise.race([conn.query('SELECT @@GLOBAL.read_only AS ro'), sleep(1000).then(() => [[{ ro: 1 }]])]) as [Array<{ ro: number | string }>];
-          if (Number(rows[0]!.ro) === 0) byPair.set(pair, [...(byPair.get(pair) ?? []), s.name]);
-        } catch {
-          // A server going down answers nothing: it accepts no write either.
-        } finally {
-          conn.destroy();
-        }
+        if (pair === undefined || !this.engine.isRunning(c, s.name)) return;
+        // A server that does not answer accepts no write either.
+        if ((await this.engine.writable(c, s.name)) === true) byPair.set(pair, [...(byPair.get(pair) ?? []), s.name]);
       }));
       for (const [pair, hosts] of byPair) if (hosts.length > 1) this.doubleWriters.push({ at: Date.now(), pair, hosts });
       await sleep(250);
@@ -178,18 +188,28 @@ export class ChaosFleet {
     const c = this.cluster();
     for (const { master, slave } of pairsOf(await liveShardMap(c))) {
       try {
-        const [ro] = await c.instance(master).admin<Array<{ ro: number }>>('SELECT @@GLOBAL.read_only AS ro');
-        if (Number(ro!.ro) !== 0) return `${master} is read-only`;
-        const [sync] = await c.instance(master).admin<Array<{ enabled: number | string; status: string | null }>>("SELECT @@GLOBAL.rpl_semi_sync_master_enabled AS enabled, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'RPL_SEMI_SYNC_MASTER_STATUS') AS status");
-        if (Number(sync?.enabled) === 1 && sync?.status !== 'ON') return `${master}'s semi-sync fell back to async (no slave has acked since)`;
-        const [st] = await c.instance(slave).admin<Array<Record<string, unknown>>>('SHOW SLAVE STATUS');
-        if (st === undefined || st.Slave_IO_Running !== 'Yes' || st.Slave_SQL_Running !== 'Yes') return `${slave} does not replicate (${st === undefined ? 'none' : `${String(st.Slave_IO_Running)}/${String(st.Slave_SQL_Running)} ${String(st.Last_Error ?? '')}`})`;
-        if (String(st.Master_Host ?? '') !== '' && Number(st.Master_Port) !== c.instance(master).port) return `${slave} replicates from port ${String(st.Master_Port)}, not ${master}`;
+        const problem = await this.engine.pairProblem(c, master, slave);
+        if (problem !== undefined) return problem;
       } catch (err) {
         return `${master}/${slave}: ${(err as Error).message}`;
       }
     }
     return undefined;
+  }
+
+  /**
+   * Waits until every slave the map names applied its master's writes (MASTER_GTID_WAIT on the
+   * master's position; PostgreSQL: its replay LSN), at most `boundMs`: a slave rebuilt or back from a crash under load may
+   * apply for long after its threads run, and `shards verify` waits for each chunk only 30 s.
+   */
+  async slavesCaughtUp(boundMs: number): Promise<number> {
+    const c = this.cluster();
+    const started = Date.now();
+    for (const { master, slave } of pairsOf(await liveShardMap(c))) {
+      const left = boundMs - (Date.now() - started);
+      if (left <= 0 || !(await this.engine.caughtUp(c, master, slave, left))) throw new Error(`${slave} did not apply ${master}'s writes within ${boundMs} ms`);
+    }
+    return Date.now() - started;
   }
 
   async stopWriters(): Promise<void> {
@@ -205,10 +225,7 @@ export class ChaosFleet {
     for (const p of this.proxies.values()) await p.close().catch(() => undefined);
     const c = this.cluster();
     // A server left stopped (SIGSTOP) would never shut down.
-    for (const s of c.state.servers) {
-      const pid = c.instance(s.name).pid;
-      if (pid !== undefined) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
-    }
+    for (const s of c.state.servers) for (const pid of this.engine.pids(c, s.name)) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
     await this.stopCluster();
   }
 }

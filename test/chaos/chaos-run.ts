@@ -12,6 +12,7 @@ import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
 import { cliProcess } from '../cli/cli-harness.js';
 import { ChaosFleet } from './chaos-fleet.js';
 import type { Fault } from './chaos-schedule.js';
+import type { ChaosEngineName } from './chaos-engines.js';
 
 export interface FaultOutcome {
   kind: Fault['kind'];
@@ -68,25 +69,24 @@ async function repair(fleet: ChaosFleet, log: (m: string) => void): Promise<numb
     if (problem === undefined) break;
     if (Date.now() - started > CONVERGE_BOUND_MS) throw new Error(`the fleet did not become whole within ${CONVERGE_BOUND_MS} ms: ${problem}`);
     const c = fleet.cluster();
-    if (c.state.servers.some((s) => !c.instance(s.name).isRunning())) {
+    if (c.state.servers.some((s) => !fleet.engine.isRunning(c, s.name))) {
       log(`repair: dev up (${problem})`);
       await run(['dev', 'up', '--dir', fleet.dir]);
-      await fleet.strictSemiSync();
+      await fleet.afterRestart();
       continue;
     }
     const map = await liveShardMap(c);
     const broken = [];
     for (const { master, slave } of pairsOf(map)) {
-      const [st] = await c.instance(slave).admin<Array<Record<string, unknown>>>('SHOW SLAVE STATUS').catch(() => [undefined]);
       const rebuild = c.state.servers.find((s) => s.name === slave)?.rebuild === true;
-      if (rebuild || st === undefined || st.Slave_SQL_Running !== 'Yes' || String(st.Last_IO_Error ?? '') !== '') broken.push(master);
+      if (rebuild || (await fleet.engine.slaveBroken(c, slave))) broken.push(master);
     }
     if (broken.length > 0 && !rebuilt) {
       for (const master of broken) {
         log(`repair: pair rebuild-slave ${master} (${problem})`);
         await run(['pair', 'rebuild-slave', master, '--dir', fleet.dir]);
       }
-      await fleet.strictSemiSync();
+      await fleet.afterRestart();
       rebuilt = true;
       continue;
     }
@@ -102,19 +102,23 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
     case 'stop-master': {
       const { master } = await pairHosts(fleet, fault.pair);
       const shards = await fleet.shardsOf(master);
-      const inst = fleet.cluster().instance(master);
+      const c = fleet.cluster();
       const t0 = Date.now();
+      // From the moment the master is down: PostgreSQL's kill stops the postmaster, lists and kills
+      // its backends, and a backend may still commit (to its synchronous standby) meanwhile.
+      let down = t0;
       if (fault.kind === 'kill-master') {
-        await inst.kill();
+        await fleet.engine.kill(c, master);
+        down = Date.now();
         // The supervisor must fail it over by itself.
         await fleet.heal.next((d) => d.verdict === 'failover' && d.master === master && d.receivedAt >= t0);
       } else {
-        const pid = inst.pid!;
-        process.kill(pid, 'SIGSTOP');
+        const pids = fleet.engine.pids(c, master);
+        for (const pid of pids) try { process.kill(pid, 'SIGSTOP'); } catch { /* gone */ }
         await sleep(fault.ms);
-        try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
+        for (const pid of pids) try { process.kill(pid, 'SIGCONT'); } catch { /* the failover shot it */ }
       }
-      const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(t0, shards) : undefined;
+      const writesBackMs = shards.size > 0 ? await fleet.ackedAfter(down, shards) : undefined;
       // The supervisor may still be deciding (a stop it suspected: failover or healthy comes next).
       // Its verdict is awaited, so a late failover is never taken for the next fault's doing.
       const last = fleet.heal.decisions.filter((d) => d.master === master && d.receivedAt >= t0).at(-1);
@@ -128,7 +132,7 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
     }
     case 'kill-slave': {
       const { slave } = await pairHosts(fleet, fault.pair);
-      await fleet.cluster().instance(slave).kill();
+      await fleet.engine.kill(fleet.cluster(), slave);
       return { failedOver: false };
     }
     case 'kill-service':
@@ -142,9 +146,18 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
     case 'jitter': {
       const { master } = await pairHosts(fleet, fault.pair);
       const hit = fault.kind === 'jitter' ? [...fleet.proxies.values()] : [fleet.proxies.get(master)!];
-      for (const p of hit) p.mode = fault.kind === 'jitter' ? { kind: 'delay', ms: 0, jitterMs: 200 } : { kind: 'blackhole' };
-      await sleep(fault.ms);
+      const mode = fault.kind === 'jitter' ? { kind: 'delay' as const, ms: 0, jitterMs: 200, loss: 0.05 } : { kind: 'blackhole' as const };
+      for (const p of hit) p.mode = mode;
+      // Jitter and loss on the supervisor's way to every server too: the false-failover target.
+      if (fault.kind === 'jitter') await fleet.supervisorPath([...fleet.proxies.keys()], mode, fault.ms);
+      else await sleep(fault.ms);
       for (const p of hit) p.mode = { kind: 'pass' };
+      return { failedOver: false };
+    }
+    case 'partition-supervisor': {
+      // The supervisor loses the master; its slave and the services still reach it: not dead.
+      const { master } = await pairHosts(fleet, fault.pair);
+      await fleet.supervisorPath([master], { kind: 'blackhole' }, fault.ms);
       return { failedOver: false };
     }
     case 'planned-failover': {
@@ -173,10 +186,10 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
   }
 }
 
-export async function runChaos(options: { seed: number; faults: Fault[]; pairs: number; shards: number; log?: (m: string) => void }): Promise<ChaosSummary> {
+export async function runChaos(options: { engine?: ChaosEngineName; seed: number; faults: Fault[]; pairs: number; shards: number; witness?: boolean; log?: (m: string) => void }): Promise<ChaosSummary> {
   const log = options.log ?? (() => undefined);
   const started = Date.now();
-  const fleet = await ChaosFleet.start({ pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, log });
+  const fleet = await ChaosFleet.start({ ...(options.engine !== undefined ? { engine: options.engine } : {}), pairs: options.pairs, shards: options.shards, services: 2, writersPerService: 2, ...(options.witness !== undefined ? { witness: options.witness } : {}), log });
   const outcomes: FaultOutcome[] = [];
   let falseFailovers: number;
   try {
@@ -199,6 +212,10 @@ export async function runChaos(options: { seed: number; faults: Fault[]; pairs: 
     // Writes flow again everywhere before they stop.
     await fleet.ackedAfter(Date.now(), new Set(Array.from({ length: options.shards }, (_, i) => i)));
     await fleet.stopWriters();
+    // Verify compares once every slave applied the last writes (an outcome, not a time: seed
+    // 1033's slave, back after 44 s under load, was still applying when verify ran).
+    const catchUpMs = await fleet.slavesCaughtUp(CONVERGE_BOUND_MS);
+    log(`slaves caught up in ${catchUpMs} ms`);
     const lost = await readBack(fleet);
     const verify = await cliProcess(['shards', 'verify', `0..${options.shards - 1}`, '--dir', fleet.dir, '--json']);
     if (verify.code !== 0) log(`shards verify: ${verify.stdout}${verify.stderr}`);

@@ -1,7 +1,7 @@
 /** The chaos schedule is a function of its seed: a failing run is replayed exactly. Server-free. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ALL_FAULTS, schedule } from './chaos-schedule.js';
+import { ALL_FAULTS, faultKinds, schedule } from './chaos-schedule.js';
 
 test('same seed, same faults; CI kinds each once; durations in their ranges', () => {
   const a = schedule(42, { kinds: ALL_FAULTS, pairs: 2, services: 2 });
@@ -17,4 +17,12 @@ test('same seed, same faults; CI kinds each once; durations in their ranges', ()
     else assert.ok(f.ms >= 2000 && f.ms < 8000);
   }
   assert.equal(new Set(long.map((f) => f.kind)).size, ALL_FAULTS.length, 'a long schedule draws every kind');
+});
+
+test('a PostgreSQL schedule never draws a supervisor-only partition (its supervisor reaches servers by port, like the standbys)', () => {
+  assert.deepEqual(faultKinds('mariadb'), [...ALL_FAULTS]);
+  assert.ok(!faultKinds('postgres').includes('partition-supervisor'));
+  const long = schedule(7, { count: 200, from: faultKinds('postgres'), pairs: 2, services: 2 });
+  assert.ok(long.every((f) => f.kind !== 'partition-supervisor'));
+  assert.equal(new Set(long.map((f) => f.kind)).size, ALL_FAULTS.length - 1);
 });

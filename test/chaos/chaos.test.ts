@@ -1,26 +1,4 @@
-/**
- * The CI chaos schedule: every kind of fault once, in a seeded order, against a 2-pair MariaDB dev
- * fleet under two services' writes, with `shardkit heal --mode act` supervising (chaos-run.ts).
- * The seed is printed; CHAOS_SEED=N replays a run. `npm run chaos` runs longer schedules.
- */
-import { test } from 'node:test';
-import assert from 'node:assert/strict';
-import { ensureBuilt } from '../cli/cli-harness.js';
-import { runChaos } from './chaos-run.js';
-import { ALL_FAULTS, schedule } from './chaos-schedule.js';
+/** The MariaDB CI chaos schedule (semi-sync pairs): chaos-ci.ts. `npm run chaos` runs longer schedules. */
+import { chaosCiTest } from './chaos-ci.js';
 
-test('chaos: every fault once under load; 0 acknowledged writes lost, never two writable masters, the fleet heals, verify clean', async (t) => {
-  ensureBuilt();
-  const seed = process.env.CHAOS_SEED !== undefined ? Number(process.env.CHAOS_SEED) : Math.floor(Math.random() * 2 ** 31);
-  t.diagnostic(`seed ${seed} (replay: CHAOS_SEED=${seed})`);
-  const faults = schedule(seed, { kinds: ALL_FAULTS, pairs: 2, services: 2 });
-  const s = await runChaos({ seed, faults, pairs: 2, shards: 8, log: (m) => t.diagnostic(m) });
-  t.diagnostic(JSON.stringify({ ...s, lost: s.lost.length, doubleWriters: s.doubleWriters.length }));
-  assert.ok(s.acked > 0);
-  assert.deepEqual(s.lost, [], `seed ${seed}: acknowledged writes lost`);
-  assert.deepEqual(s.doubleWriters, [], `seed ${seed}: two writable masters in one pair`);
-  assert.equal(s.falseFailovers, 0, `seed ${seed}: failovers where none was due`);
-  assert.ok(s.outcomes.filter((o) => o.kind === 'kill-master').every((o) => o.failedOver && o.rebuiltByHeal === true), `seed ${seed}: a killed master was not failed over and its pair rebuilt by the supervisor`);
-  assert.ok(s.outcomes.filter((o) => o.failedOver).every((o) => o.rebuiltByHeal === true), `seed ${seed}: a pair the supervisor failed over was not rebuilt by it`);
-  assert.equal(s.verifyClean, true, `seed ${seed}: shards verify found differences`);
-});
+chaosCiTest('mariadb');

@@ -2,6 +2,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mulberry32 } from '../../src/util/prng.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 let echo: net.Server;
@@ -76,5 +80,27 @@ test('reset cuts open connections and refuses new ones; pass accepts again', asy
     again.sock.destroy();
   } finally {
     await proxy.close();
+  }
+});
+
+test('a proxy on a unix socket path (the supervisor\'s way to a server) with jitter and loss delivers every byte in order', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-proxy-'));
+  const server = net.createServer((s) => s.pipe(s));
+  await new Promise<void>((r) => server.listen(join(dir, 'server.sock'), r));
+  // Seeded: about half the chunks are "lost" and arrive a retransmission later.
+  const proxy = await TcpProxy.start(join(dir, 'server.sock'), mulberry32(7), join(dir, 'proxy.sock'));
+  try {
+    proxy.mode = { kind: 'delay', ms: 0, jitterMs: 20, loss: 0.5 };
+    let got = '';
+    const sock = net.connect(join(dir, 'proxy.sock'));
+    sock.on('data', (b: Buffer) => (got += b.toString()));
+    for (const ch of 'abcdefgh') sock.write(ch);
+    await until(() => got.length === 8);
+    assert.equal(got, 'abcdefgh');
+    sock.destroy();
+  } finally {
+    await proxy.close();
+    await new Promise<void>((r) => server.close(() => r()));
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -1,16 +1,21 @@
 /**
  * A TCP proxy in front of a server, for network faults without root: each direction can be passed,
- * delayed (with jitter, order kept), black-holed (held, not delivered, until the mode changes) or
- * reset (every connection cut, new ones refused). Chaos runs put one in front of each server that
- * services reach (test/chaos/chaos-fleet.ts).
+ * delayed (with jitter and loss, order kept), black-holed (held, not delivered, until the mode
+ * changes) or reset (every connection cut, new ones refused). Chaos runs put one in front of each
+ * server that services reach, and one on a server's unix socket for the supervisor's path to it
+ * (test/chaos/chaos-fleet.ts). A lost segment on TCP is a late one (retransmitted), never a hole:
+ * loss delays a chunk by a retransmission timeout.
  */
 import net from 'node:net';
 
 export type ProxyMode =
   | { kind: 'pass' }
-  | { kind: 'delay'; ms: number; jitterMs: number }
+  | { kind: 'delay'; ms: number; jitterMs: number; loss?: number }
   | { kind: 'blackhole' }
   | { kind: 'reset' };
+
+/** Linux's minimum TCP retransmission timeout: when a lost segment arrives after all. */
+const RETRANSMIT_MS = 200;
 
 interface Direction {
   /** When the last chunk was (or will be) delivered: a delayed chunk never overtakes an earlier one. */
@@ -31,11 +36,12 @@ export class TcpProxy {
 
   private constructor(private readonly server: net.Server, readonly port: number, private readonly random: () => number) {}
 
-  static async start(targetPort: number, random: () => number = Math.random): Promise<TcpProxy> {
+  /** A proxy to `target` (a loopback port or a unix socket path), listening on a free loopback port or on the socket path `listen`. */
+  static async start(target: number | string, random: () => number = Math.random, listen?: string): Promise<TcpProxy> {
     let proxy!: TcpProxy;
-    const server = net.createServer((client) => proxy.accept(client, targetPort));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    proxy = new TcpProxy(server, (server.address() as net.AddressInfo).port, random);
+    const server = net.createServer((client) => proxy.accept(client, target));
+    await new Promise<void>((resolve) => (listen !== undefined ? server.listen(listen, resolve) : server.listen(0, '127.0.0.1', resolve)));
+    proxy = new TcpProxy(server, listen !== undefined ? 0 : (server.address() as net.AddressInfo).port, random);
     return proxy;
   }
 
@@ -61,12 +67,12 @@ export class TcpProxy {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private accept(client: net.Socket, targetPort: number): void {
+  private accept(client: net.Socket, target: number | string): void {
     if (this.modeNow.kind === 'reset') {
       client.destroy();
       return;
     }
-    const upstream = net.connect(targetPort, '127.0.0.1');
+    const upstream = typeof target === 'number' ? net.connect(target, '127.0.0.1') : net.connect(target);
     const dirs: Direction[] = [{ lastDue: 0, held: [], to: upstream }, { lastDue: 0, held: [], to: client }];
     const link: Link = { a: client, b: upstream, dirs };
     this.links.add(link);
@@ -87,7 +93,8 @@ export class TcpProxy {
       return;
     }
     if (mode.kind === 'delay') {
-      const due = Math.max(Date.now() + mode.ms + this.random() * mode.jitterMs, d.lastDue);
+      const lost = mode.loss !== undefined && this.random() < mode.loss;
+      const due = Math.max(Date.now() + mode.ms + this.random() * mode.jitterMs + (lost ? RETRANSMIT_MS : 0), d.lastDue);
       d.lastDue = due;
       setTimeout(() => d.to.destroyed || d.to.write(chunk), due - Date.now());
       return;

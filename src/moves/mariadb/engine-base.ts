@@ -367,7 +367,6 @@ export abstract class MariadbMoveEngine implements MoveEngine {
       const sl = await this.connect(slave);
       try {
         const dbs = this.databases({ range: [shard, shard] } as MoveRecord).map((d) => d.live).filter((d) => which === 'all' || d.startsWith(WC_PREFIX) === (which === 'widecolumn'));
-        const [onMasterAll, onSlaveAll] = [await this.presentMany(m, dbs), await this.presentMany(sl, dbs)];
         // Each master chunk is read in a consistent snapshot whose binlog position is known: the
         // slave is compared once it applied exactly that position. (Reading gtid_binlog_pos after
         // the chunk counted writes made in between on the slave's side only: a live table's last
@@ -400,6 +399,11 @@ export abstract class MariadbMoveEngine implements MoveEngine {
             throw new ShardKitError('SHARD_UNAVAILABLE', `${slave} did not reach ${master}'s position ${p} within ${waitS} s: is it replicating? (shardkit pair verify / dev status)`);
           }
         };
+        // The tables each side holds, once the slave applied what the master had when listed: a
+        // slave still catching up (rebuilt, or back from a crash) lacks the tables created since.
+        const onMasterAll = await this.presentMany(m, dbs);
+        await sync();
+        const onSlaveAll = await this.presentMany(sl, dbs);
         for (const db of dbs) {
           const [onMaster, onSlave] = [onMasterAll.get(db)!, onSlaveAll.get(db)!];
           for (const t of [...new Set([...onMaster, ...onSlave])]) {
