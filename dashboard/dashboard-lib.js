@@ -316,9 +316,33 @@ export function hottestShards(groups, n) {
 }
 
 /**
+ * @typedef {{ phase: string, shardsDone?: number, shardsTotal?: number, rowsCopied?: number, rowsTotal?: number, bytesCopied?: number, step?: string, verifiedTables?: number, verifyTables?: number, rowsPerSecond?: number, bytesPerSecond?: number, etaSeconds?: number, tables?: Array<{ table: string, rowsCopied: number, bytesCopied: number }>, lag?: number, at: number }} MoveProgressRecord
+ */
+
+/**
+ * The tables a move is copying now (one per copy stream), one line each, as the moves table
+ * lists them under the move's progress; none when the record is of another phase.
+ * @param {{ phase: string, progress?: MoveProgressRecord }} move
+ * @returns {string[]}
+ */
+export function moveTables(move) {
+  const p = move.progress;
+  if (p === undefined || p.phase !== move.phase || p.tables === undefined) return [];
+  return p.tables.map((t) => `${t.table}: ${t.rowsCopied.toLocaleString('en-US')} rows, ${formatBytes(t.bytesCopied)}`);
+}
+
+/** Whole seconds as `42 s`, `3 min 20 s` or `2 h 5 min` (an ETA). @param {number} s */
+export function formatSeconds(s) {
+  const n = Math.max(0, Math.round(s));
+  if (n < 60) return `${n} s`;
+  if (n < 3600) return `${Math.floor(n / 60)} min ${n % 60} s`;
+  return `${Math.floor(n / 3600)} h ${Math.floor((n % 3600) / 60)} min`;
+}
+
+/**
  * What the moves table shows of a move's progress (written by the mover, docs/moves.md): the
  * numbers of the phase the move is in now, or dashes when the mover has reported none for it.
- * @param {{ phase: string, progress?: { phase: string, step?: string, shardsDone?: number, shardsTotal?: number, rowsCopied?: number, rowsTotal?: number, bytesCopied?: number, lag?: number, verifiedTables?: number, verifyTables?: number, at: number } }} move
+ * @param {{ phase: string, progress?: MoveProgressRecord }} move
  * @param {number} now wall-clock ms
  * @returns {{ progress: string, lag: string, updated: string }}
  */
@@ -331,6 +355,8 @@ export function moveProgress(move, now) {
   if (p.rowsCopied !== undefined) parts.push(`${p.rowsCopied.toLocaleString('en-US')}${p.rowsTotal !== undefined ? `/${p.rowsTotal.toLocaleString('en-US')}` : ''} rows${p.rowsTotal !== undefined ? pct(p.rowsCopied, p.rowsTotal) : ''}`);
   if (p.bytesCopied !== undefined) parts.push(`${formatBytes(p.bytesCopied)} copied`);
   if (p.verifyTables !== undefined) parts.push(`${p.step === 'settling' ? 'settled' : 'verified'} ${(p.verifiedTables ?? 0).toLocaleString('en-US')}/${p.verifyTables.toLocaleString('en-US')} tables${pct(p.verifiedTables ?? 0, p.verifyTables)}`);
+  if (p.rowsPerSecond !== undefined) parts.push(`${Math.round(p.rowsPerSecond).toLocaleString('en-US')} rows/s${p.bytesPerSecond !== undefined ? ` (${formatBytes(p.bytesPerSecond)}/s)` : ''}`);
+  if (p.etaSeconds !== undefined) parts.push(`ETA ${formatSeconds(p.etaSeconds)}`);
   const age = Math.max(0, Math.round((now - p.at) / 1000));
   return { progress: parts.length > 0 ? parts.join(', ') : '–', lag: p.lag === undefined ? '–' : String(p.lag), updated: `${age} s ago` };
 }

@@ -6,7 +6,7 @@
  * (#object=…, #mapping=…&from=…, #lookup=…&key=…), so links and the back button work.
  */
 import {
-  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, moveStepLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap, SUMMARY_AFTER_RANGES,
+  counterValue, decodePinterestId, describeSequence, formatDuration, formatRate, heatGroups, heatLevel, hottestShards, moveProgress, moveStepLabel, moveTables, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap, SUMMARY_AFTER_RANGES,
 } from './dashboard-lib.js';
 
 const REFRESH_MS = 5000;
@@ -219,7 +219,7 @@ function renderTopology(map) {
   $('moves').querySelector('tbody')?.replaceChildren(...moves.map((m) => {
     const frozen = map.ranges.find((r) => r.frozen?.id === m.id)?.frozen;
     const held = frozen === undefined ? '–' : now < frozen.frozenAt + frozen.holdMs ? `held (budget ${frozen.holdMs} ms)` : 'freeze expired: not held';
-    // What the mover last wrote into the record (at most once a second): shards done, lag.
+    // What the mover last wrote into the record (at most once a second): shards and rows done, rate, ETA, lag, tables in flight.
     const p = moveProgress(m, now);
     return el('tr', { 'data-move': m.id },
       el('td', { class: 'mono' }, m.id),
@@ -227,7 +227,7 @@ function renderTopology(map) {
       el('td', {}, m.source.master),
       el('td', {}, m.target.master),
       el('td', { title: m.detail?.abortReason ?? m.phase }, moveStepLabel(m), m.detail?.abortReason ? el('span', { class: 'abort-reason' }, `: ${String(m.detail.abortReason).slice(0, 300)}`) : ''),
-      el('td', { class: 'num' }, p.progress),
+      el('td', { class: 'num' }, p.progress, ...moveTables(m).map((t) => el('div', { class: 'move-table mono' }, t))),
       el('td', { class: 'num' }, p.lag),
       el('td', { class: 'num' }, p.updated),
       el('td', {}, held));

@@ -1,6 +1,6 @@
 import { ShardKitError } from '../errors.js';
 import type { ShardSpan } from '../topology/map-edits.js';
-import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../topology/shard-map.js';
+import { MAX_PROGRESS_TABLES, type HostPair, type MovePhase, type MoveRecord, type ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
 import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
@@ -88,12 +88,17 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
   // The step the engine's shard numbers belong to: the copy (prepare) or the catch-up under the freeze.
   let copyStep: 'copying' | 'catching-up' = 'copying';
   const onProgress: MoveProgressFn = (done, total, rows) => {
-    // The move's record keeps the totals only (its schema is strict); rates and tables in flight go to the caller.
+    // Totals, rates and the tables in flight go to the move's record for the dashboard; a report
+    // with rows always names its tables (none: an empty list), so a finished table does not linger.
     progress.note({
       step: copyStep, shardsDone: done, shardsTotal: total,
       ...(rows?.rowsCopied !== undefined ? { rowsCopied: rows.rowsCopied } : {}),
       ...(rows?.rowsTotal !== undefined ? { rowsTotal: rows.rowsTotal } : {}),
       ...(rows?.bytesCopied !== undefined ? { bytesCopied: rows.bytesCopied } : {}),
+      ...(rows?.rowsPerSecond !== undefined ? { rowsPerSecond: rows.rowsPerSecond } : {}),
+      ...(rows?.bytesPerSecond !== undefined ? { bytesPerSecond: rows.bytesPerSecond } : {}),
+      ...(rows?.etaSeconds !== undefined ? { etaSeconds: rows.etaSeconds } : {}),
+      ...(rows !== undefined ? { tables: (rows.tables ?? []).slice(0, MAX_PROGRESS_TABLES).map((t) => ({ table: t.table, rowsCopied: t.rowsCopied, bytesCopied: t.bytesCopied })) } : {}),
     });
     options.onProgress?.(done, total, rows);
   };

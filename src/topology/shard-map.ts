@@ -55,6 +55,12 @@ export interface MoveProgress {
   rowsTotal?: number;
   /** Bytes of the copy streamed so far (MariaDB: the dump), while rows are not known yet. */
   bytesCopied?: number;
+  /** Average rates since the copy started, and the seconds left at that rate. */
+  rowsPerSecond?: number;
+  bytesPerSecond?: number;
+  etaSeconds?: number;
+  /** The tables being copied now (one per copy stream), rows and bytes each. */
+  tables?: Array<{ table: string; rowsCopied: number; bytesCopied: number }>;
   /** How far the target is behind the source, in the engine's unit (MoveEngine.lag). */
   lag?: number;
   /**
@@ -102,6 +108,8 @@ export const rangeSchema = z.object({
   open: z.boolean().optional(),
   frozen: freezeSchema.optional(),
 }).strict();
+/** Tables in flight a progress record names at most (a copy runs a handful of streams). */
+export const MAX_PROGRESS_TABLES = 32;
 /** A move's progress record (kept beside the map since #30; older maps may still carry one inline). */
 export const moveProgressSchema = z.object({
   phase: z.enum(MOVE_PHASES),
@@ -110,6 +118,10 @@ export const moveProgressSchema = z.object({
   rowsCopied: z.number().int().min(0).optional(),
   rowsTotal: z.number().int().min(0).optional(),
   bytesCopied: z.number().int().min(0).optional(),
+  rowsPerSecond: z.number().min(0).optional(),
+  bytesPerSecond: z.number().min(0).optional(),
+  etaSeconds: z.number().min(0).optional(),
+  tables: z.array(z.object({ table: z.string().min(1).max(300), rowsCopied: z.number().int().min(0), bytesCopied: z.number().int().min(0) }).strict()).max(MAX_PROGRESS_TABLES).optional(),
   lag: z.number().min(0).optional(),
   step: z.enum(MOVE_STEPS).optional(),
   verifiedTables: z.number().int().min(0).optional(),

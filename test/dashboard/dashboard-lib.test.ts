@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
-  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, movePhaseLabel, moveStepLabel, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap,
+  counterValue, decodePinterestId, describeSequence, formatBytes, formatDuration, formatRate, heatGroups, heatLevel, histogramQuantile, hottestShards, moveProgress, movePhaseLabel, moveStepLabel, moveTables, formatSeconds, parsePrometheus, pathSegment, rangesByMaster, routeTraffic, summarizeMap,
 } from '../../dashboard/dashboard-lib.js';
 import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { defaultShardMapJson } from '../../src/topology/shard-map.js';
@@ -156,6 +156,17 @@ test('moveProgress shows the numbers of the phase the move is in, dashes otherwi
   assert.deepEqual(moveProgress({ phase: 'copied', progress: { phase: 'copied', rowsCopied: 12345, rowsTotal: 99999, lag: 0, at: now + 5_000 } }, now), { progress: '12,345/99,999 rows (12%)', lag: '0', updated: '0 s ago' });
   assert.deepEqual(moveProgress({ phase: 'copied', progress: { phase: 'copied', lag: 7, at: now } }, now).lag, '7');
   assert.equal(moveProgress({ phase: 'started', progress: { phase: 'started', shardsDone: 0, shardsTotal: 2, bytesCopied: 5 * 1024 * 1024 + 300_000, at: now } }, now).progress, '0/2 shards (0%), 5.3 MiB copied');
+});
+
+test('the moves table shows rate, ETA and the tables in flight of the phase the move is in (#29 item 6)', () => {
+  const now = 100_000;
+  const progress = { phase: 'started', rowsCopied: 1500, rowsTotal: 6000, bytesCopied: 3 * 1024 * 1024, rowsPerSecond: 1234.4, bytesPerSecond: 2 * 1024 * 1024, etaSeconds: 200, tables: [{ table: 'shard_0003.pins', rowsCopied: 1200, bytesCopied: 2048 }, { table: '"shard_0004"."boards"', rowsCopied: 300, bytesCopied: 100 }], at: now };
+  assert.equal(moveProgress({ phase: 'started', progress }, now).progress, '1,500/6,000 rows (25%), 3.0 MiB copied, 1,234 rows/s (2.0 MiB/s), ETA 3 min 20 s');
+  assert.deepEqual(moveTables({ phase: 'started', progress }), ['shard_0003.pins: 1,200 rows, 2.0 KiB', '"shard_0004"."boards": 300 rows, 100 B']);
+  // Numbers of an earlier phase are not shown as the current ones.
+  assert.deepEqual(moveTables({ phase: 'copied', progress }), []);
+  assert.deepEqual(moveTables({ phase: 'started', progress: { phase: 'started', at: now } }), []);
+  assert.deepEqual([0, 59.6, 61, 3599, 3600, 7500].map(formatSeconds), ['0 s', '1 min 0 s', '1 min 1 s', '59 min 59 s', '1 h 0 min', '2 h 5 min']);
 });
 
 test('formatBytes: bytes below 1 KiB as they are, then one decimal of the largest binary unit', () => {

@@ -84,9 +84,13 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     await page.waitForSelector('#moves tbody tr[data-move="move-live"]');
     assert.match(await page.locator('#moves tbody tr[data-move="move-live"]').innerText(), /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+verifying before the freeze\s+verified 10\/40 tables \(25%\)\s+–\s+\d+ s ago\s+–$/);
     releaseVerify();
-    // Another move, its record written as an engine with replication reports it: rows and lag.
+    // Another move, its record written as an engine with replication reports it: rows, rate, ETA,
+    // the tables its copy streams are on (#29 item 6), and lag.
     await casMoveState(f.topology, (m) => addMove(m, { id: 'move-rows', span: { first: 8, last: 11 }, target: { master: 'MySQL001A', slave: 'MySQL001B' } }));
-    await f.topology.progress!.put('move-rows', { phase: 'started', rowsCopied: 1500, rowsTotal: 6000, lag: 3, at: Date.now() });
+    await f.topology.progress!.put('move-rows', {
+      phase: 'started', rowsCopied: 1500, rowsTotal: 6000, rowsPerSecond: 750, etaSeconds: 6, lag: 3, at: Date.now(),
+      tables: [{ table: 'shard_0008.pins', rowsCopied: 1000, bytesCopied: 65_536 }, { table: 'shard_0009.boards', rowsCopied: 500, bytesCopied: 2048 }],
+    });
 
     // The mover's progress reaches its record (throttled to once a second): wait for its last numbers.
     // Bounded only so that a broken build fails here instead of polling past the test's timeout.
@@ -104,7 +108,7 @@ test('a move in progress shows its phase, progress and lag beside its frozen ran
     const live = await page.locator('#moves tbody tr[data-move="move-live"]').innerText();
     assert.match(live, /^move-live\s+0–3\s+MySQL001A\s+MySQL002A\s+fenced: catching up\s+4\/4 shards \(100%\)\s+–\s+\d+ s ago\s+held \(budget 60000 ms\)$/);
     const rows = await page.locator('#moves tbody tr[data-move="move-rows"]').innerText();
-    assert.match(rows, /^move-rows\s+8–11\s+MySQL002A\s+MySQL001A\s+copying\s+1,500\/6,000 rows \(25%\)\s+3\s+\d+ s ago\s+–$/);
+    assert.match(rows, /^move-rows\s+8–11\s+MySQL002A\s+MySQL001A\s+copying\s+1,500\/6,000 rows \(25%\), 750 rows\/s, ETA 6 s\s+shard_0008\.pins: 1,000 rows, 64\.0 KiB\s+shard_0009\.boards: 500 rows, 2\.0 KiB\s+3\s+\d+ s ago\s+–$/);
     // Beside the frozen range: the topology row and the heat map's range say which move holds it.
     assert.match(await page.locator('#topology tbody tr').first().innerText(), /0–3[\s\S]*frozen by move-live/);
     await page.waitForSelector('#heatmap .heat-range[data-range="0-3"]');

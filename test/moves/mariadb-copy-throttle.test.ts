@@ -4,12 +4,15 @@
  * - `--max-rate`: the copy never runs ahead of rate x elapsed time; it sleeps exactly the excess;
  * - the lag gate: while the source's slave is past the bound, the copy waits and reads the lag
  *   again; it goes on only once the lag is back within the bound;
- * - the rows of a dump piece are read off its INSERT statements; progress carries rate and ETA.
+ * - the rows of a dump piece are read off its INSERT statements; progress carries rate and ETA,
+ *   and the table being dumped with its rows and bytes (read off the dump's markers).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyThrottle, dumpProgress, type CopyWait } from '../../src/moves/mariadb/copy-throttle.js';
 import { dumpRows } from '../../src/moves/mariadb/dump-copy.js';
+import { DumpTableProgress } from '../../src/moves/mariadb/dump-table-progress.js';
+import type { TableProgress } from '../../src/moves/move-engine.js';
 
 /** A clock that only moves when the throttle sleeps (or the test says so). */
 const fakeTime = () => {
@@ -72,4 +75,51 @@ test('rows of a dump piece: one per INSERT, one more per tuple boundary; progres
   t = 4000;
   progress(9000, 1200);
   assert.deepEqual(told.at(-1), { bytesCopied: 9000, rowsCopied: 1200, rowsTotal: 1200, rowsPerSecond: 300, bytesPerSecond: 2250, etaSeconds: 0 });
+});
+
+test('per-table progress is read off the dump\'s markers: the same rows and bytes per table wherever the stream is cut', () => {
+  const dump = [
+    '-- MariaDB dump 10.19\n--\n-- Current Database: `shard_0007`\n--\n\nCREATE DATABASE `shard_0007`;\n',
+    'CREATE TABLE `boards` (\n  `local_id` bigint\n);\n--\n-- Dumping data for table `boards`\n--\n\n',
+    "INSERT INTO `boards` VALUES (1,'a'),(2,'b');\n",
+    '--\n-- Dumping data for table `pins`\n--\n\n',
+    "INSERT INTO `pins` VALUES\n(1,'x'),\n(2,'y'),\n(3,'z');\n",
+    '--\n-- Current Database: `shard_0008`\n--\n\n',
+    '--\n-- Dumping data for table `we``ird`\n--\n\n',
+    "INSERT INTO `we``ird` VALUES (9,'q');\n",
+  ].join('');
+  const pinsData = "--\n\nINSERT INTO `pins` VALUES\n(1,'x'),\n(2,'y'),\n(3,'z');\n--\n-- Current Database: `shard_0008`\n--\n\n";
+  // Whole, then cut at every position into two pieces and into one-character ones: the markers
+  // split across pieces are found once, and every byte after a table's marker counts for that table.
+  const read = (pieces: string[]) => {
+    const p = new DumpTableProgress();
+    const seen: Array<TableProgress | undefined> = [];
+    let rows = 0;
+    for (const x of pieces) {
+      rows += p.feed(x);
+      seen.push(p.table);
+    }
+    return { rows, last: p.table, names: [...new Set(seen.filter((t) => t !== undefined).map((t) => t.table))] };
+  };
+  const whole = read([dump]);
+  // Its bytes: what follows its marker (the comment's closing line, then its data).
+  assert.deepEqual(whole.last, { table: 'shard_0008.we`ird', rowsCopied: 1, bytesCopied: "--\n\nINSERT INTO `we``ird` VALUES (9,'q');\n".length });
+  assert.equal(whole.rows, 6);
+  // Rows stay an estimate per piece (a statement cut in two is not counted, as dumpRows does); tables and bytes are exact.
+  const bytesOf = (t: TableProgress | undefined) => (t === undefined ? undefined : { table: t.table, bytesCopied: t.bytesCopied });
+  const byChar = read([...dump]);
+  assert.deepEqual(bytesOf(byChar.last), bytesOf(whole.last));
+  assert.deepEqual(byChar.names, ['shard_0007.boards', 'shard_0007.pins', 'shard_0008.we`ird']);
+  for (let cut = 0; cut <= dump.length; cut++) {
+    const two = read([dump.slice(0, cut), dump.slice(cut)]);
+    assert.deepEqual(bytesOf(two.last), bytesOf(whole.last), `cut at ${cut}`);
+    assert.ok(two.rows >= 5 && two.rows <= 6, `cut at ${cut}: ${two.rows} rows`);
+  }
+  // The pins table's own numbers, at the moment the next database starts.
+  const upTo = dump.indexOf('-- Dumping data for table `we');
+  const p = new DumpTableProgress();
+  p.feed(dump.slice(0, dump.indexOf('--\n-- Current Database: `shard_0008`')));
+  assert.deepEqual(p.table, { table: 'shard_0007.pins', rowsCopied: 3, bytesCopied: pinsData.indexOf('--\n-- Current', 4) });
+  p.feed(dump.slice(dump.indexOf('--\n-- Current Database: `shard_0008`'), upTo));
+  assert.equal(p.table, undefined, 'a new database: no table until its first data marker');
 });

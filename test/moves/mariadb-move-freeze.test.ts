@@ -320,11 +320,16 @@ describe('moves on MariaDB: a freeze that does not grow with the data, and its a
     const killMidCopy = async () => {
       const child = spawn(process.execPath, [CLI, 'shards', 'move', '7..7', '--to', SOURCE, '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--max-rate', '1', '--json', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
-      // The first progress line with bytes: the dumps are streaming, and the rate limit keeps them there.
+      // The first progress line with bytes that names the table being dumped (item 6: a line as
+      // each table starts): the dumps are streaming, and the rate limit keeps them there.
+      let line: { bytesCopied?: number; rowsTotal?: number; tables?: Array<{ table: string; rowsCopied: number; bytesCopied: number }> } | undefined;
       await new Promise<void>((resolve, reject) => {
         child.stdout.on('data', (b: Buffer) => {
           out += b.toString();
-          if (out.split('\n').some((l) => /"event":"progress"/.test(l) && /"bytesCopied":[1-9]/.test(l))) resolve();
+          // Whole lines only (the last may still be arriving).
+          const lines = out.split('\n').slice(0, -1).filter((l) => /"event":"progress"/.test(l) && /"bytesCopied":[1-9]/.test(l)).map((l) => JSON.parse(l) as typeof line);
+          line = lines.find((l) => l?.tables !== undefined && l.tables.length > 0);
+          if (line !== undefined) resolve();
         });
         child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before copying: ${out}`)));
       });
@@ -333,6 +338,10 @@ describe('moves on MariaDB: a freeze that does not grow with the data, and its a
       child.kill('SIGKILL');
       await exited;
       assert.ok(!out.includes('"phase":"copied"'), `killed inside the copy: ${out}`);
+      // One stream (one shard): its table of shard 7, with the rows and bytes read so far, and the totals beside it.
+      assert.equal(line!.tables!.length, 1, JSON.stringify(line));
+      assert.match(line!.tables![0]!.table, new RegExp(`^${db(7)}\\.\\w+$`));
+      assert.ok(line!.tables![0]!.bytesCopied >= 0 && line!.tables![0]!.rowsCopied >= 0 && typeof line!.rowsTotal === 'number', JSON.stringify(line));
     };
     try {
       await killMidCopy();

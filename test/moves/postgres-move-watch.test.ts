@@ -284,7 +284,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
       await page.goto(`${base}/dashboard/`);
       await page.waitForSelector('#moves tbody tr[data-move="move-pg-dash"]');
       const copying = await page.locator('#moves tbody tr[data-move="move-pg-dash"]').innerText();
-      assert.match(copying, new RegExp(`^move-pg-dash\\s+6–7\\s+PG001A\\s+PG002A\\s+copying\\s+2/2 shards, ${rows}/${rows} rows \\(100%\\), [\\d.]+ (B|KiB|MiB) copied\\s+–\\s+\\d+ s ago\\s+–$`));
+      assert.match(copying, new RegExp(`^move-pg-dash\\s+6–7\\s+PG001A\\s+PG002A\\s+copying\\s+2/2 shards, ${rows}/${rows} rows \\(100%\\), [\\d.]+ (B|KiB|MiB) copied, [\\d,]+ rows/s \\([\\d.]+ (B|KiB|MiB)/s\\), ETA 0 s\\s+–\\s+\\d+ s ago\\s+–$`));
 
       // The target falls behind: its subscription stops while the source takes writes on the moving shards.
       await sql(TARGET.master, `ALTER SUBSCRIPTION ${replicationName('move-pg-dash')} DISABLE`);

@@ -136,6 +136,7 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
   let moveId = '';
   let phase = '';
   let progressAt = 0;
+  let tablesShown = '';
   let lastLag: number | undefined;
   const onEvent = (e: MoveEvent) => {
     moveId = e.moveId;
@@ -155,9 +156,12 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
       onEvent,
       onProgress: (done, total, rows) => {
         if (jsonLines) {
-          // At most one line a second, and the last one of a copy (every shard done).
-          if (done < total && Date.now() - progressAt < 1000) return;
+          // At most one line a second, the last one of a copy (every shard done), and one whenever
+          // the tables in flight change (a script sees each table start).
+          const names = (rows?.tables ?? []).map((t) => t.table).join('\n');
+          if (done < total && Date.now() - progressAt < 1000 && names === tablesShown) return;
           progressAt = Date.now();
+          tablesShown = names;
           process.stdout.write(`${JSON.stringify({ event: 'progress', moveId, phase, shardsDone: done, shardsTotal: total, ...rows })}\n`);
           return;
         }
@@ -168,6 +172,9 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
           bytes: rows?.bytesCopied === undefined ? undefined : formatBytes(rows.bytesCopied),
           rate: rows?.rowsPerSecond === undefined ? undefined : `${rows.rowsPerSecond} rows/s${rows.bytesPerSecond === undefined ? '' : ` ${formatBytes(rows.bytesPerSecond)}/s`}`,
           'rows eta': rows?.etaSeconds === undefined ? undefined : `${rows.etaSeconds} s`,
+          // The tables in flight (one per copy stream), two named and the count of the others: the bar is one line.
+          tables: rows?.tables === undefined || rows.tables.length === 0 ? undefined
+            : `${rows.tables.slice(0, 2).map((t) => `${t.table} ${t.rowsCopied} rows`).join(', ')}${rows.tables.length > 2 ? ` +${rows.tables.length - 2}` : ''}`,
           lag: lastLag,
         });
       },

@@ -45,6 +45,13 @@ const move = {
         rowsCopied: { type: 'integer' },
         rowsTotal: { type: 'integer' },
         bytesCopied: { type: 'integer' },
+        rowsPerSecond: { type: 'number' },
+        bytesPerSecond: { type: 'number' },
+        etaSeconds: { type: 'number' },
+        tables: {
+          type: 'array',
+          items: { type: 'object', properties: { table: { type: 'string' }, rowsCopied: { type: 'integer' }, bytesCopied: { type: 'integer' } }, required: ['table', 'rowsCopied', 'bytesCopied'] },
+        },
         lag: { type: 'number' },
         // What the mover does inside the phase (lag gate, verify, settle, services' gate) and its verify's tables.
         step: { type: 'string' },

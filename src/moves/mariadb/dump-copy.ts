@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import { Transform } from 'node:stream';
 import { ShardKitError } from '../../errors.js';
 import type mysql from 'mysql2/promise';
+import type { TableProgress } from '../move-engine.js';
+import { DumpTableProgress } from './dump-table-progress.js';
 
 /**
  * What a dump needs of its hosts: the mariadb client's arguments to reach one as an administrator,
@@ -18,9 +20,9 @@ export interface DumpCopyOptions {
   /**
    * Told the bytes of the dump streamed so far, and the rows (an estimate read off the stream: the
    * tuples of its INSERT statements; exact counts are the loader's business): at most every
-   * `BYTES_EVERY_MS`, and once at the end.
+   * `BYTES_EVERY_MS` and whenever a table starts, and once at the end; with the table being dumped now (none at the end).
    */
-  onBytes?: (bytes: number, rows: number) => void;
+  onBytes?: (bytes: number, rows: number, tables: TableProgress[]) => void;
   /**
    * Awaited before each piece of the dump goes on to the loaders, with the rows in it (estimated
    * as for onBytes): a copy that must slow down (a rate limit, a lagging slave) waits here, and
@@ -31,12 +33,7 @@ export interface DumpCopyOptions {
   onSnapshot?: () => void;
 }
 
-/** Rows in a piece of a dump: one per INSERT statement, one more per boundary between its tuples (`),(`, or `),` newline `(` as mariadb-dump 10.11 writes them). */
-export function dumpRows(text: string): number {
-  let n = 0;
-  for (let i = text.indexOf('INSERT INTO '); i >= 0; i = text.indexOf('INSERT INTO ', i + 12)) n++;
-  return n + (text.match(/\),\n?\(/g)?.length ?? 0);
-}
+export { dumpRows } from './dump-table-progress.js';
 
 /** How often onBytes hears about a running dump. */
 export const BYTES_EVERY_MS = 250;
@@ -67,15 +64,22 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
   let rows = 0;
   let toldAt = 0;
   let snapped = false;
+  const tables = new DumpTableProgress();
+  const current = () => {
+    const t = tables.table;
+    return t === undefined ? [] : [t];
+  };
   const scan = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytes += chunk.length;
       const piece = chunk.toString('latin1');
-      const n = dumpRows(piece);
+      const before = tables.table?.table;
+      const n = tables.feed(piece);
       rows += n;
-      if (options.onBytes !== undefined && Date.now() - toldAt >= BYTES_EVERY_MS) {
+      // A table that starts is told at once (before the throttle can hold its first rows).
+      if (options.onBytes !== undefined && (Date.now() - toldAt >= BYTES_EVERY_MS || tables.table?.table !== before)) {
         toldAt = Date.now();
-        options.onBytes(bytes, rows);
+        options.onBytes(bytes, rows, current());
       }
       const text = carry + piece;
       // The transaction is open before the first database is dumped.
@@ -123,6 +127,6 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
   if (!snapped) options.onSnapshot?.();
   if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
   if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
-  options.onBytes?.(bytes, rows);
+  options.onBytes?.(bytes, rows, []);
   return position;
 }

@@ -173,12 +173,17 @@ export abstract class MariadbMoveEngine implements MoveEngine {
 
   /** Refuses a target that already holds rows of a moving shard (a copy left by an earlier move, say). */
   protected async requireEmptyTarget(c: Conn, move: MoveRecord): Promise<void> {
-    for (const d of this.databases(move)) {
-      for (const t of await this.present(c, d.live)) {
-        const [rows] = await c.query(`SELECT 1 AS x FROM ${q(d.live)}.${q(t)} LIMIT 1`);
-        if ((rows as unknown[]).length > 0) {
-          throw new ShardKitError('ALREADY_EXISTS', `${d.live}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${d.shard} there`);
-        }
+    // One catalogue query and one statement per STATEMENT_TABLES tables: a round trip per table
+    // cost 0.8 s of the copy's start for 320 small tables on a busy host (#29).
+    const all = this.databases(move);
+    const have = await this.presentMany(c, all.map((d) => d.live));
+    const tables = all.flatMap((d) => have.get(d.live)!.map((t) => ({ d, t })));
+    for (const part of chunks(tables, STATEMENT_TABLES)) {
+      const [rows] = await c.query(part.map((x, i) => `(SELECT ${i} AS i FROM ${q(x.d.live)}.${q(x.t)} LIMIT 1)`).join(' UNION ALL '));
+      const held = (rows as Array<{ i: number | string }>)[0];
+      if (held !== undefined) {
+        const { d, t } = part[Number(held.i)]!;
+        throw new ShardKitError('ALREADY_EXISTS', `${d.live}.${t} on the target ${move.target.master} already holds rows: drop them before moving shard ${d.shard} there`);
       }
     }
   }

@@ -1,4 +1,5 @@
 import type mysql from 'mysql2/promise';
+import type { TableProgress } from '../move-engine.js';
 import type { DumpAdmin } from './dump-copy.js';
 import { parallelDumpCopy } from './parallel-dump-copy.js';
 
@@ -17,12 +18,12 @@ export interface MoveAdmin {
   /**
    * A consistent copy of `databases` (less `ignoreTables`, `db.table`) from `from` into every
    * host of `to`, binlog off on the targets; returns the snapshot's GTID position. `onBytes` is
-   * told the bytes (and estimated rows) streamed so far, now and then while the copy runs;
+   * told the bytes (and estimated rows) streamed so far and the tables being dumped, now and then while the copy runs;
    * `throttle` is awaited with the rows of each piece before it goes on to the loaders; with
    * `streams` > 1, that many dumps run at once from one consistent point (FLUSH TABLES WITH READ
    * LOCK on `from` until each has its snapshot).
    */
-  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number, rows: number) => void; throttle?: (rows: number, bytes: number) => Promise<void>; streams?: number }): Promise<string>;
+  dumpCopy(from: string, to: readonly string[], databases: string[], options: { ignoreTables?: readonly string[]; onBytes?: (bytes: number, rows: number, tables: TableProgress[]) => void; throttle?: (rows: number, bytes: number) => Promise<void>; streams?: number }): Promise<string>;
 }
 
 /** A host administrator as the fleet tools have one (src/ops/failover/host-admin.ts's HostAdmin). */

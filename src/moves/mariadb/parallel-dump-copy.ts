@@ -1,4 +1,5 @@
 import { ShardKitError } from '../../errors.js';
+import type { TableProgress } from '../move-engine.js';
 import { dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
 
 /**
@@ -22,11 +23,12 @@ export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: strin
     const snapshots = new Promise<void>((resolve) => (allOpen = resolve));
     const bytes = groups.map(() => 0);
     const rows = groups.map(() => 0);
+    const tables = groups.map((): TableProgress[] => []);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const runs = groups.map((dbs, i) => dumpCopy(admin, from, to, dbs, {
       ...(options.ignoreTables !== undefined ? { ignoreTables: options.ignoreTables } : {}),
       ...(options.throttle !== undefined ? { throttle: options.throttle } : {}),
-      ...(options.onBytes !== undefined ? { onBytes: (b: number, r: number) => { bytes[i] = b; rows[i] = r; options.onBytes!(sum(bytes), sum(rows)); } } : {}),
+      ...(options.onBytes !== undefined ? { onBytes: (b: number, r: number, t: TableProgress[]) => { bytes[i] = b; rows[i] = r; tables[i] = t; options.onBytes!(sum(bytes), sum(rows), tables.flat()); } } : {}),
       onSnapshot: () => {
         if (++opened === groups.length) allOpen();
       },

@@ -151,15 +151,16 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
   }
 
   async prepare(move: MoveRecord, onProgress?: MoveProgressFn): Promise<Record<string, string | number | boolean>> {
-    await this.targetWritable(move);
+    await this.step('copy: target writable', () => this.targetWritable(move));
     const admin = this.options.admin!;
     const name = moveConnectionName(move);
-    const live = await this.sourceTables(move);
+    // Steps timed for the benches' profile of the copy's fixed costs (#29: 320 small tables).
+    const live = await this.step('copy: source catalogue', () => this.sourceTables(move));
     const doTables = this.doTables(live);
     if (doTables.length === 0) throw new ShardKitError('MOVE_NOTHING_TO_MOVE', `shards ${move.range[0]}..${move.range[1]} have no live object tables on ${move.source.master}: nothing to move`);
     const domain = await this.withAdmin(move.source.master, sourceDomain);
     if (domain === this.fenceDomain) throw new ShardKitError('INVALID_CONFIG', `the source ${move.source.master} runs with gtid_domain_id ${domain}, the move's fence domain: give the mover another fenceDomainId`);
-    await this.withAdmin(move.target.master, async (c) => {
+    await this.step('copy: target empty, replication connection created', () => this.withAdmin(move.target.master, async (c) => {
       if ((await connectionStatus(c, name)) !== undefined) {
         // A mover killed during an earlier prepare: the connection marks the target's copy as ours.
         await removeConnection(c, name);
@@ -170,24 +171,25 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       const busy = await runningConnections(c);
       if (busy.length > 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target ${move.target.master} is replicating (connection ${busy.map((b) => `'${b}'`).join(', ')}): it must be a master with no move in progress; one move per target at a time`);
       await createConnection(c, admin, name, move.source.master, domain);
-    });
+    }));
     const srcTables = new Set(doTables);
     // The tables left out of the dump, and the statistics' estimate of the rows it carries (for the ETA).
-    const [ignore, estimate] = await this.withAdmin(move.source.master, async (c) => {
+    const [ignore, estimate] = await this.step('copy: row estimate (source)', () => this.withAdmin(move.source.master, async (c) => {
       const [rows] = await c.query(`SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) AS t, TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${live.map(() => '?').join(', ')})`, live.map((x) => x.live));
       const all = rows as Array<{ t: string; n: number | string | null }>;
       return [all.map((r) => r.t).filter((t) => !srcTables.has(t)), all.filter((r) => srcTables.has(r.t)).reduce((n, r) => n + Number(r.n ?? 0), 0)] as const;
-    });
+    }));
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
-    if (move.target.slave !== undefined) await slaveCaughtUp(admin, move.target.master, move.target.slave, this.options.catchUpTimeoutS ?? 30);
+    if (move.target.slave !== undefined) await this.step('copy: target slave caught up', () => slaveCaughtUp(admin, move.target.master, move.target.slave!, this.options.catchUpTimeoutS ?? 30));
     // While the dump runs: its bytes, rows read off the stream, rate and ETA (exact rows are counted once it is loaded).
     let bytesCopied = 0;
-    const position = await admin.dumpCopy(await copySource(admin, move), targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
+    const from = await this.step('copy: pick the source (slave or master)', () => copySource(admin, move));
+    const position = await this.step('copy: dump and load', () => admin.dumpCopy(from, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
       ignoreTables: ignore, throttle: moveCopyThrottle(admin, move, this.options), streams: this.options.copyStreams ?? 4,
       ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => onProgress(0, moveShards(move).length, { ...p, bytesCopied: (bytesCopied = p.bytesCopied) })) } : {}),
-    });
+    }));
     const at = gtidByDomain(position).get(domain)?.text;
-    await this.withAdmin(move.target.master, async (c) => {
+    await this.step('copy: rows counted, replication started', () => this.withAdmin(move.target.master, async (c) => {
       // Rows copied, for the dashboard and the CLI's progress lines: the dump's rows, counted once it is loaded.
       if (onProgress !== undefined) {
         // A statement per STATEMENT_TABLES tables: one sum over 640 subqueries overran the
@@ -202,7 +204,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
       await setMovePosition(c, at);
       await startFiltered(c, name, doTables);
-    });
+    }));
     const modShards = live.some((x) => x.live.startsWith(WC_PREFIX) && x.tables.length > 0);
     const detail: Record<string, string | number | boolean> = { tables: doTables.length, connection: name, domain, position: at ?? '' };
     if (modShards) detail.modShards = true;
