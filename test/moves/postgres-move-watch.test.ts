@@ -294,7 +294,7 @@ describe('PostgreSQL moves: an open transaction across the freeze, watching a mo
       await page.reload();
       await page.waitForSelector('#moves tbody tr[data-move="move-pg-dash"]');
       const lagging = await page.locator('#moves tbody tr[data-move="move-pg-dash"]').innerText();
-      const m = /^move-pg-dash\s+6–7\s+PG001A\s+PG002A\s+catching up\s+–\s+(\d+)\s+\d+ s ago\s+–$/.exec(lagging);
+      const m = /^move-pg-dash\s+6–7\s+PG001A\s+PG002A\s+lag gate: catching up\s+–\s+(\d+)\s+\d+ s ago\s+–$/.exec(lagging);
       assert.ok(m !== null, `the moves row while the target is behind: ${JSON.stringify(lagging)}`);
       assert.ok(Number(m[1]) > 1024, `lag ${m[1]} bytes (the record said ${behind.progress?.lag})`);
 

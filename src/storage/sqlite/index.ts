@@ -9,7 +9,7 @@ export { shardDdl as sqliteShardDdl } from './sqlite-ddl.js';
 export { fenceShardCreation, fenceShardFile, type WriteFence } from './sqlite-write-fence.js';
 export { sqliteStorageSchema, type SqliteStorageConfig } from './sqlite-config.js';
 // For the SQLite move engine: how a fenced shard file is marked.
-export { MOVED_BIT, MOVED_TABLE_PREFIX } from './shard-file.js';
+export { MOVED_BIT, MOVED_TABLE_PREFIX } from './moved-marks.js';
 export { MAX_LOOKUP_KEY_BYTES, MAX_STORED_ID } from '../backend-args.js';
 
 /** The built-in backend's hook (src/kit/backend-factory.ts): host directories resolve against the data dir. */

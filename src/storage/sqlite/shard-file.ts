@@ -5,6 +5,7 @@ import { ShardKitError } from '../../errors.js';
 import type { Fleet, SchemaDef } from '../shard-backend.js';
 import { fleetTables } from '../shard-names.js';
 import { shardDdl } from './sqlite-ddl.js';
+import { MOVED_BIT } from './moved-marks.js';
 
 /** `PRAGMA user_version` bits saying which fleets' tables a file holds (a host may serve both). */
 const FLEET_BIT: Record<Fleet, number> = { objects: 1, lookups: 2 };
@@ -14,8 +15,7 @@ const FLEET_BIT: Record<Fleet, number> = { objects: 1, lookups: 2 };
  * renamed aside (MOVED_TABLE_PREFIX) because the shard now lives on another host. A handle that
  * finds it refuses the file (SHARD_MOVED) instead of re-creating empty tables in it.
  */
-export const MOVED_BIT = 0x100;
-export const MOVED_TABLE_PREFIX = 'moved__';
+export { MOVED_BIT, MOVED_TABLE_PREFIX } from './moved-marks.js';
 
 export interface ShardFileOptions {
   busyTimeoutMs: number;

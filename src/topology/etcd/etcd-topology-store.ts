@@ -36,11 +36,12 @@ export interface EtcdTopologyStoreOptions {
    */
   layout?: 1 | 2;
   /**
-   * An etcd3 client to use instead of one of its own (the caller keeps it open and closes it):
+   * An etcd3 client (an `Etcd3` of the etcd3 package) to use instead of one of its own (the caller keeps it open and closes it):
    * stores in one process then share one connection, and their watches one gRPC stream, each
    * still its own watch with its own state (bench/topology-subscribers.ts: 100 subscribers a process).
    */
-  client?: Etcd3;
+  // Typed loosely on purpose: the published types must not need etcd3's (an optional peer).
+  client?: object;
 }
 
 type EtcdModule = typeof import('etcd3');
@@ -108,7 +109,7 @@ export class EtcdTopologyStore implements TopologyStore {
     this.timeoutMs = options.dialTimeoutMs ?? 3000;
     this.retryMaxMs = options.retryMaxMs ?? 1000;
     this.onError = options.onError ?? (() => {});
-    this.sharedClient = options.client;
+    this.sharedClient = options.client as Etcd3 | undefined;
     this.listeners = new VersionListeners(this.onError);
     this.progress = this.recordSet(`${this.key}/progress/`, moveProgressKind);
     this.services = this.recordSet(`${this.key}/services/`, serviceHeartbeatKind);
