@@ -11,7 +11,7 @@
  *
  *   ROWS=400000 ENGINE=both node --import tsx bench/export.bench.ts
  */
-import { spawn } from 'node:child_process';
+import { sh, timed } from './bench-shell.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,18 +27,6 @@ const SHARDS = 4;
 const db = (s: number) => `db${String(s).padStart(5, '0')}`;
 const PG_BIN = process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN;
 
-function sh(command: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-o', 'pipefail', '-c', command], { stdio: ['ignore', 'ignore', 'inherit'] });
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command.slice(0, 80)} exited ${code}`))));
-  });
-}
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
 
 const rate = (rows: number, ms: number) => `${Math.round(rows / (ms / 1000)).toLocaleString('en-US')} rows/s`;
 

@@ -35,14 +35,7 @@ export class RangeIndex {
   }
 
   find(shard: number): ShardRange | undefined {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.starts[mid]! <= shard) lo = mid;
-      else hi = mid - 1;
-    }
-    const r = this.ranges[lo];
+    const r = this.ranges[lastAtOrBelow(this.starts, shard)];
     return r && r.range[0] <= shard && shard <= r.range[1] ? r : undefined;
   }
 }
@@ -136,14 +129,7 @@ export class ShardTable {
 
   /** The index of the range holding `shard` (which is in the table). */
   private rangeIndex(shard: number): number {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.starts[mid]! <= shard) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
+    return lastAtOrBelow(this.starts, shard);
   }
 
   private rangeAt(i: number): ShardRange {
@@ -324,4 +310,16 @@ function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Arra
     out[c + 1] = out[c]! + open;
   }
   return out;
+}
+
+/** The index of the last of the ascending `starts` at or below `shard` (0 when none is). */
+function lastAtOrBelow(starts: ArrayLike<number>, shard: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid]! <= shard) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
