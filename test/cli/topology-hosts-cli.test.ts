@@ -75,3 +75,20 @@ test('topology hosts: bad input is one line, exit 2, and changes nothing', async
   assert.equal(help.code, 0);
   assert.match(help.stdout, /never a secret/);
 });
+
+test('a host recorded with `topology hosts add` is declared for the map edits: split to it without editing the config file', async () => {
+  const split = ['topology', 'split', '4..7', '--master', 'MySQL007A', '--file', cfg];
+  assertBadInput(await cli(split), split.join(' '), /host MySQL007A is not declared .*or record it with `shardkit topology hosts add`/);
+  const add = await cli(['topology', 'hosts', 'add', 'MySQL007A', '--address', '10.0.7.1', '--port', '3306', '--role', 'master', '--engine', 'mariadb', '--file', cfg]);
+  assert.equal(add.code, 0, add.stderr);
+  const r = await cli(split);
+  assert.equal(r.code, 0, r.stderr);
+  const store = new FileTopologyStore({ path: join(dir, 'topology.json') });
+  try {
+    const map = (await store.read())!;
+    assert.equal(map.locate(5).master, 'MySQL007A');
+    assert.equal(map.locate(3).master, 'MySQL001A');
+  } finally {
+    await store.close();
+  }
+});

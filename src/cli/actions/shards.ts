@@ -9,6 +9,7 @@ import { casMoveState, forgetMove } from '../../moves/move-state.js';
 import { DevCluster } from '../../ops/dev-cluster.js';
 import { createProgress, formatBytes, type Progress } from '../../ops/progress.js';
 import { openMoveEngine, type OpenedMoveEngine } from '../../ops/move-engines.js';
+import { withHostRecords } from '../../ops/fleet-hosts.js';
 import { createTopologyStore } from '../../topology/index.js';
 import { parseShardSpan } from '../../topology/map-edits.js';
 import { ShardMap, type MovePhase, type MoveRecord } from '../../topology/shard-map.js';
@@ -54,11 +55,14 @@ interface MoveContext {
 async function open(opts: CommonOptions & { maxRate?: CopyRate }): Promise<MoveContext> {
   const { dataDir, configPath } = locations(opts);
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --dir for a dev cluster, or --config)`);
-  const config = loadConfigFile(configPath);
-  const store = createTopologyStore(config.topologyStore, { dataDir });
-  const hosts = Object.keys(config.hosts);
+  const declared = loadConfigFile(configPath);
+  const store = createTopologyStore(declared.topologyStore, { dataDir });
+  let config = declared;
+  let hosts = Object.keys(config.hosts);
   let map: ShardMap | undefined;
   try {
+    config = await withHostRecords(declared, store);
+    hosts = Object.keys(config.hosts);
     map = await store.read();
     // As a service would on first start: the config's map seeds the store.
     if (map === undefined) map = await store.write(ShardMap.fromJSON(config.shardMap, { hosts }), 0);

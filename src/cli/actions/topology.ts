@@ -8,6 +8,7 @@ import { formatShardMapDiff, moveShards, parseShardSpan, promoteSlave, setOpen }
 import type { TopologyStore } from '../../topology/topology-store.js';
 import { withMoveProgress } from '../../topology/move-progress-records.js';
 import { defaultShardMapJson, ShardMap, type ShardMapJson, type ShardRange } from '../../topology/shard-map.js';
+import { withHostRecords } from '../../ops/fleet-hosts.js';
 import { textTable } from '../text-table.js';
 
 /** A JSON file's value; an unreadable file is INVALID_ARGUMENT, bad JSON INVALID_CONFIG, both naming it. */
@@ -189,12 +190,10 @@ async function openEditTarget(path: string | undefined, dataDir: string | undefi
     if (config.topologyStore.kind !== 'file') {
       throw new ShardKitError('INVALID_ARGUMENT', `${path} keeps its shard map in a "${config.topologyStore.kind}" topology store, which only the process holding it can change`);
     }
-    return {
-      store: createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) }),
-      seed: ShardMap.fromJSON(config.shardMap),
-      hosts: Object.keys(config.hosts),
-      configPath: path,
-    };
+    const store = createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) });
+    // A host recorded with `topology hosts add` is as declared as one in the file (#28).
+    const known = await withHostRecords(config, store);
+    return { store, seed: ShardMap.fromJSON(config.shardMap), hosts: Object.keys(known.hosts), configPath: path };
   }
   if (dataDir !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--data only applies to a config file; ${path} is a topology file`);
   return { store: new FileTopologyStore({ path }) };
@@ -215,7 +214,7 @@ function checkDeclared(target: EditTarget, hosts: Array<string | undefined>): vo
   const entries = missing.map((h) => `"${h}": {}`).join(', ');
   throw new ShardKitError(
     'INVALID_ARGUMENT',
-    `host ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not declared in "hosts" of ${target.configPath}: add ${entries} there (with "host"/"port" for a SQL server), then run this again`,
+    `host ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not declared in "hosts" of ${target.configPath}: add ${entries} there (with "host"/"port" for a SQL server) or record it with \`shardkit topology hosts add\`, then run this again`,
   );
 }
 
