@@ -12,6 +12,7 @@
  *   ROWS=20000 node --import tsx bench/moves-scale-mariadb.bench.ts
  *   ROWS=1000000 node --import tsx bench/moves-scale-mariadb.bench.ts
  *   ROWS=3200 ...: the issue's 320 small tables (32 shards x 10 tables, few rows)
+ *   COPY_STREAMS=N ...: the move's parallel dumps (engine option copyStreams, default 4)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -91,6 +92,7 @@ async function main(): Promise<void> {
     const engine = createMariadbMoveEngine({
       onStep: steps.note, hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}),
       tables: fleetTables(resolveSchema(config), 'objects'), admin: moveAdmin(hostAdmin),
+      ...(process.env.COPY_STREAMS !== undefined ? { copyStreams: Number(process.env.COPY_STREAMS) } : {}),
     });
     const events: Array<MoveEvent & { at: number }> = [];
     // The lag gate passes at the first lag() within the bound after the copy (issue #29: <= 2 s from the copy's start for 320 small tables).
