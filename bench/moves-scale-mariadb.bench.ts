@@ -112,7 +112,9 @@ async function main(): Promise<void> {
     const copyMs = at('copied') - m0;
     const load = loadavg()[0]!.toFixed(1);
     console.log(`MariaDB 10.11 move at size, ${new Date().toISOString().slice(0, 10)}, 2 cores, load average ${load}: ${rows} rows (${mb.toFixed(0)} MB) in 32 of ${SHARDS} shards, no write load`);
-    console.log('| measure | shardkit | raw tool | ratio |');
+    // The issue's measure is rates: move rate / raw rate (>= 1.0x: the move is at least as fast); the time ratio is its inverse.
+    console.log(`move copy rate / raw pipe rate (goal >= 1.0x): ${(rawMs / copyMs).toFixed(2)}x`);
+    console.log('| measure | shardkit | raw tool | ratio (time) |');
     console.log('| --- | ---: | ---: | ---: |');
     console.log(`| copy (move: dump + load into master and slave, replication started; raw: mariadb-dump --single-transaction \\| mariadb into the master) | ${copyMs} ms (${Math.round(rows / (copyMs / 1000))} rows/s) | ${Math.round(rawMs)} ms (${Math.round(rows / (rawMs / 1000))} rows/s) | ${(copyMs / rawMs).toFixed(2)}x |`);
     console.log(`| start of copy -> lag gate passed (goal <= 2 s for 320 small tables) | ${(gateAt ?? NaN) - m0} ms | | |`);
