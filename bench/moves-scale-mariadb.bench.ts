@@ -12,6 +12,7 @@
  *   ROWS=20000 node --import tsx bench/moves-scale-mariadb.bench.ts
  *   ROWS=1000000 node --import tsx bench/moves-scale-mariadb.bench.ts
  *   ROWS=3200 ...: the issue's 320 small tables (32 shards x 10 tables, few rows)
+ *   COPY_STREAMS=N ...: the move's parallel dumps (engine option copyStreams, default 4)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -91,6 +92,7 @@ async function main(): Promise<void> {
     const engine = createMariadbMoveEngine({
       onStep: steps.note, hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}),
       tables: fleetTables(resolveSchema(config), 'objects'), admin: moveAdmin(hostAdmin),
+      ...(process.env.COPY_STREAMS !== undefined ? { copyStreams: Number(process.env.COPY_STREAMS) } : {}),
     });
     const events: Array<MoveEvent & { at: number }> = [];
     // The lag gate passes at the first lag() within the bound after the copy (issue #29: <= 2 s from the copy's start for 320 small tables).
@@ -110,7 +112,9 @@ async function main(): Promise<void> {
     const copyMs = at('copied') - m0;
     const load = loadavg()[0]!.toFixed(1);
     console.log(`MariaDB 10.11 move at size, ${new Date().toISOString().slice(0, 10)}, 2 cores, load average ${load}: ${rows} rows (${mb.toFixed(0)} MB) in 32 of ${SHARDS} shards, no write load`);
-    console.log('| measure | shardkit | raw tool | ratio |');
+    // The issue's measure is rates: move rate / raw rate (>= 1.0x: the move is at least as fast); the time ratio is its inverse.
+    console.log(`move copy rate / raw pipe rate (goal >= 1.0x): ${(rawMs / copyMs).toFixed(2)}x`);
+    console.log('| measure | shardkit | raw tool | ratio (time) |');
     console.log('| --- | ---: | ---: | ---: |');
     console.log(`| copy (move: dump + load into master and slave, replication started; raw: mariadb-dump --single-transaction \\| mariadb into the master) | ${copyMs} ms (${Math.round(rows / (copyMs / 1000))} rows/s) | ${Math.round(rawMs)} ms (${Math.round(rows / (rawMs / 1000))} rows/s) | ${(copyMs / rawMs).toFixed(2)}x |`);
     console.log(`| start of copy -> lag gate passed (goal <= 2 s for 320 small tables) | ${(gateAt ?? NaN) - m0} ms | | |`);

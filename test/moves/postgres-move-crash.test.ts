@@ -254,8 +254,18 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
         const id = await new Promise<string>((resolve, reject) => {
           createInterface({ input: child.stdout }).on('line', (l) => {
             // The progress lines name the tables in flight: the held one shows up there, with its bytes read so far.
-            const e = JSON.parse(l) as { event: string; phase?: string; moveId?: string; tables?: Array<{ table: string; rowsCopied: number; bytesCopied: number }> };
-            if (e.event === 'progress' && e.phase === 'started' && e.tables?.some((t) => t.table === `"${db(span[0])}"."pins"`)) resolve(e.moveId!);
+            const e = JSON.parse(l) as { event: string; phase?: string; moveId?: string; rowsTotal?: number; tables?: Array<{ table: string; rowsCopied: number; bytesCopied: number }> };
+            if (e.event === 'progress' && e.phase === 'started' && e.tables?.some((t) => t.table === `"${db(span[0])}"."pins"`)) try {
+              // Each table in flight: one of the moving shards', with its rows and bytes so far; the copy's total beside them.
+              for (const t of e.tables) {
+                assert.match(t.table, new RegExp(`^"(${db(span[0])}|${db(span[1])})"\\."\\w+"$`), l);
+                assert.ok(Number.isInteger(t.rowsCopied) && t.rowsCopied >= 0 && Number.isInteger(t.bytesCopied) && t.bytesCopied >= 0, l);
+              }
+              assert.ok(typeof e.rowsTotal === 'number' && e.rowsTotal > 0, l);
+              resolve(e.moveId!);
+            } catch (err) {
+              reject(err as Error);
+            }
           });
           child.on('exit', (code) => reject(new Error(`the mover exited (${code}) before its copy ran: ${stderr}`)));
         });

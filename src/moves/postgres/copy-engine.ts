@@ -45,12 +45,12 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
    * Copies `tables` (the marker's included) and creates the subscription. `fresh`: the target's
    * tables were found empty and created just now (else an interrupted copy may have left rows).
    */
-  protected async copyThenSubscribe(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, fresh: boolean, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number; attempts: number }> {
+  protected async copyThenSubscribe(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, fresh: boolean, targetDdl: ReadonlyMap<string, string>, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number; attempts: number }> {
     const deadlineMs = this.options.copyStallMs ?? 300_000;
     let lastError: unknown;
     for (let attempt = 1; ; attempt++) {
       try {
-        const done = await this.copyOnce(move, tables, rowsTotal, !fresh || attempt > 1, onProgress);
+        const done = await this.copyOnce(move, tables, rowsTotal, !fresh || attempt > 1, targetDdl, onProgress);
         await this.step('copy: CREATE SUBSCRIPTION (target)', () => this.withConn(move.target.master, (dst) => this.subscribe(dst, move)));
         return { ...done, attempts: attempt };
       } catch (err) {
@@ -76,11 +76,17 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
     }
   }
 
-  private async copyOnce(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, truncate: boolean, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number }> {
+  /**
+   * `targetDdl`: per schema, the statements (IF NOT EXISTS) that make its tables on the target, run
+   * by the stream that copies them, in its transaction: the DDL of one shard overlaps the copy of
+   * the others (320 tables' DDL in one transaction before the copy was half of its fixed cost).
+   * `truncate`: what an earlier attempt left is emptied first, in the same transaction.
+   */
+  private async copyOnce(move: MoveRecord, tables: PublishedTable[], rowsTotal: number, truncate: boolean, targetDdl: ReadonlyMap<string, string>, onProgress?: MoveProgressFn): Promise<{ rows: number; bytes: number }> {
     const name = replicationName(move.id);
-    // What an earlier attempt left: its slot (its snapshot died with its connection) and its rows.
+    // What an earlier attempt left: its slot (its snapshot died with its connection); its rows go with `truncate`.
     await this.withConn(move.source.master, (src) => dropOwnSlot(src, name));
-    if (truncate) await this.withConn(move.target.master, (dst) => dst.query(`TRUNCATE ${tables.map((x) => `${qi(x.ns)}.${qi(x.t)}`).join(', ')}`));
+    const schemaOf = new Map(tables.map((x) => [`${qi(x.ns)}.${qi(x.t)}`, x.ns]));
     const plan = await this.step('copy: columns (source)', () => this.withConn(move.source.master, (src) => copyColumns(src, tables.map((x) => ({ ns: x.ns, t: x.t })), qi)));
     const repl = await this.connect(move.source.master, true);
     const state = new Map<string, TableCopyState>();
@@ -111,7 +117,8 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
         }
       })();
       await this.step('copy: tables', () => copyTablesInParallel({
-        tables: plan, snapshot, streams: this.options.copyStreams ?? 4, state,
+        tables: plan, snapshot, streams: this.options.copyStreams ?? 4, state, truncate,
+        groupOf: (t) => schemaOf.get(t.name) ?? t.name, before: (ns) => targetDdl.get(ns),
         // --max-rate in bytes per second: every stream's bytes count against one budget (a retried copy starts it again).
         ...(this.options.maxBytesRate !== undefined ? { throttle: copyThrottle({ maxBytesRate: this.options.maxBytesRate }) } : {}),
         connectSource: () => this.connect(move.source.master),

@@ -31,6 +31,15 @@ export interface ParallelCopyOptions {
   state: Map<string, TableCopyState>;
   /** Awaited with the bytes of each piece before it goes on to the target (a rate limit); the pipe's back-pressure pauses the source's COPY meanwhile. */
   throttle?: (rows: number, bytes: number) => Promise<void>;
+  /**
+   * The group a table belongs to (a move: its shard's schema). A group's tables are copied by one
+   * stream, in the order given, after `before` of the group ran in that stream's transaction.
+   */
+  groupOf?: (table: CopyTable) => string;
+  /** SQL run on the target in the stream's transaction before the group's first table (a move makes the shard's tables there, so their DDL overlaps the other streams' copies). */
+  before?: (group: string) => string | undefined;
+  /** Each table emptied in the stream's transaction before its COPY (what an interrupted copy left). */
+  truncate?: boolean;
 }
 
 /**
@@ -41,10 +50,15 @@ export interface ParallelCopyOptions {
  * created on that slot afterwards streams exactly the changes after it. Citus does the same
  * (citusdata/citus#6119): the server's table sync workers start slowly and a few at a time.
  * The target's tables must be empty; a failed copy commits nothing on a stream that failed, but
- * other streams may have committed: the caller truncates before trying again.
+ * other streams may have committed: a copy tried again sets `truncate`.
  */
 export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void> {
-  const queue = [...o.tables];
+  const groups = new Map<string, CopyTable[]>();
+  for (const [i, t] of o.tables.entries()) {
+    const g = o.groupOf?.(t) ?? String(i);
+    groups.set(g, [...(groups.get(g) ?? []), t]);
+  }
+  const queue = [...groups];
   for (const t of o.tables) if (!o.state.has(t.name)) o.state.set(t.name, { rows: 0, bytes: 0, done: false });
   const worker = async (): Promise<void> => {
     if (queue.length === 0) return;
@@ -58,23 +72,14 @@ export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void
       await dst.query('BEGIN');
       await src.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       await src.query(`SET TRANSACTION SNAPSHOT '${o.snapshot.replace(/'/g, "''")}'`);
-      for (let t = queue.shift(); t !== undefined; t = queue.shift()) {
-        const st = o.state.get(t.name)!;
-        st.pid = p!.pid;
-        const cols = `(${t.columns.join(', ')})`;
-        const out = src.query(copyTo(`COPY ${t.name} ${cols} TO STDOUT (FORMAT binary)`));
-        const into = dst.query(copyFrom(`COPY ${t.name} ${cols} FROM STDIN (FORMAT binary)`));
-        const count = new Transform({
-          transform(chunk: Buffer, _enc, done) {
-            st.bytes += chunk.length;
-            if (o.throttle === undefined) done(null, chunk);
-            else o.throttle(0, chunk.length).then(() => done(null, chunk), (err: Error) => done(err));
-          },
-        });
-        await pipeline(out, count, into);
-        st.rows = into.rowCount;
-        st.done = true;
-        delete st.pid;
+      for (let g = queue.shift(); g !== undefined; g = queue.shift()) {
+        const [group, tables] = g;
+        const before = o.before?.(group);
+        if (before !== undefined) await dst.query(before);
+        for (const t of tables) {
+          if (o.truncate === true) await dst.query(`TRUNCATE ${t.name}`);
+          await copyTable(src, dst, p!.pid, t, o.state.get(t.name)!, o.throttle);
+        }
       }
       await dst.query('COMMIT');
       await src.query('COMMIT');
@@ -84,9 +89,28 @@ export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void
       await dst?.end().catch(() => undefined);
     }
   };
-  const results = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(o.streams, o.tables.length)) }, worker));
+  const results = await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(o.streams, queue.length)) }, worker));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed !== undefined) throw failed.reason;
+}
+
+/** One table's binary COPY from the source's snapshot into the target, in the connections' open transactions. */
+async function copyTable(src: Client, dst: Client, pid: number, t: CopyTable, st: TableCopyState, throttle: ParallelCopyOptions['throttle']): Promise<void> {
+  st.pid = pid;
+  const cols = `(${t.columns.join(', ')})`;
+  const out = src.query(copyTo(`COPY ${t.name} ${cols} TO STDOUT (FORMAT binary)`));
+  const into = dst.query(copyFrom(`COPY ${t.name} ${cols} FROM STDIN (FORMAT binary)`));
+  const count = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      st.bytes += chunk.length;
+      if (throttle === undefined) done(null, chunk);
+      else throttle(0, chunk.length).then(() => done(null, chunk), (err: Error) => done(err));
+    },
+  });
+  await pipeline(out, count, into);
+  st.rows = into.rowCount;
+  st.done = true;
+  delete st.pid;
 }
 
 /**

@@ -17,8 +17,9 @@ export { POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOp
 /**
  * Shard moves on PostgreSQL (storage backend postgres), with logical replication:
  *
- *   prepare  target master: each moving shard's schema and object tables created as `shardkit
- *            init` does (empty; a target already holding rows is refused), and a marker table;
+ *   prepare  target master: a target already holding rows in the moving shards is refused, then a
+ *            marker table made; each moving shard's schema and object tables are created as
+ *            `shardkit init` does by the copy stream that copies them, in its transaction;
  *            source master: a publication FOR TABLE of exactly those object tables plus the
  *            marker (not FOR TABLES IN SCHEMA: the dev cluster keeps mod-shard lookup tables in
  *            the same dbNNNNN schema, and those stay); then the copy (copy-engine.ts): a logical
@@ -66,6 +67,9 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     if (published.length === 0) throw new ShardKitError('NOT_FOUND', `shards ${move.range[0]}..${move.range[1]} have no object tables on ${move.source.master}: nothing to move (run shardkit init?)`);
     const quoted = published.map((x) => `${qi(x.ns)}.${qi(x.t)}`);
 
+    // The shard as `shardkit init` makes it (tables, index, next_id()); all IF NOT EXISTS, so a resumed copy runs it again.
+    const shardDdl = (s: number) => postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' }).join(';\n');
+    const targetDdl = new Map(moveShards(move).filter((s) => published.some((x) => x.ns === shardDatabaseName(s))).map((s) => [shardDatabaseName(s), shardDdl(s)]));
     let subscribed = false;
     let fresh = true;
     await this.step('prepare: target tables', () => this.withConn(move.target.master, async (dst) => {
@@ -75,8 +79,9 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       }
       const { rows: [r] } = await dst.query<{ ro: string }>('SELECT pg_is_in_recovery()::text AS ro');
       if (r?.ro === 'true') throw new ShardKitError('INVALID_ARGUMENT', `the target ${move.target.master} is a standby (read-only): move to a master`);
-      // The marker is created with the tables, in one transaction: with it there, the tables and
-      // what an interrupted copy put in them are this move's (the copy truncates them first).
+      // With the marker there, the target's tables of the moving shards and what an interrupted
+      // copy put in them are this move's (a copy tried again truncates them first): it is made
+      // once they were found empty, before the copy streams make the tables (copy-engine.ts).
       const { rows: ours } = await dst.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, name]);
       if (ours.length > 0) {
         fresh = false;
@@ -90,10 +95,11 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
         const f = full[0];
         if (f !== undefined) throw new ShardKitError('ALREADY_EXISTS', `${f.ns}.${f.t} on the target ${move.target.master} already holds rows: drop them before moving shard ${Number(f.ns.slice(2))} there`);
       }
-      // The shard as `shardkit init` makes it (tables, index, next_id()), in one transaction.
+      // Shards with no tables on the source get theirs here (the copy makes the others'), in the marker's transaction.
       await dst.query('BEGIN');
       try {
-        await dst.query(moveShards(move).flatMap((s) => postgresDialect.createShard(this.options.schema, { host: move.target.master, shard: s, fleet: 'objects' })).join(';\n'));
+        const bare = moveShards(move).filter((s) => !targetDdl.has(shardDatabaseName(s)));
+        if (bare.length > 0) await dst.query(bare.map(shardDdl).join(';\n'));
         await this.createMarker(dst, move);
         await dst.query('COMMIT');
       } catch (err) {
@@ -104,7 +110,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     if (subscribed) return { tables: published.length, subscription: name };
 
     let rowsTotal = 0;
-    await this.withConn(move.source.master, async (src) => {
+    await this.step('prepare: source count, marker, publication', () => this.withConn(move.source.master, async (src) => {
       // For the progress shown while the copy runs (a count, not the planner's estimate).
       rowsTotal = await countRows(src, quoted);
       await this.createMarker(src, move);
@@ -112,9 +118,9 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       // Before the slot: pgoutput reads the publication as of each change it decodes.
       const { rows } = await src.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [name]);
       if (rows.length === 0) await src.query(`CREATE PUBLICATION ${qi(name)} FOR TABLE ${[...quoted, this.markerTable(move)].join(', ')}`);
-    });
+    }));
 
-    const copied = await this.copyThenSubscribe(move, [...published, { ns: MARKER_SCHEMA, t: name }], rowsTotal, fresh, onProgress);
+    const copied = await this.copyThenSubscribe(move, [...published, { ns: MARKER_SCHEMA, t: name }], rowsTotal, fresh, targetDdl, onProgress);
     return { tables: published.length, subscription: name, rowsCopied: copied.rows, bytesCopied: copied.bytes, copyAttempts: copied.attempts };
   }
 
