@@ -15,6 +15,9 @@ import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { syncStandbyOf } from '../../src/ops/postgres/pg-sync-standby.js';
 import { shardkit } from '../mysql/helpers.js';
 import { ackedAfter, newLedger, writeLoad } from './ledger.js';
+import { startHeal } from './heal-process.js';
+import { postgresChaos } from '../chaos/chaos-engines.js';
+import { ensureBuilt } from '../cli/cli-harness.js';
 import { missingOnPg } from './pg-ledger.js';
 
 /** Resolves once `master` streams to `standby` as a synchronous standby. */
@@ -34,6 +37,7 @@ describe('PostgreSQL pairs with a synchronous standby (dev up --sync, real Postg
   before(async () => {
     fx = await startTestCluster({ engine: 'postgres', pairs: 1, shards: 2, modShards: 2, semiSync: true, prefix: 'shardkit-pgsync-' });
     dir = fx.dir;
+    ensureBuilt();
     for (let i = 0; i < 2; i++) kits.push(await ShardKit.open({ configPath: join(dir, 'shardkit.json'), dataDir: dir }));
   });
   after(async () => {
@@ -78,5 +82,40 @@ describe('PostgreSQL pairs with a synchronous standby (dev up --sync, real Postg
     await syncStreaming(c, 'PG001B', 'PG001A');
     const after = await kits[0]!.objects.create('pin', { afterRebuild: true }, { shard: 0 });
     assert.deepEqual(await missingOnPg(c, 'PG001A', [after]), [], 'a commit acknowledged by the synchronous pair is on its standby');
+  });
+
+  test('a frozen (SIGSTOP) master under two services: heal in act mode fails it over without waiting for it, 0 acknowledged writes lost, and it never serves writes again', async () => {
+    // Before: the standby kept reporting "streaming" for wal_receiver_timeout (60 s), so heal never
+    // saw it agree that the master was lost, and the failover's pg_ctl stop waited 60 s on it.
+    const c = DevCluster.require(dir);
+    await syncStreaming(c, 'PG001B', 'PG001A');
+    const heal = startHeal(['--dir', dir, '--mode', 'act', '--interval-ms', '200', '--dead-after', '3']);
+    let release!: () => void;
+    const live = newLedger();
+    const running = writeLoad(kits, [0, 1], new Promise<void>((r) => (release = r)), 2, live);
+    const frozen = postgresChaos.pids(c, 'PG001B');
+    try {
+      await heal.ready;
+      await ackedAfter(live, Date.now());
+      for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+      const stoppedAt = Date.now();
+      // Bounded, so old code fails here instead of hanging the suite (it waited for ever).
+      const d = await Promise.race([heal.next((x) => x.verdict === 'failover'), sleep(90_000, undefined, { ref: false })]);
+      assert.ok(d !== undefined, `no failover of the frozen master in 90 s; decisions: ${JSON.stringify(heal.decisions.map((x) => x.verdict))}`);
+      assert.equal(d.error, undefined, d.error);
+      assert.equal(d.failover?.newMaster, 'PG001A');
+      // Thawed now: a zombie would finish what it held and take writes again.
+      for (const pid of frozen) try { process.kill(pid, 'SIGCONT'); } catch { /* killed by the failover */ }
+      await ackedAfter(live, stoppedAt);
+      await ackedAfter(live, Date.now());
+    } finally {
+      for (const pid of frozen) try { process.kill(pid, 'SIGCONT'); } catch { /* gone */ }
+      release();
+      await heal.stop();
+    }
+    const ledger = await running;
+    assert.deepEqual(await missingOnPg(c, 'PG001A', ledger.acked), [], 'acknowledged writes lost by the failover');
+    assert.notEqual(await postgresChaos.writable(c, 'PG001B'), true, 'the old master takes writes again');
+    assert.equal(heal.decisions.filter((x) => x.verdict === 'failover').length, 1, 'one failover');
   });
 });

@@ -119,6 +119,19 @@ async function diverged(old: PostgresServer, standby: PostgresServer): Promise<n
   }
 }
 
+/** Whether `server` runs a query within `ms` (a connection to a frozen postmaster hangs). */
+async function answers(server: PostgresServer, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([server.sql('SELECT 1').then(() => true, () => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Emergency: the master is gone; promote the standby, compare-and-set the map; the old master needs a rebuild. */
 export async function pgEmergencyFailover(c: DevCluster, master: string): Promise<FailoverResult> {
   const started = Date.now();
@@ -129,7 +142,10 @@ export async function pgEmergencyFailover(c: DevCluster, master: string): Promis
   // Never a writer again: if it still runs, stop it; any later start is as a standby.
   let oldMasterFenced = false;
   if (old.isRunning()) {
-    await old.stop().catch(() => old.kill());
+    // A frozen (SIGSTOP) postmaster never answers, and pg_ctl stop would wait its 60 s for it:
+    // one that does not answer at once is killed (with its backends) instead of stopped.
+    if (await answers(old, 1500)) await old.stop().catch(() => old.kill());
+    else await old.kill();
     oldMasterFenced = true;
   }
   old.markStandby();

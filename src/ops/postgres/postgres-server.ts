@@ -38,6 +38,11 @@ const SETTINGS: Record<string, string | number> = {
   max_sync_workers_per_subscription: 4,
   wal_keep_size: '64MB',
   hot_standby: 'on',
+  // A standby must notice a frozen (SIGSTOP) or cut-off master within seconds, not PostgreSQL's
+  // default 60 s: `shardkit heal` fails a master over only when its standby agrees it lost it
+  // (pg_stat_wal_receiver no longer streaming). The receiver pings an idle master after half of
+  // this, so a live one is never dropped (docs/failover.md: set the same on a fleet's standbys).
+  wal_receiver_timeout: '5s',
   logging_collector: 'off',
   log_min_messages: 'warning',
 };
