@@ -1,4 +1,4 @@
-import type { PostgresServer } from '../postgres/postgres-server.js';
+import type { PgSql } from './postgres-access.js';
 import type { TableSummary } from './backup-manifest.js';
 
 const q = (n: string) => `"${n.replace(/"/g, '""')}"`;
@@ -8,7 +8,7 @@ const q = (n: string) => `"${n.replace(/"/g, '""')}"`;
  * does not matter) of every user table of `database` on `server`, read while it does not change
  * (a standby with its replay paused, or a restored scratch server).
  */
-export async function postgresTableSummaries(server: PostgresServer, database: string): Promise<Record<string, TableSummary>> {
+export async function postgresTableSummaries(server: PgSql, database: string): Promise<Record<string, TableSummary>> {
   const tables = await server.sql<{ s: string; t: string }>(
     "SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2", [], database);
   const out: Record<string, TableSummary> = {};

@@ -91,17 +91,17 @@ export async function archivedWalUntil(dir: string): Promise<number | undefined>
 }
 
 /**
- * Streams one standby's WAL into `dir` with pg_receivewal until `signal` aborts. pg_receivewal
+ * Streams one standby's WAL (`args`: its -h, -p and -U) into `dir` with pg_receivewal until `signal` aborts. pg_receivewal
  * resumes by itself from the newest segment in the directory (a `.partial` one is fetched again
  * from its start), so a stream that ends (the standby restarted, this process was killed) is
  * simply started again.
  */
-export async function archiveWal(server: { host: string; port: number; name: string }, dir: string, signal: AbortSignal, log: (m: string) => void): Promise<void> {
+export async function archiveWal(server: { name: string; args: string[]; env: NodeJS.ProcessEnv }, dir: string, signal: AbortSignal, log: (m: string) => void): Promise<void> {
   mkdirSync(dir, { recursive: true });
   while (!signal.aborted) {
     const leftover = await endLeftoverStreamer(dir, 'pg_receivewal');
     if (leftover !== undefined) log(`${server.name}: ended pg_receivewal ${leftover} left by a killed archiver`);
-    const child = spawn(bin('pg_receivewal'), ['-h', server.host, '-p', String(server.port), '-U', 'postgres', '--no-password', '--no-loop', '-D', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(bin('pg_receivewal'), [...server.args, '--no-password', '--no-loop', '-D', dir], { stdio: ['ignore', 'ignore', 'pipe'], env: server.env });
     recordStreamer(dir, child.pid);
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
