@@ -1,5 +1,6 @@
 import { appendFileSync, chmodSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { ShardKitError } from '../../errors.js';
 import { pgServer } from '../dev/dev-postgres.js';
@@ -15,7 +16,7 @@ import { postgresTableSummaries } from './postgres-tables.js';
 import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
 import { archiveDir } from './archive-dir.js';
 import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments, segmentsFrom } from './postgres-wal-archive.js';
-import type { PgAccess } from './postgres-access.js';
+import type { PgAccess, PgSql } from './postgres-access.js';
 import { restoreThroughSql, scratchOnly } from './postgres-sql-restore.js';
 import { parseLsn } from '../postgres/postgres-server.js';
 
@@ -46,14 +47,9 @@ export class PostgresBackupEngine implements BackupEngine {
     const [rec] = await standby.sql<{ r: boolean }>('SELECT pg_is_in_recovery() AS r');
     if (rec?.r !== true) throw new ShardKitError('PRECONDITION_FAILED', `${unit.source} is not a standby (the map names it the slave of ${unit.unit}): nothing written`);
     await target.put(`${prefix}/${PAUSED}/${unit.source}`, unit.unit);
-    await standby.sql('SELECT pg_wal_replay_pause()');
     let failed = true;
     try {
-      for (;;) {
-        const [s] = await standby.sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s');
-        if (s?.s === 'paused') break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await pauseWithoutReplayedLocks(standby, unit.source, this.access.database);
       const [p] = await standby.sql<{ lsn: string }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
       // One small record after the position, in the copy's WAL: a restore stops right before it.
       // An idle fleet's WAL would end at the position, and PostgreSQL will not end a recovery at
@@ -141,7 +137,7 @@ export class PostgresBackupEngine implements BackupEngine {
     const first = archivedSegments(dir)[0];
     if (first === undefined) return undefined;
     if (first.start > parseLsn(unit.position)) throw new ShardKitError('INVALID_ARGUMENT', `the archived WAL of ${unit.unit} starts at segment ${first.name}, after the backup's position ${unit.position} (the archiver was started after the backup): take a new backup while \`shardkit backup archive\` runs: nothing changed`);
-    return archivedWalUntil(dir);
+    return archivedWalUntil(dir, unit.position);
   }
 
   async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
@@ -151,6 +147,35 @@ export class PostgresBackupEngine implements BackupEngine {
 
   async close(): Promise<void> {
     await this.access.close();
+  }
+}
+
+/**
+ * Pauses `standby`'s replay at a point where replay holds no exclusive lock on a table of
+ * `database`. Such a lock (a master's transaction in ALTER, TRUNCATE, LOCK TABLE, or one that
+ * ended but whose end is not replayed yet) would make the row counts wait for ever, since only
+ * replay releases it: replay is resumed until the lock is gone, then paused again. Refuses
+ * (PRECONDITION_FAILED) when a lock stays for 60 s.
+ */
+async function pauseWithoutReplayedLocks(standby: PgSql, host: string, database: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  const held = async () => (await standby.sql<{ rel: string }>(
+    "SELECT l.relation::regclass::text AS rel FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock' AND l.granted AND d.datname = current_database()", [], database)).map((r) => r.rel);
+  for (;;) {
+    await standby.sql('SELECT pg_wal_replay_pause()');
+    for (;;) {
+      const [s] = await standby.sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s');
+      if (s?.s === 'paused') break;
+      await sleep(10);
+    }
+    let locked = await held();
+    if (locked.length === 0) return;
+    await standby.sql('SELECT pg_wal_replay_resume()');
+    while (locked.length > 0) {
+      if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `${locked.join(', ')} on ${host} stayed locked (ACCESS EXCLUSIVE, by a transaction of its master) for 60 s: the backup's row counts would wait for it; back up once it ended: nothing written`);
+      await sleep(50);
+      locked = await held();
+    }
   }
 }
 
