@@ -1,11 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
+import { postgresTableSummaries } from '../../src/ops/backup/postgres-tables.js';
 import { cli } from '../cli/cli-harness.js';
 import { newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
@@ -102,6 +103,28 @@ describe('shardkit backup on a PostgreSQL dev cluster (pg_basebackup from the st
       if (!ended) await client.query('ROLLBACK').catch(() => undefined);
       await client.end();
     }
+  });
+
+  test('a backup whose manifest holds the older md5 checksums still verifies (with md5), and a wrong one is found', async () => {
+    const r = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const id = (JSON.parse(r.stdout) as { id: string }).id;
+    const file = join(to, id, 'manifest.json');
+    const m = JSON.parse(readFileSync(file, 'utf8')) as { units: Array<{ tables: Record<string, { rows: number; checksum: string }> }> };
+    assert.ok(Object.values(m.units[0]!.tables).every((t) => t.checksum.startsWith('h:')), 'new backups sum hashtextextended');
+    // Nothing writes: the master holds what the backup does.
+    const md5 = await postgresTableSummaries(pgServer(fx.cluster, 'PG001A'), 'shardkit', { md5: true });
+    m.units[0]!.tables = md5;
+    writeFileSync(file, JSON.stringify(m));
+    const v = await cli(['backup', 'verify', '--dir', fx.dir, '--from', to, '--id', id, '--json']);
+    assert.equal(v.code, 0, v.stderr);
+    assert.deepEqual((JSON.parse(v.stdout) as { differing: string[] }).differing, []);
+    m.units[0]!.tables['db00000.pins']!.checksum = '12345';
+    writeFileSync(file, JSON.stringify(m));
+    const bad = await cli(['backup', 'verify', '--dir', fx.dir, '--from', to, '--id', id, '--json']);
+    assert.equal(bad.code, 3, bad.stderr);
+    assert.match(bad.stdout, /db00000\.pins/);
+    rmSync(join(to, id), { recursive: true, force: true });
   });
 
   test('an idle fleet (no write after the copy): the backup verifies and restores; its WAL used to end at the position, and recovery to it failed', async () => {

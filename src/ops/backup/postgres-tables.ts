@@ -12,8 +12,9 @@ export const usesMd5Sums = (tables: Record<string, TableSummary>): boolean => Ob
 /**
  * `schema.table` -> rows and a checksum (the sum of a 64-bit hash of each row's text, so row order
  * does not matter) of every user table of `database` on `server`, read while it does not change
- * (a standby with its replay paused, or a restored scratch server). hashtextextended costs a
- * fifth of the md5 the first backups summed (bench/RESULTS.md); `md5` computes those, to verify them.
+ * (a standby with its replay paused, or a restored scratch server). hashtextextended costs less
+ * than half the CPU of the md5 the first backups summed (bench/RESULTS.md), and it competes with
+ * pg_basebackup for the cores; `md5` computes those sums, to verify older backups.
  */
 export async function postgresTableSummaries(server: PgSql, database: string, options: { md5?: boolean } = {}): Promise<Record<string, TableSummary>> {
   const tables = await server.sql<{ s: string; t: string }>(
