@@ -1,7 +1,6 @@
-import { appendFileSync, chmodSync, copyFileSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createGunzip } from 'node:zlib';
 import { ShardKitError } from '../../errors.js';
 import { pgServer } from '../dev/dev-postgres.js';
 import { pgRebuildSlave } from '../failover/pg-failover.js';
@@ -13,11 +12,12 @@ import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
 import { postgresTableSummaries, usesMd5Sums } from './postgres-tables.js';
-import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
+import { byteCounter, chain, toolOutput } from './process-streams.js';
 import { archiveDir } from './archive-dir.js';
-import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments, segmentsFrom } from './postgres-wal-archive.js';
+import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments } from './postgres-wal-archive.js';
 import type { PgAccess, PgSql } from './postgres-access.js';
-import { restoreThroughSql, scratchOnly } from './postgres-sql-restore.js';
+import { restoreThroughSql } from './postgres-sql-restore.js';
+import { restoreInto, scratchOnly } from './postgres-recovery.js';
 import { parseLsn } from '../postgres/postgres-server.js';
 
 const PAUSED = 'paused';
@@ -179,31 +179,6 @@ async function pauseWithoutReplayedLocks(standby: PgSql, host: string, database:
       locked = await held();
     }
   }
-}
-
-/**
- * The unit's base backup extracted into the stopped server's datadir, recovering to the backup's
- * LSN; or, with `pitr`, the archived segments from the backup's position copied into pg_wal (the
- * server's user may not reach the backup target: no restore_command) and recovery to `toMs`.
- * Not inclusive: recovery stops before the first commit at or after the time, so a write sent
- * at or after it is never restored and one acknowledged before it always is.
- */
-export async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string, pitr?: { archive: string; toMs: number }): Promise<void> {
-  await server.replaceDataDir(async (dataDir) => {
-    await toolInput('tar', ['-x', '-C', dataDir], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
-    if (pitr) for (const seg of segmentsFrom(pitr.archive, unit.position)) copyFileSync(seg.path, join(dataDir, 'pg_wal', seg.name));
-  });
-  if (!pitr) {
-    // Not inclusive: recovery stops right before the first record after the copy's position
-    // (inclusive, it would apply that record, perhaps a commit the manifest does not count).
-    server.setRecoveryTarget({ lsn: unit.position });
-    appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
-    return;
-  }
-  // PostgreSQL reads '2026-11-28 10:42:00.123+00', not the ISO form with T and Z.
-  server.setRecoveryTarget({ time: new Date(pitr.toMs).toISOString().replace('T', ' ').replace('Z', '+00') });
-  // Appended to the file setRecoveryTarget wrote (the server's user owns it already).
-  appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
 }
 
 /** After a restore promoted: what restoreInto added to the recovery settings, off again. */

@@ -1,4 +1,4 @@
-import { appendFileSync, chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -8,7 +8,7 @@ import { PostgresServer } from '../postgres/postgres-server.js';
 import type { UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import type { PgAccess } from './postgres-access.js';
-import { restoreInto } from './postgres-backup-engine.js';
+import { restoreInto, scratchOnly } from './postgres-recovery.js';
 import { toolInput, toolOutput } from './process-streams.js';
 
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
@@ -50,13 +50,4 @@ async function* script(schemas: string[], dump: Readable): AsyncGenerator<Buffer
   yield Buffer.from(`BEGIN;\n${drops.join('\n')}\n`);
   for await (const chunk of dump) yield chunk as Buffer;
   yield Buffer.from('COMMIT;\n');
-}
-
-/**
- * A copy of a fleet server made a local scratch server: reached over loopback without a password
- * (the fleet's pg_hba.conf is the fleet's), waiting for no synchronous standby, writable.
- */
-export function scratchOnly(dataDir: string): void {
-  writeFileSync(join(dataDir, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\nhost all all ::1/128 trust\n');
-  appendFileSync(join(dataDir, 'postgresql.auto.conf'), "synchronous_standby_names = ''\ndefault_transaction_read_only = off\n");
 }
