@@ -3,7 +3,8 @@
  * by the server itself. In the same run, per engine (ENGINE=mariadb|postgres|both):
  *   1. the raw tool from the slave into a gzip file: `mariadb-dump --single-transaction | gzip -1`
  *      (what shardkit's MariaDB engine runs; mariadb-backup is not in the installed packages) or
- *      `pg_basebackup -Ft -X fetch -D - | gzip -1` from the standby;
+ *      `pg_basebackup -Ft -X fetch -D - | gzip -1` from the standby, and (PostgreSQL) also
+ *      `pg_basebackup --compress=client-gzip:1` alone, the flags shardkit runs it with;
  *   2. `backup create` (the same tool, plus pausing the applier and the per-table row counts and
  *      checksums the manifest holds), timed;
  *   3. restore: MariaDB `gunzip | mariadb` into the master beside `backup restore --force`;
@@ -97,6 +98,10 @@ async function postgres(): Promise<void> {
         let bytes = 0;
         const oursMs = await timed(async () => (bytes = (await createBackup(engine, target, { progress: 'silent' })).units[0]!.bytes));
         line(`postgres backup, ${per * SHARDS} rows`, rawMs, oursMs, ` (gzip ${(statSync(rawFile).size / 1e6).toFixed(0)} MB raw, ${(bytes / 1e6).toFixed(0)} MB shardkit)`);
+        // The same tool with the compression shardkit asks of it (in pg_basebackup's own process).
+        const ownFile = join(out, 'own.tar.gz');
+        const ownMs = await timed(() => sh(`${PG_BIN}/pg_basebackup -h ${standby.host} -p ${standby.port} -U postgres -D - -Ft -X fetch -c fast --no-manifest --compress=client-gzip:1 > ${ownFile}`));
+        line('postgres backup against `pg_basebackup --compress=client-gzip:1` alone', ownMs, oursMs, ` (${(statSync(ownFile).size / 1e6).toFixed(0)} MB)`);
         const extract = join(out, 'extract');
         mkdirSync(extract);
         const rawRestoreMs = await timed(() => sh(`gunzip -c ${rawFile} | tar -x -C ${extract}`));

@@ -28,9 +28,13 @@ export async function present(kit: ShardKit, ids: bigint[]): Promise<number> {
   return n;
 }
 
-/** `shardkit backup archive` as its own process (what an operator's service unit runs). */
-export function startArchiver(dir: string, to: string): { child: ChildProcess; stderr: () => string; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI, 'backup', 'archive', '--dir', dir, '--to', to], { stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * `shardkit backup archive` as its own process (what an operator's service unit runs), on a dev
+ * cluster's directory or on a fleet given by `['--config', FILE]` (with `env`: its admin user).
+ */
+export function startArchiver(fleet: string | string[], to: string, env: Record<string, string> = {}): { child: ChildProcess; stderr: () => string; exit: Promise<number | null> } {
+  const source = typeof fleet === 'string' ? ['--dir', fleet] : fleet;
+  const child = spawn(process.execPath, [CLI, 'backup', 'archive', ...source, '--to', to], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   return { child, stderr: () => err, exit: new Promise((r) => child.on('exit', (c) => r(c))) };

@@ -1,9 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { ShardKit } from '../../src/kit/shard-kit.js';
+import { pgServer } from '../../src/ops/dev/dev-postgres.js';
+import { postgresTableSummaries } from '../../src/ops/backup/postgres-tables.js';
 import { cli } from '../cli/cli-harness.js';
 import { newLedger, writeLoad } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
@@ -74,6 +77,54 @@ describe('shardkit backup on a PostgreSQL dev cluster (pg_basebackup from the st
     const report = JSON.parse(ok.stdout) as { differing: string[]; rows: number };
     assert.deepEqual(report.differing, []);
     assert.ok(report.rows >= 100, `${report.rows} rows`);
+  });
+
+  test('a master transaction holding ACCESS EXCLUSIVE on a table (replayed by the standby): the backup lets replay run until it ended, instead of waiting for ever on its row counts with replay paused', async () => {
+    const m = pgServer(fx.cluster, 'PG001A');
+    const client = new pg.Client({ host: m.host, port: m.port, user: 'postgres', database: 'shardkit' });
+    await client.connect();
+    let ended = false;
+    try {
+      await client.query('BEGIN');
+      await client.query('LOCK TABLE db00001.pins IN ACCESS EXCLUSIVE MODE');
+      const [at] = await m.sql<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+      await until('the standby replayed the lock', async () => (await pgServer(fx.cluster, 'PG001B').sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [at!.lsn]))[0]?.ok === true);
+      const backup = cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
+      const holding = () => readdirSync(to).some((d) => existsSync(join(to, d, 'paused', 'PG001B')));
+      const replaying = async () => (await pgServer(fx.cluster, 'PG001B').sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s'))[0]?.s === 'not paused';
+      await until('the backup started and waits with replay running', async () => holding() && (await replaying()));
+      await client.query('ROLLBACK');
+      ended = true;
+      const r = await backup;
+      assert.equal(r.code, 0, r.stderr);
+      const v = await cli(['backup', 'verify', '--dir', fx.dir, '--from', to, '--id', (JSON.parse(r.stdout) as { id: string }).id, '--json']);
+      assert.deepEqual((JSON.parse(v.stdout) as { differing: string[] }).differing, []);
+    } finally {
+      if (!ended) await client.query('ROLLBACK').catch(() => undefined);
+      await client.end();
+    }
+  });
+
+  test('a backup whose manifest holds the older md5 checksums still verifies (with md5), and a wrong one is found', async () => {
+    const r = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const id = (JSON.parse(r.stdout) as { id: string }).id;
+    const file = join(to, id, 'manifest.json');
+    const m = JSON.parse(readFileSync(file, 'utf8')) as { units: Array<{ tables: Record<string, { rows: number; checksum: string }> }> };
+    assert.ok(Object.values(m.units[0]!.tables).every((t) => t.checksum.startsWith('h:')), 'new backups sum hashtextextended');
+    // Nothing writes: the master holds what the backup does.
+    const md5 = await postgresTableSummaries(pgServer(fx.cluster, 'PG001A'), 'shardkit', { md5: true });
+    m.units[0]!.tables = md5;
+    writeFileSync(file, JSON.stringify(m));
+    const v = await cli(['backup', 'verify', '--dir', fx.dir, '--from', to, '--id', id, '--json']);
+    assert.equal(v.code, 0, v.stderr);
+    assert.deepEqual((JSON.parse(v.stdout) as { differing: string[] }).differing, []);
+    m.units[0]!.tables['db00000.pins']!.checksum = '12345';
+    writeFileSync(file, JSON.stringify(m));
+    const bad = await cli(['backup', 'verify', '--dir', fx.dir, '--from', to, '--id', id, '--json']);
+    assert.equal(bad.code, 3, bad.stderr);
+    assert.match(bad.stdout, /db00000\.pins/);
+    rmSync(join(to, id), { recursive: true, force: true });
   });
 
   test('an idle fleet (no write after the copy): the backup verifies and restores; its WAL used to end at the position, and recovery to it failed', async () => {

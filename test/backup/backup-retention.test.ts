@@ -9,7 +9,7 @@ import type { BackupEngine } from '../../src/ops/backup/backup-engine.js';
 import { pruneBackups } from '../../src/ops/backup/backup-retention.js';
 import { DirectoryTarget } from '../../src/ops/backup/backup-target.js';
 import { gtidSeqs, startsAtOrBefore } from '../../src/ops/backup/mariadb-binlog-archive.js';
-import { archivedSegments, pruneSegments } from '../../src/ops/backup/postgres-wal-archive.js';
+import { archivedSegments, pruneSegments, segmentsFrom } from '../../src/ops/backup/postgres-wal-archive.js';
 import { assertBadInput, cli } from '../cli/cli-harness.js';
 
 const ids = async (to: string) => {
@@ -83,6 +83,17 @@ describe('which archived logs no kept backup needs', () => {
       assert.deepEqual(archivedSegments(dir).map((s) => [s.name, s.partial]), [['000000010000000000000003', false], ['000000010000000100000000', false], ['000000010000000100000001', true]]);
       assert.deepEqual(pruneSegments(dir, '0/3000000'), [], 'a position at a segment\'s first byte still needs that segment');
       assert.deepEqual(pruneSegments(dir, '1/10'), ['000000010000000000000003']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('PostgreSQL: a restore uses the archived segments from the backup\'s position up to the first gap (the archiver was down longer than the standby kept its WAL)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shardkit-walgap-'));
+    try {
+      for (const n of ['000000010000000000000001', '000000010000000000000002', '000000010000000000000003', '000000020000000000000003', '000000020000000000000004', '000000020000000000000006', '000000020000000000000007.partial']) writeFileSync(join(dir, n), '');
+      assert.deepEqual(segmentsFrom(dir, '0/2000028').map((s) => `${s.timeline}:${s.name}`), ['1:000000010000000000000002', '1:000000010000000000000003', '2:000000020000000000000003', '2:000000020000000000000004'], 'segment 5 is missing: 6 and 7 are of no use');
+      assert.deepEqual(segmentsFrom(dir, '0/6000000').map((s) => s.name), ['000000020000000000000006', '000000020000000000000007']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

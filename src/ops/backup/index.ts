@@ -8,6 +8,7 @@ import { openFleet } from '../failover/failover-context.js';
 import type { BackupEngine } from './backup-engine.js';
 import { MariadbBackupEngine } from './mariadb-backup-engine.js';
 import { PostgresBackupEngine } from './postgres-backup-engine.js';
+import { devPgAccess, fleetPgAccess } from './postgres-access.js';
 import { SqliteBackupEngine } from './sqlite-backup-engine.js';
 
 export { DirectoryTarget, type BackupTarget } from './backup-target.js';
@@ -31,14 +32,14 @@ export interface BackupFleetOptions {
 /** The backup engine of a dev cluster or a config's fleet. */
 export async function openBackupEngine(options: BackupFleetOptions): Promise<BackupEngine> {
   const cluster = options.dir !== undefined ? DevCluster.require(options.dir) : undefined;
-  if (cluster?.state.engine === 'postgres') return new PostgresBackupEngine(cluster);
+  if (cluster?.state.engine === 'postgres') return new PostgresBackupEngine(devPgAccess(cluster));
   if (cluster === undefined && options.config !== undefined) {
     const config = readConfig(options.config);
     if (config.storage.backend === 'sqlite') {
       const dataDir = resolve(options.data ?? dirname(resolve(options.config)));
       return new SqliteBackupEngine(config, createTopologyStore(config.topologyStore, { dataDir }), dataDir);
     }
-    if (config.storage.backend !== 'mysql') throw new ShardKitError('INVALID_ARGUMENT', `backups of a ${config.storage.backend} fleet from a config are not built yet (a PostgreSQL dev cluster: --dir)`);
+    if (config.storage.backend === 'postgres') return new PostgresBackupEngine(fleetPgAccess({ config: options.config, ...(options.data !== undefined ? { dataDir: options.data } : {}) }));
   }
   const fleet = openFleet({ ...(options.dir !== undefined ? { dir: options.dir } : {}), ...(options.config !== undefined ? { config: options.config } : {}), ...(options.data !== undefined ? { dataDir: options.data } : {}) });
   const storage = fleet.config.storage as { user?: string };

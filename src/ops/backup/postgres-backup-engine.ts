@@ -1,10 +1,8 @@
-import { appendFileSync, chmodSync, copyFileSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { createGunzip, createGzip } from 'node:zlib';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKitError } from '../../errors.js';
-import type { DevCluster } from '../dev/dev-cluster.js';
-import { PG_DATABASE, pgServer } from '../dev/dev-postgres.js';
-import { liveShardMap } from '../dev/dev-writable.js';
+import { pgServer } from '../dev/dev-postgres.js';
 import { pgRebuildSlave } from '../failover/pg-failover.js';
 import { pickFreePort } from '../free-port.js';
 import { DEFAULT_POSTGRES_BIN } from '../postgres/postgres-instance.js';
@@ -13,51 +11,50 @@ import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-eng
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { fleetPairs, pairNow } from './fleet-pairs.js';
-import { postgresTableSummaries } from './postgres-tables.js';
-import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
+import { postgresTableSummaries, usesMd5Sums } from './postgres-tables.js';
+import { byteCounter, chain, toolOutput } from './process-streams.js';
 import { archiveDir } from './archive-dir.js';
-import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments, segmentsFrom } from './postgres-wal-archive.js';
+import { archiveWal, archivedSegments, archivedWalUntil, pruneSegments } from './postgres-wal-archive.js';
+import type { PgAccess, PgSql } from './postgres-access.js';
+import { restoreThroughSql } from './postgres-sql-restore.js';
+import { restoreInto, scratchOnly } from './postgres-recovery.js';
 import { parseLsn } from '../postgres/postgres-server.js';
 
 const PAUSED = 'paused';
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
 
 /**
- * PostgreSQL pairs of a dev cluster: each copied from its standby with `pg_basebackup` (tar, WAL
- * fetched), replay paused meanwhile so the counts, the checksums and the copy's end all sit at
- * one LSN; a restore replays the copy's WAL exactly to that LSN (recovery_target_lsn) and promotes.
+ * PostgreSQL pairs (a dev cluster's, or a config's reached over the network: postgres-access.ts):
+ * each copied from its standby with `pg_basebackup` (tar, WAL fetched), replay paused meanwhile
+ * so the counts, the checksums and the copy's end all sit at one LSN; a restore replays the copy's
+ * WAL exactly to that LSN (recovery_target_lsn) and promotes.
  */
 export class PostgresBackupEngine implements BackupEngine {
   readonly kind = 'postgres' as const;
 
-  constructor(private readonly cluster: DevCluster) {}
+  constructor(private readonly access: PgAccess) {}
 
   async mapVersion(): Promise<number> {
-    return (await liveShardMap(this.cluster)).version;
+    return (await this.access.map()).version;
   }
 
   async units(): Promise<BackupUnitSource[]> {
-    return fleetPairs(await liveShardMap(this.cluster));
+    return fleetPairs(await this.access.map());
   }
 
   async backupUnit(unit: BackupUnitSource, target: BackupTarget, prefix: string, onBytes: BytesListener): Promise<UnitBackup> {
-    const standby = pgServer(this.cluster, unit.source);
+    const standby = this.access.server(unit.source);
     const [rec] = await standby.sql<{ r: boolean }>('SELECT pg_is_in_recovery() AS r');
     if (rec?.r !== true) throw new ShardKitError('PRECONDITION_FAILED', `${unit.source} is not a standby (the map names it the slave of ${unit.unit}): nothing written`);
     await target.put(`${prefix}/${PAUSED}/${unit.source}`, unit.unit);
-    await standby.sql('SELECT pg_wal_replay_pause()');
     let failed = true;
     try {
-      for (;;) {
-        const [s] = await standby.sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s');
-        if (s?.s === 'paused') break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await pauseWithoutReplayedLocks(standby, unit.source, this.access.database);
       const [p] = await standby.sql<{ lsn: string }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
       // One small record after the position, in the copy's WAL: a restore stops right before it.
       // An idle fleet's WAL would end at the position, and PostgreSQL will not end a recovery at
       // an LSN target no record reaches ('recovery ended before configured recovery target').
-      await pgServer(this.cluster, unit.unit).sql("SELECT pg_logical_emit_message(false, 'shardkit-backup', $1)", [prefix]);
+      await this.access.server(unit.unit).sql("SELECT pg_logical_emit_message(false, 'shardkit-backup', $1)", [prefix]);
       const deadline = Date.now() + 60_000;
       for (;;) {
         const [r] = await standby.sql<{ ok: boolean }>('SELECT pg_last_wal_receive_lsn() > $1::pg_lsn AS ok', [p!.lsn]);
@@ -67,9 +64,11 @@ export class PostgresBackupEngine implements BackupEngine {
       }
       const at = Date.now();
       const file = `${unit.unit}.base.tar.gz`;
-      const tar = toolOutput(bin('pg_basebackup'), ['-h', standby.host, '-p', String(standby.port), '-U', 'postgres', '-D', '-', '-Ft', '-X', 'fetch', '-c', 'fast', '--no-manifest']);
+      // pg_basebackup compresses itself (zlib level 1, in its own process): the uncompressed
+      // tar, several times larger, never crosses a pipe into this process (bench/RESULTS.md).
+      const tar = toolOutput(bin('pg_basebackup'), [...this.access.clientArgs(unit.source), '--no-password', '-D', '-', '-Ft', '-X', 'fetch', '-c', 'fast', '--no-manifest', '--compress=client-gzip:1'], { env: this.access.toolEnv() });
       // The counts and checksums run beside the copy: replay is paused, both see one state.
-      const [tables, bytes] = await Promise.all([postgresTableSummaries(standby, PG_DATABASE), target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes), createGzip({ level: 1 })))]);
+      const [tables, bytes] = await Promise.all([postgresTableSummaries(standby, this.access.database), target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes)))]);
       failed = false;
       return { unit: unit.unit, source: unit.source, position: p!.lsn, files: [file], bytes, tables, at };
     } finally {
@@ -86,7 +85,7 @@ export class PostgresBackupEngine implements BackupEngine {
   async recover(target: BackupTarget, prefix: string): Promise<void> {
     for (const host of await target.list(`${prefix}/${PAUSED}`)) {
       try {
-        await pgServer(this.cluster, host).sql('SELECT pg_wal_replay_resume()');
+        await this.access.server(host).sql('SELECT pg_wal_replay_resume()');
       } catch {
         continue;
       }
@@ -95,19 +94,24 @@ export class PostgresBackupEngine implements BackupEngine {
   }
 
   async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void> {
-    const { master } = pairNow(await liveShardMap(this.cluster), unit.unit);
-    const server = pgServer(this.cluster, master);
-    if (!options.force && server.isRunning()) {
-      const [row] = await server.sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = $1 AND pid <> pg_backend_pid()", [PG_DATABASE]);
-      if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${row!.n} client connection(s) to ${PG_DATABASE}: stop the services first (or --force): nothing changed`);
+    const { master } = pairNow(await this.access.map(), unit.unit);
+    const database = this.access.database;
+    const dev = this.access.dev;
+    if (!options.force && (dev === undefined || pgServer(dev, master).isRunning())) {
+      const [row] = await this.access.server(master).sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = $1 AND pid <> pg_backend_pid()", [database]);
+      if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${row!.n} client connection(s) to ${database}: stop the services first (or --force): nothing changed`);
     }
+    const pitr = options.toMs === undefined ? undefined : { archive: archiveDir(target, unit.unit), toMs: options.toMs };
+    // A fleet's datadirs are on other machines: the copy is recovered on this one and loaded through SQL.
+    if (dev === undefined) return restoreThroughSql(this.access, master, unit, target, prefix, pitr);
+    const server = pgServer(dev, master);
     await server.stop();
-    await restoreInto(server, unit, target, prefix, options.toMs === undefined ? undefined : { archive: archiveDir(target, unit.unit), toMs: options.toMs });
+    await restoreInto(server, unit, target, prefix, pitr);
     await server.start();
     await server.waitPromoted();
     await clearRestoreSettings(server);
     // The standby followed the old history: it is rebuilt from the restored master.
-    await pgRebuildSlave(this.cluster, master);
+    await pgRebuildSlave(dev, master);
   }
 
   async drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {
@@ -115,10 +119,11 @@ export class PostgresBackupEngine implements BackupEngine {
     chmodSync(scratchDir, 0o755);
     const server = new PostgresServer({ name: 'drill', dir: join(scratchDir, 'pg'), port: await pickFreePort() });
     await restoreInto(server, unit, target, prefix);
+    scratchOnly(server.dataDir);
     await server.start();
     try {
       await server.waitPromoted();
-      return await postgresTableSummaries(server, PG_DATABASE);
+      return await postgresTableSummaries(server, this.access.database, { md5: usesMd5Sums(unit.tables) });
     } finally {
       await server.stop();
     }
@@ -126,7 +131,7 @@ export class PostgresBackupEngine implements BackupEngine {
 
   async archive(target: BackupTarget, signal: AbortSignal, log: (m: string) => void): Promise<void> {
     const pairs = await this.units();
-    await Promise.all(pairs.map((p) => archiveWal(pgServer(this.cluster, p.source), archiveDir(target, p.unit), signal, log)));
+    await Promise.all(pairs.map((p) => archiveWal({ name: p.source, args: this.access.clientArgs(p.source), env: this.access.toolEnv() }, archiveDir(target, p.unit), signal, log)));
   }
 
   async archivedUntil(target: BackupTarget, unit: UnitBackup): Promise<number | undefined> {
@@ -134,7 +139,7 @@ export class PostgresBackupEngine implements BackupEngine {
     const first = archivedSegments(dir)[0];
     if (first === undefined) return undefined;
     if (first.start > parseLsn(unit.position)) throw new ShardKitError('INVALID_ARGUMENT', `the archived WAL of ${unit.unit} starts at segment ${first.name}, after the backup's position ${unit.position} (the archiver was started after the backup): take a new backup while \`shardkit backup archive\` runs: nothing changed`);
-    return archivedWalUntil(dir);
+    return archivedWalUntil(dir, unit.position);
   }
 
   async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
@@ -142,32 +147,38 @@ export class PostgresBackupEngine implements BackupEngine {
     return pruneSegments(archiveDir(target, unit), oldest);
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.access.close();
+  }
 }
 
 /**
- * The unit's base backup extracted into the stopped server's datadir, recovering to the backup's
- * LSN; or, with `pitr`, the archived segments from the backup's position copied into pg_wal (the
- * server's user may not reach the backup target: no restore_command) and recovery to `toMs`.
- * Not inclusive: recovery stops before the first commit at or after the time, so a write sent
- * at or after it is never restored and one acknowledged before it always is.
+ * Pauses `standby`'s replay at a point where replay holds no exclusive lock on a table of
+ * `database`. Such a lock (a master's transaction in ALTER, TRUNCATE, LOCK TABLE, or one that
+ * ended but whose end is not replayed yet) would make the row counts wait for ever, since only
+ * replay releases it: replay is resumed until the lock is gone, then paused again. Refuses
+ * (PRECONDITION_FAILED) when a lock stays for 60 s.
  */
-async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string, pitr?: { archive: string; toMs: number }): Promise<void> {
-  await server.replaceDataDir(async (dataDir) => {
-    await toolInput('tar', ['-x', '-C', dataDir], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
-    if (pitr) for (const seg of segmentsFrom(pitr.archive, unit.position)) copyFileSync(seg.path, join(dataDir, 'pg_wal', seg.name));
-  });
-  if (!pitr) {
-    // Not inclusive: recovery stops right before the first record after the copy's position
-    // (inclusive, it would apply that record, perhaps a commit the manifest does not count).
-    server.setRecoveryTarget({ lsn: unit.position });
-    appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
-    return;
+async function pauseWithoutReplayedLocks(standby: PgSql, host: string, database: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  const held = async () => (await standby.sql<{ rel: string }>(
+    "SELECT l.relation::regclass::text AS rel FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock' AND l.granted AND d.datname = current_database()", [], database)).map((r) => r.rel);
+  for (;;) {
+    await standby.sql('SELECT pg_wal_replay_pause()');
+    for (;;) {
+      const [s] = await standby.sql<{ s: string }>('SELECT pg_get_wal_replay_pause_state() AS s');
+      if (s?.s === 'paused') break;
+      await sleep(10);
+    }
+    let locked = await held();
+    if (locked.length === 0) return;
+    await standby.sql('SELECT pg_wal_replay_resume()');
+    while (locked.length > 0) {
+      if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `${locked.join(', ')} on ${host} stayed locked (ACCESS EXCLUSIVE, by a transaction of its master) for 60 s: the backup's row counts would wait for it; back up once it ended: nothing written`);
+      await sleep(50);
+      locked = await held();
+    }
   }
-  // PostgreSQL reads '2026-11-28 10:42:00.123+00', not the ISO form with T and Z.
-  server.setRecoveryTarget({ time: new Date(pitr.toMs).toISOString().replace('T', ' ').replace('Z', '+00') });
-  // Appended to the file setRecoveryTarget wrote (the server's user owns it already).
-  appendFileSync(join(server.dataDir, 'postgresql.auto.conf'), "recovery_target_inclusive = 'off'\n");
 }
 
 /** After a restore promoted: what restoreInto added to the recovery settings, off again. */

@@ -50,10 +50,27 @@ function parseSegment(dir: string, file: string): WalSegment | undefined {
   return { name: file.replace(/\.partial$/, ''), path: join(dir, file), timeline: parseInt(m[1]!, 16), start: (BigInt(`0x${m[2]}`) << 32n) | (BigInt(`0x${m[3]}`) * SEGMENT), partial: m[4] !== undefined };
 }
 
-/** The segments recovery from a base backup at `lsn` needs: the one holding `lsn` and every later one. */
+/**
+ * The segments recovery from a base backup at `lsn` can use: the one holding `lsn` and every later
+ * one up to the first missing segment (the archiver was down longer than the standby kept its
+ * WAL): recovery cannot replay past a gap.
+ */
 export function segmentsFrom(dir: string, lsn: string): WalSegment[] {
-  const at = parseLsn(lsn);
-  return archivedSegments(dir).filter((s) => s.start + SEGMENT > at);
+  return contiguousFrom(archivedSegments(dir), parseLsn(lsn));
+}
+
+/** `segments` (oldest first) from the one holding `at` on, stopping at the first gap. */
+export function contiguousFrom(segments: WalSegment[], at: bigint): WalSegment[] {
+  const out: WalSegment[] = [];
+  let next: bigint | undefined;
+  for (const s of segments) {
+    if (s.start + SEGMENT <= at) continue;
+    // Two timelines may hold the same segment (a restore or a failover switched): not a gap.
+    if (next !== undefined && s.start > next) break;
+    out.push(s);
+    next = s.start + SEGMENT;
+  }
+  return out;
 }
 
 /** pg_waldump's commit lines: `desc: COMMIT 2026-11-28 13:45:01.123456 UTC`. */
@@ -65,14 +82,16 @@ export function commitTimes(waldump: string): number[] {
 }
 
 /**
- * The time (ms) of the newest commit the archive of a pair holds, read with pg_waldump from its
- * newest segment that has one; undefined when there is none. A restore to T needs a commit at or
+ * The time (ms) of the newest commit the archive of a pair holds (with `from`, a backup's
+ * position: before the first gap after it), read with pg_waldump from its newest segment that has
+ * one; undefined when there is none. A restore to T needs a commit at or
  * after T in the archive: PostgreSQL refuses to end a recovery before its target.
  */
-export async function archivedWalUntil(dir: string): Promise<number | undefined> {
+export async function archivedWalUntil(dir: string, from?: string): Promise<number | undefined> {
   const scratch = mkdtempSync(join(tmpdir(), 'shardkit-waldump-'));
   try {
-    for (const seg of archivedSegments(dir).reverse()) {
+    // From a backup's position: only up to a gap, past which no recovery from it goes.
+    for (const seg of (from === undefined ? archivedSegments(dir) : segmentsFrom(dir, from)).reverse()) {
       // pg_waldump reads a segment by its name; a .partial one is read through a copy.
       const file = join(scratch, seg.name);
       copyFileSync(seg.path, file);
@@ -91,17 +110,17 @@ export async function archivedWalUntil(dir: string): Promise<number | undefined>
 }
 
 /**
- * Streams one standby's WAL into `dir` with pg_receivewal until `signal` aborts. pg_receivewal
+ * Streams one standby's WAL (`args`: its -h, -p and -U) into `dir` with pg_receivewal until `signal` aborts. pg_receivewal
  * resumes by itself from the newest segment in the directory (a `.partial` one is fetched again
  * from its start), so a stream that ends (the standby restarted, this process was killed) is
  * simply started again.
  */
-export async function archiveWal(server: { host: string; port: number; name: string }, dir: string, signal: AbortSignal, log: (m: string) => void): Promise<void> {
+export async function archiveWal(server: { name: string; args: string[]; env: NodeJS.ProcessEnv }, dir: string, signal: AbortSignal, log: (m: string) => void): Promise<void> {
   mkdirSync(dir, { recursive: true });
   while (!signal.aborted) {
     const leftover = await endLeftoverStreamer(dir, 'pg_receivewal');
     if (leftover !== undefined) log(`${server.name}: ended pg_receivewal ${leftover} left by a killed archiver`);
-    const child = spawn(bin('pg_receivewal'), ['-h', server.host, '-p', String(server.port), '-U', 'postgres', '--no-password', '--no-loop', '-D', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(bin('pg_receivewal'), [...server.args, '--no-password', '--no-loop', '-D', dir], { stdio: ['ignore', 'ignore', 'pipe'], env: server.env });
     recordStreamer(dir, child.pid);
     let err = '';
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
