@@ -3,6 +3,7 @@ import { ShardKitError } from '../../errors.js';
 import type { ShardKitConfig } from '../../config/config.js';
 import type { DevCluster } from '../dev/dev-cluster.js';
 import { runStatements } from '../mariadb/mariadb-instance.js';
+import { passwordOptionFile } from '../mariadb/client-option-file.js';
 
 /** A user and password (the admin account, or the replication account a slave logs in with). */
 export interface Credentials {
@@ -62,7 +63,8 @@ export function configHostAdmin(config: ShardKitConfig, env: NodeJS.ProcessEnv =
     address,
     clientArgs: (host) => {
       const a = address(host);
-      return [`--host=${a.host}`, `--port=${a.port}`, `--user=${adminUser}`, ...(adminPassword !== undefined ? [`--password=${adminPassword}`] : [])];
+      // The option file comes first (the tools read it only there); never --password=, which ps shows.
+      return [...(adminPassword !== undefined ? [`--defaults-extra-file=${passwordOptionFile(adminPassword)}`] : []), `--host=${a.host}`, `--port=${a.port}`, `--user=${adminUser}`];
     },
     replication: { user: replUser, ...(env.SHARDKIT_REPL_PASSWORD !== undefined ? { password: env.SHARDKIT_REPL_PASSWORD } : {}) },
   };
