@@ -1,4 +1,4 @@
-import { pinterestId } from '../../ids/index.js';
+import { pinterestId, PINTEREST_MAX_LOCAL_ID } from '../../ids/index.js';
 import type { ColumnBatch, ParquetColumn, ParquetColumnType } from '../../util/parquet-file.js';
 import type { StoredMapping, StoredObject } from './export-sources.js';
 
@@ -69,12 +69,18 @@ function fieldValue(v: unknown, type: DeclaredField['type']): unknown {
 export function objectBatch(rows: readonly StoredObject[], shard: number, type: { name: string; id: number }, fields: readonly DeclaredField[]): ColumnBatch {
   const b: ColumnBatch = { id: [], shard: [], local_id: [], type: [], created_at: [], deleted: [], data: [] };
   for (const f of fields) b[f.column] = [];
+  // The ID as a number where every ID of the shard is one exactly (shards below 128): the local id
+  // is its low 36 bits, so it adds to the shard's first ID. A BigInt per row cost a tenth of the encoding.
+  const base = pinterestId.encode({ shard, type: type.id, localId: 0 });
+  const exact = base + BigInt(PINTEREST_MAX_LOCAL_ID) <= BigInt(Number.MAX_SAFE_INTEGER);
+  const baseN = Number(base);
   for (const r of rows) {
-    const id = pinterestId.encode({ shard, type: type.id, localId: r.localId });
-    const parsed = fields.length > 0 || r.data.includes('"active"') ? JSON.parse(r.data) as Record<string, unknown> : undefined;
+    const id = exact ? baseN + r.localId : pinterestId.encode({ shard, type: type.id, localId: r.localId });
+    // Buffer.includes/toString: the driver's bytes are parsed only when needed, never decoded to text otherwise.
+    const parsed = fields.length > 0 || r.data.includes('"active"') ? JSON.parse(r.data.toString()) as Record<string, unknown> : undefined;
     b.id!.push(id);
     b.shard!.push(shard);
-    b.local_id!.push(BigInt(r.localId));
+    b.local_id!.push(r.localId);
     b.type!.push(type.name);
     // Unix ms as they are: the writer takes a number for a TIMESTAMP (no Date per row).
     b.created_at!.push(r.ts);
@@ -90,7 +96,7 @@ export function mappingBatch(rows: readonly StoredMapping[]): ColumnBatch {
   for (const r of rows) {
     b.from_id!.push(r.fromId);
     b.to_id!.push(r.toId);
-    b.sequence!.push(BigInt(r.sequence));
+    b.sequence!.push(r.sequence);
   }
   return b;
 }

@@ -8,12 +8,13 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { ShardMap } from '../../topology/shard-map.js';
 import type { HostAdmin } from '../failover/host-admin.js';
 import type { PostgresServer } from '../postgres/postgres-server.js';
+import { copyObjects } from './export-pg-copy.js';
 import { fleetPairs } from './fleet-pairs.js';
 
-/** One object row as stored: `ts` in unix ms. */
+/** One object row as stored: `ts` in unix ms; `data` the JSON text, or its UTF-8 bytes as the driver had them. */
 export interface StoredObject {
   localId: number;
-  data: string;
+  data: string | Buffer;
   ts: number;
 }
 
@@ -155,6 +156,8 @@ export class HostConnections<C> {
   }
 }
 
+const dataAsBytes: mysql.TypeCast = (field, next) => (field.name === 'data' ? field.buffer() : next());
+
 const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
 
 /** Admin connections to MariaDB slaves. */
@@ -187,8 +190,9 @@ export async function mariadbShardReader(conns: HostConnections<mysql.Connection
       await keysetPages(async (after: number | undefined) => {
         const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, Math.trunc(sinceMs), pageRows];
         // ROUND(UNIX_TIMESTAMP(ts) * 1000): TIMESTAMP(3) as unix ms whatever the session time zone.
-        const [rows] = await conn.query({ sql: `SELECT r.local_id, r.data, CAST(ROUND(UNIX_TIMESTAMP(r.ts) * 1000) AS SIGNED) AS ms FROM ${t} r WHERE r.local_id > ?${where} ORDER BY r.local_id LIMIT ?`, values, rowsAsArray: true });
-        return (rows as Array<[number | string, string, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
+        // data as the bytes the server sent (a view of the packet): they go into the Parquet page as they are.
+        const [rows] = await conn.query({ sql: `SELECT r.local_id, r.data, CAST(ROUND(UNIX_TIMESTAMP(r.ts) * 1000) AS SIGNED) AS ms FROM ${t} r WHERE r.local_id > ?${where} ORDER BY r.local_id LIMIT ?`, values, rowsAsArray: true, typeCast: dataAsBytes });
+        return (rows as Array<[number | string, Buffer, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
       }, (r) => r.localId, pageRows, onPage);
     },
     async mappings(_table, onPage) {
@@ -236,15 +240,7 @@ export async function postgresShardReader(conns: HostConnections<pg.Client>, hos
   }
   const t = `${qi(schema)}.${qi(table)}`;
   return {
-    async objects(_table, sinceMs, onPage) {
-      const where = sinceMs === undefined ? '' : ' AND r.ts >= $3';
-      await keysetPages(async (after: number | undefined) => {
-        const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, pageRows, sinceMs];
-        // Ordered by the table's column (r.): an unqualified name would order by the text cast of the same name.
-        const res = await client.query({ text: `SELECT r.local_id::text, r.data, r.ts::text FROM ${t} r WHERE r.local_id > $1${where} ORDER BY r.local_id LIMIT $2`, values, rowMode: 'array' });
-        return (res.rows as Array<[string, string, string]>).map(([id, data, ts]) => ({ localId: Number(id), data, ts: Number(ts) }));
-      }, (r) => r.localId, pageRows, onPage);
-    },
+    objects: (_table, sinceMs, onPage) => copyObjects(client, t, sinceMs, pageRows, onPage),
     async mappings(_table, onPage) {
       await keysetPages(async (after: [bigint, bigint] | undefined) => {
         // Signed, as the column is (an ID with the top bit set is negative there, and sorts first).
