@@ -4,7 +4,7 @@ import { link, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ShardKitError } from '../errors.js';
 import { importOptional } from './optional-dependency.js';
-import { ChunkBuilder, type ByteSink, type ChunkMeta, type HyparquetParts } from './parquet-pages.js';
+import { ChunkBuilder, PlainByteArrays, type ByteSink, type ChunkMeta, type HyparquetParts } from './parquet-pages.js';
 
 /**
  * What every Parquet file shardkit writes shares: the file appears under its final name only
@@ -66,6 +66,8 @@ function removeDeadPartials(dir: string, match: (name: string) => RegExpExecArra
 }
 
 /** Column types of the columnar writer (hyparquet-writer's basic types; TIMESTAMP is INT64 milliseconds, UTC). */
+export { PlainByteArrays };
+
 export type ParquetColumnType = 'BOOLEAN' | 'INT32' | 'INT64' | 'DOUBLE' | 'STRING' | 'TIMESTAMP' | 'BYTE_ARRAY';
 
 export interface ParquetColumn {
@@ -81,8 +83,8 @@ export interface ParquetColumn {
   unique?: boolean;
 }
 
-/** A batch of rows, column by column: each array as long as the batch (null where a nullable column has no value). */
-export type ColumnBatch = Record<string, unknown[]>;
+/** A batch of rows, column by column: each array as long as the batch (null where a nullable column has no value); a STRING or BYTE_ARRAY column may come as PlainByteArrays. */
+export type ColumnBatch = Record<string, unknown[] | PlainByteArrays>;
 
 /** Rows per row group: big enough for analytics engines to read well, small enough to hold in memory. */
 const ROW_GROUP_ROWS = 100_000;

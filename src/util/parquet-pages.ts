@@ -37,11 +37,62 @@ const gzipAsync = promisify(gzipCallback);
  * GZIP level 1 through Node's zlib (native, in libuv's thread pool: the pages of a row group are
  * compressed on other threads while this one reads and encodes the next). Measured a fifth faster
  * than the writer's JavaScript Snappy and 2.4 times smaller files; DuckDB, Spark, Arrow and pandas
- * read it.
+ * read it. The output in one chunk: zlib's default 16 KiB chunks called back into this thread ~25
+ * times a page.
  */
-const compress = (b: Buffer): Promise<Buffer> => gzipAsync(b, { level: 1 });
+const compress = (b: Buffer): Promise<Buffer> => gzipAsync(b, { level: 1, chunkSize: Math.max(16_384, b.length + 1024) });
 
 const TWO32 = 4294967296;
+
+/**
+ * A batch's byte-array values already in PLAIN form (a little-endian length before each value's
+ * bytes), as a reader that has them side by side fills it: copied in runs, no object per value.
+ * `offsets[i]` is where value i's length stands; `length` is the value count, as an array's. A
+ * ChunkBuilder may keep `bytes` as a page of its own: fill a fresh one per batch.
+ */
+export class PlainByteArrays {
+  length = 0;
+  bytes: Buffer;
+  offsets: Uint32Array;
+  end = 0;
+
+  constructor(capacity: number, bytes = 1 << 20) {
+    this.bytes = Buffer.allocUnsafe(bytes);
+    this.offsets = new Uint32Array(capacity);
+  }
+
+  /** The next value's length will stand `ahead` bytes past what is appended so far (it comes with a later `append`). */
+  mark(ahead: number): void {
+    if (this.length === this.offsets.length) {
+      const more = new Uint32Array(this.offsets.length * 2 + 16);
+      more.set(this.offsets);
+      this.offsets = more;
+    }
+    this.offsets[this.length++] = this.end + ahead;
+  }
+
+  /** Appends PLAIN bytes (whole values, marked before). */
+  append(plain: Uint8Array): void {
+    if (this.end + plain.length > this.bytes.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.end + plain.length));
+      this.bytes.copy(bigger, 0, 0, this.end);
+      this.bytes = bigger;
+    }
+    this.bytes.set(plain, this.end);
+    this.end += plain.length;
+  }
+
+  /** The PLAIN bytes of every value. */
+  plain(): Buffer {
+    return this.bytes.subarray(0, this.end);
+  }
+
+  /** Value i's bytes (a view). */
+  value(i: number): Buffer {
+    const at = this.offsets[i]!;
+    return this.bytes.subarray(at + 4, at + 4 + this.bytes.readUInt32LE(at));
+  }
+}
 
 /** Unsigned byte order, as Parquet orders BYTE_ARRAY statistics (UTF-8 byte order is code point order). */
 function lessBytes(a: unknown, b: unknown): boolean {
@@ -72,7 +123,7 @@ export interface PendingChunk {
  */
 export class ChunkBuilder {
   private readonly bytes: boolean;
-  private page = Buffer.allocUnsafe(PAGE_BYTES + 1024);
+  private page: Buffer = Buffer.allocUnsafe(PAGE_BYTES + 1024);
   private at = 0;
   private rows = 0;
   private nulls = 0;
@@ -112,7 +163,25 @@ export class ChunkBuilder {
     }
   }
 
-  append(values: readonly unknown[]): void {
+  append(values: readonly unknown[] | PlainByteArrays): void {
+    if (values instanceof PlainByteArrays) {
+      if (!this.bytes) throw new Error(`parquet: column ${this.column.name} is ${this.column.type}, given byte arrays`);
+      const plain = values.plain();
+      if (this.at === 0 && plain.length >= PAGE_BYTES / 2 && this.column.nullable !== true) {
+        // Big enough to be a page as it is: kept, not copied (the batch was filled for this).
+        this.page = plain;
+        this.at = plain.length;
+      } else {
+        this.room(plain.length);
+        this.page.set(plain, this.at);
+        this.at += plain.length;
+      }
+      this.rows += values.length;
+      if (this.column.nullable === true) for (let i = 0; i < values.length; i++) this.defs.push(1);
+      if (this.column.unique !== true) for (let i = 0; i < values.length; i++) this.stat(values.value(i));
+      if (this.at >= PAGE_BYTES) this.seal();
+      return;
+    }
     const { type, nullable } = this.column;
     for (let i = 0; i < values.length; i++) {
       const raw = values[i];

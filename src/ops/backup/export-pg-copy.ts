@@ -1,12 +1,13 @@
 import type pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import { importOptional } from '../../util/optional-dependency.js';
-import type { StoredObject } from './export-sources.js';
+import { PlainByteArrays } from '../../util/parquet-file.js';
+import type { ObjectPage } from './export-sources.js';
 
 /**
  * A PostgreSQL shard's object rows through one `COPY ... TO STDOUT (FORMAT binary)` in the
- * reader's snapshot: the server sends `data` as its UTF-8 bytes and the ids as 8 bytes, which go
- * into the Parquet pages as they are. The SELECT it replaced went through pg's row parser (a
+ * reader's snapshot: the server sends `data` as its UTF-8 bytes and the ids as 8 bytes, parsed
+ * into columns (data copied once into its Parquet PLAIN form) with no object per row. The SELECT it replaced went through pg's row parser (a
  * string per value, decoded and encoded again) and keyset pages: the server's cost for the same
  * rows is what `psql COPY` pays (bench/RESULTS.md, Parquet export).
  */
@@ -20,13 +21,16 @@ const int8 = (b: Buffer, at: number): number => b.readInt32BE(at) * TWO32 + b.re
 
 /**
  * Parses the binary COPY rows (local_id int8, data text, ts int8) of `stream` into pages of
- * `pageRows`, each awaited: the stream is read no further meanwhile.
+ * `pageRows`, each awaited: the stream is read no further meanwhile. The chunks are rewritten in
+ * place: pg-copy-streams hands over views of CopyData content that nothing else reads again.
  */
-export async function copyObjectPages(stream: AsyncIterable<Buffer>, pageRows: number, onPage: (rows: StoredObject[]) => Promise<void>): Promise<void> {
+export async function copyObjectPages(stream: AsyncIterable<Buffer>, pageRows: number, onPage: (page: ObjectPage) => Promise<void>): Promise<void> {
   let rest: Buffer | undefined;
   let header = true;
   let ended = false;
-  let page: StoredObject[] = [];
+  // Columns, data straight into its PLAIN form: no object per row.
+  const fresh = (): ObjectPage => ({ count: 0, localId: new Float64Array(pageRows), ts: new Float64Array(pageRows), data: new PlainByteArrays(pageRows) });
+  let page = fresh();
   for await (const chunk of stream) {
     const b = rest === undefined ? chunk : Buffer.concat([rest, chunk]);
     let at = 0;
@@ -41,6 +45,11 @@ export async function copyObjectPages(stream: AsyncIterable<Buffer>, pageRows: n
       at = SIGNATURE.length + 8 + b.readUInt32BE(SIGNATURE.length + 4);
       header = false;
     }
+    // Each row's data is made PLAIN where it stands: its length rewritten little-endian over the
+    // big-endian one before it, then moved down over the bytes already parsed (copyWithin: no
+    // view per row), so the chunk's rows become one run [seg, w) copied into the page at once.
+    let seg = at;
+    let w = at;
     for (;;) {
       if (at + 2 > b.length) break;
       const fields = b.readInt16BE(at);
@@ -55,21 +64,30 @@ export async function copyObjectPages(stream: AsyncIterable<Buffer>, pageRows: n
       const n = b.readInt32BE(at + 14);
       const end = at + 2 + 12 + 4 + n + 12;
       if (end > b.length) break;
-      page.push({ localId: int8(b, at + 6), data: b.subarray(at + 18, at + 18 + n), ts: int8(b, at + 18 + n + 4) });
+      page.localId[page.count] = int8(b, at + 6);
+      page.ts[page.count] = int8(b, at + 22 + n);
+      b.writeUInt32LE(n, at + 14);
+      page.data.mark(w - seg);
+      if (w !== at + 14) b.copyWithin(w, at + 14, at + 18 + n);
+      w += 4 + n;
+      page.count++;
       at = end;
-      if (page.length >= pageRows) {
+      if (page.count >= pageRows) {
+        page.data.append(b.subarray(seg, w));
         await onPage(page);
-        page = [];
+        page = fresh();
+        seg = w = at;
       }
     }
+    if (w > seg) page.data.append(b.subarray(seg, w));
     if (at < b.length) rest = b.subarray(at);
   }
   if (!ended) throw new ShardKitError('INTERNAL', 'COPY binary: the stream ended before its trailer');
-  if (page.length > 0) await onPage(page);
+  if (page.count > 0) await onPage(page);
 }
 
 /** A binary COPY of the shard's object rows in local id order (`sinceMs`: written at or after it), read on `client` (inside its transaction). */
-export async function copyObjects(client: pg.Client, table: string, sinceMs: number | undefined, pageRows: number, onPage: (rows: StoredObject[]) => Promise<void>): Promise<void> {
+export async function copyObjects(client: pg.Client, table: string, sinceMs: number | undefined, pageRows: number, onPage: (page: ObjectPage) => Promise<void>): Promise<void> {
   const { to } = await importOptional('pg-copy-streams', 'Parquet export from PostgreSQL', () => import('pg-copy-streams'));
   // COPY takes no parameters: the bound is an integer written out (checked, never text from outside).
   const since = sinceMs === undefined ? undefined : Math.trunc(sinceMs);

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type mysql from 'mysql2/promise';
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
+import type { PlainByteArrays } from '../../util/parquet-file.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { ShardMap } from '../../topology/shard-map.js';
 import type { HostAdmin } from '../failover/host-admin.js';
@@ -16,6 +17,14 @@ export interface StoredObject {
   localId: number;
   data: string | Buffer;
   ts: number;
+}
+
+/** Object rows of a page column by column, `data` already in Parquet's PLAIN form (the PostgreSQL binary COPY reader fills it). */
+export interface ObjectPage {
+  count: number;
+  localId: Float64Array;
+  ts: Float64Array;
+  data: PlainByteArrays;
 }
 
 export interface StoredMapping {
@@ -33,7 +42,7 @@ export interface ExportShard {
 /** Reads one shard's table inside one consistent snapshot (a transaction on the slave, one statement on SQLite). */
 export interface ShardReader {
   /** Object rows in local id order, `sinceMs`: only rows whose ts is at or after it. */
-  objects(table: string, sinceMs: number | undefined, onPage: (rows: StoredObject[]) => Promise<void>): Promise<void>;
+  objects(table: string, sinceMs: number | undefined, onPage: (rows: StoredObject[] | ObjectPage) => Promise<void>): Promise<void>;
   /** Mapping rows in (from, to) order. */
   mappings(table: string, onPage: (rows: StoredMapping[]) => Promise<void>): Promise<void>;
   close(): Promise<void>;
@@ -128,29 +137,29 @@ async function keysetPages<R, K>(fetch: (after: K | undefined) => Promise<R[]>, 
 }
 
 /**
- * One connection per host, reused shard after shard (each shard read in its own transaction on
- * it): a fleet of 4,096 shards would otherwise open 4,096 connections, most for an empty shard.
+ * A connection per shard being read on a host, reused shard after shard (each shard read in its
+ * own transaction on it): a fleet of 4,096 shards would otherwise open 4,096 connections, most
+ * for an empty shard.
  */
 export class HostConnections<C> {
-  private readonly idle = new Map<string, C>();
+  private readonly idle = new Map<string, C[]>();
 
   constructor(private readonly connect: (host: string) => Promise<C>, private readonly end: (c: C) => Promise<void>) {}
 
   async take(host: string): Promise<C> {
-    const c = this.idle.get(host);
-    if (c === undefined) return this.connect(host);
-    this.idle.delete(host);
-    return c;
+    const c = this.idle.get(host)?.pop();
+    return c === undefined ? this.connect(host) : c;
   }
 
   /** Back for the next shard (its transaction ended); one in a doubtful state is dropped instead. */
   async give(host: string, c: C, healthy: boolean): Promise<void> {
-    if (healthy && !this.idle.has(host)) this.idle.set(host, c);
+    // As many kept per host as shards are read at once there (export-run.ts SHARDS_AT_ONCE).
+    if (healthy) this.idle.set(host, [...(this.idle.get(host) ?? []), c]);
     else await this.end(c).catch(() => undefined);
   }
 
   async close(): Promise<void> {
-    const all = [...this.idle.values()];
+    const all = [...this.idle.values()].flat();
     this.idle.clear();
     await Promise.all(all.map((c) => this.end(c).catch(() => undefined)));
   }
