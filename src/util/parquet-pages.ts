@@ -43,6 +43,7 @@ const gzipAsync = promisify(gzipCallback);
 const compress = (b: Buffer): Promise<Buffer> => gzipAsync(b, { level: 1, chunkSize: Math.max(16_384, b.length + 1024) });
 
 const TWO32 = 4294967296;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * A batch's byte-array values already in PLAIN form (a little-endian length before each value's
@@ -123,7 +124,8 @@ export interface PendingChunk {
  */
 export class ChunkBuilder {
   private readonly bytes: boolean;
-  private page: Buffer = Buffer.allocUnsafe(PAGE_BYTES + 1024);
+  // Allocated as values come (a column of booleans never needs a MiB): external memory drives the garbage collector.
+  private page: Buffer = EMPTY;
   private at = 0;
   private rows = 0;
   private nulls = 0;
@@ -135,6 +137,8 @@ export class ChunkBuilder {
   private allNulls = 0;
   private min: unknown;
   private max: unknown;
+  private lastText: string | undefined;
+  private lastBytes: Buffer = EMPTY;
 
   constructor(private readonly hw: HyparquetParts, readonly column: ParquetColumn) {
     this.bytes = column.type === 'STRING' || column.type === 'BYTE_ARRAY';
@@ -143,7 +147,7 @@ export class ChunkBuilder {
   /** Room for `n` more bytes in the current page. */
   private room(n: number): void {
     if (this.at + n <= this.page.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(this.page.length * 2, this.at + n));
+    const bigger = Buffer.allocUnsafe(Math.max(64 * 1024, this.page.length * 2, this.at + n));
     this.page.copy(bigger, 0, 0, this.at);
     this.page = bigger;
   }
@@ -182,8 +186,45 @@ export class ChunkBuilder {
       if (this.at >= PAGE_BYTES) this.seal();
       return;
     }
+    this.appendFrom(values, this.column.nullable !== true && (this.column.type === 'INT64' || this.column.type === 'TIMESTAMP') ? this.appendInt64s(values) : 0);
+  }
+
+  /**
+   * Required INT64 values that are numbers in [0, 2^53) (ids, ms), in one tight loop: the generic
+   * loop's per-value dispatch was the most of the encoding's own time. Returns where a value
+   * outside that range stopped it (the generic loop takes the rest).
+   */
+  private appendInt64s(values: readonly unknown[]): number {
+    this.room(8 * values.length);
+    const page = this.page;
+    let at = this.at;
+    let min = this.min as number | undefined;
+    let max = this.max as number | undefined;
+    let i = 0;
+    for (; i < values.length; i++) {
+      const v = values[i];
+      if (typeof v !== 'number' || !(v >= 0 && v <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(v)) break;
+      const lo = v % TWO32;
+      page.writeUInt32LE(lo, at);
+      page.writeUInt32LE((v - lo) / TWO32, at + 4);
+      at += 8;
+      if (min === undefined || v < min) min = v;
+      if (max === undefined || v > max) max = v;
+    }
+    // Statistics compare numbers only with numbers here; a bigint later compares with them as well.
+    if (i > 0 && this.column.unique !== true) {
+      this.min = min;
+      this.max = max;
+    }
+    this.at = at;
+    this.rows += i;
+    if (this.at >= PAGE_BYTES) this.seal();
+    return i;
+  }
+
+  private appendFrom(values: readonly unknown[], from: number): void {
     const { type, nullable } = this.column;
-    for (let i = 0; i < values.length; i++) {
+    for (let i = from; i < values.length; i++) {
       const raw = values[i];
       this.rows++;
       if (raw === null || raw === undefined) {
@@ -227,11 +268,22 @@ export class ChunkBuilder {
           }
           break;
         default:
-          if (typeof v === 'string') {
+          if (typeof v === 'string' && v === this.lastText) {
+            // A repeated value (the type column): its bytes copied, not encoded again.
+            const b = this.lastBytes;
+            this.room(4 + b.length);
+            this.page.writeUInt32LE(b.length, this.at);
+            for (let k = 0; k < b.length; k++) this.page[this.at + 4 + k] = b[k]!;
+            this.at += 4 + b.length;
+          } else if (typeof v === 'string') {
             // At most 3 UTF-8 bytes per UTF-16 unit: room without measuring first.
             this.room(4 + 3 * v.length);
             const n = this.page.write(v, this.at + 4, 'utf8');
             this.page.writeUInt32LE(n, this.at);
+            if (n <= 64) {
+              this.lastText = v;
+              this.lastBytes = Buffer.from(this.page.subarray(this.at + 4, this.at + 4 + n));
+            }
             this.at += 4 + n;
           } else {
             const b = v as Uint8Array;
@@ -266,7 +318,7 @@ export class ChunkBuilder {
     this.pages.push({ rows: this.rows, nulls: this.nulls, levels, plainBytes: this.at, body });
     this.values += this.rows;
     this.allNulls += this.nulls;
-    this.page = Buffer.allocUnsafe(PAGE_BYTES + 1024);
+    this.page = EMPTY;
     this.at = 0;
     this.rows = 0;
     this.nulls = 0;

@@ -29,7 +29,9 @@ export async function copyObjectPages(stream: AsyncIterable<Buffer>, pageRows: n
   let header = true;
   let ended = false;
   // Columns, data straight into its PLAIN form: no object per row.
-  const fresh = (): ObjectPage => ({ count: 0, localId: new Float64Array(pageRows), ts: new Float64Array(pageRows), data: new PlainByteArrays(pageRows) });
+  // Each page's bytes sized as the last one ended: no doubling and copying as it fills.
+  let expect = 1 << 16;
+  const fresh = (): ObjectPage => ({ count: 0, localId: new Float64Array(pageRows), ts: new Float64Array(pageRows), data: new PlainByteArrays(pageRows, expect) });
   let page = fresh();
   for await (const chunk of stream) {
     const b = rest === undefined ? chunk : Buffer.concat([rest, chunk]);
@@ -74,6 +76,7 @@ export async function copyObjectPages(stream: AsyncIterable<Buffer>, pageRows: n
       at = end;
       if (page.count >= pageRows) {
         page.data.append(b.subarray(seg, w));
+        expect = Math.max(expect, page.data.end + (page.data.end >> 4));
         await onPage(page);
         page = fresh();
         seg = w = at;
