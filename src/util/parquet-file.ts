@@ -4,7 +4,7 @@ import { link, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ShardKitError } from '../errors.js';
 import { importOptional } from './optional-dependency.js';
-import { ChunkBuilder, PlainByteArrays, type ByteSink, type ChunkMeta, type HyparquetParts } from './parquet-pages.js';
+import { ChunkBuilder, PlainByteArrays, type ByteSink, type ChunkMeta, type HyparquetParts, type ParquetColumn, type ParquetColumnType } from './parquet-pages.js';
 
 /**
  * What every Parquet file shardkit writes shares: the file appears under its final name only
@@ -65,23 +65,8 @@ function removeDeadPartials(dir: string, match: (name: string) => RegExpExecArra
   return removed;
 }
 
-/** Column types of the columnar writer (hyparquet-writer's basic types; TIMESTAMP is INT64 milliseconds, UTC). */
 export { PlainByteArrays };
-
-export type ParquetColumnType = 'BOOLEAN' | 'INT32' | 'INT64' | 'DOUBLE' | 'STRING' | 'TIMESTAMP' | 'BYTE_ARRAY';
-
-export interface ParquetColumn {
-  name: string;
-  type: ParquetColumnType;
-  /** Default false: every row has a value. */
-  nullable?: boolean;
-  /**
-   * Values that rarely repeat (JSON documents): PLAIN encoding and no min/max statistics. A
-   * dictionary tried on such a column is thrown away, and min/max of JSON text prunes nothing;
-   * together they took a third of the export's time.
-   */
-  unique?: boolean;
-}
+export type { ParquetColumn, ParquetColumnType };
 
 /** A batch of rows, column by column: each array as long as the batch (null where a nullable column has no value); a STRING or BYTE_ARRAY column may come as PlainByteArrays. */
 export type ColumnBatch = Record<string, unknown[] | PlainByteArrays>;

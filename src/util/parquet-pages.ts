@@ -1,6 +1,5 @@
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
-import type { ParquetColumn } from './parquet-file.js';
 
 /**
  * PLAIN data pages of flat columns, encoded straight into Buffers. hyparquet-writer's generic
@@ -9,6 +8,18 @@ import type { ParquetColumn } from './parquet-file.js';
  * statistics through generic comparisons, and the garbage of all of it. The library still
  * writes what is format: the schema, page headers and the footer (thrift).
  */
+
+/** Column types of the columnar writer (hyparquet-writer's basic types; TIMESTAMP is INT64 milliseconds, UTC). */
+export type ParquetColumnType = 'BOOLEAN' | 'INT32' | 'INT64' | 'DOUBLE' | 'STRING' | 'TIMESTAMP' | 'BYTE_ARRAY';
+
+export interface ParquetColumn {
+  name: string;
+  type: ParquetColumnType;
+  /** Default false: every row has a value. */
+  nullable?: boolean;
+  /** Values that rarely repeat (JSON documents): no min/max statistics (of JSON text they prune nothing). */
+  unique?: boolean;
+}
 
 /** The parts of hyparquet-writer this module uses (its own thrift, RLE and footer code). */
 export interface HyparquetParts {

@@ -2,7 +2,6 @@ import type pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import { importOptional } from '../../util/optional-dependency.js';
 import { PlainByteArrays } from '../../util/parquet-file.js';
-import type { ObjectPage } from './export-sources.js';
 
 /**
  * A PostgreSQL shard's object rows through one `COPY ... TO STDOUT (FORMAT binary)` in the
@@ -11,6 +10,14 @@ import type { ObjectPage } from './export-sources.js';
  * string per value, decoded and encoded again) and keyset pages: the server's cost for the same
  * rows is what `psql COPY` pays (bench/RESULTS.md, Parquet export).
  */
+
+/** Object rows of a page column by column, `data` already in Parquet's PLAIN form (the PostgreSQL binary COPY reader fills it). */
+export interface ObjectPage {
+  count: number;
+  localId: Float64Array;
+  ts: Float64Array;
+  data: PlainByteArrays;
+}
 
 /** PGCOPY\n\377\r\n\0, then flags and the header extension's length. */
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');

@@ -4,12 +4,13 @@ import Database from 'better-sqlite3';
 import type mysql from 'mysql2/promise';
 import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
-import type { PlainByteArrays } from '../../util/parquet-file.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { ShardMap } from '../../topology/shard-map.js';
 import type { HostAdmin } from '../failover/host-admin.js';
 import type { PostgresServer } from '../postgres/postgres-server.js';
-import { copyObjects } from './export-pg-copy.js';
+import { copyObjects, type ObjectPage } from './export-pg-copy.js';
+
+export type { ObjectPage };
 import { fleetPairs } from './fleet-pairs.js';
 
 /** One object row as stored: `ts` in unix ms; `data` the JSON text, or its UTF-8 bytes as the driver had them. */
@@ -17,14 +18,6 @@ export interface StoredObject {
   localId: number;
   data: string | Buffer;
   ts: number;
-}
-
-/** Object rows of a page column by column, `data` already in Parquet's PLAIN form (the PostgreSQL binary COPY reader fills it). */
-export interface ObjectPage {
-  count: number;
-  localId: Float64Array;
-  ts: Float64Array;
-  data: PlainByteArrays;
 }
 
 export interface StoredMapping {
