@@ -104,5 +104,8 @@ export async function copyObjects(client: pg.Client, table: string, sinceMs: num
   if (since !== undefined && !Number.isSafeInteger(since)) throw new ShardKitError('INVALID_ARGUMENT', `--since ${sinceMs} is not a time in ms: nothing written`);
   const where = since === undefined ? '' : ` WHERE r.ts >= ${since}`;
   const stream = client.query(to(`COPY (SELECT r.local_id, r.data, r.ts FROM ${table} r${where} ORDER BY r.local_id) TO STDOUT (FORMAT binary)`));
+  // Left half read (the page handler failed), the stream is destroyed and the connection later
+  // cut: the error pg then reports on it must not be an uncaught one.
+  stream.on('error', () => undefined);
   await copyObjectPages(stream as AsyncIterable<Buffer>, pageRows, onPage);
 }

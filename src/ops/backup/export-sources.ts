@@ -241,8 +241,18 @@ export async function postgresShardReader(conns: HostConnections<pg.Client>, hos
     throw err;
   }
   const t = `${qi(schema)}.${qi(table)}`;
+  let copyFailed = false;
   return {
-    objects: (_table, sinceMs, onPage) => copyObjects(client, t, sinceMs, pageRows, onPage),
+    async objects(_table, sinceMs, onPage) {
+      try {
+        await copyObjects(client, t, sinceMs, pageRows, onPage);
+      } catch (err) {
+        // A COPY left half read holds the connection (its COMMIT would wait for the rest forever):
+        // close() drops it; pg's end() cuts a connection with a query under way.
+        copyFailed = true;
+        throw err;
+      }
+    },
     async mappings(_table, onPage) {
       await keysetPages(async (after: [bigint, bigint] | undefined) => {
         // Signed, as the column is (an ID with the top bit set is negative there, and sorts first).
@@ -253,7 +263,7 @@ export async function postgresShardReader(conns: HostConnections<pg.Client>, hos
       }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);
     },
     async close() {
-      await conns.give(host, client, await client.query('COMMIT').then(() => true, () => false));
+      await conns.give(host, client, copyFailed ? false : await client.query('COMMIT').then(() => true, () => false));
     },
   };
 }
