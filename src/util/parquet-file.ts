@@ -1,10 +1,10 @@
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { link, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { ShardKitError } from '../errors.js';
 import { importOptional } from './optional-dependency.js';
+import { ChunkBuilder, PlainByteArrays, type ByteSink, type ChunkMeta, type HyparquetParts, type ParquetColumn, type ParquetColumnType } from './parquet-pages.js';
 
 /**
  * What every Parquet file shardkit writes shares: the file appears under its final name only
@@ -65,51 +65,46 @@ function removeDeadPartials(dir: string, match: (name: string) => RegExpExecArra
   return removed;
 }
 
-/** Column types of the columnar writer (hyparquet-writer's basic types; TIMESTAMP is INT64 milliseconds, UTC). */
-export type ParquetColumnType = 'BOOLEAN' | 'INT32' | 'INT64' | 'DOUBLE' | 'STRING' | 'TIMESTAMP' | 'BYTE_ARRAY';
+export { PlainByteArrays };
+export type { ParquetColumn, ParquetColumnType };
 
-export interface ParquetColumn {
-  name: string;
-  type: ParquetColumnType;
-  /** Default false: every row has a value. */
-  nullable?: boolean;
-  /**
-   * Values that rarely repeat (JSON documents): PLAIN encoding and no min/max statistics. A
-   * dictionary tried on such a column is thrown away, and min/max of JSON text prunes nothing;
-   * together they took a third of the export's time.
-   */
-  unique?: boolean;
-}
-
-/** A batch of rows, column by column: each array as long as the batch (null where a nullable column has no value). */
-export type ColumnBatch = Record<string, unknown[]>;
-
-/**
- * GZIP level 1 through Node's zlib (native): measured a fifth faster than the writer's JavaScript
- * Snappy and 2.4 times smaller files (bench/RESULTS.md, Parquet export). DuckDB, Spark, Arrow and
- * pandas read it; hyparquet needs a GZIP decompressor passed in (`compressors`).
- */
-const gzip = (b: Uint8Array): Uint8Array => {
-  const z = gzipSync(b, { level: 1 });
-  return new Uint8Array(z.buffer, z.byteOffset, z.byteLength);
-};
+/** A batch of rows, column by column: each array as long as the batch (null where a nullable column has no value); a STRING or BYTE_ARRAY column may come as PlainByteArrays. */
+export type ColumnBatch = Record<string, unknown[] | PlainByteArrays>;
 
 /** Rows per row group: big enough for analytics engines to read well, small enough to hold in memory. */
 const ROW_GROUP_ROWS = 100_000;
 
 interface HyparquetWriterModule {
-  ParquetWriter: new (options: { writer: unknown; schema: unknown[]; codec?: string; compressors?: Record<string, (b: Uint8Array) => Uint8Array>; kvMetadata?: Array<{ key: string; value: string }>; createdBy?: string }) => {
-    write(options: { columnData: Array<{ name: string; data: unknown[]; type: string; nullable: boolean; encoding?: string; statistics?: boolean }>; rowGroupSize: number }): void | Promise<void>;
-    finish(): void;
-  };
+  ByteWriter: HyparquetParts['ByteWriter'];
   schemaFromColumnData(options: { columnData: Array<{ name: string; data: unknown[]; type: string; nullable: boolean }> }): unknown[];
-  fileWriter(filename: string): unknown;
 }
 
+/** hyparquet-writer's schema, page header, RLE and footer code (the format), without its generic value path (see parquet-pages.ts). */
+async function hyparquetParts(): Promise<HyparquetParts & HyparquetWriterModule & { writeMetadata(writer: ByteSink, metadata: unknown): void }> {
+  const load = () => Promise.all([
+    import('hyparquet-writer'),
+    import('hyparquet-writer/src/datapage.js'),
+    import('hyparquet-writer/src/encoding.js'),
+    import('hyparquet-writer/src/metadata.js'),
+  ]);
+  const [main, page, rle, meta] = await importOptional('hyparquet-writer', 'Parquet export', load as () => Promise<unknown>) as Awaited<ReturnType<typeof load>>;
+  return {
+    ByteWriter: main.ByteWriter as unknown as HyparquetParts['ByteWriter'],
+    schemaFromColumnData: main.schemaFromColumnData as unknown as HyparquetWriterModule['schemaFromColumnData'],
+    writePageHeader: page.writePageHeader as unknown as HyparquetParts['writePageHeader'],
+    writeRleBitPackedHybrid: rle.writeRleBitPackedHybrid as unknown as HyparquetParts['writeRleBitPackedHybrid'],
+    writeMetadata: meta.writeMetadata as unknown as (writer: ByteSink, metadata: unknown) => void,
+  };
+}
+
+const MAGIC = Buffer.from('PAR1', 'latin1');
+
 /**
- * Writes a Parquet file column by column (hyparquet-writer: about three times the rows per second
- * of @dsnp/parquetjs's row-by-row writer), batches buffered up to a row group. `fill` calls `append` with batches;
- * the file takes `file`'s name only when complete. Returns the absolute path and the row count.
+ * Writes a Parquet file column by column, batches buffered up to a row group: PLAIN pages, GZIP,
+ * statistics but for `unique` columns (parquet-pages.ts). A row group's pages compress on the
+ * thread pool while `fill` reads the next; at most one row group waits to be written. `fill`
+ * calls `append` with batches; the file takes `file`'s name only when complete. Returns the
+ * absolute path and the row count.
  */
 export async function writeParquetColumns(
   file: string,
@@ -121,46 +116,71 @@ export async function writeParquetColumns(
   const target = resolve(file);
   const overwrite = options.overwrite === true;
   if (!overwrite && existsSync(target)) throw new ShardKitError('ALREADY_EXISTS', `${target} exists; remove it or pass overwrite`);
-  const hw = await importOptional('hyparquet-writer', 'Parquet export', () => import('hyparquet-writer') as Promise<unknown>) as HyparquetWriterModule;
+  const hw = await hyparquetParts();
   const tmp = partialName(target);
-  // Batches kept as they came and joined once per row group (copying value by value cost a tenth of the time).
-  let pending: ColumnBatch[] = [];
   let buffered = 0;
   let rows = 0;
-  const source = () => columns.map((c) => ({
-    name: c.name,
-    data: ([] as unknown[]).concat(...pending.map((b) => b[c.name]!)),
-    type: c.type,
-    nullable: c.nullable === true,
-    ...(c.unique === true ? { encoding: 'PLAIN', statistics: false } : {}),
-  }));
   // The schema from the column list (not the data: an empty first batch still has its types).
   const schema = hw.schemaFromColumnData({ columnData: columns.map((c) => ({ name: c.name, data: [], type: c.type, nullable: c.nullable === true })) });
-  const writer = new hw.ParquetWriter({ writer: hw.fileWriter(tmp), schema, codec: 'GZIP', compressors: { GZIP: gzip }, kvMetadata: Object.entries(options.metadata ?? {}).map(([key, value]) => ({ key, value })), createdBy: 'shardkit' });
+  const fd = openSync(tmp, 'w');
+  let offset = 0;
+  const sink = (bytes: Uint8Array) => {
+    let done = 0;
+    while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done, offset + done);
+    offset += bytes.length;
+  };
+  const groups: Array<{ columns: ChunkMeta[]; num_rows: bigint; total_byte_size: bigint; total_compressed_size: bigint }> = [];
+  // The previous row group, being compressed and written while the next is read.
+  let writing: Promise<void> = Promise.resolve();
+  const builders = columns.map((c) => new ChunkBuilder(hw, c));
   const flush = async () => {
     if (buffered === 0) return;
-    await writer.write({ columnData: source(), rowGroupSize: groupRows });
-    pending = [];
+    const n = buffered;
     buffered = 0;
+    const chunks = builders.map((b) => b.finish());
+    await writing;
+    writing = (async () => {
+      const start = offset;
+      const metas: ChunkMeta[] = [];
+      for (const c of chunks) metas.push(await c.write(sink, () => offset));
+      let uncompressed = 0n;
+      for (const m of metas) uncompressed += m.meta_data.total_uncompressed_size as bigint;
+      groups.push({ columns: metas, num_rows: BigInt(n), total_byte_size: uncompressed, total_compressed_size: BigInt(offset - start) });
+    })();
+    // Awaited by the next flush or at the end; a failure meanwhile is not unhandled.
+    writing.catch(() => undefined);
   };
   try {
-    await fill(async (batch) => {
-      const n = batch[columns[0]!.name]?.length ?? 0;
-      for (const c of columns) {
-        const values = batch[c.name];
-        if (values === undefined || values.length !== n) throw new ShardKitError('INTERNAL', `parquet batch: column ${c.name} has ${values?.length ?? 'no'} values for ${n} rows`);
-      }
-      pending.push(batch);
-      buffered += n;
-      rows += n;
-      if (buffered >= groupRows) await flush();
-    });
-    await flush();
-    writer.finish();
-    const fd = openSync(tmp, 'r+');
     try {
+      sink(MAGIC);
+      await fill(async (batch) => {
+        const n = batch[columns[0]!.name]?.length ?? 0;
+        for (const c of columns) {
+          const values = batch[c.name];
+          if (values === undefined || values.length !== n) throw new ShardKitError('INTERNAL', `parquet batch: column ${c.name} has ${values?.length ?? 'no'} values for ${n} rows`);
+        }
+        for (const b of builders) b.append(batch[b.column.name]!);
+        buffered += n;
+        rows += n;
+        if (buffered >= groupRows) await flush();
+      });
+      await flush();
+      await writing;
+      const footer = new hw.ByteWriter();
+      hw.writeMetadata(footer, {
+        version: 2,
+        created_by: 'shardkit',
+        schema,
+        num_rows: BigInt(rows),
+        row_groups: groups,
+        key_value_metadata: Object.entries(options.metadata ?? {}).map(([key, value]) => ({ key, value })),
+      });
+      // writeMetadata ends with the footer's length.
+      sink(footer.getBytes());
+      sink(MAGIC);
       fsyncSync(fd);
     } finally {
+      await writing.catch(() => undefined);
       closeSync(fd);
     }
     await publish(tmp, target, overwrite);

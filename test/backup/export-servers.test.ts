@@ -7,6 +7,8 @@ import { asyncBufferFromFile, parquetMetadataAsync } from 'hyparquet';
 import type { KitObject } from '../../src/kit/kit-object.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { exportShards } from '../../src/ops/backup/index.js';
+import { openExportSource } from '../../src/ops/backup/export-run.js';
+import { PG_DATABASE, pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { cli } from '../cli/cli-harness.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { until } from './backup-helpers.js';
@@ -113,6 +115,36 @@ for (const engine of ['mariadb', 'postgres'] as const) {
         assertObjectsExported(await readExport(dir), written, 'pin');
         const meta = await parquetMetadataAsync(await asyncBufferFromFile(join(dir, 'db00000.parquet')));
         assert.equal(meta.key_value_metadata?.find((kv) => kv.key === 'shardkit.host')?.value, 'MySQL001B');
+      });
+    }
+
+    if (engine === 'postgres') {
+      test('a read whose page handler fails (disk full) ends and frees its connection: close() returns, the next read on the host gets every row', async () => {
+        // Regression: the binary COPY left half read held the connection, and close()'s COMMIT waited for it forever.
+        // A table of its own (the reader takes any object table), big enough that the COPY is still streaming when the handler fails.
+        const master = pgServer(fx.cluster, 'PG001A');
+        await master.sql('CREATE TABLE db00001.bulk (local_id BIGINT PRIMARY KEY, data TEXT NOT NULL, ts BIGINT NOT NULL)', [], PG_DATABASE);
+        await master.sql(`INSERT INTO db00001.bulk SELECT g, '{"pad":"' || repeat(md5(g::text), 8) || '"}', g FROM generate_series(1, 50000) g`, [], PG_DATABASE);
+        const { source } = openExportSource({ dir: fx.dir });
+        try {
+          const shard = (await source.shards()).shards.find((s) => s.shard === 1)!;
+          const count = async (): Promise<number> => {
+            const r = await source.open(shard, 'bulk', 1000);
+            let n = 0;
+            await r?.objects('bulk', undefined, async (page) => void (n += Array.isArray(page) ? page.length : page.count));
+            await r?.close();
+            return n;
+          };
+          await until('the standby to hold the 50,000 rows', async () => (await count()) === 50_000);
+          const reader = (await source.open(shard, 'bulk', 1000))!;
+          await assert.rejects(reader.objects('bulk', undefined, async () => {
+            throw new Error('disk full');
+          }), /disk full/);
+          await reader.close();
+          assert.equal(await count(), 50_000);
+        } finally {
+          await source.close();
+        }
       });
     }
   });

@@ -1,6 +1,6 @@
-import { pinterestId } from '../../ids/index.js';
+import { pinterestId, PINTEREST_MAX_LOCAL_ID } from '../../ids/index.js';
 import type { ColumnBatch, ParquetColumn, ParquetColumnType } from '../../util/parquet-file.js';
-import type { StoredMapping, StoredObject } from './export-sources.js';
+import type { ObjectPage, StoredMapping, StoredObject } from './export-sources.js';
 
 /** A declared field of a type (its dataSchema's top-level scalar properties), flattened into a column `data_<name>`. */
 export interface DeclaredField {
@@ -65,32 +65,78 @@ function fieldValue(v: unknown, type: DeclaredField['type']): unknown {
   }
 }
 
-/** One page of object rows as column arrays. Parses `data` only when fields are declared or it mentions "active" (soft delete). */
-export function objectBatch(rows: readonly StoredObject[], shard: number, type: { name: string; id: number }, fields: readonly DeclaredField[]): ColumnBatch {
-  const b: ColumnBatch = { id: [], shard: [], local_id: [], type: [], created_at: [], deleted: [], data: [] };
-  for (const f of fields) b[f.column] = [];
-  for (const r of rows) {
-    const id = pinterestId.encode({ shard, type: type.id, localId: r.localId });
-    const parsed = fields.length > 0 || r.data.includes('"active"') ? JSON.parse(r.data) as Record<string, unknown> : undefined;
-    b.id!.push(id);
-    b.shard!.push(shard);
-    b.local_id!.push(BigInt(r.localId));
-    b.type!.push(type.name);
-    // Unix ms as they are: the writer takes a number for a TIMESTAMP (no Date per row).
-    b.created_at!.push(r.ts);
-    b.deleted!.push(parsed?.active === false);
-    b.data!.push(r.data);
-    for (const f of fields) b[f.column]!.push(fieldValue(parsed?.[f.name], f.type));
+const ACTIVE_TEXT = '"active"';
+const ACTIVE_BYTES = Buffer.from(ACTIVE_TEXT);
+const ACTIVE_OPEN = Buffer.from('"active');
+
+/** Rows of an ObjectPage whose data mentions "active": one search over the page's bytes, not one per row. */
+function mentionsActive(page: ObjectPage): Uint8Array {
+  const hit = new Uint8Array(page.count);
+  const bytes = page.data.plain();
+  const offsets = page.data.offsets;
+  // Without the closing quote: searched 3.5 times faster (its last byte is rarer in JSON); a
+  // longer key that starts so ("actives") is only a candidate parsed for nothing.
+  for (let at = bytes.indexOf(ACTIVE_OPEN); at >= 0; at = bytes.indexOf(ACTIVE_OPEN, at + 1)) {
+    // The last value starting at or before the hit. A match across a value's end and the next
+    // length prefix only costs a parse: candidates are parsed, never taken as deleted.
+    let lo = 0;
+    let hi = page.count - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (offsets[mid]! <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    hit[lo] = 1;
   }
+  return hit;
+}
+
+/**
+ * One page of object rows as column arrays. Parses `data` only when fields are declared or it
+ * mentions "active" (soft delete). A page of rows keeps each data as it came (text or bytes); an
+ * ObjectPage's data stays in its PLAIN buffer.
+ */
+export function objectBatch(page: readonly StoredObject[] | ObjectPage, shard: number, type: { name: string; id: number }, fields: readonly DeclaredField[]): ColumnBatch {
+  const rows = Array.isArray(page) ? page as readonly StoredObject[] : undefined;
+  const cols = rows === undefined ? page as ObjectPage : undefined;
+  const n = rows?.length ?? cols!.count;
+  const id: unknown[] = new Array(n);
+  const deleted: boolean[] = new Array(n);
+  const localIds: number[] = new Array(n);
+  const created: number[] = new Array(n);
+  const declared: unknown[][] = fields.map(() => new Array(n));
+  // The ID as a number where every ID of the shard is one exactly (shards below 128): the local id
+  // is its low 36 bits, so it adds to the shard's first ID. A BigInt per row cost a tenth of the encoding.
+  const base = pinterestId.encode({ shard, type: type.id, localId: 0 });
+  const exact = base + BigInt(PINTEREST_MAX_LOCAL_ID) <= BigInt(Number.MAX_SAFE_INTEGER);
+  const baseN = Number(base);
+  const active = cols !== undefined && fields.length === 0 ? mentionsActive(cols) : undefined;
+  for (let i = 0; i < n; i++) {
+    const r = rows?.[i];
+    const localId = r !== undefined ? r.localId : cols!.localId[i]!;
+    id[i] = exact ? baseN + localId : pinterestId.encode({ shard, type: type.id, localId });
+    localIds[i] = localId;
+    // Unix ms as they are: the writer takes a number for a TIMESTAMP (no Date per row).
+    created[i] = r !== undefined ? r.ts : cols!.ts[i]!;
+    // The driver's bytes are parsed only when needed, never decoded to text otherwise.
+    const parse = fields.length > 0 || (r !== undefined ? (typeof r.data === 'string' ? r.data.includes(ACTIVE_TEXT) : r.data.includes(ACTIVE_BYTES)) : active![i] === 1);
+    const parsed = parse ? JSON.parse((r !== undefined ? r.data : cols!.data.value(i)).toString()) as Record<string, unknown> : undefined;
+    deleted[i] = parsed?.active === false;
+    for (const [k, f] of fields.entries()) declared[k]![i] = fieldValue(parsed?.[f.name], f.type);
+  }
+  const b: ColumnBatch = {
+    id,
+    shard: new Array<number>(n).fill(shard),
+    local_id: localIds,
+    type: new Array<string>(n).fill(type.name),
+    created_at: created,
+    deleted,
+    data: rows !== undefined ? rows.map((r) => r.data) : cols!.data,
+  };
+  for (const [k, f] of fields.entries()) b[f.column] = declared[k]!;
   return b;
 }
 
 export function mappingBatch(rows: readonly StoredMapping[]): ColumnBatch {
-  const b: ColumnBatch = { from_id: [], to_id: [], sequence: [] };
-  for (const r of rows) {
-    b.from_id!.push(r.fromId);
-    b.to_id!.push(r.toId);
-    b.sequence!.push(BigInt(r.sequence));
-  }
-  return b;
+  return { from_id: rows.map((r) => r.fromId), to_id: rows.map((r) => r.toId), sequence: rows.map((r) => r.sequence) };
 }

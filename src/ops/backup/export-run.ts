@@ -33,7 +33,7 @@ export interface ExportRequest {
   sinceMs?: number;
   /** Rows per round trip (default PAGE_ROWS; tests cross many page boundaries with a small one). */
   pageRows?: number;
-  /** Told after each shard (awaited before the next). */
+  /** Told after each shard (awaited before that lane takes its next shard). */
   onShard?: (done: number, total: number, rows: number) => void | Promise<void>;
 }
 
@@ -50,6 +50,9 @@ export interface ExportReport {
   sinceMs?: number;
   durationMs: number;
 }
+
+/** Shards read and encoded at once (bench/RESULTS.md, Parquet export: measured on 2 cores). */
+const SHARDS_AT_ONCE = 2;
 
 /** The file an export run records its request in: a re-run resumes only the same request. */
 const STATE_FILE = '_export.json';
@@ -195,35 +198,53 @@ export async function exportShards(where: ExportLocation, req: ExportRequest): P
     const vanished: number[] = [];
     // Once per run, not per shard: dead runs' temp files, then each shard's file is one stat.
     removeStalePartialsIn(dir);
-    for (const [i, s] of shards.entries()) {
+    const one = async (s: ExportShard): Promise<void> => {
       const file = join(dir, `${shardDatabaseName(s.shard)}.parquet`);
       if (existsSync(file)) {
         skipped++;
-      } else {
-        const reader = await source.open(s, p.table, req.pageRows).catch((err: unknown) => {
-          if (isMissingTable(err)) return null;
-          throw err;
-        });
-        // A shard that never held the table has no file (nothing to resume either).
-        if (reader === null) {
+        return;
+      }
+      const reader = await source.open(s, p.table, req.pageRows).catch((err: unknown) => {
+        if (isMissingTable(err)) return null;
+        throw err;
+      });
+      // A shard that never held the table has no file (nothing to resume either).
+      if (reader === null) {
+        vanished.push(s.shard);
+      } else if (reader !== undefined) {
+        try {
+          const r = await writeParquetColumns(file, p.columns, (append) => p.read(reader, s.shard, append), {
+            metadata: { 'shardkit.kind': req.what, 'shardkit.name': req.name, 'shardkit.shard': String(s.shard), 'shardkit.host': s.host, ...(req.sinceMs !== undefined ? { 'shardkit.sinceMs': String(req.sinceMs) } : {}) },
+          });
+          rows += r.rows;
+          written++;
+        } catch (err) {
+          if (!isMissingTable(err)) throw err;
           vanished.push(s.shard);
-        } else if (reader !== undefined) {
-          try {
-            const r = await writeParquetColumns(file, p.columns, (append) => p.read(reader, s.shard, append), {
-              metadata: { 'shardkit.kind': req.what, 'shardkit.name': req.name, 'shardkit.shard': String(s.shard), 'shardkit.host': s.host, ...(req.sinceMs !== undefined ? { 'shardkit.sinceMs': String(req.sinceMs) } : {}) },
-            });
-            rows += r.rows;
-            written++;
-          } catch (err) {
-            if (!isMissingTable(err)) throw err;
-            vanished.push(s.shard);
-          } finally {
-            await reader.close();
-          }
+        } finally {
+          await reader.close();
         }
       }
-      await req.onShard?.(i + 1, shards.length, rows);
-    }
+    };
+    // Two shards at once: while this process encodes one, the server reads the other (one at a
+    // time left the server or this process idle a quarter of the time). Each in its own snapshot,
+    // as before; the first failure stops the run once the shard beside it ended.
+    let next = 0;
+    let done = 0;
+    let failed: { err: unknown } | undefined;
+    const lane = async () => {
+      while (failed === undefined && next < shards.length) {
+        const s = shards[next++]!;
+        try {
+          await one(s);
+          await req.onShard?.(++done, shards.length, rows);
+        } catch (err) {
+          failed ??= { err };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(SHARDS_AT_ONCE, shards.length) }, lane));
+    if (failed !== undefined) throw failed.err;
     // A move or failover switched meanwhile: a shard read where it no longer lives may have been
     // fenced away (no file) while it was read. The complete files stay; a re-run reads the rest
     // where the new map puts them.

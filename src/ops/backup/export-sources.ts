@@ -8,12 +8,15 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { ShardMap } from '../../topology/shard-map.js';
 import type { HostAdmin } from '../failover/host-admin.js';
 import type { PostgresServer } from '../postgres/postgres-server.js';
+import { copyObjects, type ObjectPage } from './export-pg-copy.js';
+
+export type { ObjectPage };
 import { fleetPairs } from './fleet-pairs.js';
 
-/** One object row as stored: `ts` in unix ms. */
+/** One object row as stored: `ts` in unix ms; `data` the JSON text, or its UTF-8 bytes as the driver had them. */
 export interface StoredObject {
   localId: number;
-  data: string;
+  data: string | Buffer;
   ts: number;
 }
 
@@ -32,7 +35,7 @@ export interface ExportShard {
 /** Reads one shard's table inside one consistent snapshot (a transaction on the slave, one statement on SQLite). */
 export interface ShardReader {
   /** Object rows in local id order, `sinceMs`: only rows whose ts is at or after it. */
-  objects(table: string, sinceMs: number | undefined, onPage: (rows: StoredObject[]) => Promise<void>): Promise<void>;
+  objects(table: string, sinceMs: number | undefined, onPage: (rows: StoredObject[] | ObjectPage) => Promise<void>): Promise<void>;
   /** Mapping rows in (from, to) order. */
   mappings(table: string, onPage: (rows: StoredMapping[]) => Promise<void>): Promise<void>;
   close(): Promise<void>;
@@ -127,33 +130,35 @@ async function keysetPages<R, K>(fetch: (after: K | undefined) => Promise<R[]>, 
 }
 
 /**
- * One connection per host, reused shard after shard (each shard read in its own transaction on
- * it): a fleet of 4,096 shards would otherwise open 4,096 connections, most for an empty shard.
+ * A connection per shard being read on a host, reused shard after shard (each shard read in its
+ * own transaction on it): a fleet of 4,096 shards would otherwise open 4,096 connections, most
+ * for an empty shard.
  */
 export class HostConnections<C> {
-  private readonly idle = new Map<string, C>();
+  private readonly idle = new Map<string, C[]>();
 
   constructor(private readonly connect: (host: string) => Promise<C>, private readonly end: (c: C) => Promise<void>) {}
 
   async take(host: string): Promise<C> {
-    const c = this.idle.get(host);
-    if (c === undefined) return this.connect(host);
-    this.idle.delete(host);
-    return c;
+    const c = this.idle.get(host)?.pop();
+    return c === undefined ? this.connect(host) : c;
   }
 
   /** Back for the next shard (its transaction ended); one in a doubtful state is dropped instead. */
   async give(host: string, c: C, healthy: boolean): Promise<void> {
-    if (healthy && !this.idle.has(host)) this.idle.set(host, c);
+    // As many kept per host as shards are read at once there (export-run.ts SHARDS_AT_ONCE).
+    if (healthy) this.idle.set(host, [...(this.idle.get(host) ?? []), c]);
     else await this.end(c).catch(() => undefined);
   }
 
   async close(): Promise<void> {
-    const all = [...this.idle.values()];
+    const all = [...this.idle.values()].flat();
     this.idle.clear();
     await Promise.all(all.map((c) => this.end(c).catch(() => undefined)));
   }
 }
+
+const dataAsBytes: mysql.TypeCast = (field, next) => (field.name === 'data' ? field.buffer() : next());
 
 const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
 
@@ -187,8 +192,9 @@ export async function mariadbShardReader(conns: HostConnections<mysql.Connection
       await keysetPages(async (after: number | undefined) => {
         const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, Math.trunc(sinceMs), pageRows];
         // ROUND(UNIX_TIMESTAMP(ts) * 1000): TIMESTAMP(3) as unix ms whatever the session time zone.
-        const [rows] = await conn.query({ sql: `SELECT r.local_id, r.data, CAST(ROUND(UNIX_TIMESTAMP(r.ts) * 1000) AS SIGNED) AS ms FROM ${t} r WHERE r.local_id > ?${where} ORDER BY r.local_id LIMIT ?`, values, rowsAsArray: true });
-        return (rows as Array<[number | string, string, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
+        // data as the bytes the server sent (a view of the packet): they go into the Parquet page as they are.
+        const [rows] = await conn.query({ sql: `SELECT r.local_id, r.data, CAST(ROUND(UNIX_TIMESTAMP(r.ts) * 1000) AS SIGNED) AS ms FROM ${t} r WHERE r.local_id > ?${where} ORDER BY r.local_id LIMIT ?`, values, rowsAsArray: true, typeCast: dataAsBytes });
+        return (rows as Array<[number | string, Buffer, number | string]>).map(([id, data, ms]) => ({ localId: Number(id), data, ts: Number(ms) }));
       }, (r) => r.localId, pageRows, onPage);
     },
     async mappings(_table, onPage) {
@@ -235,15 +241,17 @@ export async function postgresShardReader(conns: HostConnections<pg.Client>, hos
     throw err;
   }
   const t = `${qi(schema)}.${qi(table)}`;
+  let copyFailed = false;
   return {
     async objects(_table, sinceMs, onPage) {
-      const where = sinceMs === undefined ? '' : ' AND r.ts >= $3';
-      await keysetPages(async (after: number | undefined) => {
-        const values: unknown[] = sinceMs === undefined ? [after ?? 0, pageRows] : [after ?? 0, pageRows, sinceMs];
-        // Ordered by the table's column (r.): an unqualified name would order by the text cast of the same name.
-        const res = await client.query({ text: `SELECT r.local_id::text, r.data, r.ts::text FROM ${t} r WHERE r.local_id > $1${where} ORDER BY r.local_id LIMIT $2`, values, rowMode: 'array' });
-        return (res.rows as Array<[string, string, string]>).map(([id, data, ts]) => ({ localId: Number(id), data, ts: Number(ts) }));
-      }, (r) => r.localId, pageRows, onPage);
+      try {
+        await copyObjects(client, t, sinceMs, pageRows, onPage);
+      } catch (err) {
+        // A COPY left half read holds the connection (its COMMIT would wait for the rest forever):
+        // close() drops it; pg's end() cuts a connection with a query under way.
+        copyFailed = true;
+        throw err;
+      }
     },
     async mappings(_table, onPage) {
       await keysetPages(async (after: [bigint, bigint] | undefined) => {
@@ -255,7 +263,7 @@ export async function postgresShardReader(conns: HostConnections<pg.Client>, hos
       }, (r): [bigint, bigint] => [r.fromId, r.toId], pageRows, onPage);
     },
     async close() {
-      await conns.give(host, client, await client.query('COMMIT').then(() => true, () => false));
+      await conns.give(host, client, copyFailed ? false : await client.query('COMMIT').then(() => true, () => false));
     },
   };
 }
