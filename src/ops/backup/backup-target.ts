@@ -3,6 +3,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ShardKitError } from '../../errors.js';
+import { syncPath } from '../../util/durable-file.js';
 
 /**
  * Where backups are kept. Small on purpose so an object store (S3 and friends: put, get, list,
@@ -49,7 +50,11 @@ export class DirectoryTarget implements BackupTarget {
     const partial = `${path}.partial`;
     const out = createWriteStream(partial);
     await pipeline(typeof source === 'string' || Buffer.isBuffer(source) ? Readable.from([Buffer.from(source)]) : source, out);
+    // On disk before its name says complete, and the rename on disk before the caller goes on (a
+    // manifest is put last: after a power loss it never names a file that was not written).
+    syncPath(partial);
     renameSync(partial, path);
+    syncPath(dirname(path));
     return statSync(path).size;
   }
 
