@@ -16,6 +16,8 @@ import { Etcd3 } from 'etcd3';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { EtcdTopologyStore } from '../src/topology/etcd/etcd-topology-store.js';
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
 
 const [endpoint, key, countText] = process.argv.slice(2);
 const count = Number(countText);
@@ -24,6 +26,25 @@ const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const shared = process.env.CLIENT !== 'own' ? new Etcd3({ hosts: endpoint! }) : undefined;
 
 const stores: EtcdTopologyStore[] = [];
+// PROFILE=<dir>: a CPU profile of each change, from the target to the last adoption (one file per change).
+const profileDir = process.env.PROFILE;
+let session: Session | undefined;
+let profiles = 0;
+async function startProfile(): Promise<void> {
+  if (profileDir === undefined) return;
+  if (session === undefined) {
+    session = new Session();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 50 });
+  }
+  await session.post('Profiler.start');
+}
+async function stopProfile(): Promise<void> {
+  if (session === undefined) return;
+  const { profile } = await session.post('Profiler.stop');
+  writeFileSync(`${profileDir}/subscribers-${process.pid}-${profiles++}.cpuprofile`, JSON.stringify(profile));
+}
 let target = Infinity;
 let adopted: number[] = [];
 let pending = 0;
@@ -43,7 +64,7 @@ for (let i = 0; i < count; i++) {
     adopted.push(now());
     if (--pending === 0) {
       const c = process.cpuUsage(cpu0);
-      say({ adopted, cpuMs: (c.user + c.system) / 1000 });
+      void stopProfile().then(() => say({ adopted, cpuMs: (c.user + c.system) / 1000 }));
     }
   });
   stores.push(s);
@@ -61,6 +82,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     adopted = [];
     done.clear();
     pending = count;
+    await startProfile();
     cpu0 = process.cpuUsage();
     target = msg.target;
     say({ armed: target });

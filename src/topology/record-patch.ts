@@ -3,6 +3,12 @@ import { ShardMap, type MoveRecord, type ShardRange } from './shard-map.js';
 import { assembleMap, recordsOfRange, type DecodedRecord, type MapRoot } from './map-records.js';
 
 /**
+ * What a changed pair record held before, when the caller kept only the map (the etcd watcher):
+ * the previous map's ranges of that pair, which the patch finds under the record's new ranges.
+ */
+export const PAIR_RANGES_IN_MAP: DecodedRecord = Object.freeze({ kind: 'pair', ranges: Object.freeze([]) as unknown as ShardRange[] });
+
+/**
  * The map after a change, made from the previous one and only the records that changed (`before`:
  * what each held before it): the changed pairs' old ranges out, their new ones in, nothing else
  * copied or checked again. Undefined when only a whole build can say (the mod fleet changed into
@@ -12,11 +18,13 @@ import { assembleMap, recordsOfRange, type DecodedRecord, type MapRoot } from '.
 export function patchedMap(previous: ShardMap, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, before: ReadonlyMap<string, DecodedRecord | undefined>): ShardMap | undefined {
   if (records.size !== root.records) return undefined;
   const removed: ShardRange[] = [];
+  const removedMasters: string[] = [];
   const added: ShardRange[] = [];
   let modShards: { count: number; ranges: ShardRange[] } | undefined;
   for (const [name, old] of before) {
     const now = records.get(name)?.decoded;
-    if (old?.kind === 'pair') for (const r of old.ranges) removed.push(r);
+    if (old === PAIR_RANGES_IN_MAP) removedMasters.push(name.slice('pair/'.length));
+    else if (old?.kind === 'pair') for (const r of old.ranges) removed.push(r);
     if (now?.kind === 'pair') for (const r of now.ranges) added.push(r);
     if (name === 'mod') {
       if (now?.kind !== 'mod') return undefined;
@@ -35,7 +43,7 @@ export function patchedMap(previous: ShardMap, root: MapRoot, records: ReadonlyM
   if (moveRecords !== moves.length) return undefined;
   try {
     return ShardMap.patched(previous, {
-      version: root.version, removed, added, moves,
+      version: root.version, removed, removedMasters, added, moves,
       ...(modShards !== undefined ? { modShards } : {}),
       ...(root.readOnly !== undefined ? { readOnly: root.readOnly } : {}),
     });

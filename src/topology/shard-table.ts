@@ -45,6 +45,13 @@ const CHUNK = 1 << CHUNK_BITS;
 /** Route indices are 16-bit (a shard -> route table of 2 bytes a shard): a fresh table never needs more, since it has at most one route per range. */
 const MAX_ROUTES = 1 << 16;
 
+/** What makes two ranges' routes the same: master, slave, open flag as stored, freeze. */
+function rangeRouteKey(r: ShardRange): string {
+  const open = r.open === undefined ? -1 : r.open ? 1 : 0;
+  const f = r.frozen;
+  return `${r.master} ${r.slave ?? ''} ${open}${f === undefined ? '' : ` ${f.id} ${f.source.master} ${f.source.slave ?? ''} ${f.target.master} ${f.target.slave ?? ''} ${f.frozenAt} ${f.holdMs}`}`;
+}
+
 /**
  * What routing needs of a range, interned: one frozen location per distinct (master, slave, open,
  * freeze), shared by every range and map version that has it (1,000 pairs: about 1,000 objects).
@@ -55,6 +62,7 @@ class Routes {
   /** The `open` flag as stored: -1 absent, 0 false, 1 true (toJSON gives back what was written). */
   readonly openFlag: number[] = [];
   private readonly index = new Map<string, number>();
+  private readonly byMaster = new Map<string, number[]>();
 
   get size(): number {
     return this.locations.length;
@@ -64,7 +72,7 @@ class Routes {
   intern(r: ShardRange): number {
     const open = r.open === undefined ? -1 : r.open ? 1 : 0;
     const f = r.frozen;
-    const key = `${r.master} ${r.slave ?? ''} ${open}${f === undefined ? '' : ` ${f.id} ${f.source.master} ${f.source.slave ?? ''} ${f.target.master} ${f.target.slave ?? ''} ${f.frozenAt} ${f.holdMs}`}`;
+    const key = rangeRouteKey(r);
     let i = this.index.get(key);
     if (i === undefined) {
       if (this.locations.length >= MAX_ROUTES) return -1;
@@ -72,8 +80,21 @@ class Routes {
       this.locations.push(Object.freeze({ master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: open === 1, ...(f !== undefined ? { frozen: f } : {}) }));
       this.openFlag.push(open);
       this.index.set(key, i);
+      const list = this.byMaster.get(r.master);
+      if (list === undefined) this.byMaster.set(r.master, [i]);
+      else list.push(i);
     }
     return i;
+  }
+
+  /** The route of `r` if it has one (nothing added). */
+  find(r: ShardRange): number | undefined {
+    return this.index.get(rangeRouteKey(r));
+  }
+
+  /** The routes whose master is `master` (a watcher asks for a changed pair's ranges on every change). */
+  ofMaster(master: string): readonly number[] {
+    return this.byMaster.get(master) ?? [];
   }
 }
 
@@ -96,6 +117,8 @@ export class ShardTable {
     private readonly rangeRoute: Uint16Array,
     /** openBefore[i]: open shards in chunks 0..i-1; the last entry is the total. */
     private readonly openBefore: Int32Array,
+    /** routeRanges[k]: how many ranges have route k (so a patch knows it found all of a pair's ranges). */
+    private readonly routeRanges: Int32Array,
   ) {}
 
   get lastShard(): number {
@@ -120,7 +143,9 @@ export class ShardTable {
       rangeRoute[i] = route;
       shardRoute.fill(route, r.range[0], r.range[1] + 1);
     }
-    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, undefined, undefined));
+    const routeRanges = new Int32Array(routes.size);
+    for (let i = 0; i < rangeRoute.length; i++) routeRanges[rangeRoute[i]!]!++;
+    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, undefined, undefined), routeRanges);
   }
 
   private end(i: number): number {
@@ -162,7 +187,14 @@ export class ShardTable {
 
   /** The ranges whose master is `master`, in shard order. */
   rangesOf(master: string): ShardRange[] {
-    return this.rangesWithRoute((loc) => loc.master === master);
+    const routes = this.routes.ofMaster(master);
+    const out: ShardRange[] = [];
+    if (routes.length === 0) return out;
+    const marked = new Uint8Array(this.routes.size);
+    for (const k of routes) marked[k] = 1;
+    const rr = this.rangeRoute;
+    for (let i = 0; i < rr.length; i++) if (marked[rr[i]!] === 1) out.push(this.rangeAt(i));
+    return out;
   }
 
   /** The ranges under a freeze (few: one per move in its cutover). */
@@ -175,7 +207,8 @@ export class ShardTable {
     const locs = this.routes.locations;
     const marked = new Uint8Array(locs.length);
     let any = false;
-    for (let k = 0; k < locs.length; k++) if (test(locs[k]!)) any = (marked[k] = 1) === 1;
+    // Only routes some range has (routes are never dropped: a freeze's route outlives the freeze).
+    for (let k = 0; k < locs.length; k++) if (this.routeRanges[k]! > 0 && test(locs[k]!)) any = (marked[k] = 1) === 1;
     const out: ShardRange[] = [];
     if (!any) return out;
     for (let i = 0; i < this.rangeRoute.length; i++) if (marked[this.rangeRoute[i]!] === 1) out.push(this.rangeAt(i));
@@ -220,7 +253,25 @@ export class ShardTable {
    * in this table, an overlap, a gap, shards added past the end): the caller then builds the map
    * whole, which checks everything and names what is wrong. Checks only the ranges changed.
    */
-  patch(removed: readonly ShardRange[], added: readonly ShardRange[]): ShardTable | undefined {
+  patch(removedGiven: readonly ShardRange[], addedAll: readonly ShardRange[], removedMasters: readonly string[] = []): ShardTable | undefined {
+    let removedAll = removedGiven;
+    if (removedMasters.length > 0) {
+      const found = this.rangesOfMastersIn(removedMasters, addedAll);
+      if (found === undefined) return undefined;
+      removedAll = removedGiven.length === 0 ? found : [...removedGiven, ...found];
+    }
+    // A changed pair record brings all its ranges back, most of them as they were (a one-shard
+    // switch changes one or two of the ~17 each pair holds): those cancel out, so the work below
+    // follows the shards that changed, not the size of the records.
+    const { removed, added, unchanged } = withoutUnchanged(removedAll, addedAll);
+    // What cancelled out must still be in this table as it is (a record's old ranges may come from
+    // elsewhere than this table: the file store keeps them).
+    for (const r of unchanged) {
+      const [lo, hi] = r.range;
+      if (!(lo >= 0 && lo <= hi && hi <= this.lastShard)) return undefined;
+      const i = this.rangeIndex(lo);
+      if (this.starts[i] !== lo || this.end(i) !== hi || this.rangeRoute[i] !== this.routes.find(r)) return undefined;
+    }
     const gone: number[] = [];
     for (const r of removed) {
       const [lo, hi] = r.range;
@@ -290,8 +341,63 @@ export class ShardTable {
       shardRoute.fill(putRoutes[k]!, lo, hi + 1);
       touched.fill(1, lo >> CHUNK_BITS, (hi >> CHUNK_BITS) + 1);
     }
-    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, this.openBefore, touched));
+    const routeRanges = new Int32Array(routes.size);
+    routeRanges.set(this.routeRanges);
+    for (const i of gone) routeRanges[this.rangeRoute[i]!]!--;
+    for (const k of putRoutes) routeRanges[k]!++;
+    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, this.openBefore, touched), routeRanges);
   }
+
+  /**
+   * The ranges of `masters` (pairs whose records changed), found from the shards `added` covers
+   * instead of a pass over every range (#30: a watcher does this on every change): in a like-for-
+   * like change the changed pairs' old ranges are exactly the ranges under their new ones.
+   * Undefined when that does not hold (a range there of another pair, or fewer of a pair's ranges
+   * than it has): the caller builds the map whole, which names what is wrong.
+   */
+  private rangesOfMastersIn(masters: readonly string[], added: readonly ShardRange[]): ShardRange[] | undefined {
+    const changed = new Set(masters);
+    const seen = new Set<number>();
+    const out: ShardRange[] = [];
+    for (const r of added) {
+      const [lo, hi] = r.range;
+      if (!(lo >= 0 && lo <= hi && hi <= this.lastShard)) return undefined;
+      for (let i = this.rangeIndex(lo); i < this.starts.length && this.starts[i]! <= hi; i++) {
+        if (seen.has(i)) continue;
+        seen.add(i);
+        const range = this.rangeAt(i);
+        if (!changed.has(range.master)) return undefined;
+        out.push(range);
+      }
+    }
+    let held = 0;
+    for (const m of changed) for (const k of this.routes.ofMaster(m)) held += this.routeRanges[k] ?? 0;
+    return held === out.length ? out : undefined;
+  }
+}
+
+/** `removed` and `added` without the ranges in both (same shards, same route): a record rewritten with them unchanged. */
+function withoutUnchanged(removed: readonly ShardRange[], added: readonly ShardRange[]): { removed: readonly ShardRange[]; added: readonly ShardRange[]; unchanged: readonly ShardRange[] } {
+  if (removed.length === 0 || added.length === 0) return { removed, added, unchanged: [] };
+  // Removed ranges are ranges of one table: no two start at the same shard.
+  const byStart = new Map<number, number>();
+  for (let i = 0; i < removed.length; i++) byStart.set(removed[i]!.range[0], i);
+  const dropRemoved = new Uint8Array(removed.length);
+  const keptAdded: ShardRange[] = [];
+  const unchanged: ShardRange[] = [];
+  for (const r of added) {
+    const i = byStart.get(r.range[0]);
+    if (i !== undefined && dropRemoved[i] === 0 && sameRange(removed[i]!, r)) {
+      dropRemoved[i] = 1;
+      unchanged.push(r);
+    } else keptAdded.push(r);
+  }
+  return { removed: removed.filter((_, i) => dropRemoved[i] === 0), added: keptAdded, unchanged };
+}
+
+function sameRange(a: ShardRange, b: ShardRange): boolean {
+  if (a.range[1] !== b.range[1] || a.master !== b.master || a.slave !== b.slave || a.open !== b.open) return false;
+  return a.frozen === b.frozen || (a.frozen !== undefined && b.frozen !== undefined && rangeRouteKey(a) === rangeRouteKey(b));
 }
 
 /** Open shards before each chunk; with `previous`, only the `touched` chunks are counted again. */

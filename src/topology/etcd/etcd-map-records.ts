@@ -4,7 +4,7 @@ export type { EtcdSnapshot } from './etcd-snapshot.js';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
 import { ShardMap, type ShardRange } from '../shard-map.js';
-import { mapFromRecords, patchedMap } from '../record-patch.js';
+import { PAIR_RANGES_IN_MAP, mapFromRecords, patchedMap } from '../record-patch.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
 import { decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, type DecodedRecord, type MapRoot } from '../map-records.js';
 
@@ -116,7 +116,7 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
  *
  * Memory (#30: 2,000 subscribers on one machine): between changes it keeps the root, the small
  * records (mod, moves) decoded, and only the names of the pair records; their ranges live in the
- * compact map, which gives back a pair's old ranges (ShardMap.rangesOf) when its record changes.
+ * compact map, where the patch finds a pair's old ranges (under its new ones) when its record changes.
  */
 export class RecordWatchState {
   private root: MapRoot | undefined;
@@ -195,8 +195,8 @@ export class RecordWatchState {
       if (name === undefined) continue;
       if (!this.before.has(name)) {
         const was = this.records.get(name);
-        // A pair record's old ranges are in the map the last change made.
-        this.before.set(name, was === PAIR_IN_MAP ? { kind: 'pair', ranges: this.last.rangesOf(name.slice('pair/'.length)) } : was?.decoded);
+        // A pair record's old ranges are in the map the last change made (the patch finds them there).
+        this.before.set(name, was === PAIR_IN_MAP ? PAIR_RANGES_IN_MAP : was?.decoded);
       }
       if (type === 'delete') this.records.delete(name);
       else {
