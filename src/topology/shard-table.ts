@@ -42,6 +42,10 @@ export class RangeIndex {
 
 const CHUNK_BITS = 8;
 const CHUNK = 1 << CHUNK_BITS;
+/** The shard -> route table's pieces (a multiple of CHUNK, so a piece holds whole open-count chunks). */
+const ROUTE_BITS = 10;
+const ROUTE_PIECE = 1 << ROUTE_BITS;
+const ROUTE_MASK = ROUTE_PIECE - 1;
 /** Route indices are 16-bit (a shard -> route table of 2 bytes a shard): a fresh table never needs more, since it has at most one route per range. */
 const MAX_ROUTES = 1 << 16;
 
@@ -62,7 +66,6 @@ class Routes {
   /** The `open` flag as stored: -1 absent, 0 false, 1 true (toJSON gives back what was written). */
   readonly openFlag: number[] = [];
   private readonly index = new Map<string, number>();
-  private readonly byMaster = new Map<string, number[]>();
 
   get size(): number {
     return this.locations.length;
@@ -80,9 +83,6 @@ class Routes {
       this.locations.push(Object.freeze({ master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}), open: open === 1, ...(f !== undefined ? { frozen: f } : {}) }));
       this.openFlag.push(open);
       this.index.set(key, i);
-      const list = this.byMaster.get(r.master);
-      if (list === undefined) this.byMaster.set(r.master, [i]);
-      else list.push(i);
     }
     return i;
   }
@@ -92,10 +92,6 @@ class Routes {
     return this.index.get(rangeRouteKey(r));
   }
 
-  /** The routes whose master is `master` (a watcher asks for a changed pair's ranges on every change). */
-  ofMaster(master: string): readonly number[] {
-    return this.byMaster.get(master) ?? [];
-  }
 }
 
 /**
@@ -110,8 +106,13 @@ class Routes {
 export class ShardTable {
   private constructor(
     private readonly routes: Routes,
-    /** shardRoute[s]: the route of shard s. */
-    private readonly shardRoute: Uint16Array,
+    /**
+     * The route of shard s: shardRoute[s >> ROUTE_BITS][s & ROUTE_MASK]. In pieces of 1,024 shards
+     * so a change copies only the pieces it touches (#30: 2,000 subscribers each patch their own
+     * map on every change; a flat table meant 128 KB copied per subscriber per change).
+     */
+    private readonly shardRoute: readonly Uint16Array[],
+    private readonly shards: number,
     /** The ranges in shard order: where each starts (it ends where the next starts) and its route. */
     private readonly starts: Int32Array,
     private readonly rangeRoute: Uint16Array,
@@ -122,7 +123,7 @@ export class ShardTable {
   ) {}
 
   get lastShard(): number {
-    return this.shardRoute.length - 1;
+    return this.shards - 1;
   }
 
   get rangeCount(): number {
@@ -133,7 +134,7 @@ export class ShardTable {
   static fromSorted(ranges: readonly ShardRange[]): ShardTable {
     const routes = new Routes();
     const last = ranges[ranges.length - 1]!.range[1];
-    const shardRoute = new Uint16Array(last + 1);
+    const flat = new Uint16Array(last + 1);
     const starts = new Int32Array(ranges.length);
     const rangeRoute = new Uint16Array(ranges.length);
     for (let i = 0; i < ranges.length; i++) {
@@ -141,11 +142,13 @@ export class ShardTable {
       const route = routes.intern(r); // never -1: at most one route per range, and at most 65,536 ranges
       starts[i] = r.range[0];
       rangeRoute[i] = route;
-      shardRoute.fill(route, r.range[0], r.range[1] + 1);
+      flat.fill(route, r.range[0], r.range[1] + 1);
     }
+    const shardRoute: Uint16Array[] = [];
+    for (let lo = 0; lo <= last; lo += ROUTE_PIECE) shardRoute.push(flat.slice(lo, Math.min(last + 1, lo + ROUTE_PIECE)));
     const routeRanges = new Int32Array(routes.size);
     for (let i = 0; i < rangeRoute.length; i++) routeRanges[rangeRoute[i]!]!++;
-    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, undefined, undefined), routeRanges);
+    return new ShardTable(routes, shardRoute, last + 1, starts, rangeRoute, openTotals(routes, shardRoute, last + 1, undefined, undefined), routeRanges);
   }
 
   private end(i: number): number {
@@ -175,7 +178,7 @@ export class ShardTable {
 
   location(shard: number): ShardLocation | undefined {
     if (!(shard >= 0 && shard <= this.lastShard)) return undefined;
-    return this.routes.locations[this.shardRoute[shard]!];
+    return this.routes.locations[this.shardRoute[shard >> ROUTE_BITS]![shard & ROUTE_MASK]!];
   }
 
   /** The ranges in shard order, made on each call (the table keeps none). */
@@ -187,14 +190,7 @@ export class ShardTable {
 
   /** The ranges whose master is `master`, in shard order. */
   rangesOf(master: string): ShardRange[] {
-    const routes = this.routes.ofMaster(master);
-    const out: ShardRange[] = [];
-    if (routes.length === 0) return out;
-    const marked = new Uint8Array(this.routes.size);
-    for (const k of routes) marked[k] = 1;
-    const rr = this.rangeRoute;
-    for (let i = 0; i < rr.length; i++) if (marked[rr[i]!] === 1) out.push(this.rangeAt(i));
-    return out;
+    return this.rangesWithRoute((loc) => loc.master === master);
   }
 
   /** The ranges under a freeze (few: one per move in its cutover). */
@@ -243,7 +239,7 @@ export class ShardTable {
     let left = k - this.openBefore[lo]!;
     const locs = this.routes.locations;
     const end = Math.min(this.lastShard, (lo << CHUNK_BITS) + CHUNK - 1);
-    for (let s = lo << CHUNK_BITS; s <= end; s++) if (locs[this.shardRoute[s]!]!.open && left-- === 0) return s;
+    for (let s = lo << CHUNK_BITS; s <= end; s++) if (locs[this.shardRoute[s >> ROUTE_BITS]![s & ROUTE_MASK]!]!.open && left-- === 0) return s;
     throw new Error(`open shard ${k} not found`); // unreachable: the totals count these shards
   }
 
@@ -335,17 +331,25 @@ export class ShardTable {
     starts.set(this.starts.subarray(kept), out);
     rangeRoute.set(this.rangeRoute.subarray(kept), out);
     const shardRoute = this.shardRoute.slice();
+    const copied = new Uint8Array(shardRoute.length);
     const touched = new Uint8Array(this.openBefore.length - 1);
     for (let k = 0; k < put.length; k++) {
       const [lo, hi] = put[k]!.range;
-      shardRoute.fill(putRoutes[k]!, lo, hi + 1);
+      for (let p = lo >> ROUTE_BITS; p <= hi >> ROUTE_BITS; p++) {
+        if (copied[p] === 0) {
+          copied[p] = 1;
+          shardRoute[p] = shardRoute[p]!.slice();
+        }
+        const base = p << ROUTE_BITS;
+        shardRoute[p]!.fill(putRoutes[k]!, Math.max(lo, base) - base, Math.min(hi + 1, base + ROUTE_PIECE) - base);
+      }
       touched.fill(1, lo >> CHUNK_BITS, (hi >> CHUNK_BITS) + 1);
     }
     const routeRanges = new Int32Array(routes.size);
     routeRanges.set(this.routeRanges);
     for (const i of gone) routeRanges[this.rangeRoute[i]!]!--;
     for (const k of putRoutes) routeRanges[k]!++;
-    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, this.openBefore, touched), routeRanges);
+    return new ShardTable(routes, shardRoute, this.shards, starts, rangeRoute, openTotals(routes, shardRoute, this.shards, this.openBefore, touched), routeRanges);
   }
 
   /**
@@ -371,7 +375,8 @@ export class ShardTable {
       }
     }
     let held = 0;
-    for (const m of changed) for (const k of this.routes.ofMaster(m)) held += this.routeRanges[k] ?? 0;
+    const locs = this.routes.locations;
+    for (let k = 0; k < locs.length; k++) if (this.routeRanges[k]! > 0 && changed.has(locs[k]!.master)) held += this.routeRanges[k]!;
     return held === out.length ? out : undefined;
   }
 }
@@ -401,8 +406,8 @@ function sameRange(a: ShardRange, b: ShardRange): boolean {
 }
 
 /** Open shards before each chunk; with `previous`, only the `touched` chunks are counted again. */
-function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Array | undefined, touched: Uint8Array | undefined): Int32Array {
-  const chunks = (shardRoute.length + CHUNK - 1) >> CHUNK_BITS;
+function openTotals(routes: Routes, shardRoute: readonly Uint16Array[], shards: number, previous: Int32Array | undefined, touched: Uint8Array | undefined): Int32Array {
+  const chunks = (shards + CHUNK - 1) >> CHUNK_BITS;
   const out = new Int32Array(chunks + 1);
   const locs = routes.locations;
   for (let c = 0; c < chunks; c++) {
@@ -410,8 +415,8 @@ function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Arra
     if (previous !== undefined && touched![c] === 0) open = previous[c + 1]! - previous[c]!;
     else {
       open = 0;
-      const end = Math.min(shardRoute.length, (c + 1) << CHUNK_BITS);
-      for (let s = c << CHUNK_BITS; s < end; s++) if (locs[shardRoute[s]!]!.open) open++;
+      const end = Math.min(shards, (c + 1) << CHUNK_BITS);
+      for (let s = c << CHUNK_BITS; s < end; s++) if (locs[shardRoute[s >> ROUTE_BITS]![s & ROUTE_MASK]!]!.open) open++;
     }
     out[c + 1] = out[c]! + open;
   }

@@ -185,6 +185,7 @@ test('a one-shard switch at 65,536 shards on 1,024 pairs is patched from the pre
   const whole = t.mock.method(ShardMap, 'fromCheckedParts');
   const fromJSON = t.mock.method(ShardMap, 'fromJSON');
   const rand = mulberry32(SEED);
+  let last: ShardMap | undefined;
   for (let step = 0; step < 20; step++) {
     const shard = Math.floor(rand() * 65_536);
     const to = 1 + Math.floor(rand() * 1024);
@@ -195,8 +196,19 @@ test('a one-shard switch at 65,536 shards on 1,024 pairs is patched from the pre
     assert.equal(fromJSON.mock.callCount(), calls, `step ${step}: nothing parsed whole (seed ${SEED})`);
     assert.ok(Array.isArray(out) && out.length === 1, `step ${step}: one map (seed ${SEED})`);
     assert.deepEqual(out[0]!.toJSON(), map.toJSON(), `step ${step} (seed ${SEED})`);
+    assert.equal(out[0]!.locate(shard).master, `mp${to}a`, `step ${step}: shard ${shard} routes to its new pair (seed ${SEED})`);
+    last = out[0]!;
   }
   assert.equal(whole.mock.callCount(), 0, 'no map built whole from records');
+  // Every shard routes as in the map built whole (the shard table is patched piece by piece).
+  const want = writer.map;
+  assert.equal(last!.openShardCount, want.openShardCount);
+  for (let s = 0; s < 65_536; s++) {
+    const a = last!.locate(s);
+    const b = want.locate(s);
+    if (a.master !== b.master || a.slave !== b.slave || a.open !== b.open) assert.fail(`shard ${s}: ${JSON.stringify(a)} != ${JSON.stringify(b)} (seed ${SEED})`);
+  }
+  for (let k = 0; k < 64; k++) assert.equal(last!.pickOpenShard(k / 64), want.pickOpenShard(k / 64));
 });
 
 test('locate() returns the same location object on every call for a shard, shared by the shards of its pair: nothing is allocated per call', () => {
