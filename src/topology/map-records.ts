@@ -98,7 +98,7 @@ export function encodeRecords(json: ShardMapJson): Map<string, string> {
 }
 
 /** One record's decoded content; decoded once per change of that record (watchers keep them). */
-export type DecodedRecord = { kind: 'pair'; ranges: ShardRange[] } | { kind: 'mod'; count: number; ranges: ShardRange[] } | { kind: 'move'; move: MoveRecord };
+export type DecodedRecord = { kind: 'pair'; ranges: ShardRange[]; /** Set by a watcher that keeps no copy: how many ranges the pair has in its map (record-patch.ts). */ inMap?: number } | { kind: 'mod'; count: number; ranges: ShardRange[] } | { kind: 'move'; move: MoveRecord };
 
 const pairSchema = z.array(z.array(z.unknown()).min(4).max(5));
 const modSchema = z.object({ count: z.number().int().min(1).max(65536), ranges: z.array(rangeSchema).min(1) }).strict();

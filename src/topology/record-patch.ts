@@ -2,11 +2,16 @@ import { ShardKitError } from '../errors.js';
 import { ShardMap, type MoveRecord, type ShardRange } from './shard-map.js';
 import { assembleMap, recordsOfRange, type DecodedRecord, type MapRoot } from './map-records.js';
 
+const inMapRecords: DecodedRecord[] = [];
+
 /**
- * What a changed pair record held before, when the caller kept only the map (the etcd watcher):
- * the previous map's ranges of that pair, which the patch finds under the record's new ranges.
+ * What a pair record of `count` ranges holds when the caller kept only the map (the etcd watcher):
+ * its ranges are the map's, and the patch finds them under the record's new ranges (the count
+ * tells it that it found them all). One shared object per count: nothing kept per pair.
  */
-export const PAIR_RANGES_IN_MAP: DecodedRecord = Object.freeze({ kind: 'pair', ranges: Object.freeze([]) as unknown as ShardRange[] });
+export function pairRangesInMap(count: number): DecodedRecord {
+  return (inMapRecords[count] ??= Object.freeze({ kind: 'pair', ranges: Object.freeze([]) as unknown as ShardRange[], inMap: count }));
+}
 
 /**
  * The map after a change, made from the previous one and only the records that changed (`before`:
@@ -18,12 +23,12 @@ export const PAIR_RANGES_IN_MAP: DecodedRecord = Object.freeze({ kind: 'pair', r
 export function patchedMap(previous: ShardMap, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, before: ReadonlyMap<string, DecodedRecord | undefined>): ShardMap | undefined {
   if (records.size !== root.records) return undefined;
   const removed: ShardRange[] = [];
-  const removedMasters: string[] = [];
+  const removedMasters: Array<{ master: string; ranges: number }> = [];
   const added: ShardRange[] = [];
   let modShards: { count: number; ranges: ShardRange[] } | undefined;
   for (const [name, old] of before) {
     const now = records.get(name)?.decoded;
-    if (old === PAIR_RANGES_IN_MAP) removedMasters.push(name.slice('pair/'.length));
+    if (old?.kind === 'pair' && old.inMap !== undefined) removedMasters.push({ master: name.slice('pair/'.length), ranges: old.inMap });
     else if (old?.kind === 'pair') for (const r of old.ranges) removed.push(r);
     if (now?.kind === 'pair') for (const r of now.ranges) added.push(r);
     if (name === 'mod') {

@@ -196,7 +196,7 @@ export class ShardMap {
    * change is not a replacement of the same shards (growth, a gap, an overlap, a range not in
    * `previous`): build the map whole then, which checks everything.
    */
-  static patched(previous: ShardMap, change: { version: number; removed: readonly ShardRange[]; removedMasters?: readonly string[]; added: readonly ShardRange[]; moves: readonly MoveRecord[]; modShards?: ShardMapJson['modShards']; readOnly?: MapReadOnly }): ShardMap | undefined {
+  static patched(previous: ShardMap, change: { version: number; removed: readonly ShardRange[]; removedMasters?: ReadonlyArray<{ master: string; ranges: number }>; added: readonly ShardRange[]; moves: readonly MoveRecord[]; modShards?: ShardMapJson['modShards']; readOnly?: MapReadOnly }): ShardMap | undefined {
     const objects = previous.objects.patch(change.removed, change.added, change.removedMasters);
     if (objects === undefined) return undefined;
     const frozen = objects.frozenRanges();

@@ -118,8 +118,10 @@ export class ShardTable {
     private readonly rangeRoute: Uint16Array,
     /** openBefore[i]: open shards in chunks 0..i-1; the last entry is the total. */
     private readonly openBefore: Int32Array,
-    /** routeRanges[k]: how many ranges have route k (so a patch knows it found all of a pair's ranges). */
+    /** routeRanges[k]: how many ranges have route k. */
     private readonly routeRanges: Int32Array,
+    /** How many ranges are frozen (usually none: then frozenRanges() looks at nothing). */
+    private readonly frozenCount: number,
   ) {}
 
   get lastShard(): number {
@@ -148,7 +150,8 @@ export class ShardTable {
     for (let lo = 0; lo <= last; lo += ROUTE_PIECE) shardRoute.push(flat.slice(lo, Math.min(last + 1, lo + ROUTE_PIECE)));
     const routeRanges = new Int32Array(routes.size);
     for (let i = 0; i < rangeRoute.length; i++) routeRanges[rangeRoute[i]!]!++;
-    return new ShardTable(routes, shardRoute, last + 1, starts, rangeRoute, openTotals(routes, shardRoute, last + 1, undefined, undefined), routeRanges);
+    const frozen = ranges.reduce((n, r) => n + (r.frozen !== undefined ? 1 : 0), 0);
+    return new ShardTable(routes, shardRoute, last + 1, starts, rangeRoute, openTotals(routes, shardRoute, last + 1, undefined, undefined), routeRanges, frozen);
   }
 
   private end(i: number): number {
@@ -195,6 +198,7 @@ export class ShardTable {
 
   /** The ranges under a freeze (few: one per move in its cutover). */
   frozenRanges(): ShardRange[] {
+    if (this.frozenCount === 0) return [];
     return this.rangesWithRoute((loc) => loc.frozen !== undefined);
   }
 
@@ -249,7 +253,7 @@ export class ShardTable {
    * in this table, an overlap, a gap, shards added past the end): the caller then builds the map
    * whole, which checks everything and names what is wrong. Checks only the ranges changed.
    */
-  patch(removedGiven: readonly ShardRange[], addedAll: readonly ShardRange[], removedMasters: readonly string[] = []): ShardTable | undefined {
+  patch(removedGiven: readonly ShardRange[], addedAll: readonly ShardRange[], removedMasters: ReadonlyArray<{ master: string; ranges: number }> = []): ShardTable | undefined {
     let removedAll = removedGiven;
     if (removedMasters.length > 0) {
       const found = this.rangesOfMastersIn(removedMasters, addedAll);
@@ -347,20 +351,29 @@ export class ShardTable {
     }
     const routeRanges = new Int32Array(routes.size);
     routeRanges.set(this.routeRanges);
-    for (const i of gone) routeRanges[this.rangeRoute[i]!]!--;
-    for (const k of putRoutes) routeRanges[k]!++;
-    return new ShardTable(routes, shardRoute, this.shards, starts, rangeRoute, openTotals(routes, shardRoute, this.shards, this.openBefore, touched), routeRanges);
+    let frozen = this.frozenCount;
+    for (const i of gone) {
+      routeRanges[this.rangeRoute[i]!]!--;
+      if (routes.locations[this.rangeRoute[i]!]!.frozen !== undefined) frozen--;
+    }
+    for (const k of putRoutes) {
+      routeRanges[k]!++;
+      if (routes.locations[k]!.frozen !== undefined) frozen++;
+    }
+    return new ShardTable(routes, shardRoute, this.shards, starts, rangeRoute, openTotals(routes, shardRoute, this.shards, this.openBefore, touched), routeRanges, frozen);
   }
 
   /**
    * The ranges of `masters` (pairs whose records changed), found from the shards `added` covers
    * instead of a pass over every range (#30: a watcher does this on every change): in a like-for-
-   * like change the changed pairs' old ranges are exactly the ranges under their new ones.
+   * like change the changed pairs' old ranges are exactly the ranges under their new ones (each
+   * master comes with how many ranges its old record held).
    * Undefined when that does not hold (a range there of another pair, or fewer of a pair's ranges
    * than it has): the caller builds the map whole, which names what is wrong.
    */
-  private rangesOfMastersIn(masters: readonly string[], added: readonly ShardRange[]): ShardRange[] | undefined {
-    const changed = new Set(masters);
+  private rangesOfMastersIn(masters: ReadonlyArray<{ master: string; ranges: number }>, added: readonly ShardRange[]): ShardRange[] | undefined {
+    const changed = new Map<string, number>();
+    for (const m of masters) changed.set(m.master, m.ranges);
     const seen = new Set<number>();
     const out: ShardRange[] = [];
     for (const r of added) {
@@ -374,9 +387,9 @@ export class ShardTable {
         out.push(range);
       }
     }
+    // The pairs' records said how many ranges they held: fewer found means some lie elsewhere (a gap).
     let held = 0;
-    const locs = this.routes.locations;
-    for (let k = 0; k < locs.length; k++) if (this.routeRanges[k]! > 0 && changed.has(locs[k]!.master)) held += this.routeRanges[k]!;
+    for (const n of changed.values()) held += n;
     return held === out.length ? out : undefined;
   }
 }

@@ -65,6 +65,7 @@ const noOld = (): ShardMap => {
 function assertSameMap(got: ShardMap, want: ShardMap, what: string): void {
   assert.deepEqual(got.toJSON(), want.toJSON(), what);
   assert.equal(got.openShardCount, want.openShardCount, `${what}: open shards`);
+  assert.deepEqual(got.frozenObjectRanges(), want.frozenObjectRanges(), `${what}: frozen ranges`);
   for (let s = 0; s < want.shardCount; s++) assert.deepEqual({ ...got.locate(s) }, { ...want.locate(s) }, `${what}: shard ${s}`);
   for (let k = 0; k < 64; k++) if (want.openShardCount > 0) assert.equal(got.pickOpenShard(k / 64), want.pickOpenShard(k / 64), `${what}: pickOpenShard(${k}/64)`);
   assert.throws(() => got.locate(want.shardCount), { code: 'UNKNOWN_SHARD' });
