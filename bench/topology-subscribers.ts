@@ -1,9 +1,10 @@
 /**
  * One process of topology-scale.bench.ts's subscribers: COUNT EtcdTopologyStore instances (like
- * COUNT services: each its own watch, its own watch state and map) watching one key. With
- * CLIENT=shared (the default) they share one etcd3 client, so one gRPC connection and one watch
- * stream carry the process's COUNT watches (a service process has one client; this process stands
- * for COUNT of them); CLIENT=own gives each store its own client. Talks JSON lines:
+ * COUNT services: each its own watch state, map and listeners) watching one key. With
+ * CLIENT=shared (the default) they share one etcd3 client, so one gRPC connection and one etcd
+ * watch (src/topology/etcd/etcd-watch-hub.ts) serve the process's COUNT stores (a service process
+ * has one client; this process stands for COUNT of them); CLIENT=own gives each store its own
+ * client and watch. PROFILE=<dir> writes a CPU profile of each change. Talks JSON lines:
  *   stdout {"ready":n,"rssBytes","heapBytes"} all stores hold the map and watch it (heap after a GC)
  *   stdin  {"target":v}                      the next change the parent will write
  *   stdout {"armed":v}
