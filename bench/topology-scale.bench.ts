@@ -2,7 +2,7 @@
  * Moon size (#30): a map of 65,536 shards on 1,000 pairs, fragmented by 10,000 random one-shard
  * moves, in a real etcd started here; then one more one-shard switch, in the record layout and in
  * today's single-document layout, in the same run. PROCS processes of PER etcd stores each
- * (bench/topology-subscribers.ts: each store its own watch, watch state and map, like one
+ * (bench/topology-subscribers.ts: each store its own watch state, map and listeners, like one
  * service; the stores of a process share one etcd3 client, hence one etcd watch, unless CLIENT=own) watch the map:
  * 20 x 100 = 2,000 by default; the old layout gets OLD_PROCS x OLD_PER (default 5 x 100: each of
  * its subscribers parses the whole 1.2 MB document per change). Prints one JSON line at the end.
