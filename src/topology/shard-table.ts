@@ -98,10 +98,10 @@ class Routes {
  * The object shards, compact (#30: 2,000 subscribers must fit on one machine): a shard -> route
  * table of 16-bit indices, the ranges as two parallel typed arrays (start, route) in shard order,
  * and the interned routes. No object per shard or per range: at 65,536 shards and 17,000 ranges
- * that is ~0.25 MB. `location()` is two array reads and allocates nothing. Open shards are counted
+ * that is ~0.25 MB. `location()` is three array reads (piece, route, location) and allocates nothing. Open shards are counted
  * per chunk of 256, so picking the k-th open shard is a search over chunk totals and one chunk.
- * A change makes a new table (the versions are immutable) by copying the typed arrays once, with
- * only the changed ranges checked (patch).
+ * A change makes a new table (the versions are immutable): the range arrays copied once, the
+ * shard table's pieces only where shards changed, and only the changed ranges checked (patch).
  */
 export class ShardTable {
   private constructor(
@@ -118,8 +118,6 @@ export class ShardTable {
     private readonly rangeRoute: Uint16Array,
     /** openBefore[i]: open shards in chunks 0..i-1; the last entry is the total. */
     private readonly openBefore: Int32Array,
-    /** routeRanges[k]: how many ranges have route k. */
-    private readonly routeRanges: Int32Array,
     /** How many ranges are frozen (usually none: then frozenRanges() looks at nothing). */
     private readonly frozenCount: number,
   ) {}
@@ -148,10 +146,8 @@ export class ShardTable {
     }
     const shardRoute: Uint16Array[] = [];
     for (let lo = 0; lo <= last; lo += ROUTE_PIECE) shardRoute.push(flat.slice(lo, Math.min(last + 1, lo + ROUTE_PIECE)));
-    const routeRanges = new Int32Array(routes.size);
-    for (let i = 0; i < rangeRoute.length; i++) routeRanges[rangeRoute[i]!]!++;
     const frozen = ranges.reduce((n, r) => n + (r.frozen !== undefined ? 1 : 0), 0);
-    return new ShardTable(routes, shardRoute, last + 1, starts, rangeRoute, openTotals(routes, shardRoute, last + 1, undefined, undefined), routeRanges, frozen);
+    return new ShardTable(routes, shardRoute, last + 1, starts, rangeRoute, openTotals(routes, shardRoute, last + 1, undefined, undefined), frozen);
   }
 
   private end(i: number): number {
@@ -207,8 +203,7 @@ export class ShardTable {
     const locs = this.routes.locations;
     const marked = new Uint8Array(locs.length);
     let any = false;
-    // Only routes some range has (routes are never dropped: a freeze's route outlives the freeze).
-    for (let k = 0; k < locs.length; k++) if (this.routeRanges[k]! > 0 && test(locs[k]!)) any = (marked[k] = 1) === 1;
+    for (let k = 0; k < locs.length; k++) if (test(locs[k]!)) any = (marked[k] = 1) === 1;
     const out: ShardRange[] = [];
     if (!any) return out;
     for (let i = 0; i < this.rangeRoute.length; i++) if (marked[this.rangeRoute[i]!] === 1) out.push(this.rangeAt(i));
@@ -349,18 +344,14 @@ export class ShardTable {
       }
       touched.fill(1, lo >> CHUNK_BITS, (hi >> CHUNK_BITS) + 1);
     }
-    const routeRanges = new Int32Array(routes.size);
-    routeRanges.set(this.routeRanges);
     let frozen = this.frozenCount;
     for (const i of gone) {
-      routeRanges[this.rangeRoute[i]!]!--;
       if (routes.locations[this.rangeRoute[i]!]!.frozen !== undefined) frozen--;
     }
     for (const k of putRoutes) {
-      routeRanges[k]!++;
       if (routes.locations[k]!.frozen !== undefined) frozen++;
     }
-    return new ShardTable(routes, shardRoute, this.shards, starts, rangeRoute, openTotals(routes, shardRoute, this.shards, this.openBefore, touched), routeRanges, frozen);
+    return new ShardTable(routes, shardRoute, this.shards, starts, rangeRoute, openTotals(routes, shardRoute, this.shards, this.openBefore, touched), frozen);
   }
 
   /**

@@ -111,7 +111,7 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
 /**
  * A watcher's copy of the records: it applies each watch response (one transaction's events
  * arrive together), parsing only the records that changed, and patches the previous map with
- * them (ShardMap.patched: the typed arrays copied once, only the changed ranges checked). A
+ * them (ShardMap.patched: work that follows the changed ranges, not the map). A
  * response it cannot apply as a delta (a new generation, no snapshot yet) asks for a full read.
  *
  * Memory (#30: 2,000 subscribers on one machine): between changes it keeps the root, the small
