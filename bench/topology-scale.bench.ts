@@ -2,8 +2,8 @@
  * Moon size (#30): a map of 65,536 shards on 1,000 pairs, fragmented by 10,000 random one-shard
  * moves, in a real etcd started here; then one more one-shard switch, in the record layout and in
  * today's single-document layout, in the same run. PROCS processes of PER etcd stores each
- * (bench/topology-subscribers.ts: each store its own watch, watch state and map, like one
- * service; the stores of a process share one etcd3 client unless CLIENT=own) watch the map:
+ * (bench/topology-subscribers.ts: each store its own watch state, map and listeners, like one
+ * service; the stores of a process share one etcd3 client, hence one etcd watch, unless CLIENT=own) watch the map:
  * 20 x 100 = 2,000 by default; the old layout gets OLD_PROCS x OLD_PER (default 5 x 100: each of
  * its subscribers parses the whole 1.2 MB document per change). Prints one JSON line at the end.
  *
@@ -29,51 +29,15 @@ import { EtcdTopologyStore } from '../src/topology/etcd/etcd-topology-store.js';
 import { EtcdMapKeys, RecordWatchState, snapshotOf } from '../src/topology/etcd/etcd-map-records.js';
 import { encodeRecords } from '../src/topology/map-records.js';
 import { MoveProgressWriter } from '../src/moves/move-progress.js';
-import { ShardMap, evenRanges, type ShardMapJson, type ShardRange } from '../src/topology/shard-map.js';
+import { ShardMap, evenRanges, type ShardMapJson } from '../src/topology/shard-map.js';
 import { LocalEtcd } from '../test/topology/etcd-server.js';
+import { MOVES, PAIRS, SHARDS, fragmentedMap, pair, switchOne } from './moon-map.js';
 
-const SHARDS = 65_536;
-const PAIRS = 1_000;
-const MOVES = Number(process.env.BENCH_MOVES ?? 10_000);
 const PROCS = Number(process.env.PROCS ?? 20);
 const PER = Number(process.env.PER ?? 100);
 const OLD_PROCS = Number(process.env.OLD_PROCS ?? 5);
 const OLD_PER = Number(process.env.OLD_PER ?? 100);
 const pair = (i: number, role: 'master' | 'slave') => `db${String(i).padStart(4, '0')}${role === 'master' ? 'a' : 'b'}`;
-
-/** 65,536 shards over 1,000 pairs (the last pairs take one more), then MOVES one-shard moves. */
-function fragmentedMap(seed: number): ShardMapJson {
-  let s = seed;
-  const rand = () => ((s = (s * 1103515245 + 12345) >>> 0) / 2 ** 32);
-  const owner = new Uint16Array(SHARDS);
-  for (let i = 0; i < SHARDS; i++) owner[i] = Math.floor((i * PAIRS) / SHARDS) + 1;
-  for (let m = 0; m < MOVES; m++) owner[Math.floor(rand() * SHARDS)] = Math.floor(rand() * PAIRS) + 1;
-  const ranges: ShardRange[] = [];
-  for (let i = 0; i < SHARDS;) {
-    let j = i;
-    while (j + 1 < SHARDS && owner[j + 1] === owner[i]) j++;
-    ranges.push({ range: [i, j], master: pair(owner[i]!, 'master'), slave: pair(owner[i]!, 'slave'), open: true });
-    i = j + 1;
-  }
-  return { version: 0, ranges, modShards: { count: 4096, ranges: evenRanges(4096, 8, (i, r) => `msdb${i}${r[0]}`) } };
-}
-
-/** The same map with shard `shard` moved to another pair (splitting its range). */
-function switchOne(map: ShardMap, shard: number): ShardMap {
-  const json = map.toJSON();
-  const out: ShardRange[] = [];
-  for (const r of json.ranges) {
-    if (r.range[0] > shard || r.range[1] < shard) {
-      out.push(r);
-      continue;
-    }
-    const target = r.master === pair(1, 'master') ? 2 : 1;
-    if (r.range[0] < shard) out.push({ ...r, range: [r.range[0], shard - 1] });
-    out.push({ ...r, range: [shard, shard], master: pair(target, 'master'), slave: pair(target, 'slave') });
-    if (shard < r.range[1]) out.push({ ...r, range: [shard + 1, r.range[1]] });
-  }
-  return ShardMap.fromJSON({ ...json, ranges: out });
-}
 
 /** ns per locate() over `shards` (random shards of the map, precomputed: the loop does nothing else). */
 function locatePass(map: ShardMap, shards: Int32Array): number {

@@ -1,9 +1,10 @@
 /**
  * One process of topology-scale.bench.ts's subscribers: COUNT EtcdTopologyStore instances (like
- * COUNT services: each its own watch, its own watch state and map) watching one key. With
- * CLIENT=shared (the default) they share one etcd3 client, so one gRPC connection and one watch
- * stream carry the process's COUNT watches (a service process has one client; this process stands
- * for COUNT of them); CLIENT=own gives each store its own client. Talks JSON lines:
+ * COUNT services: each its own watch state, map and listeners) watching one key. With
+ * CLIENT=shared (the default) they share one etcd3 client, so one gRPC connection and one etcd
+ * watch (src/topology/etcd/etcd-watch-hub.ts) serve the process's COUNT stores (a service process
+ * has one client; this process stands for COUNT of them); CLIENT=own gives each store its own
+ * client and watch. PROFILE=<dir> writes a CPU profile of each change. Talks JSON lines:
  *   stdout {"ready":n,"rssBytes","heapBytes"} all stores hold the map and watch it (heap after a GC)
  *   stdin  {"target":v}                      the next change the parent will write
  *   stdout {"armed":v}
@@ -16,6 +17,8 @@ import { Etcd3 } from 'etcd3';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { EtcdTopologyStore } from '../src/topology/etcd/etcd-topology-store.js';
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
 
 const [endpoint, key, countText] = process.argv.slice(2);
 const count = Number(countText);
@@ -24,6 +27,25 @@ const say = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const shared = process.env.CLIENT !== 'own' ? new Etcd3({ hosts: endpoint! }) : undefined;
 
 const stores: EtcdTopologyStore[] = [];
+// PROFILE=<dir>: a CPU profile of each change, from the target to the last adoption (one file per change).
+const profileDir = process.env.PROFILE;
+let session: Session | undefined;
+let profiles = 0;
+async function startProfile(): Promise<void> {
+  if (profileDir === undefined) return;
+  if (session === undefined) {
+    session = new Session();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 50 });
+  }
+  await session.post('Profiler.start');
+}
+async function stopProfile(): Promise<void> {
+  if (session === undefined) return;
+  const { profile } = await session.post('Profiler.stop');
+  writeFileSync(`${profileDir}/subscribers-${process.pid}-${profiles++}.cpuprofile`, JSON.stringify(profile));
+}
 let target = Infinity;
 let adopted: number[] = [];
 let pending = 0;
@@ -43,7 +65,7 @@ for (let i = 0; i < count; i++) {
     adopted.push(now());
     if (--pending === 0) {
       const c = process.cpuUsage(cpu0);
-      say({ adopted, cpuMs: (c.user + c.system) / 1000 });
+      void stopProfile().then(() => say({ adopted, cpuMs: (c.user + c.system) / 1000 }));
     }
   });
   stores.push(s);
@@ -61,6 +83,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     adopted = [];
     done.clear();
     pending = count;
+    await startProfile();
     cpu0 = process.cpuUsage();
     target = msg.target;
     say({ armed: target });

@@ -2,6 +2,17 @@ import { ShardKitError } from '../errors.js';
 import { ShardMap, type MoveRecord, type ShardRange } from './shard-map.js';
 import { assembleMap, recordsOfRange, type DecodedRecord, type MapRoot } from './map-records.js';
 
+const inMapRecords: DecodedRecord[] = [];
+
+/**
+ * What a pair record of `count` ranges holds when the caller kept only the map (the etcd watcher):
+ * its ranges are the map's, and the patch finds them under the record's new ranges (the count
+ * tells it that it found them all). One shared object per count: nothing kept per pair.
+ */
+export function pairRangesInMap(count: number): DecodedRecord {
+  return (inMapRecords[count] ??= Object.freeze({ kind: 'pair', ranges: Object.freeze([]) as unknown as ShardRange[], inMap: count }));
+}
+
 /**
  * The map after a change, made from the previous one and only the records that changed (`before`:
  * what each held before it): the changed pairs' old ranges out, their new ones in, nothing else
@@ -12,11 +23,13 @@ import { assembleMap, recordsOfRange, type DecodedRecord, type MapRoot } from '.
 export function patchedMap(previous: ShardMap, root: MapRoot, records: ReadonlyMap<string, { decoded: DecodedRecord }>, before: ReadonlyMap<string, DecodedRecord | undefined>): ShardMap | undefined {
   if (records.size !== root.records) return undefined;
   const removed: ShardRange[] = [];
+  const removedMasters: Array<{ master: string; ranges: number }> = [];
   const added: ShardRange[] = [];
   let modShards: { count: number; ranges: ShardRange[] } | undefined;
   for (const [name, old] of before) {
     const now = records.get(name)?.decoded;
-    if (old?.kind === 'pair') for (const r of old.ranges) removed.push(r);
+    if (old?.kind === 'pair' && old.inMap !== undefined) removedMasters.push({ master: name.slice('pair/'.length), ranges: old.inMap });
+    else if (old?.kind === 'pair') for (const r of old.ranges) removed.push(r);
     if (now?.kind === 'pair') for (const r of now.ranges) added.push(r);
     if (name === 'mod') {
       if (now?.kind !== 'mod') return undefined;
@@ -35,7 +48,7 @@ export function patchedMap(previous: ShardMap, root: MapRoot, records: ReadonlyM
   if (moveRecords !== moves.length) return undefined;
   try {
     return ShardMap.patched(previous, {
-      version: root.version, removed, added, moves,
+      version: root.version, removed, removedMasters, added, moves,
       ...(modShards !== undefined ? { modShards } : {}),
       ...(root.readOnly !== undefined ? { readOnly: root.readOnly } : {}),
     });

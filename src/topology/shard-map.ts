@@ -190,13 +190,14 @@ export class ShardMap {
   /**
    * The next version of `previous` after a change of some pairs' records (the record layout's
    * watcher, #30): `removed` are previous ranges the change replaces, `added` the ranges that
-   * replace them (each checked against the schema when its record was decoded). Touches only the
+   * replace them (each checked against the schema when its record was decoded); `removedMasters`:
+   * pairs all of whose previous ranges are removed, found by the table under the added ones. Touches only the
    * shards of those ranges, sharing the rest of the table with `previous`; undefined when the
    * change is not a replacement of the same shards (growth, a gap, an overlap, a range not in
    * `previous`): build the map whole then, which checks everything.
    */
-  static patched(previous: ShardMap, change: { version: number; removed: readonly ShardRange[]; added: readonly ShardRange[]; moves: readonly MoveRecord[]; modShards?: ShardMapJson['modShards']; readOnly?: MapReadOnly }): ShardMap | undefined {
-    const objects = previous.objects.patch(change.removed, change.added);
+  static patched(previous: ShardMap, change: { version: number; removed: readonly ShardRange[]; removedMasters?: ReadonlyArray<{ master: string; ranges: number }>; added: readonly ShardRange[]; moves: readonly MoveRecord[]; modShards?: ShardMapJson['modShards']; readOnly?: MapReadOnly }): ShardMap | undefined {
+    const objects = previous.objects.patch(change.removed, change.added, change.removedMasters);
     if (objects === undefined) return undefined;
     const frozen = objects.frozenRanges();
     const mod = change.modShards === undefined ? previous.mod : modIndex(change.modShards);

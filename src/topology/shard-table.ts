@@ -42,8 +42,19 @@ export class RangeIndex {
 
 const CHUNK_BITS = 8;
 const CHUNK = 1 << CHUNK_BITS;
+/** The shard -> route table's pieces (a multiple of CHUNK, so a piece holds whole open-count chunks). */
+const ROUTE_BITS = 10;
+const ROUTE_PIECE = 1 << ROUTE_BITS;
+const ROUTE_MASK = ROUTE_PIECE - 1;
 /** Route indices are 16-bit (a shard -> route table of 2 bytes a shard): a fresh table never needs more, since it has at most one route per range. */
 const MAX_ROUTES = 1 << 16;
+
+/** What makes two ranges' routes the same: master, slave, open flag as stored, freeze. */
+function rangeRouteKey(r: ShardRange): string {
+  const open = r.open === undefined ? -1 : r.open ? 1 : 0;
+  const f = r.frozen;
+  return `${r.master} ${r.slave ?? ''} ${open}${f === undefined ? '' : ` ${f.id} ${f.source.master} ${f.source.slave ?? ''} ${f.target.master} ${f.target.slave ?? ''} ${f.frozenAt} ${f.holdMs}`}`;
+}
 
 /**
  * What routing needs of a range, interned: one frozen location per distinct (master, slave, open,
@@ -64,7 +75,7 @@ class Routes {
   intern(r: ShardRange): number {
     const open = r.open === undefined ? -1 : r.open ? 1 : 0;
     const f = r.frozen;
-    const key = `${r.master} ${r.slave ?? ''} ${open}${f === undefined ? '' : ` ${f.id} ${f.source.master} ${f.source.slave ?? ''} ${f.target.master} ${f.target.slave ?? ''} ${f.frozenAt} ${f.holdMs}`}`;
+    const key = rangeRouteKey(r);
     let i = this.index.get(key);
     if (i === undefined) {
       if (this.locations.length >= MAX_ROUTES) return -1;
@@ -75,31 +86,44 @@ class Routes {
     }
     return i;
   }
+
+  /** The route of `r` if it has one (nothing added). */
+  find(r: ShardRange): number | undefined {
+    return this.index.get(rangeRouteKey(r));
+  }
+
 }
 
 /**
  * The object shards, compact (#30: 2,000 subscribers must fit on one machine): a shard -> route
  * table of 16-bit indices, the ranges as two parallel typed arrays (start, route) in shard order,
  * and the interned routes. No object per shard or per range: at 65,536 shards and 17,000 ranges
- * that is ~0.25 MB. `location()` is two array reads and allocates nothing. Open shards are counted
+ * that is ~0.25 MB. `location()` is three array reads (piece, route, location) and allocates nothing. Open shards are counted
  * per chunk of 256, so picking the k-th open shard is a search over chunk totals and one chunk.
- * A change makes a new table (the versions are immutable) by copying the typed arrays once, with
- * only the changed ranges checked (patch).
+ * A change makes a new table (the versions are immutable): the range arrays copied once, the
+ * shard table's pieces only where shards changed, and only the changed ranges checked (patch).
  */
 export class ShardTable {
   private constructor(
     private readonly routes: Routes,
-    /** shardRoute[s]: the route of shard s. */
-    private readonly shardRoute: Uint16Array,
+    /**
+     * The route of shard s: shardRoute[s >> ROUTE_BITS][s & ROUTE_MASK]. In pieces of 1,024 shards
+     * so a change copies only the pieces it touches (#30: 2,000 subscribers each patch their own
+     * map on every change; a flat table meant 128 KB copied per subscriber per change).
+     */
+    private readonly shardRoute: readonly Uint16Array[],
+    private readonly shards: number,
     /** The ranges in shard order: where each starts (it ends where the next starts) and its route. */
     private readonly starts: Int32Array,
     private readonly rangeRoute: Uint16Array,
     /** openBefore[i]: open shards in chunks 0..i-1; the last entry is the total. */
     private readonly openBefore: Int32Array,
+    /** How many ranges are frozen (usually none: then frozenRanges() looks at nothing). */
+    private readonly frozenCount: number,
   ) {}
 
   get lastShard(): number {
-    return this.shardRoute.length - 1;
+    return this.shards - 1;
   }
 
   get rangeCount(): number {
@@ -110,7 +134,7 @@ export class ShardTable {
   static fromSorted(ranges: readonly ShardRange[]): ShardTable {
     const routes = new Routes();
     const last = ranges[ranges.length - 1]!.range[1];
-    const shardRoute = new Uint16Array(last + 1);
+    const flat = new Uint16Array(last + 1);
     const starts = new Int32Array(ranges.length);
     const rangeRoute = new Uint16Array(ranges.length);
     for (let i = 0; i < ranges.length; i++) {
@@ -118,9 +142,12 @@ export class ShardTable {
       const route = routes.intern(r); // never -1: at most one route per range, and at most 65,536 ranges
       starts[i] = r.range[0];
       rangeRoute[i] = route;
-      shardRoute.fill(route, r.range[0], r.range[1] + 1);
+      flat.fill(route, r.range[0], r.range[1] + 1);
     }
-    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, undefined, undefined));
+    const shardRoute: Uint16Array[] = [];
+    for (let lo = 0; lo <= last; lo += ROUTE_PIECE) shardRoute.push(flat.slice(lo, Math.min(last + 1, lo + ROUTE_PIECE)));
+    const frozen = ranges.reduce((n, r) => n + (r.frozen !== undefined ? 1 : 0), 0);
+    return new ShardTable(routes, shardRoute, last + 1, starts, rangeRoute, openTotals(routes, shardRoute, last + 1, undefined, undefined), frozen);
   }
 
   private end(i: number): number {
@@ -150,7 +177,7 @@ export class ShardTable {
 
   location(shard: number): ShardLocation | undefined {
     if (!(shard >= 0 && shard <= this.lastShard)) return undefined;
-    return this.routes.locations[this.shardRoute[shard]!];
+    return this.routes.locations[this.shardRoute[shard >> ROUTE_BITS]![shard & ROUTE_MASK]!];
   }
 
   /** The ranges in shard order, made on each call (the table keeps none). */
@@ -167,6 +194,7 @@ export class ShardTable {
 
   /** The ranges under a freeze (few: one per move in its cutover). */
   frozenRanges(): ShardRange[] {
+    if (this.frozenCount === 0) return [];
     return this.rangesWithRoute((loc) => loc.frozen !== undefined);
   }
 
@@ -210,7 +238,7 @@ export class ShardTable {
     let left = k - this.openBefore[lo]!;
     const locs = this.routes.locations;
     const end = Math.min(this.lastShard, (lo << CHUNK_BITS) + CHUNK - 1);
-    for (let s = lo << CHUNK_BITS; s <= end; s++) if (locs[this.shardRoute[s]!]!.open && left-- === 0) return s;
+    for (let s = lo << CHUNK_BITS; s <= end; s++) if (locs[this.shardRoute[s >> ROUTE_BITS]![s & ROUTE_MASK]!]!.open && left-- === 0) return s;
     throw new Error(`open shard ${k} not found`); // unreachable: the totals count these shards
   }
 
@@ -220,7 +248,25 @@ export class ShardTable {
    * in this table, an overlap, a gap, shards added past the end): the caller then builds the map
    * whole, which checks everything and names what is wrong. Checks only the ranges changed.
    */
-  patch(removed: readonly ShardRange[], added: readonly ShardRange[]): ShardTable | undefined {
+  patch(removedGiven: readonly ShardRange[], addedAll: readonly ShardRange[], removedMasters: ReadonlyArray<{ master: string; ranges: number }> = []): ShardTable | undefined {
+    let removedAll = removedGiven;
+    if (removedMasters.length > 0) {
+      const found = this.rangesOfMastersIn(removedMasters, addedAll);
+      if (found === undefined) return undefined;
+      removedAll = removedGiven.length === 0 ? found : [...removedGiven, ...found];
+    }
+    // A changed pair record brings all its ranges back, most of them as they were (a one-shard
+    // switch changes one or two of the ~17 each pair holds): those cancel out, so the work below
+    // follows the shards that changed, not the size of the records.
+    const { removed, added, unchanged } = withoutUnchanged(removedAll, addedAll);
+    // What cancelled out must still be in this table as it is (a record's old ranges may come from
+    // elsewhere than this table: the file store keeps them).
+    for (const r of unchanged) {
+      const [lo, hi] = r.range;
+      if (!(lo >= 0 && lo <= hi && hi <= this.lastShard)) return undefined;
+      const i = this.rangeIndex(lo);
+      if (this.starts[i] !== lo || this.end(i) !== hi || this.rangeRoute[i] !== this.routes.find(r)) return undefined;
+    }
     const gone: number[] = [];
     for (const r of removed) {
       const [lo, hi] = r.range;
@@ -284,19 +330,88 @@ export class ShardTable {
     starts.set(this.starts.subarray(kept), out);
     rangeRoute.set(this.rangeRoute.subarray(kept), out);
     const shardRoute = this.shardRoute.slice();
+    const copied = new Uint8Array(shardRoute.length);
     const touched = new Uint8Array(this.openBefore.length - 1);
     for (let k = 0; k < put.length; k++) {
       const [lo, hi] = put[k]!.range;
-      shardRoute.fill(putRoutes[k]!, lo, hi + 1);
+      for (let p = lo >> ROUTE_BITS; p <= hi >> ROUTE_BITS; p++) {
+        if (copied[p] === 0) {
+          copied[p] = 1;
+          shardRoute[p] = shardRoute[p]!.slice();
+        }
+        const base = p << ROUTE_BITS;
+        shardRoute[p]!.fill(putRoutes[k]!, Math.max(lo, base) - base, Math.min(hi + 1, base + ROUTE_PIECE) - base);
+      }
       touched.fill(1, lo >> CHUNK_BITS, (hi >> CHUNK_BITS) + 1);
     }
-    return new ShardTable(routes, shardRoute, starts, rangeRoute, openTotals(routes, shardRoute, this.openBefore, touched));
+    let frozen = this.frozenCount;
+    for (const i of gone) {
+      if (routes.locations[this.rangeRoute[i]!]!.frozen !== undefined) frozen--;
+    }
+    for (const k of putRoutes) {
+      if (routes.locations[k]!.frozen !== undefined) frozen++;
+    }
+    return new ShardTable(routes, shardRoute, this.shards, starts, rangeRoute, openTotals(routes, shardRoute, this.shards, this.openBefore, touched), frozen);
+  }
+
+  /**
+   * The ranges of `masters` (pairs whose records changed), found from the shards `added` covers
+   * instead of a pass over every range (#30: a watcher does this on every change): in a like-for-
+   * like change the changed pairs' old ranges are exactly the ranges under their new ones (each
+   * master comes with how many ranges its old record held).
+   * Undefined when that does not hold (a range there of another pair, or fewer of a pair's ranges
+   * than it has): the caller builds the map whole, which names what is wrong.
+   */
+  private rangesOfMastersIn(masters: ReadonlyArray<{ master: string; ranges: number }>, added: readonly ShardRange[]): ShardRange[] | undefined {
+    const changed = new Map<string, number>();
+    for (const m of masters) changed.set(m.master, m.ranges);
+    const seen = new Set<number>();
+    const out: ShardRange[] = [];
+    for (const r of added) {
+      const [lo, hi] = r.range;
+      if (!(lo >= 0 && lo <= hi && hi <= this.lastShard)) return undefined;
+      for (let i = this.rangeIndex(lo); i < this.starts.length && this.starts[i]! <= hi; i++) {
+        if (seen.has(i)) continue;
+        seen.add(i);
+        const range = this.rangeAt(i);
+        if (!changed.has(range.master)) return undefined;
+        out.push(range);
+      }
+    }
+    // The pairs' records said how many ranges they held: fewer found means some lie elsewhere (a gap).
+    let held = 0;
+    for (const n of changed.values()) held += n;
+    return held === out.length ? out : undefined;
   }
 }
 
+/** `removed` and `added` without the ranges in both (same shards, same route): a record rewritten with them unchanged. */
+function withoutUnchanged(removed: readonly ShardRange[], added: readonly ShardRange[]): { removed: readonly ShardRange[]; added: readonly ShardRange[]; unchanged: readonly ShardRange[] } {
+  if (removed.length === 0 || added.length === 0) return { removed, added, unchanged: [] };
+  // Removed ranges are ranges of one table: no two start at the same shard.
+  const byStart = new Map<number, number>();
+  for (let i = 0; i < removed.length; i++) byStart.set(removed[i]!.range[0], i);
+  const dropRemoved = new Uint8Array(removed.length);
+  const keptAdded: ShardRange[] = [];
+  const unchanged: ShardRange[] = [];
+  for (const r of added) {
+    const i = byStart.get(r.range[0]);
+    if (i !== undefined && dropRemoved[i] === 0 && sameRange(removed[i]!, r)) {
+      dropRemoved[i] = 1;
+      unchanged.push(r);
+    } else keptAdded.push(r);
+  }
+  return { removed: removed.filter((_, i) => dropRemoved[i] === 0), added: keptAdded, unchanged };
+}
+
+function sameRange(a: ShardRange, b: ShardRange): boolean {
+  if (a.range[1] !== b.range[1] || a.master !== b.master || a.slave !== b.slave || a.open !== b.open) return false;
+  return a.frozen === b.frozen || (a.frozen !== undefined && b.frozen !== undefined && rangeRouteKey(a) === rangeRouteKey(b));
+}
+
 /** Open shards before each chunk; with `previous`, only the `touched` chunks are counted again. */
-function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Array | undefined, touched: Uint8Array | undefined): Int32Array {
-  const chunks = (shardRoute.length + CHUNK - 1) >> CHUNK_BITS;
+function openTotals(routes: Routes, shardRoute: readonly Uint16Array[], shards: number, previous: Int32Array | undefined, touched: Uint8Array | undefined): Int32Array {
+  const chunks = (shards + CHUNK - 1) >> CHUNK_BITS;
   const out = new Int32Array(chunks + 1);
   const locs = routes.locations;
   for (let c = 0; c < chunks; c++) {
@@ -304,8 +419,8 @@ function openTotals(routes: Routes, shardRoute: Uint16Array, previous: Int32Arra
     if (previous !== undefined && touched![c] === 0) open = previous[c + 1]! - previous[c]!;
     else {
       open = 0;
-      const end = Math.min(shardRoute.length, (c + 1) << CHUNK_BITS);
-      for (let s = c << CHUNK_BITS; s < end; s++) if (locs[shardRoute[s]!]!.open) open++;
+      const end = Math.min(shards, (c + 1) << CHUNK_BITS);
+      for (let s = c << CHUNK_BITS; s < end; s++) if (locs[shardRoute[s >> ROUTE_BITS]![s & ROUTE_MASK]!]!.open) open++;
     }
     out[c + 1] = out[c]! + open;
   }

@@ -65,6 +65,7 @@ const noOld = (): ShardMap => {
 function assertSameMap(got: ShardMap, want: ShardMap, what: string): void {
   assert.deepEqual(got.toJSON(), want.toJSON(), what);
   assert.equal(got.openShardCount, want.openShardCount, `${what}: open shards`);
+  assert.deepEqual(got.frozenObjectRanges(), want.frozenObjectRanges(), `${what}: frozen ranges`);
   for (let s = 0; s < want.shardCount; s++) assert.deepEqual({ ...got.locate(s) }, { ...want.locate(s) }, `${what}: shard ${s}`);
   for (let k = 0; k < 64; k++) if (want.openShardCount > 0) assert.equal(got.pickOpenShard(k / 64), want.pickOpenShard(k / 64), `${what}: pickOpenShard(${k}/64)`);
   assert.throws(() => got.locate(want.shardCount), { code: 'UNKNOWN_SHARD' });
@@ -153,6 +154,62 @@ test('a change that overlaps an untouched pair\'s range is INVALID_CONFIG naming
   writer.revision++;
   const { events: good } = writer.write(writer.map.toJSON());
   assert.equal(watcher.apply(good, noOld), 'resync');
+});
+
+test('a pair record that gives up shards nobody takes is INVALID_CONFIG (a gap), never the old ranges kept', () => {
+  const seedMap: ShardMapJson = {
+    version: 1,
+    ranges: evenRanges(64, 4, (i, role) => (role === 'master' ? pair(i).master : pair(i).slave), true),
+    modShards: { count: 4, ranges: evenRanges(4, 1, (i, role) => `ppmod${i}${role[0]}`) },
+  };
+  const writer = new FakeWriter(ShardMap.fromJSON(seedMap));
+  const watcher = new RecordWatchState(keys);
+  watcher.reset(snapshotOf(keys, writer.snapshotKvs(), writer.revision, noOld));
+  writer.revision++;
+  // pp01's record held 0..15; now 0..10, and no other record takes 11..15.
+  const events = [
+    { type: 'put' as const, kv: writer.kv(keys.genPrefix(GEN) + `pair/${pair(1).master}`, JSON.stringify([[0, 10, pair(1).slave, 1]])) },
+    { type: 'put' as const, kv: writer.kv(keys.key, JSON.stringify({ layout: 2, version: 2, gen: GEN, records: 5 })) },
+  ];
+  assert.throws(() => watcher.apply(events, noOld), (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'INVALID_CONFIG');
+    assert.match(err.message, /11\.\.15 are not covered/);
+    return true;
+  });
+});
+
+test('a one-shard switch at 65,536 shards on 1,024 pairs is patched from the previous map, never built whole (#30: a subscriber\'s work follows the change)', (t) => {
+  const ranges = evenRanges(65_536, 1024, (i, role) => (role === 'master' ? `mp${i}a` : `mp${i}b`), true);
+  const writer = new FakeWriter(ShardMap.fromJSON({ version: 1, ranges, modShards: { count: 16, ranges: evenRanges(16, 2, (i, role) => `ppmod${i}${role[0]}`) } }));
+  const watcher = new RecordWatchState(keys);
+  watcher.reset(snapshotOf(keys, writer.snapshotKvs(), writer.revision, noOld));
+  const whole = t.mock.method(ShardMap, 'fromCheckedParts');
+  const fromJSON = t.mock.method(ShardMap, 'fromJSON');
+  const rand = mulberry32(SEED);
+  let last: ShardMap | undefined;
+  for (let step = 0; step < 20; step++) {
+    const shard = Math.floor(rand() * 65_536);
+    const to = 1 + Math.floor(rand() * 1024);
+    const json = moveShards(writer.map, { first: shard, last: shard }, { master: `mp${to}a`, slave: `mp${to}b` });
+    const { map, events } = writer.write(json);
+    const calls = fromJSON.mock.callCount();
+    const out = watcher.apply(events, noOld);
+    assert.equal(fromJSON.mock.callCount(), calls, `step ${step}: nothing parsed whole (seed ${SEED})`);
+    assert.ok(Array.isArray(out) && out.length === 1, `step ${step}: one map (seed ${SEED})`);
+    assert.deepEqual(out[0]!.toJSON(), map.toJSON(), `step ${step} (seed ${SEED})`);
+    assert.equal(out[0]!.locate(shard).master, `mp${to}a`, `step ${step}: shard ${shard} routes to its new pair (seed ${SEED})`);
+    last = out[0]!;
+  }
+  assert.equal(whole.mock.callCount(), 0, 'no map built whole from records');
+  // Every shard routes as in the map built whole (the shard table is patched piece by piece).
+  const want = writer.map;
+  assert.equal(last!.openShardCount, want.openShardCount);
+  for (let s = 0; s < 65_536; s++) {
+    const a = last!.locate(s);
+    const b = want.locate(s);
+    if (a.master !== b.master || a.slave !== b.slave || a.open !== b.open) assert.fail(`shard ${s}: ${JSON.stringify(a)} != ${JSON.stringify(b)} (seed ${SEED})`);
+  }
+  for (let k = 0; k < 64; k++) assert.equal(last!.pickOpenShard(k / 64), want.pickOpenShard(k / 64));
 });
 
 test('locate() returns the same location object on every call for a shard, shared by the shards of its pair: nothing is allocated per call', () => {

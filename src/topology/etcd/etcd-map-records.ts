@@ -4,7 +4,7 @@ export type { EtcdSnapshot } from './etcd-snapshot.js';
 import { randomBytes } from 'node:crypto';
 import { ShardKitError } from '../../errors.js';
 import { ShardMap, type ShardRange } from '../shard-map.js';
-import { mapFromRecords, patchedMap } from '../record-patch.js';
+import { mapFromRecords, pairRangesInMap, patchedMap } from '../record-patch.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
 import { decodeRecord, encodeRecords, isRecordRoot, makeRoot, parseRoot, type DecodedRecord, type MapRoot } from '../map-records.js';
 
@@ -111,16 +111,16 @@ export async function writeRecords(client: Etcd3, keys: EtcdMapKeys, current: Et
 /**
  * A watcher's copy of the records: it applies each watch response (one transaction's events
  * arrive together), parsing only the records that changed, and patches the previous map with
- * them (ShardMap.patched: the typed arrays copied once, only the changed ranges checked). A
+ * them (ShardMap.patched: work that follows the changed ranges, not the map). A
  * response it cannot apply as a delta (a new generation, no snapshot yet) asks for a full read.
  *
  * Memory (#30: 2,000 subscribers on one machine): between changes it keeps the root, the small
  * records (mod, moves) decoded, and only the names of the pair records; their ranges live in the
- * compact map, which gives back a pair's old ranges (ShardMap.rangesOf) when its record changes.
+ * compact map, where the patch finds a pair's old ranges (under its new ones) when its record changes.
  */
 export class RecordWatchState {
   private root: MapRoot | undefined;
-  /** Every record by name; a pair record's ranges are PAIR_IN_MAP (they are in `last`) except while a change is pending. */
+  /** Every record by name; a pair record's ranges are pairInMap(count) (they are in `last`) except while a change is pending. */
   private records = new Map<string, { decoded: DecodedRecord }>();
   private revision = 0;
   /** The map the records made last: the base of the next delta. */
@@ -136,7 +136,7 @@ export class RecordWatchState {
     this.revision = s.revision;
     this.root = s.layout === 2 ? s.root : undefined;
     this.records = new Map();
-    if (s.layout === 2) for (const [name, r] of s.records) this.records.set(name, r.decoded.kind === 'pair' ? PAIR_IN_MAP : { decoded: r.decoded });
+    if (s.layout === 2) for (const [name, r] of s.records) this.records.set(name, r.decoded.kind === 'pair' ? pairInMap(r.decoded.ranges.length) : { decoded: r.decoded });
     this.last = s.layout === 2 ? s.map : undefined;
     this.before.clear();
   }
@@ -186,7 +186,10 @@ export class RecordWatchState {
         const changed = this.before;
         this.before = new Map();
         this.last = this.changedMap(this.last, root, changed);
-        for (const name of changed.keys()) if (this.records.get(name)?.decoded.kind === 'pair') this.records.set(name, PAIR_IN_MAP);
+        for (const name of changed.keys()) {
+          const r = this.records.get(name);
+          if (r?.decoded.kind === 'pair') this.records.set(name, pairInMap(r.decoded.ranges.length));
+        }
         out.push(this.last);
         continue;
       }
@@ -195,8 +198,8 @@ export class RecordWatchState {
       if (name === undefined) continue;
       if (!this.before.has(name)) {
         const was = this.records.get(name);
-        // A pair record's old ranges are in the map the last change made.
-        this.before.set(name, was === PAIR_IN_MAP ? { kind: 'pair', ranges: this.last.rangesOf(name.slice('pair/'.length)) } : was?.decoded);
+        // A pair record's old ranges are in the map the last change made (the patch finds them there).
+        this.before.set(name, was !== undefined && isPairInMap(was) ? was.decoded : was?.decoded);
       }
       if (type === 'delete') this.records.delete(name);
       else {
@@ -215,15 +218,24 @@ export class RecordWatchState {
     const unchanged = new Map<string, ShardRange[]>();
     for (const r of previous.objectRanges()) {
       const name = `pair/${r.master}`;
-      if (this.records.get(name) !== PAIR_IN_MAP) continue;
+      const rec = this.records.get(name);
+      if (rec === undefined || !isPairInMap(rec)) continue;
       let list = unchanged.get(name);
       if (list === undefined) unchanged.set(name, (list = []));
       list.push(r);
     }
-    for (const [name, r] of this.records) whole.set(name, r === PAIR_IN_MAP ? { decoded: { kind: 'pair', ranges: unchanged.get(name) ?? [] } } : r);
+    for (const [name, r] of this.records) whole.set(name, isPairInMap(r) ? { decoded: { kind: 'pair', ranges: unchanged.get(name) ?? [] } } : r);
     return mapOf(this.keys, root, whole);
   }
 }
 
-/** Stands for a pair record whose ranges are the map's own (the watcher keeps no copy). */
-const PAIR_IN_MAP: { decoded: DecodedRecord } = Object.freeze({ decoded: Object.freeze({ kind: 'pair', ranges: [] as ShardRange[] }) });
+const inMap: Array<{ decoded: DecodedRecord }> = [];
+
+/** Stands for a pair record of `count` ranges that are the map's own (the watcher keeps no copy, only the count: one shared object per count). */
+function pairInMap(count: number): { decoded: DecodedRecord } {
+  return (inMap[count] ??= Object.freeze({ decoded: pairRangesInMap(count) }));
+}
+
+function isPairInMap(r: { decoded: DecodedRecord }): boolean {
+  return r.decoded.kind === 'pair' && r.decoded.inMap !== undefined;
+}

@@ -1,4 +1,4 @@
-import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import type { Etcd3, IKeyValue } from 'etcd3';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKitError } from '../../errors.js';
 import type { ShardMap } from '../shard-map.js';
@@ -13,6 +13,7 @@ import { healStatusKind, type HealRecords } from '../heal-records.js';
 import { hostRecordKind, type HostRecords } from '../host-records.js';
 import { EtcdMapKeys, RecordWatchState, snapshotOf, writeRecords } from './etcd-map-records.js';
 import type { EtcdSnapshot } from './etcd-snapshot.js';
+import { EtcdWatchHub, type WatchHubMember } from './etcd-watch-hub.js';
 
 export const DEFAULT_ETCD_TOPOLOGY_KEY = '/shardkit/topology';
 
@@ -88,7 +89,9 @@ export class EtcdTopologyStore implements TopologyStore {
   private readonly listeners: VersionListeners;
   private clientPromise: Promise<Etcd3> | undefined;
   private readonly sharedClient: Etcd3 | undefined;
-  private watcher: Watcher | undefined;
+  /** This store's membership of its client's shared watch (etcd-watch-hub.ts), and how to leave it. */
+  private member: WatchHubMember | undefined;
+  private leave: (() => void) | undefined;
   private watching = false;
   private restartTimer: NodeJS.Timeout | undefined;
   /** Highest map version this instance has seen: the baseline of a new listener. */
@@ -353,10 +356,10 @@ export class EtcdTopologyStore implements TopologyStore {
     this.watching = false;
     if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
-    const w = this.watcher;
-    this.watcher = undefined;
-    // Its handlers check that it is still the current watcher, so late events are dropped.
-    if (w !== undefined) void w.cancel().catch(() => {});
+    const leave = this.leave;
+    this.member = undefined;
+    this.leave = undefined;
+    leave?.();
   }
 
   private async openWatcher(): Promise<void> {
@@ -368,52 +371,50 @@ export class EtcdTopologyStore implements TopologyStore {
       this.scheduleRestart();
       return;
     }
-    // Stopped meanwhile, or a quick stop/start already opened one while this waited for the client.
-    if (!this.watching || this.closed || this.watcher !== undefined) return;
-    let builder = client.watch().inRange({ start: this.key, end: this.keys.watchEnd });
-    // Start right after the last revision this instance saw, so no write in between is missed.
-    if (this.revision > 0) builder = builder.startRevision(String(this.revision + 1));
-    const w = builder.watcher();
-    this.watcher = w;
-    // One response carries one transaction's events: the watch state applies them as a delta.
-    w.on('data', (res) => {
-      if (this.watcher !== w) return;
-      this.seeRevision(res.header.revision);
-      let out: ShardMap[] | 'resync';
-      try {
-        out = this.watchState.apply(res.events.map((e) => ({ type: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv })), (kv) => this.parse(kv));
-      } catch (err) {
+    // Stopped meanwhile, or a quick stop/start already joined while this waited for the client.
+    if (!this.watching || this.closed || this.member !== undefined) return;
+    // The stores sharing this client share one watch of the span (etcd sends each change once per
+    // process); each applies the responses to its own state. A late response to a store that
+    // left is dropped by the identity check.
+    const member: WatchHubMember = {
+      data: (res) => {
+        if (this.member !== member) return;
+        this.seeRevision(res.header.revision);
+        let out: ShardMap[] | 'resync';
+        try {
+          out = this.watchState.apply(res.events.map((e) => ({ type: e.type === 'Delete' ? 'delete' : 'put', kv: e.kv })), (kv) => this.parse(kv));
+        } catch (err) {
+          this.onError(err);
+          return;
+        }
+        if (out === 'resync') void this.catchUp();
+        else for (const map of out) this.offer(map);
+      },
+      // Every (re)connect: read once, so whatever happened while the stream was down is caught up.
+      connected: () => {
+        if (this.member === member) void this.catchUp();
+      },
+      disconnected: (err) => {
+        if (this.member === member) this.onError(err);
+      },
+      // The server cancelled the watch (e.g. its start revision was compacted away): the hub opens
+      // a new one, and its first read gives this store a fresh base.
+      cancelled: (err) => {
+        if (this.member !== member) return;
         this.onError(err);
-        return;
-      }
-      if (out === 'resync') void this.catchUp();
-      else for (const map of out) this.offer(map);
-    });
-    // Every (re)connect: read once, so whatever happened while the stream was down is caught up.
-    w.on('connected', () => {
-      if (this.watcher === w) void this.catchUp();
-    });
-    w.on('disconnected', (err) => {
-      if (this.watcher === w) this.onError(err);
-    });
-    // Always listened to: an 'error' without a listener would throw out of the client.
-    w.on('error', (err) => {
-      if (this.watcher !== w) return;
-      // The server cancelled the watch (e.g. its start revision was compacted away): make a new one.
-      this.onError(err);
-      this.watcher = undefined;
-      void w.cancel().catch(() => {});
-      this.revision = 0;
-      this.watchState = new RecordWatchState(this.keys);
-      this.scheduleRestart();
-    });
+        this.revision = 0;
+        this.watchState = new RecordWatchState(this.keys);
+      },
+    };
+    this.member = member;
+    this.leave = EtcdWatchHub.join(client, this.key, this.keys.watchEnd, this.retryMaxMs, member);
   }
 
   private scheduleRestart(): void {
     if (!this.watching || this.closed || this.restartTimer !== undefined) return;
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      if (this.watching && !this.closed && this.watcher === undefined) void this.openWatcher();
+      if (this.watching && !this.closed && this.member === undefined) void this.openWatcher();
     }, this.retryMaxMs);
     this.restartTimer.unref();
   }
