@@ -5,6 +5,7 @@
  * chaos-run.ts).
  */
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DevCluster } from '../../src/ops/dev-cluster.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
@@ -153,8 +154,9 @@ export const postgresChaos: ChaosEngine = {
     return false;
   },
   afterRestart: async () => undefined,
-  // The supervisor, the standbys and the services all reach a dev PostgreSQL server by its port.
-  supervisorSocket: () => undefined,
+  // The supervisor probes a dev server by its unix socket (src/ops/heal/postgres-probe.ts); the
+  // standbys and the services reach it by its port.
+  supervisorSocket: (c, h) => join(pgServer(c, h).dir, `.s.PGSQL.${pgServer(c, h).port}`),
 };
 
 export const chaosEngine = (name: ChaosEngineName): ChaosEngine => (name === 'postgres' ? postgresChaos : mariadbChaos);

@@ -19,10 +19,9 @@ test('same seed, same faults; CI kinds each once; durations in their ranges', ()
   assert.equal(new Set(long.map((f) => f.kind)).size, ALL_FAULTS.length, 'a long schedule draws every kind');
 });
 
-test('a PostgreSQL schedule never draws a supervisor-only partition (its supervisor reaches servers by port, like the standbys)', () => {
+test('both engines draw every kind, the supervisor-only partition included (their supervisors reach servers by unix socket)', () => {
   assert.deepEqual(faultKinds('mariadb'), [...ALL_FAULTS]);
-  assert.ok(!faultKinds('postgres').includes('partition-supervisor'));
+  assert.deepEqual(faultKinds('postgres'), [...ALL_FAULTS]);
   const long = schedule(7, { count: 200, from: faultKinds('postgres'), pairs: 2, services: 2 });
-  assert.ok(long.every((f) => f.kind !== 'partition-supervisor'));
-  assert.equal(new Set(long.map((f) => f.kind)).size, ALL_FAULTS.length - 1);
+  assert.equal(new Set(long.map((f) => f.kind)).size, ALL_FAULTS.length);
 });

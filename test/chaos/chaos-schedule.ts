@@ -49,9 +49,9 @@ export function schedule(seed: number, options: { kinds?: readonly FaultKind[]; 
 }
 
 /**
- * The kinds a fleet of this engine takes: a dev PostgreSQL server is reached by its port by the
- * supervisor and the standbys alike, so no proxy cuts the supervisor alone off it.
+ * The kinds a fleet of this engine takes: every kind on both (the supervisor reaches MariaDB and
+ * PostgreSQL dev servers by their unix sockets, which the harness can cut alone).
  */
-export function faultKinds(engine: 'mariadb' | 'postgres'): FaultKind[] {
-  return ALL_FAULTS.filter((k) => engine === 'mariadb' || k !== 'partition-supervisor');
+export function faultKinds(_engine: 'mariadb' | 'postgres'): FaultKind[] {
+  return [...ALL_FAULTS];
 }

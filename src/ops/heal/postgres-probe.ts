@@ -2,6 +2,7 @@ import type { DevCluster } from '../dev/dev-cluster.js';
 import { pgServer } from '../dev/dev-postgres.js';
 import type { PairObservation } from './heal-rules.js';
 import { within } from './probe-timeout.js';
+import { superuserQuery } from '../postgres/postgres-instance.js';
 
 /**
  * A PostgreSQL pair of a dev cluster: the master answers SELECT 1; the standby's WAL receiver
@@ -9,7 +10,12 @@ import { within } from './probe-timeout.js';
  * received, so it is healthy while it answers; its lag is not known once the master is gone.
  */
 export async function observePgPair(c: DevCluster, master: string, slave: string, timeoutMs: number): Promise<PairObservation> {
-  return observePgPairBy((host, text) => pgServer(c, host).sql(text), master, slave, timeoutMs);
+  // By the server's unix socket, as the MariaDB probe does: the supervisor's own way in, apart from
+  // the services' and the standbys' TCP (the chaos harness cuts it alone: test/chaos/).
+  return observePgPairBy((host, text) => {
+    const s = pgServer(c, host);
+    return superuserQuery({ host: s.dir, port: s.port, database: 'postgres', connectTimeoutMs: timeoutMs }, text);
+  }, master, slave, timeoutMs);
 }
 
 /** The same through any way of running a statement on a host (a fleet's admin connection: pg-fleet-failover.ts). */
