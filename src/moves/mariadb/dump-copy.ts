@@ -101,6 +101,11 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
   const stopAll = () => {
     dump.kill();
     for (const l of loads) l.kill();
+    // The dump's stdout may be paused behind a dead loader (backpressure): unread, it never sees
+    // its end, so the dump's 'close' never comes and the copy hung for ever (a CI run waited 15
+    // minutes). Drained and dropped, it ends once the killed dump is gone.
+    dump.stdout!.unpipe();
+    dump.stdout!.resume();
   };
   const exited = (p: ReturnType<typeof spawn>, what: string) => new Promise<void>((resolve) => {
     let err = '';
