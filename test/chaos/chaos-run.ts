@@ -9,7 +9,8 @@ import { ShardKit } from '../../src/kit/shard-kit.js';
 import { pairOf } from '../../src/ops/dev/dev-cluster-state.js';
 import { liveShardMap } from '../../src/ops/dev/dev-writable.js';
 import { pairsOf } from '../../src/ops/heal/heal-supervisor.js';
-import { cliProcess } from '../cli/cli-harness.js';
+import { spawn } from 'node:child_process';
+import { CLI, cliProcess, ROOT } from '../cli/cli-harness.js';
 import { ChaosFleet } from './chaos-fleet.js';
 import type { Fault } from './chaos-schedule.js';
 import type { ChaosEngineName } from './chaos-engines.js';
@@ -163,6 +164,32 @@ async function apply(fleet: ChaosFleet, fault: Fault, log: (m: string) => void):
     case 'planned-failover': {
       const { master } = await pairHosts(fleet, fault.pair);
       await run(['failover', master, '--dir', fleet.dir]);
+      return { failedOver: false };
+    }
+    case 'kill-mover': {
+      const { master: from } = await pairHosts(fleet, fault.pair);
+      const to = await pairHosts(fleet, fault.pair === 1 ? 2 : 1);
+      const shards = [...(await fleet.shardsOf(from))];
+      if (shards.length === 0) {
+        log(`kill-mover: pair ${fault.pair} holds no shard; nothing to move`);
+        return { failedOver: false };
+      }
+      const span = `${shards[Math.floor(fault.ms) % shards.length]!}..${shards[Math.floor(fault.ms) % shards.length]!}`;
+      const mover = spawn(process.execPath, [CLI, 'shards', 'move', span, '--to', to.master, '--to-slave', to.slave, '--dir', fleet.dir, '--hold-ms', '2000'], { cwd: ROOT, stdio: 'ignore', env: { ...process.env, NODE_OPTIONS: '' } });
+      const ended = new Promise<void>((r) => mover.once('exit', () => r()));
+      // Killed somewhere in the move (copy, lag gate, freeze, switch or after), by the seed.
+      await Promise.race([ended, sleep(300 + (fault.ms % 2700))]);
+      mover.kill('SIGKILL');
+      await ended;
+      // What the dead mover recorded is finished (or rolled back) by --resume; nothing recorded: nothing to do.
+      const resumed = await cliProcess(['shards', 'move', span, '--resume', '--dir', fleet.dir]);
+      if (resumed.code !== 0 && !/UNKNOWN_MOVE|aborted, the shards are back on/.test(resumed.stderr)) {
+        const aborted = await cliProcess(['shards', 'move', span, '--abort', '--dir', fleet.dir]);
+        if (aborted.code !== 0) throw new Error(`after kill -9 of the mover of ${span}: --resume exited ${resumed.code} (${resumed.stderr.trim()}), --abort ${aborted.code} (${aborted.stderr.trim()})`);
+        log(`kill-mover: --resume failed (${resumed.stderr.trim()}); --abort rolled it back`);
+      }
+      if (resumed.code === 0) await run(['shards', 'drop-moved', '--dir', fleet.dir]);
+      log(`kill-mover ${span}: ${resumed.code === 0 ? 'resumed to the end' : resumed.stderr.trim().split('\n').at(-1)}`);
       return { failedOver: false };
     }
     case 'move': {

@@ -15,7 +15,8 @@ export type FaultKind =
   | 'partition-supervisor' // the supervisor cannot reach a master the services and its slave reach; nobody fails over
   | 'jitter' // every connection of the services and the supervisor delayed 0-200 ms, 5% of chunks lost (late); nobody fails over
   | 'planned-failover' // `shardkit failover <master>` in the middle of it all
-  | 'move'; // `shards move` of one shard to the other pair, then drop-moved
+  | 'move' // `shards move` of one shard to the other pair, then drop-moved
+  | 'kill-mover'; // the same move, its mover killed (-9) somewhere in it, then `--resume` finishes or rolls it back
 
 export interface Fault {
   kind: FaultKind;
@@ -27,7 +28,7 @@ export interface Fault {
   service: number;
 }
 
-export const ALL_FAULTS: readonly FaultKind[] = ['kill-master', 'stop-master', 'kill-slave', 'kill-service', 'kill-supervisor', 'partition-service', 'partition-supervisor', 'jitter', 'planned-failover', 'move'];
+export const ALL_FAULTS: readonly FaultKind[] = ['kill-master', 'stop-master', 'kill-slave', 'kill-service', 'kill-supervisor', 'partition-service', 'partition-supervisor', 'jitter', 'planned-failover', 'move', 'kill-mover'];
 
 /**
  * `kinds` in a seeded order (each once: the CI schedule), or `count` faults drawn at random (the
