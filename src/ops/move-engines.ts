@@ -4,8 +4,11 @@ import { createBackend } from '../kit/backend-factory.js';
 import { ShardKitError } from '../errors.js';
 import type { CopyRate } from '../moves/copy-throttle.js';
 import type { MoveEngine, VerifyReport } from '../moves/move-engine.js';
-import { createMariadbMoveEngine, moveAdmin } from '../moves/mariadb/index.js';
-import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES } from '../moves/postgres/index.js';
+import { createMariadbMoveEngine, mariadbRestoreInTarget, moveAdmin } from '../moves/mariadb/index.js';
+import { createPostgresMoveEngine, markerSql, POSTGRES_MOVE_MAX_LAG_BYTES, postgresRestoreInTarget } from '../moves/postgres/index.js';
+import type { RestoreInTarget } from '../moves/restore-in-engine.js';
+import { moveShards } from '../moves/move-shared.js';
+import { postgresDialect } from '../storage/postgres/index.js';
 import { compareFiles, createSqliteMoveEngine } from '../moves/sqlite/index.js';
 import type { SchemaDef } from '../storage/shard-backend.js';
 import { fleetTables } from '../storage/shard-names.js';
@@ -100,4 +103,36 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
       await backend.close();
     },
   };
+}
+
+/** What `backup restore --shards --into` needs of the config's storage backend (src/ops/backup/restore-into.ts). */
+export interface OpenedRestoreInTarget {
+  moveTarget: RestoreInTarget;
+  tables: string[];
+  preamble?: (move: MoveRecord) => string;
+}
+
+/**
+ * The move parts of a restore-in move for the config's backend: MariaDB's engine that fences by
+ * RENAME (the copy comes from the backup, so no replication is set up), PostgreSQL's move engine
+ * (its catch-up without a subscription only raises the sequences).
+ */
+export function openRestoreInTarget(config: ShardKitConfig, schema: SchemaDef, dataDir: string): OpenedRestoreInTarget {
+  const tables = fleetTables(schema, 'objects');
+  if (config.storage.backend === 'postgres') {
+    const storage = config.storage;
+    const moveTarget = postgresRestoreInTarget({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
+    // The move's marker (undo drops the target's tables only with it) and the shards as `shardkit init` makes them, in the load's transaction.
+    const preamble = (move: MoveRecord) => [markerSql(move.id), ...moveShards(move).flatMap((s) => postgresDialect.createShard(schema, { host: move.target.master, shard: s, fleet: 'objects' }))].join(';\n');
+    return { moveTarget, tables, preamble };
+  }
+  if (config.storage.backend === 'mysql') {
+    if (config.widecolumn?.engine === 'myrocks') throw new ShardKitError('INVALID_ARGUMENT', 'restore --shards --into moves object shards only, and this fleet keeps MyRocks wide-column shards beside them (they move together): restore the backup in place instead: nothing changed');
+    const storage = config.storage;
+    const cluster = DevCluster.open(dataDir);
+    const admin = cluster !== undefined ? devHostAdmin(cluster) : process.env.SHARDKIT_ADMIN_USER ? configHostAdmin(config) : undefined;
+    const moveTarget = mariadbRestoreInTarget({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables, ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}) });
+    return { moveTarget, tables };
+  }
+  throw new ShardKitError('INVALID_ARGUMENT', 'restore --shards --into is built for MariaDB and PostgreSQL fleets; the embedded default restores its shard files in place: nothing changed');
 }

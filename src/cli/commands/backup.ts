@@ -1,6 +1,10 @@
 import type { Command } from 'commander';
 import type { BackupCliOptions } from '../actions/backup.js';
-import { action } from '../run-action.js';
+import { action, intOption } from '../run-action.js';
+import type { RestoreIntoCliOptions } from '../actions/backup-restore-into.js';
+
+/** Options that ask for a restore of some shards onto a spare pair (the action is loaded only then). */
+const isRestoreInto = (o: RestoreIntoCliOptions): boolean => o.shards !== undefined || o.into !== undefined || o.intoSlave !== undefined || o.resume !== undefined || o.abort !== undefined;
 
 const ADMIN_ENV = 'admin account from SHARDKIT_ADMIN_USER/_PASSWORD';
 
@@ -42,5 +46,22 @@ Examples:
     .option('--id <id>', 'the backup (default: the newest complete one)')
     .option('--force', 'restore even though services are connected')
     .option('--to-time <time>', 'restore to this time (ISO with a zone, or epoch ms): the newest backup before it, then the archived log up to it (MariaDB: whole seconds, at or before it; PostgreSQL: every commit before it)')
-    .action(action(async (opts: BackupCliOptions & { from: string; id?: string; force?: boolean; toTime?: string }) => (await import('../actions/backup.js')).backupRestoreCommand(opts)));
+    .option('--shards <range>', 'restore only these logical shards (first..last, or one), aside onto the spare pair --into, then switch them in; the other shards are not touched')
+    .option('--into <master>', 'with --shards: the spare pair\'s master (it must hold no rows of those shards; `dev add-pair` or `topology hosts add`)')
+    .option('--into-slave <slave>', 'with --into: the spare pair\'s slave')
+    .option('--hold-ms <n>', 'with --into: how long services hold writes to the shards during the switch', intOption('--hold-ms', 1, 60_000))
+    .option('--resume <move>', 'take up a restore --into that was cut short (its move id, as it printed it)')
+    .option('--abort <move>', 'roll back a restore --into that was cut short: the shards stay on their pair, the spare\'s copy is dropped')
+    .addHelpText('after', `
+Restore one shard (or a range) to a time, into a live fleet (docs/backups.md, "Restore one shard"):
+  $ shardkit dev add-pair --dir ./cluster                # or: shardkit topology hosts add ...
+  $ shardkit backup restore --dir ./cluster --from /backups/fleet --shards 3429 \\
+      --to-time 2026-11-28T10:42:00Z --into MySQL009A --into-slave MySQL009B
+  $ shardkit shards drop-moved --dir ./cluster           # later: the shard's rows of before, fenced on its old pair
+The shards are restored in a scratch server, loaded onto the spare pair, then switched in by the
+move machinery (freeze, fence, switch); services route to the spare without a restart.`)
+    .action(action(async (opts: RestoreIntoCliOptions) => {
+      if (isRestoreInto(opts)) return (await import('../actions/backup-restore-into.js')).restoreIntoCommand(opts);
+      return (await import('../actions/backup.js')).backupRestoreCommand(opts);
+    }));
 }

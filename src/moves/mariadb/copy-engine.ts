@@ -5,6 +5,7 @@ import { moveShards } from '../move-shared.js';
 import { copyTable } from './copy.js';
 import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.js';
 import { q, WC_PREFIX } from './names.js';
+import { autoIncrementPast, autoIncrementsIn } from './auto-increment.js';
 
 /**
  * Shard moves on MariaDB without admin access: everything is copied under the freeze (like the
@@ -105,6 +106,21 @@ export class MariadbCopyMoveEngine extends MariadbMoveEngine {
 
   /** Nothing to do after the switch: the copy was made under the freeze, the fence is the RENAME. */
   async afterSwitch(): Promise<void> {}
+
+  /** A restore-in move's (src/moves/restore-in-engine.ts): the target's tables of the moving shards dropped, whatever prepare recorded. */
+  async clearTarget(move: MoveRecord): Promise<void> {
+    await this.undoTarget({ ...move, detail: { ...move.detail, tables: 0 } });
+  }
+
+  /** A restore-in move's catch-up, under the freeze: each target table's AUTO_INCREMENT at least its fenced source table's. */
+  async raiseIdsPastFenced(move: MoveRecord): Promise<void> {
+    const dbs = this.databases(move);
+    await this.withConn(move.source.master, (src) => this.withConn(move.target.master, async (dst) => {
+      const have = await this.presentMany(dst, dbs.map((d) => d.live));
+      const fenced = dbs.map((d) => ({ ...d, tables: have.get(d.live)! }));
+      await autoIncrementPast(this.options.onStep, undefined, autoIncrementsIn(src, dbs.map((d) => d.moved)), dst, fenced, false);
+    }));
+  }
 
   /** The target's part of an abort: the move's connection and copy go. Re-runnable. */
   protected override async undoTarget(move: MoveRecord): Promise<void> {

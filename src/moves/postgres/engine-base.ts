@@ -57,6 +57,13 @@ export const POSTGRES_MOVE_MAX_LAG_BYTES = 4 * 1024 * 1024;
 /** Schema of the per-move marker tables, on the source and the target. */
 export const MARKER_SCHEMA = 'shardkit_moves';
 
+/**
+ * The statements that make move `moveId`'s marker table on a host. On a target, the marker says the
+ * tables of the moving shards are the move's (undo drops them only then): a restore-in load runs it
+ * in its own transaction (src/ops/backup/restore-aside-postgres.ts).
+ */
+export const markerSql = (moveId: string): string => `CREATE SCHEMA IF NOT EXISTS ${qi(MARKER_SCHEMA)};\nCREATE TABLE IF NOT EXISTS ${qi(MARKER_SCHEMA)}.${qi(replicationName(moveId))} (id int PRIMARY KEY, n bigint NOT NULL)`;
+
 export const qi = (s: string): string => pg.escapeIdentifier(s);
 export const ql = (s: string): string => pg.escapeLiteral(s);
 export const movedSchema = (shard: number): string => `${shardDatabaseName(shard)}_moved`;
@@ -231,8 +238,7 @@ export class PostgresMoveBase {
   }
 
   protected async createMarker(c: Client, move: MoveRecord): Promise<void> {
-    await c.query(`CREATE SCHEMA IF NOT EXISTS ${qi(MARKER_SCHEMA)}`);
-    await c.query(`CREATE TABLE IF NOT EXISTS ${this.markerTable(move)} (id int PRIMARY KEY, n bigint NOT NULL)`);
+    await c.query(markerSql(move.id));
   }
 
   protected async subscriptionExists(c: Client, move: MoveRecord): Promise<boolean> {

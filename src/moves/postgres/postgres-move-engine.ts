@@ -87,14 +87,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
         fresh = false;
         return;
       }
-      // One round trip each (32 shards of ten tables each are 320 statements otherwise).
-      const have = await this.presentIn(dst, moveShards(move).map((s) => shardDatabaseName(s)));
-      const existing = [...have].flatMap(([ns, ts]) => ts.map((t) => ({ ns, t })));
-      if (existing.length > 0) {
-        const { rows: full } = await dst.query<{ ns: string; t: string }>(`SELECT * FROM (${existing.map((x) => `(SELECT ${ql(x.ns)} AS ns, ${ql(x.t)} AS t FROM ${qi(x.ns)}.${qi(x.t)} LIMIT 1)`).join(' UNION ALL ')}) x LIMIT 1`);
-        const f = full[0];
-        if (f !== undefined) throw new ShardKitError('ALREADY_EXISTS', `${f.ns}.${f.t} on the target ${move.target.master} already holds rows: drop them before moving shard ${Number(f.ns.slice(2))} there`);
-      }
+      await this.refuseHeldRows(dst, move);
       // Shards with no tables on the source get theirs here (the copy makes the others'), in the marker's transaction.
       await dst.query('BEGIN');
       try {
@@ -122,6 +115,25 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
 
     const copied = await this.copyThenSubscribe(move, [...published, { ns: MARKER_SCHEMA, t: name }], rowsTotal, fresh, targetDdl, onProgress);
     return { tables: published.length, subscription: name, rowsCopied: copied.rows, bytesCopied: copied.bytes, copyAttempts: copied.attempts };
+  }
+
+  /** Refuses a target that holds rows in the moving shards' tables (one round trip: 320 statements otherwise). */
+  private async refuseHeldRows(dst: Client, move: MoveRecord): Promise<void> {
+    const have = await this.presentIn(dst, moveShards(move).map((s) => shardDatabaseName(s)));
+    const existing = [...have].flatMap(([ns, ts]) => ts.map((t) => ({ ns, t })));
+    if (existing.length === 0) return;
+    const { rows: full } = await dst.query<{ ns: string; t: string }>(`SELECT * FROM (${existing.map((x) => `(SELECT ${ql(x.ns)} AS ns, ${ql(x.t)} AS t FROM ${qi(x.ns)}.${qi(x.t)} LIMIT 1)`).join(' UNION ALL ')}) x LIMIT 1`);
+    const f = full[0];
+    if (f !== undefined) throw new ShardKitError('ALREADY_EXISTS', `${f.ns}.${f.t} on the target ${move.target.master} already holds rows: drop them before moving shard ${Number(f.ns.slice(2))} there`);
+  }
+
+  /** A restore-in move's check (src/moves/restore-in-engine.ts): the target is a master and holds no rows of the moving shards. */
+  async checkRestoreTarget(move: MoveRecord): Promise<void> {
+    await this.withConn(move.target.master, async (dst) => {
+      const { rows: [r] } = await dst.query<{ ro: string }>('SELECT pg_is_in_recovery()::text AS ro');
+      if (r?.ro === 'true') throw new ShardKitError('INVALID_ARGUMENT', `the target ${move.target.master} is a standby (read-only): restore into a master`);
+      await this.refuseHeldRows(dst, move);
+    });
   }
 
   /** The comparison before the freeze (verify-engine.ts), then what it left unsettled compared chunk by chunk (settleHotChunks). */
@@ -317,8 +329,8 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     }));
   }
 
-  /** The target's part of an abort: the subscription and the copy go. Re-runnable. */
-  private async undoTarget(move: MoveRecord): Promise<void> {
+  /** The target's part of an abort: the subscription and the copy go. Re-runnable. A restore-in move clears its target with it. */
+  async undoTarget(move: MoveRecord): Promise<void> {
     const name = replicationName(move.id);
     await this.withConn(move.target.master, async (c) => {
       await dropSubscription(c, name);

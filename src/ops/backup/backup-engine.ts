@@ -1,5 +1,6 @@
 import type { BackupTarget } from './backup-target.js';
 import type { BackupEngineKind, TableSummary, UnitBackup } from './backup-manifest.js';
+import type { AsideRequest } from './restore-aside.js';
 
 /** What a backup unit is before it is copied: a pair (master, the slave read from) or the embedded store. */
 export interface BackupUnitSource {
@@ -44,5 +45,14 @@ export interface BackupEngine {
    * positions of kept backups) needs; returns their names.
    */
   pruneArchive?(target: BackupTarget, unit: string, positions: string[]): Promise<string[]>;
+  /**
+   * `restore --shards --into` (engines with a spare pair to restore onto): the request's shards of
+   * `unit` restored aside (to `req.toMs` with the archive) and loaded onto the spare pair, which
+   * holds none of their rows; `preamble` is SQL run first in the load's transaction where the
+   * engine loads in one. Returns what the restored tables hold (rows, checksum).
+   */
+  restoreAside?(unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest, preamble: string): Promise<Record<string, TableSummary>>;
+  /** Rows and checksums of the tables in `schemas` on a live host, computed as restoreAside's. */
+  summariesOn?(host: string, schemas: readonly string[]): Promise<Record<string, TableSummary>>;
   close(): Promise<void>;
 }

@@ -45,7 +45,7 @@ export async function restoreBackup(engine: BackupEngine, target: BackupTarget, 
  * `toMs` for each of its pairs; INVALID_ARGUMENT (nothing changed) when the time is outside the
  * archived window.
  */
-async function baseFor(engine: BackupEngine, target: BackupTarget, toMs: number): Promise<BackupManifest> {
+export async function baseFor(engine: BackupEngine, target: BackupTarget, toMs: number): Promise<BackupManifest> {
   if (engine.archivedUntil === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --to-time needs a log archive, which ${engine.kind === 'sqlite' ? 'the embedded default has none of (docs/backups.md: take backups as often as the data you can lose; or run a server engine)' : `is not built for ${engine.kind}`}: nothing changed`);
   const complete = (await listBackups(target)).filter((b) => b.complete && b.manifest!.engine === engine.kind).map((b) => b.manifest!);
   const base = complete.filter((m) => m.units.every((u) => u.at < toMs)).at(-1);

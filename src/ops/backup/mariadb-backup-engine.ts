@@ -14,6 +14,9 @@ import { archiveDir } from './archive-dir.js';
 import { archiveBinlogs, archivedBinlogs, archivedUntil, fileStartList, gtidSeqs, pruneBinlogs, startsAtOrBefore } from './mariadb-binlog-archive.js';
 import { replayBinlogs } from './mariadb-binlog-replay.js';
 import { mariadbTableSummaries } from './mariadb-tables.js';
+import { mariadbRestoreAside } from './restore-aside-mariadb.js';
+import { scratchAdmin } from './mariadb-scratch.js';
+import type { AsideRequest } from './restore-aside.js';
 import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
 
 const STOPPED = 'stopped';
@@ -113,6 +116,14 @@ export class MariadbBackupEngine implements BackupEngine {
     return pruneBinlogs(archiveDir(target, unit), positions);
   }
 
+  restoreAside(unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest): Promise<Record<string, TableSummary>> {
+    return mariadbRestoreAside(this.fleet.admin, unit, target, prefix, req);
+  }
+
+  summariesOn(host: string, schemas: readonly string[]): Promise<Record<string, TableSummary>> {
+    return mariadbTableSummaries(this.fleet.admin, host, schemas);
+  }
+
   async close(): Promise<void> {
     await this.fleet.close();
   }
@@ -131,13 +142,3 @@ export async function drillMariadb(unit: UnitBackup, target: BackupTarget, prefi
     await inst.stop();
   }
 }
-
-function scratchAdmin(inst: MariadbInstance): HostAdmin {
-  return {
-    connect: () => inst.connect(),
-    address: () => ({ host: inst.host, port: inst.port }),
-    clientArgs: () => [`--socket=${inst.socket}`],
-    replication: { user: 'none' },
-  };
-}
-

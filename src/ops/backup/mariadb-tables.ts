@@ -4,9 +4,9 @@ import type { TableSummary } from './backup-manifest.js';
 
 const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
 
-/** `db.table` -> rows and CHECKSUM TABLE of every user table on `host` (quiet while it runs: a stopped applier or a scratch server). */
-export async function mariadbTableSummaries(admin: HostAdmin, host: string): Promise<Record<string, TableSummary>> {
-  const checksums = await tableChecksums(admin, host);
+/** `db.table` -> rows and CHECKSUM TABLE of every user table on `host`, or of those in `schemas` (quiet while it runs: a stopped applier or a scratch server). */
+export async function mariadbTableSummaries(admin: HostAdmin, host: string, schemas?: readonly string[]): Promise<Record<string, TableSummary>> {
+  const checksums = await tableChecksums(admin, host, schemas);
   const names = [...checksums.keys()];
   const out: Record<string, TableSummary> = {};
   for (let i = 0; i < names.length; i += 200) {

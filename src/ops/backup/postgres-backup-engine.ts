@@ -19,6 +19,8 @@ import type { PgAccess, PgSql } from './postgres-access.js';
 import { restoreThroughSql } from './postgres-sql-restore.js';
 import { restoreInto, scratchOnly } from './postgres-recovery.js';
 import { parseLsn } from '../postgres/postgres-server.js';
+import { postgresRestoreAside } from './restore-aside-postgres.js';
+import type { AsideRequest } from './restore-aside.js';
 
 const PAUSED = 'paused';
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
@@ -145,6 +147,14 @@ export class PostgresBackupEngine implements BackupEngine {
   async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
     const oldest = positions.reduce((a, b) => (parseLsn(b) < parseLsn(a) ? b : a));
     return pruneSegments(archiveDir(target, unit), oldest);
+  }
+
+  restoreAside(unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest, preamble: string): Promise<Record<string, TableSummary>> {
+    return postgresRestoreAside(this.access, unit, target, prefix, req, preamble);
+  }
+
+  summariesOn(host: string, schemas: readonly string[]): Promise<Record<string, TableSummary>> {
+    return postgresTableSummaries(this.access.server(host), this.access.database, { schemas });
   }
 
   async close(): Promise<void> {

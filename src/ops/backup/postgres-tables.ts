@@ -16,9 +16,10 @@ export const usesMd5Sums = (tables: Record<string, TableSummary>): boolean => Ob
  * than half the CPU of the md5 the first backups summed (bench/RESULTS.md), and it competes with
  * pg_basebackup for the cores; `md5` computes those sums, to verify older backups.
  */
-export async function postgresTableSummaries(server: PgSql, database: string, options: { md5?: boolean } = {}): Promise<Record<string, TableSummary>> {
+export async function postgresTableSummaries(server: PgSql, database: string, options: { md5?: boolean; schemas?: readonly string[] } = {}): Promise<Record<string, TableSummary>> {
+  const only = options.schemas === undefined ? '' : ' AND table_schema = ANY($1::text[])';
   const tables = await server.sql<{ s: string; t: string }>(
-    "SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2", [], database);
+    `SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')${only} ORDER BY 1, 2`, options.schemas === undefined ? [] : [[...options.schemas]], database);
   const rowSum = options.md5 ? "('x' || substr(md5(r::text), 1, 15))::bit(60)::bigint" : 'hashtextextended(r::text, 0)';
   const mark = options.md5 ? '' : ROW_HASH_MARK;
   const out: Record<string, TableSummary> = {};

@@ -9,10 +9,14 @@ export async function userDatabases(admin: HostAdmin, host: string): Promise<str
 }
 
 /** `db.table` -> CHECKSUM TABLE value for every table of every user database. */
-export async function tableChecksums(admin: HostAdmin, host: string): Promise<Map<string, string>> {
+export async function tableChecksums(admin: HostAdmin, host: string, schemas?: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  const tables = await adminQuery<Array<{ s: string; t: string }>>(admin, host,
-    "SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1, 2");
+  if (schemas !== undefined && schemas.length === 0) return out;
+  const only = schemas === undefined ? '' : ` AND TABLE_SCHEMA IN (${schemas.map(() => '?').join(', ')})`;
+  const tables = await adminQuery<Array<{ s: string; t: string }>>(admin, host, {
+    sql: `SELECT TABLE_SCHEMA AS s, TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')${only} ORDER BY 1, 2`,
+    values: [...(schemas ?? [])],
+  });
   // Identifiers come from the server's own catalogue; quoted with backticks doubled.
   const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
   for (let i = 0; i < tables.length; i += 200) {

@@ -1,0 +1,55 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGunzip } from 'node:zlib';
+import { dumpCopy, type DumpAdmin } from '../../moves/mariadb/index.js';
+import { shardDatabaseName } from '../../storage/shard-names.js';
+import type { HostAdmin } from '../failover/host-admin.js';
+import { MariadbInstance } from '../mariadb/mariadb-instance.js';
+import { archiveDir } from './archive-dir.js';
+import type { TableSummary, UnitBackup } from './backup-manifest.js';
+import type { BackupTarget } from './backup-target.js';
+import { scratchAdmin } from './mariadb-scratch.js';
+import { archivedBinlogs } from './mariadb-binlog-archive.js';
+import { replayBinlogs } from './mariadb-binlog-replay.js';
+import { mariadbTableSummaries } from './mariadb-tables.js';
+import { chain, toolInput } from './process-streams.js';
+import { ASIDE_HOST, requested, type AsideRequest } from './restore-aside.js';
+
+/**
+ * Restores shards of one MariaDB pair's backup aside: the pair's dump loaded into a scratch server
+ * on this machine (binlog off), the archived binlog replayed there up to the time asked, then the
+ * shards' object tables copied onto the spare pair by the move's own copy (dump-copy.ts: one
+ * consistent dump loaded into its master and its slave). Returns what the scratch server held of
+ * them (rows, CHECKSUM TABLE): what the spare must hold.
+ */
+export async function mariadbRestoreAside(admin: HostAdmin, unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest): Promise<Record<string, TableSummary>> {
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-aside-'));
+  // Its binlog on: the move's copy dumps with --master-data, which needs one.
+  const inst = await MariadbInstance.create({ name: ASIDE_HOST, dir: join(dir, 'm'), serverId: 4243, settings: { log_bin: 'aside-bin' } });
+  try {
+    await inst.init();
+    await inst.start();
+    const scratch = scratchAdmin(inst);
+    await toolInput('mariadb', [...scratch.clientArgs(ASIDE_HOST), '--init-command=SET SESSION sql_log_bin = 0'], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
+    if (req.toMs !== undefined) await replayBinlogs(scratch, ASIDE_HOST, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, req.toMs);
+    const schemas = req.shards.map((s) => shardDatabaseName(s));
+    const all = await mariadbTableSummaries(scratch, ASIDE_HOST, schemas);
+    const expected = requested(req, all, shardDatabaseName);
+    const total = Object.values(expected).reduce((n, t) => n + t.rows, 0);
+    const both: DumpAdmin = {
+      clientArgs: (host) => (host === ASIDE_HOST ? scratch.clientArgs(host) : admin.clientArgs(host)),
+      connect: (host) => (host === ASIDE_HOST ? inst.connect() : admin.connect(host)),
+    };
+    const present = schemas.filter((db) => Object.keys(expected).some((n) => n.startsWith(`${db}.`)));
+    await dumpCopy(both, ASIDE_HOST, [req.into.master, ...(req.into.slave !== undefined ? [req.into.slave] : [])], present, {
+      ignoreTables: Object.keys(all).filter((n) => !(n in expected)),
+      onBytes: (_bytes, rows) => req.onRows?.(Math.min(rows, total), total),
+    });
+    req.onRows?.(total, total);
+    return expected;
+  } finally {
+    await inst.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

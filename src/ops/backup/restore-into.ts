@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import { ShardKitError } from '../../errors.js';
+import type { MoveProgressFn } from '../../moves/move-engine.js';
+import { runMove, type MoveEvent, type MoveResult } from '../../moves/move-runner.js';
+import { RestoreInMoveEngine, type RestoredTables, type RestoreInSource, type RestoreInTarget } from '../../moves/restore-in-engine.js';
+import { shardDatabaseName } from '../../storage/shard-names.js';
+import type { ShardSpan } from '../../topology/map-edits.js';
+import type { HostPair, MoveRecord } from '../../topology/shard-map.js';
+import type { TopologyStore } from '../../topology/topology-store.js';
+import type { BackupEngine } from './backup-engine.js';
+import { readManifest, type BackupManifest, type UnitBackup } from './backup-manifest.js';
+import { baseFor } from './backup-restore.js';
+import { readText, type BackupTarget } from './backup-target.js';
+
+/** `restores/<move id>.json` in the backup directory: what a restore-in move restores, and how far its load got. */
+export interface RestoreInRecord {
+  format: 1;
+  moveId: string;
+  backupId: string;
+  toMs?: number;
+  range: [number, number];
+  into: HostPair;
+  /** Backup unit (pair at backup time) -> the shards restored from it. */
+  units: Record<string, number[]>;
+  state: 'planned' | 'loading' | 'loaded';
+  /** What the restored tables hold (written with state loaded). */
+  expected?: RestoredTables;
+}
+
+export interface RestoreIntoDeps {
+  backup: BackupEngine;
+  target: BackupTarget;
+  store: TopologyStore;
+  /** Hosts the config and the host records declare (the spare pair must be one). */
+  hosts: string[];
+  /** The object fleet's tables: what is restored and moved in. */
+  tables: readonly string[];
+  /** The engine's move parts (moves/mariadb mariadbRestoreInTarget, moves/postgres postgresRestoreInTarget). */
+  moveTarget: RestoreInTarget;
+  /** SQL the load runs first in its transaction (PostgreSQL: the move's marker and the shards' tables). */
+  preamble?: (move: MoveRecord) => string;
+  onEvent?: (e: MoveEvent) => void;
+  onProgress?: MoveProgressFn;
+}
+
+export type RestoreIntoRequest =
+  | { span: ShardSpan; into: HostPair; toTime?: number; id?: string; holdMs?: number }
+  | { resume: string }
+  | { abort: string };
+
+export interface RestoreIntoReport extends MoveResult {
+  backupId: string;
+  toTime?: string;
+}
+
+const recordName = (moveId: string) => `restores/${moveId}.json`;
+const MOVE_ID = /^restore-[a-z0-9-]{1,56}$/;
+
+/**
+ * `backup restore --shards A..B [--to-time T] --into MASTER`: the shards restored aside onto a
+ * spare pair that holds none of their rows, then switched in by the move machinery (freeze, fence,
+ * switch: src/moves/restore-in-engine.ts). The other shards are never touched; the live rows of the
+ * restored shards stay on their old pair, fenced, until `shards drop-moved`. A killed run is taken
+ * up by `--resume <move id>` (or rolled back by `--abort <move id>`).
+ */
+export async function restoreShardsInto(deps: RestoreIntoDeps, req: RestoreIntoRequest): Promise<RestoreIntoReport> {
+  let record: RestoreInRecord;
+  let manifest: BackupManifest;
+  if ('span' in req) {
+    ({ record, manifest } = await plan(deps, req));
+    await writeRecord(deps.target, record);
+    try {
+      return await run(deps, req, record, manifest);
+    } catch (err) {
+      // Refused before the move was recorded (the map's own checks): nothing is left, not even the record.
+      if ((await deps.store.read())?.move(record.moveId) === undefined) await deps.target.remove(recordName(record.moveId));
+      throw err;
+    }
+  } else {
+    const moveId = 'resume' in req ? req.resume : req.abort;
+    record = await readRecord(deps.target, moveId);
+    manifest = await readManifest(deps.target, record.backupId);
+  }
+  return run(deps, req, record, manifest);
+}
+
+async function run(deps: RestoreIntoDeps, req: RestoreIntoRequest, record: RestoreInRecord, manifest: BackupManifest): Promise<RestoreIntoReport> {
+  const engine = new RestoreInMoveEngine(source(deps, record, manifest), deps.moveTarget);
+  const result = await runMove({
+    store: deps.store, engine, hosts: deps.hosts,
+    ...('span' in req
+      ? { start: { span: req.span, target: req.into, id: record.moveId, ...(req.holdMs !== undefined ? { holdMs: req.holdMs } : {}) } }
+      : { moveId: record.moveId, abort: 'abort' in req }),
+    ...(deps.onEvent !== undefined ? { onEvent: deps.onEvent } : {}),
+    ...(deps.onProgress !== undefined ? { onProgress: deps.onProgress } : {}),
+  });
+  return { ...result, backupId: record.backupId, ...(record.toMs !== undefined ? { toTime: new Date(record.toMs).toISOString() } : {}) };
+}
+
+/** Checks everything before anything changes: the backup, the time, the shards, the spare pair. */
+async function plan(deps: RestoreIntoDeps, req: { span: ShardSpan; into: HostPair; toTime?: number; id?: string }): Promise<{ record: RestoreInRecord; manifest: BackupManifest }> {
+  const { backup, target, store } = deps;
+  if (backup.restoreAside === undefined || backup.summariesOn === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --shards --into is built for MariaDB and PostgreSQL fleets, not ${backup.kind} (restore the backup in place instead): nothing changed`);
+  const map = await store.read();
+  if (map === undefined) throw new ShardKitError('INVALID_CONFIG', 'the topology store holds no shard map: nothing changed');
+  const { first, last } = req.span;
+  if (last >= map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shards ${first}..${last} are not all in the shard map (0..${map.shardCount - 1}): nothing changed`);
+  for (const h of [req.into.master, req.into.slave]) {
+    if (h !== undefined && !deps.hosts.includes(h)) throw new ShardKitError('INVALID_ARGUMENT', `--into names ${h}, which neither the config nor the host records declare (add it with \`shardkit topology hosts add\`, or \`shardkit dev add-pair\`): nothing changed`);
+  }
+  const pair = map.locate(first);
+  for (let s = first + 1; s <= last; s++) {
+    if (map.locate(s).master !== pair.master) throw new ShardKitError('INVALID_ARGUMENT', `shards ${first}..${last} are not all on one pair (${first} is on ${pair.master}, ${s} on ${map.locate(s).master}): restore each pair's part on its own: nothing changed`);
+  }
+  if ([pair.master, pair.slave].includes(req.into.master)) throw new ShardKitError('INVALID_ARGUMENT', `--into ${req.into.master} is a host of the pair that serves shards ${first}..${last} now: restore into a spare pair: nothing changed`);
+  const manifest = req.toTime === undefined ? await readManifest(target, req.id) : await baseFor(backup, target, req.toTime);
+  if (manifest.engine !== backup.kind) throw new ShardKitError('INVALID_ARGUMENT', `backup ${manifest.id} is of a ${manifest.engine} fleet, this one is ${backup.kind}: nothing changed`);
+  const units: Record<string, number[]> = {};
+  for (let s = first; s <= last; s++) {
+    const unit = unitOf(manifest, s, deps.tables);
+    if (unit === undefined) throw new ShardKitError('NOT_FOUND', `shard ${s} has no object tables in backup ${manifest.id} (no pair of it held ${shardDatabaseName(s)}): nothing changed`);
+    (units[unit.unit] ??= []).push(s);
+  }
+  const moveId = `restore-${req.span.first}-${req.span.last}-${randomBytes(3).toString('hex')}`;
+  return { record: { format: 1, moveId, backupId: manifest.id, ...(req.toTime !== undefined ? { toMs: req.toTime } : {}), range: [first, last], into: req.into, units, state: 'planned' }, manifest };
+}
+
+function unitOf(manifest: BackupManifest, shard: number, tables: readonly string[]): UnitBackup | undefined {
+  const db = shardDatabaseName(shard);
+  return manifest.units.find((u) => tables.some((t) => `${db}.${t}` in u.tables));
+}
+
+/** The restore-in move's source: the backup, restored aside onto the move's target, unit by unit. */
+function source(deps: RestoreIntoDeps, record: RestoreInRecord, manifest: BackupManifest): RestoreInSource {
+  const { backup, target } = deps;
+  return {
+    state: async () => (record.state === 'planned' ? 'none' : record.state),
+    load: async (move, onProgress) => {
+      record.state = 'loading';
+      await writeRecord(target, record);
+      const expected: RestoredTables = {};
+      const entries = Object.entries(record.units);
+      for (const [i, [unitName, shards]] of entries.entries()) {
+        const unit = manifest.units.find((u) => u.unit === unitName)!;
+        const report = (rows: number, total: number) => onProgress?.(i, entries.length, { rowsCopied: rows, rowsTotal: total });
+        Object.assign(expected, await backup.restoreAside!(unit, target, manifest.id, {
+          shards, tables: deps.tables, into: move.target, ...(record.toMs !== undefined ? { toMs: record.toMs } : {}), onRows: report,
+        }, deps.preamble?.(move) ?? ''));
+      }
+      onProgress?.(entries.length, entries.length);
+      record.expected = expected;
+      record.state = 'loaded';
+      await writeRecord(target, record);
+      return expected;
+    },
+    expected: async () => {
+      if (record.expected === undefined) throw new ShardKitError('MOVE_STATE_LOST', `restore ${record.moveId} has no record of what it loaded (${recordName(record.moveId)}): run it with --abort`);
+      return record.expected;
+    },
+    onTarget: async (move) => backup.summariesOn!(move.target.master, [...new Set(Object.values(record.units).flat())].map((s) => shardDatabaseName(s))),
+  };
+}
+
+async function writeRecord(target: BackupTarget, record: RestoreInRecord): Promise<void> {
+  await target.put(recordName(record.moveId), `${JSON.stringify(record, null, 2)}\n`);
+}
+
+async function readRecord(target: BackupTarget, moveId: string): Promise<RestoreInRecord> {
+  if (!MOVE_ID.test(moveId)) throw new ShardKitError('INVALID_ARGUMENT', `a restore's move id is restore-<first>-<last>-<hex> (as the restore printed it), got ${JSON.stringify(moveId.slice(0, 80))}: nothing changed`);
+  if (!(await target.exists(recordName(moveId)))) throw new ShardKitError('UNKNOWN_MOVE', `no restore ${moveId} in ${target.location} (${recordName(moveId)}): nothing changed`);
+  return JSON.parse(await readText(target, recordName(moveId))) as RestoreInRecord;
+}

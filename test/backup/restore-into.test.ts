@@ -1,0 +1,155 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
+import { ShardKit } from '../../src/kit/shard-kit.js';
+import { archivedUntil } from '../../src/ops/backup/mariadb-binlog-archive.js';
+import { archivedWalUntil } from '../../src/ops/backup/postgres-wal-archive.js';
+import { pgServer } from '../../src/ops/dev/dev-postgres.js';
+import { DevCluster } from '../../src/ops/dev-cluster.js';
+import { assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { newLedger, writeLoad, type Ledger } from '../failover/ledger.js';
+import { startTestCluster } from '../mysql/cluster-fixture.js';
+import { present, startArchiver, until } from './backup-helpers.js';
+
+type Fixture = Awaited<ReturnType<typeof startTestCluster>>;
+type Engine = 'mariadb' | 'postgres';
+
+const RESTORED = 2;
+const OTHERS = [0, 1, 3];
+const shardOf = (id: bigint) => pinterestId.decode(id).shard;
+
+/**
+ * `backup restore --shards N --to-time T --into SPARE` on a live fleet (issue 32 item 3): shard 2
+ * restored to T aside on a spare pair and switched in while services keep writing to the other
+ * shards; a ledger shows shard 2 as of T, every other acknowledged write kept, ids never reused.
+ */
+for (const engine of ['mariadb', 'postgres'] as Engine[]) {
+  describe(`backup restore --shards --into on a ${engine} dev cluster, services running`, () => {
+    let fx: Fixture;
+    let to: string;
+    const first = engine === 'mariadb' ? 'MySQL001A' : 'PG001A';
+    const spare = engine === 'mariadb' ? ['MySQL002A', 'MySQL002B'] : ['PG002A', 'PG002B'];
+    before(async () => {
+      ensureBuilt();
+      fx = await startTestCluster({ engine, pairs: 1, shards: 4, prefix: `shardkit-into-${engine}-` });
+      to = mkdtempSync(join(tmpdir(), `shardkit-into-${engine}-to-`));
+    });
+    after(async () => {
+      rmSync(to, { recursive: true, force: true });
+      await fx?.stop();
+    });
+
+    test('shard 2 restored to T while two services write to shards 0, 1, 3: shard 2 reads as of T, every other acknowledged write is there, new ids pass every id handed out', async (t) => {
+      const archiver = startArchiver(fx.dir, to);
+      t.after(() => void archiver.child.kill('SIGKILL'));
+      const archive = join(to, 'archive', first);
+      if (engine === 'postgres') await until('pg_receivewal opened its first segment', () => existsSync(archive) && readdirSync(archive).length > 0);
+      const kits = await Promise.all([0, 1].map(() => ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir })));
+      // The other shards are written from start to end, through the restore; shard 2 until after T.
+      const others = newLedger();
+      let stopOthers!: () => void;
+      const othersLoad = writeLoad(kits, OTHERS, new Promise<void>((r) => (stopOthers = r)), 1, others);
+      const restored: Ledger = newLedger();
+      let T = 0;
+      try {
+        let stopRestored!: () => void;
+        const restoredLoad = writeLoad(kits, [RESTORED], new Promise<void>((r) => (stopRestored = r)), 1, restored);
+        try {
+          await until('writes to shard 2 before the backup', () => restored.acked.length >= 30);
+          if (engine === 'mariadb') await until('the archiver has a binlog file', () => existsSync(archive) && readdirSync(archive).length > 0);
+          const b = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
+          assert.equal(b.code, 0, b.stderr);
+          const backupEnded = Date.now();
+          await until('writes to shard 2 after the backup', () => restored.acked.filter((a) => a.sentAt! > backupEnded).length >= 30);
+          // MariaDB's binlog stamps events in whole seconds (docs/backups.md): T on a second.
+          T = engine === 'mariadb' ? Math.ceil(Date.now() / 1000) * 1000 : Date.now();
+          await until('writes to shard 2 sent after T', () => restored.acked.filter((a) => a.sentAt! > T).length >= 30);
+        } finally {
+          stopRestored();
+          await restoredLoad;
+        }
+        await until('the archive reaches past T', async () => ((engine === 'mariadb' ? await archivedUntil(archive) : await archivedWalUntil(archive)) ?? 0) >= T);
+
+        const added = await cli(['dev', 'add-pair', '--dir', fx.dir, '--json']);
+        assert.equal(added.code, 0, added.stderr);
+        const before = others.acked.length;
+        const r = await cli(['backup', 'restore', '--dir', fx.dir, '--from', to, '--shards', String(RESTORED), '--to-time', new Date(T).toISOString(), '--into', spare[0]!, '--into-slave', spare[1]!, '--json']);
+        assert.equal(r.code, 0, r.stderr + r.stdout.slice(-2000));
+        const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; outcome?: string; phase?: string; verifiedTables?: number });
+        assert.equal(lines.at(-1)!.outcome, 'switched', r.stdout.slice(-1000));
+        assert.ok(lines.at(-1)!.verifiedTables! > 0, 'the spare was verified against what the restore produced');
+        assert.deepEqual([...new Set(lines.filter((l) => l.event === 'phase').map((l) => l.phase))], ['started', 'copied', 'frozen', 'fenced', 'switched'], 'the move machinery\'s phases, each recorded');
+        // The running services adopt the switch without a restart: shard 2 takes writes on the spare, with new ids.
+        await until('the other shards are written after the restore', () => others.acked.length >= before + 30);
+        const fresh = await kits[0]!.objects.create('pin', { after: 'the restore' }, { shard: RESTORED });
+        assert.equal((await kits[1]!.shardMap()).locate(RESTORED).master, spare[0]);
+        const handedOut = restored.acked.map((a) => pinterestId.decode(a.id).localId);
+        assert.ok(handedOut.every((l) => pinterestId.decode(fresh.id).localId > l), 'an id made after the restore passes every id the live shard handed out (after T included)');
+      } finally {
+        stopOthers();
+        await othersLoad;
+        await Promise.all(kits.map((k) => k.close()));
+        archiver.child.kill('SIGTERM');
+      }
+
+      const kit = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+      try {
+        const beforeT = restored.acked.filter((a) => a.at < T).map((a) => a.id);
+        const afterT = restored.acked.filter((a) => a.sentAt! >= T).map((a) => a.id);
+        assert.ok(beforeT.length >= 30 && afterT.length >= 30);
+        assert.equal(await present(kit, beforeT), beforeT.length, 'shard 2: every write acknowledged before T is back');
+        assert.equal(await present(kit, afterT), 0, 'shard 2: no write sent at or after T is there');
+        const kept = others.acked.map((a) => a.id);
+        assert.ok(kept.every((id) => OTHERS.includes(shardOf(id))));
+        assert.equal(await present(kit, kept), kept.length, `the other shards: all ${kept.length} acknowledged writes are there (0 lost)`);
+      } finally {
+        await kit.close();
+      }
+      const verified = await cli(['shards', 'verify', `0..3`, '--json', '--dir', fx.dir]);
+      assert.equal(verified.code, 0, verified.stdout + verified.stderr);
+      assert.deepEqual((JSON.parse(verified.stdout) as { mismatches: unknown[] }).mismatches, [], 'each shard\'s master and slave agree, the restored one\'s on the spare pair');
+    });
+
+    test('bad input: a spare holding rows of the shard, an unknown shard, shards on two pairs, the serving pair, an unknown host, a time outside the archive, --into without --shards: a clear error, nothing changed', async () => {
+      // A stray row of shard 3 on the spare (which serves shard 2 now).
+      const cluster = DevCluster.require(fx.dir);
+      if (engine === 'mariadb') {
+        await cluster.instance(spare[0]!).admin('CREATE DATABASE IF NOT EXISTS db00003');
+        await cluster.instance(spare[0]!).admin('CREATE TABLE db00003.pins LIKE db00002.pins');
+        await cluster.instance(spare[0]!).admin('INSERT INTO db00003.pins SELECT * FROM db00002.pins LIMIT 1');
+      } else {
+        await pgServer(cluster, spare[0]!).sql('CREATE SCHEMA IF NOT EXISTS db00003; CREATE TABLE db00003.pins (LIKE db00002.pins); INSERT INTO db00003.pins SELECT * FROM db00002.pins LIMIT 1', [], 'shardkit');
+      }
+      const kit = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+      const o = await kit.objects.create('pin', { marker: true }, { shard: 3 });
+      const version = (await kit.refreshShardMap()).version;
+      await kit.close();
+      const restore = (...args: string[]) => cli(['backup', 'restore', '--dir', fx.dir, '--from', to, ...args]);
+      const held = await restore('--shards', '3', '--into', spare[0]!, '--into-slave', spare[1]!);
+      assert.notEqual(held.code, 0);
+      assert.match(held.stderr, /ALREADY_EXISTS: .*db00003\.pins on the target .* already holds rows/);
+      assert.equal(held.stderr.trim().split('\n').at(-1)!.includes('at '), false, held.stderr);
+      assertBadInput(await restore('--shards', '99', '--into', spare[0]!), 'an unknown shard', /UNKNOWN_SHARD: shards 99\.\.99 are not all in the shard map/);
+      assertBadInput(await restore('--shards', '1..2', '--into', spare[0]!), 'shards on two pairs', /INVALID_ARGUMENT: shards 1\.\.2 are not all on one pair/);
+      assertBadInput(await restore('--shards', '2', '--into', spare[0]!), 'the serving pair', /INVALID_ARGUMENT: --into .* is a host of the pair that serves shards 2\.\.2 now/);
+      assertBadInput(await restore('--shards', '1', '--into', 'NOSUCH9'), 'an unknown host', /INVALID_ARGUMENT: --into names NOSUCH9, which neither the config nor the host records declare/);
+      assertBadInput(await restore('--shards', '1', '--into', spare[0]!, '--to-time', String(Date.now() + 3_600_000)), 'after the archive', /INVALID_ARGUMENT: the archived log of .* ends .*: nothing changed/);
+      assertBadInput(await restore('--into', spare[0]!), '--into without --shards', /INVALID_ARGUMENT: --into needs --shards/);
+      assertBadInput(await restore('--resume', 'restore-1-1-abcdef'), 'an unknown restore', /UNKNOWN_MOVE: no restore restore-1-1-abcdef/);
+      const again = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+      try {
+        assert.equal(await present(again, [o.id]), 1, 'shard 3 still reads from its pair');
+        const map = await again.refreshShardMap();
+        assert.equal(map.locate(3).master, first);
+        assert.deepEqual(map.moves().filter((m) => m.phase !== 'switched'), [], 'no move left recorded');
+        assert.ok(map.version >= version);
+      } finally {
+        await again.close();
+      }
+      assert.deepEqual(readdirSync(join(to, 'restores')).length, 1, 'only the successful restore\'s record is kept');
+    });
+  });
+}
