@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -9,7 +10,7 @@ import { archivedUntil } from '../../src/ops/backup/mariadb-binlog-archive.js';
 import { archivedWalUntil } from '../../src/ops/backup/postgres-wal-archive.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { DevCluster } from '../../src/ops/dev-cluster.js';
-import { assertBadInput, cli, ensureBuilt } from '../cli/cli-harness.js';
+import { assertBadInput, cli, CLI, ensureBuilt } from '../cli/cli-harness.js';
 import { newLedger, writeLoad, type Ledger } from '../failover/ledger.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { present, startArchiver, until } from './backup-helpers.js';
@@ -151,5 +152,71 @@ for (const engine of ['mariadb', 'postgres'] as Engine[]) {
       }
       assert.deepEqual(readdirSync(join(to, 'restores')).length, 1, 'only the successful restore\'s record is kept');
     });
+
+    test('kill -9 of the restoring process under the freeze, then --abort: shard 1 is back on its pair, the spare\'s copy dropped; killed after the copy, then --resume: switched in', async () => {
+      const cluster = DevCluster.require(fx.dir);
+      const tablesOnSpare = async () => engine === 'mariadb'
+        ? Number((await cluster.instance(spare[0]!).admin<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'db00001'"))[0]!.n)
+        : Number((await pgServer(cluster, spare[0]!).sql<{ n: string }>("SELECT count(*)::text AS n FROM information_schema.tables WHERE table_schema = 'db00001'", [], 'shardkit'))[0]!.n);
+      const args = ['--dir', fx.dir, '--from', to, '--json'];
+      // The newest backup as it was copied (no --to-time).
+      const aborted = await killedAfter('frozen', ['--shards', '1', '--into', spare[0]!, '--into-slave', spare[1]!, ...args]);
+      const kit = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+      try {
+        assert.equal((await kit.refreshShardMap()).move(aborted)?.phase, 'frozen', 'the killed restore left its move frozen');
+        const a = await cli(['backup', 'restore', '--abort', aborted, ...args]);
+        assert.equal(a.code, 0, a.stderr);
+        assert.equal((JSON.parse(a.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'aborted');
+        const map = await kit.refreshShardMap();
+        assert.equal(map.locate(1).master, first);
+        assert.equal(map.move(aborted), undefined);
+        assert.equal(await tablesOnSpare(), 0, 'the spare\'s copy of shard 1 is dropped');
+        const o = await kit.objects.create('pin', { after: 'abort' }, { shard: 1 });
+        assert.equal(await present(kit, [o.id]), 1, 'shard 1 takes writes on its pair again');
+
+        const resumed = await killedAfter('copied', ['--shards', '1', '--into', spare[0]!, '--into-slave', spare[1]!, ...args]);
+        const wrongTool = await cli(['shards', 'move', '1', '--resume', '--dir', fx.dir]);
+        assert.notEqual(wrongTool.code, 0);
+        assert.match(wrongTool.stderr, /is a restore's: take it up with shardkit backup restore --from PATH --resume restore-/);
+        const r = await cli(['backup', 'restore', '--resume', resumed, ...args]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal((JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { outcome: string }).outcome, 'switched');
+        assert.equal((await kit.refreshShardMap()).locate(1).master, spare[0]);
+        assert.ok((await tablesOnSpare()) > 0);
+        const n = await kit.objects.create('pin', { after: 'resume' }, { shard: 1 });
+        assert.equal(await present(kit, [n.id]), 1, 'shard 1 takes writes on the spare');
+      } finally {
+        await kit.close();
+      }
+      const verified = await cli(['shards', 'verify', '1', '--json', '--dir', fx.dir]);
+      assert.equal(verified.code, 0, verified.stdout + verified.stderr);
+      // The live rows the restores replaced stayed fenced on the old pair until now.
+      const dropped = await cli(['shards', 'drop-moved', '--dir', fx.dir, '--json']);
+      assert.equal(dropped.code, 0, dropped.stderr);
+      const fenced = engine === 'mariadb'
+        ? Number((await cluster.instance(first).admin<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('db00001_moved', 'db00002_moved')"))[0]!.n)
+        : Number((await pgServer(cluster, first).sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_namespace WHERE nspname IN ('db00001_moved', 'db00002_moved')", [], 'shardkit'))[0]!.n);
+      assert.equal(fenced, 0, 'drop-moved removed the restored shards\' old rows');
+    });
   });
+}
+
+/** Runs `backup restore` as its own process until it has recorded `phase`, kills it with -9, and returns its move id. */
+async function killedAfter(phase: string, args: string[]): Promise<string> {
+  const child = spawn(process.execPath, [CLI, 'backup', 'restore', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SHARDKIT_TEST_MOVE_STOP_AFTER: phase } });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  try {
+    await until(`the restore to stop after ${phase}`, () => err.includes(`stopped after ${phase}`) || child.exitCode !== null);
+    assert.equal(child.exitCode, null, `the restore exited before ${phase}: ${err}`);
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+  const started = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { moveId?: string }).find((l) => l.moveId !== undefined);
+  assert.ok(started?.moveId, out);
+  return started.moveId;
 }

@@ -8,7 +8,7 @@ import { createProgress, type Progress } from '../../ops/progress.js';
 import { createTopologyStore } from '../../topology/index.js';
 import { parseShardSpan } from '../../topology/map-edits.js';
 import type { BackupCliOptions } from './backup.js';
-import { locations } from './shards.js';
+import { locations, stopHook } from './shards.js';
 
 export interface RestoreIntoCliOptions extends BackupCliOptions {
   from: string;
@@ -36,10 +36,12 @@ export async function restoreIntoCommand(opts: RestoreIntoCliOptions): Promise<v
     const backup = await openBackupEngine({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { data: opts.data } : {}) });
     const jsonLines = opts.json === true || !process.stderr.isTTY;
     let bar: Progress | undefined;
+    const hook = stopHook();
     try {
       const r = await restoreShardsInto({
         backup, target: new DirectoryTarget(opts.from), store, hosts: Object.keys(config.hosts), tables: opened.tables, moveTarget: opened.moveTarget,
         ...(opened.preamble !== undefined ? { preamble: opened.preamble } : {}),
+        ...(hook !== undefined ? { afterPhase: hook } : {}),
         onEvent: (e) => {
           if (jsonLines) process.stdout.write(`${JSON.stringify({ event: 'phase', ...e })}\n`);
           else process.stderr.write(`${e.moveId}: ${e.phase}${e.detail ? ` ${JSON.stringify(e.detail)}` : ''} (${e.elapsedMs} ms)\n`);

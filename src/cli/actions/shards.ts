@@ -116,7 +116,7 @@ function moveFor(map: ShardMap, span: { first: number; last: number }): MoveReco
 }
 
 /** Test hook: stop dead (for a kill -9) right after a phase is recorded. Never set it in production. */
-function stopHook(): ((phase: MovePhase) => Promise<void> | undefined) | undefined {
+export function stopHook(): ((phase: MovePhase) => Promise<void> | undefined) | undefined {
   const at = process.env.SHARDKIT_TEST_MOVE_STOP_AFTER;
   if (at === undefined || at === '') return undefined;
   return (phase) => {
@@ -150,12 +150,15 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
     else process.stderr.write(`${e.moveId}: ${e.phase}${e.detail ? ` ${JSON.stringify(e.detail)}` : ''} (${e.elapsedMs} ms)\n`);
   };
   try {
+    const recorded = existing ? moveFor(ctx.map, span) : undefined;
+    // A restore's move copies from a backup: only its own command knows where (src/ops/backup/restore-into.ts).
+    if (recorded !== undefined && recorded.id.startsWith('restore-')) throw new ShardKitError('INVALID_ARGUMENT', `move ${recorded.id} is a restore's: take it up with shardkit backup restore --from PATH ${opts.abort ? '--abort' : '--resume'} ${recorded.id}`);
     const hook = stopHook();
     const result = await runMove({
       store: ctx.store, engine: ctx.engine, hosts: ctx.hosts,
       ...(ctx.maxLag !== undefined ? { maxLag: ctx.maxLag } : {}),
       ...(existing
-        ? { moveId: moveFor(ctx.map, span).id, abort: opts.abort === true }
+        ? { moveId: recorded!.id, abort: opts.abort === true }
         : { start: { span, target: { master: opts.to!, ...(opts.toSlave !== undefined ? { slave: opts.toSlave } : {}) }, holdMs: opts.holdMs } }),
       onEvent,
       onProgress: (done, total, rows) => {

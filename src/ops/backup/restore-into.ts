@@ -5,7 +5,7 @@ import { runMove, type MoveEvent, type MoveResult } from '../../moves/move-runne
 import { RestoreInMoveEngine, type RestoredTables, type RestoreInSource, type RestoreInTarget } from '../../moves/restore-in-engine.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { ShardSpan } from '../../topology/map-edits.js';
-import type { HostPair, MoveRecord } from '../../topology/shard-map.js';
+import type { HostPair, MovePhase, MoveRecord } from '../../topology/shard-map.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import type { BackupEngine } from './backup-engine.js';
 import { readManifest, type BackupManifest, type UnitBackup } from './backup-manifest.js';
@@ -41,6 +41,8 @@ export interface RestoreIntoDeps {
   preamble?: (move: MoveRecord) => string;
   onEvent?: (e: MoveEvent) => void;
   onProgress?: MoveProgressFn;
+  /** Test hook: called after each phase is recorded (the CLI's SHARDKIT_TEST_MOVE_STOP_AFTER, as for shards move). */
+  afterPhase?: (phase: MovePhase) => void | Promise<void>;
 }
 
 export type RestoreIntoRequest =
@@ -93,7 +95,10 @@ async function run(deps: RestoreIntoDeps, req: RestoreIntoRequest, record: Resto
       : { moveId: record.moveId, abort: 'abort' in req }),
     ...(deps.onEvent !== undefined ? { onEvent: deps.onEvent } : {}),
     ...(deps.onProgress !== undefined ? { onProgress: deps.onProgress } : {}),
+    ...(deps.afterPhase !== undefined ? { afterPhase: deps.afterPhase } : {}),
   });
+  // An aborted restore left nothing on the spare: its record goes too (a switched one stays, as history).
+  if (result.outcome === 'aborted') await deps.target.remove(recordName(record.moveId));
   return { ...result, backupId: record.backupId, ...(record.toMs !== undefined ? { toTime: new Date(record.toMs).toISOString() } : {}) };
 }
 
