@@ -7,6 +7,7 @@ import { openRestoreInTarget } from '../../ops/move-engines.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { createTopologyStore } from '../../topology/index.js';
 import { parseShardSpan } from '../../topology/map-edits.js';
+import { ShardMap } from '../../topology/shard-map.js';
 import type { BackupCliOptions } from './backup.js';
 import { locations, stopHook } from './shards.js';
 
@@ -32,6 +33,8 @@ export async function restoreIntoCommand(opts: RestoreIntoCliOptions): Promise<v
   const store = createTopologyStore(declared.topologyStore, { dataDir });
   try {
     const config = await withHostRecords(declared, store);
+    // As a service would on first start (and shards move does): the config's map seeds the store.
+    if ((await store.read()) === undefined) await store.write(ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) }), 0);
     const opened = openRestoreInTarget(config, resolveSchema(config), dataDir);
     const backup = await openBackupEngine({ ...(opts.dir !== undefined ? { dir: opts.dir } : {}), ...(opts.config !== undefined ? { config: opts.config } : {}), ...(opts.data !== undefined ? { data: opts.data } : {}) });
     const jsonLines = opts.json === true || !process.stderr.isTTY;
