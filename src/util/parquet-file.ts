@@ -69,7 +69,8 @@ export { PlainByteArrays };
 export type { ParquetColumn, ParquetColumnType };
 
 /** A batch of rows, column by column: each array as long as the batch (null where a nullable column has no value); a STRING or BYTE_ARRAY column may come as PlainByteArrays. */
-export type ColumnBatch = Record<string, unknown[] | PlainByteArrays>;
+/** Column name -> its values (an array, or a typed array of numbers for INT64/TIMESTAMP columns), or byte arrays in PLAIN form. */
+export type ColumnBatch = Record<string, ArrayLike<unknown> | PlainByteArrays>;
 
 /** Rows per row group: big enough for analytics engines to read well, small enough to hold in memory. */
 const ROW_GROUP_ROWS = 100_000;

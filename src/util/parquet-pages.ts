@@ -205,7 +205,7 @@ export class ChunkBuilder {
     }
   }
 
-  append(values: readonly unknown[] | PlainByteArrays): void {
+  append(values: ArrayLike<unknown> | PlainByteArrays): void {
     if (values instanceof PlainByteArrays) {
       if (!this.bytes) throw new Error(`parquet: column ${this.column.name} is ${this.column.type}, given byte arrays`);
       const plain = values.plain();
@@ -232,7 +232,7 @@ export class ChunkBuilder {
    * loop's per-value dispatch was the most of the encoding's own time. Returns where a value
    * outside that range stopped it (the generic loop takes the rest).
    */
-  private appendInt64s(values: readonly unknown[]): number {
+  private appendInt64s(values: ArrayLike<unknown>): number {
     this.room(8 * values.length);
     const page = this.page;
     let at = this.at;
@@ -242,9 +242,9 @@ export class ChunkBuilder {
     for (; i < values.length; i++) {
       const v = values[i];
       if (typeof v !== 'number' || !(v >= 0 && v <= Number.MAX_SAFE_INTEGER) || !Number.isInteger(v)) break;
-      const lo = v % TWO32;
-      page.writeUInt32LE(lo, at);
-      page.writeUInt32LE((v - lo) / TWO32, at + 4);
+      const hi = Math.floor(v / TWO32);
+      page.writeUInt32LE(v - hi * TWO32, at);
+      page.writeUInt32LE(hi, at + 4);
       at += 8;
       if (min === undefined || v < min) min = v;
       if (max === undefined || v > max) max = v;
@@ -260,7 +260,7 @@ export class ChunkBuilder {
     return i;
   }
 
-  private appendFrom(values: readonly unknown[], from: number): void {
+  private appendFrom(values: ArrayLike<unknown>, from: number): void {
     const { type, nullable } = this.column;
     for (let i = from; i < values.length; i++) {
       const raw = values[i];

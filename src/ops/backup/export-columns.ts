@@ -100,24 +100,27 @@ export function objectBatch(page: readonly StoredObject[] | ObjectPage, shard: n
   const rows = Array.isArray(page) ? page as readonly StoredObject[] : undefined;
   const cols = rows === undefined ? page as ObjectPage : undefined;
   const n = rows?.length ?? cols!.count;
-  const id: unknown[] = new Array(n);
+  // Numbers in typed arrays (the binary COPY's columns as they are): no array of n values for the collector.
+  const base = pinterestId.encode({ shard, type: type.id, localId: 0 });
+  const exact = base + BigInt(PINTEREST_MAX_LOCAL_ID) <= BigInt(Number.MAX_SAFE_INTEGER);
+  const id: unknown[] | Float64Array = exact ? new Float64Array(n) : new Array(n);
   const deleted: boolean[] = new Array(n);
-  const localIds: number[] = new Array(n);
-  const created: number[] = new Array(n);
+  const localIds = cols !== undefined ? cols.localId.subarray(0, n) : new Float64Array(n);
+  const created = cols !== undefined ? cols.ts.subarray(0, n) : new Float64Array(n);
   const declared: unknown[][] = fields.map(() => new Array(n));
   // The ID as a number where every ID of the shard is one exactly (shards below 128): the local id
   // is its low 36 bits, so it adds to the shard's first ID. A BigInt per row cost a tenth of the encoding.
-  const base = pinterestId.encode({ shard, type: type.id, localId: 0 });
-  const exact = base + BigInt(PINTEREST_MAX_LOCAL_ID) <= BigInt(Number.MAX_SAFE_INTEGER);
   const baseN = Number(base);
   const active = cols !== undefined && fields.length === 0 ? mentionsActive(cols) : undefined;
   for (let i = 0; i < n; i++) {
     const r = rows?.[i];
     const localId = r !== undefined ? r.localId : cols!.localId[i]!;
     id[i] = exact ? baseN + localId : pinterestId.encode({ shard, type: type.id, localId });
-    localIds[i] = localId;
-    // Unix ms as they are: the writer takes a number for a TIMESTAMP (no Date per row).
-    created[i] = r !== undefined ? r.ts : cols!.ts[i]!;
+    if (r !== undefined) {
+      localIds[i] = localId;
+      // Unix ms as they are: the writer takes a number for a TIMESTAMP (no Date per row).
+      created[i] = r.ts;
+    }
     // The driver's bytes are parsed only when needed, never decoded to text otherwise.
     const parse = fields.length > 0 || (r !== undefined ? (typeof r.data === 'string' ? r.data.includes(ACTIVE_TEXT) : r.data.includes(ACTIVE_BYTES)) : active![i] === 1);
     const parsed = parse ? JSON.parse((r !== undefined ? r.data : cols!.data.value(i)).toString()) as Record<string, unknown> : undefined;
