@@ -109,7 +109,7 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
 export interface OpenedRestoreInTarget {
   moveTarget: RestoreInTarget;
   tables: string[];
-  preamble?: (move: MoveRecord) => string;
+  preamble?: (move: MoveRecord, marker?: boolean) => string;
 }
 
 /**
@@ -122,8 +122,8 @@ export function openRestoreInTarget(config: ShardKitConfig, schema: SchemaDef, d
   if (config.storage.backend === 'postgres') {
     const storage = config.storage;
     const moveTarget = postgresRestoreInTarget({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema });
-    // The move's marker (undo drops the target's tables only with it) and the shards as `shardkit init` makes them, in the load's transaction.
-    const preamble = (move: MoveRecord) => [markerSql(move.id), ...moveShards(move).flatMap((s) => postgresDialect.createShard(schema, { host: move.target.master, shard: s, fleet: 'objects' }))].join(';\n');
+    // The move's marker (undo drops the target's tables only with it; none in place) and the shards as `shardkit init` makes them, in the load's transaction.
+    const preamble = (move: MoveRecord, marker = true) => [...(marker ? [markerSql(move.id)] : []), ...moveShards(move).flatMap((s) => postgresDialect.createShard(schema, { host: move.target.master, shard: s, fleet: 'objects' }))].join(';\n');
     return { moveTarget, tables, preamble };
   }
   if (config.storage.backend === 'mysql') {

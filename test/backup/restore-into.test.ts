@@ -31,6 +31,10 @@ for (const engine of ['mariadb', 'postgres'] as Engine[]) {
   describe(`backup restore --shards --into on a ${engine} dev cluster, services running`, () => {
     let fx: Fixture;
     let to: string;
+    // Test 1's backup and its writes to shard 0, for the restore in place (last test).
+    let backupStarted = 0;
+    let backupEnded = 0;
+    let shard0: Ledger['acked'] = [];
     const first = engine === 'mariadb' ? 'MySQL001A' : 'PG001A';
     const spare = engine === 'mariadb' ? ['MySQL002A', 'MySQL002B'] : ['PG002A', 'PG002B'];
     before(async () => {
@@ -61,9 +65,10 @@ for (const engine of ['mariadb', 'postgres'] as Engine[]) {
         try {
           await until('writes to shard 2 before the backup', () => restored.acked.length >= 30);
           if (engine === 'mariadb') await until('the archiver has a binlog file', () => existsSync(archive) && readdirSync(archive).length > 0);
+          backupStarted = Date.now();
           const b = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
           assert.equal(b.code, 0, b.stderr);
-          const backupEnded = Date.now();
+          backupEnded = Date.now();
           await until('writes to shard 2 after the backup', () => restored.acked.filter((a) => a.sentAt! > backupEnded).length >= 30);
           // MariaDB's binlog stamps events in whole seconds (docs/backups.md): T on a second.
           T = engine === 'mariadb' ? Math.ceil(Date.now() / 1000) * 1000 : Date.now();
@@ -103,6 +108,7 @@ for (const engine of ['mariadb', 'postgres'] as Engine[]) {
         assert.ok(beforeT.length >= 30 && afterT.length >= 30);
         assert.equal(await present(kit, beforeT), beforeT.length, 'shard 2: every write acknowledged before T is back');
         assert.equal(await present(kit, afterT), 0, 'shard 2: no write sent at or after T is there');
+        shard0 = others.acked.filter((a) => shardOf(a.id) === 0);
         const kept = others.acked.map((a) => a.id);
         assert.ok(kept.every((id) => OTHERS.includes(shardOf(id))));
         assert.equal(await present(kit, kept), kept.length, `the other shards: all ${kept.length} acknowledged writes are there (0 lost)`);
@@ -197,6 +203,42 @@ for (const engine of ['mariadb', 'postgres'] as Engine[]) {
         ? Number((await cluster.instance(first).admin<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN ('db00001_moved', 'db00002_moved')"))[0]!.n)
         : Number((await pgServer(cluster, first).sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_namespace WHERE nspname IN ('db00001_moved', 'db00002_moved')", [], 'shardkit'))[0]!.n);
       assert.equal(fenced, 0, 'drop-moved removed the restored shards\' old rows');
+    });
+
+    test('--shards 0 without --into: refused while a service is connected, then with the services stopped shard 0 is put back in place as the backup copied it; ids go on past every id handed out', async () => {
+      const restore = (...args: string[]) => cli(['backup', 'restore', '--dir', fx.dir, '--from', to, '--shards', '0', '--json', ...args]);
+      const service = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+      let marker: bigint;
+      try {
+        marker = (await service.objects.create('pin', { written: 'after the backup' }, { shard: 0 })).id;
+        const refused = await restore();
+        assert.notEqual(refused.code, 0);
+        assert.match(refused.stderr, /PRECONDITION_FAILED: .* (connection\(s\) of the service user|client connection\(s\) to) .*stop the services first \(or --force\): nothing changed/);
+        assert.equal(await present(service, [marker]), 1, 'nothing changed');
+      } finally {
+        await service.close();
+      }
+      const r = await restore();
+      assert.equal(r.code, 0, r.stderr);
+      const result = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { outcome: string; pairs: Record<string, number[]>; rows: number };
+      assert.equal(result.outcome, 'restored');
+      assert.deepEqual(result.pairs, { [first]: [0] });
+      const kit = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+      try {
+        const beforeBackup = shard0.filter((a) => a.at < backupStarted).map((a) => a.id);
+        const afterBackup = shard0.filter((a) => a.sentAt! > backupEnded).map((a) => a.id);
+        assert.ok(beforeBackup.length > 0 && afterBackup.length > 0);
+        assert.equal(await present(kit, beforeBackup), beforeBackup.length, 'shard 0: every write acknowledged before the backup is there');
+        assert.equal(await present(kit, [...afterBackup, marker]), 0, 'shard 0: no write sent after the backup is there');
+        assert.equal((await kit.refreshShardMap()).locate(0).master, first, 'the shard stays on its pair');
+        const fresh = await kit.objects.create('pin', { after: 'restore in place' }, { shard: 0 });
+        const handedOut = [...shard0.map((a) => a.id), marker].map((id) => pinterestId.decode(id).localId);
+        assert.ok(handedOut.every((l) => pinterestId.decode(fresh.id).localId > l), 'an id made after the restore passes every id handed out before it');
+      } finally {
+        await kit.close();
+      }
+      const verified = await cli(['shards', 'verify', '0', '--json', '--dir', fx.dir]);
+      assert.equal(verified.code, 0, verified.stdout + verified.stderr);
     });
   });
 }

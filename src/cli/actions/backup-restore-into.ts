@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
-import { DirectoryTarget, openBackupEngine, parseTime, restoreShardsInto, type RestoreIntoRequest } from '../../ops/backup/index.js';
+import { DirectoryTarget, openBackupEngine, parseTime, restoreShardsInPlace, restoreShardsInto, type RestoreIntoRequest } from '../../ops/backup/index.js';
 import { withHostRecords } from '../../ops/fleet-hosts.js';
 import { openRestoreInTarget } from '../../ops/move-engines.js';
 import { createProgress, type Progress } from '../../ops/progress.js';
 import { createTopologyStore } from '../../topology/index.js';
-import { parseShardSpan } from '../../topology/map-edits.js';
+import { parseShardSpan, type ShardSpan } from '../../topology/map-edits.js';
 import { ShardMap } from '../../topology/shard-map.js';
 import type { BackupCliOptions } from './backup.js';
 import { locations, stopHook } from './shards.js';
@@ -41,6 +41,13 @@ export async function restoreIntoCommand(opts: RestoreIntoCliOptions): Promise<v
     let bar: Progress | undefined;
     const hook = stopHook();
     try {
+      if ('inPlace' in request) {
+        const r = await restoreShardsInPlace({ backup, target: new DirectoryTarget(opts.from), store, tables: opened.tables, ...(opened.preamble !== undefined ? { preamble: opened.preamble } : {}) }, request);
+        const span = `${r.range[0]}..${r.range[1]}`;
+        if (jsonLines) process.stdout.write(`${JSON.stringify({ event: 'result', outcome: 'restored', ...r })}\n`);
+        else process.stdout.write(`restored shards ${span} in place from backup ${r.backupId}${r.toTime !== undefined ? ` to ${r.toTime}` : ''}: ${r.tables} tables, ${r.rows} rows, checked against the restore (${Object.entries(r.pairs).map(([m, s]) => `${m}: ${s.length} shard(s)`).join(', ')})\n`);
+        return;
+      }
       const r = await restoreShardsInto({
         backup, target: new DirectoryTarget(opts.from), store, hosts: Object.keys(config.hosts), tables: opened.tables, moveTarget: opened.moveTarget,
         ...(opened.preamble !== undefined ? { preamble: opened.preamble } : {}),
@@ -77,7 +84,9 @@ export async function restoreIntoCommand(opts: RestoreIntoCliOptions): Promise<v
 }
 
 /** Every option checked before anything is opened: bad input changes nothing. */
-function parseRequest(o: RestoreIntoCliOptions): RestoreIntoRequest {
+type ParsedRequest = RestoreIntoRequest | { span: ShardSpan; toTime?: number; id?: string; inPlace: true; force: boolean };
+
+function parseRequest(o: RestoreIntoCliOptions): ParsedRequest {
   const existing = o.resume ?? o.abort;
   if (o.resume !== undefined && o.abort !== undefined) throw new ShardKitError('INVALID_ARGUMENT', 'give --resume or --abort, not both');
   if (existing !== undefined) {
@@ -85,9 +94,12 @@ function parseRequest(o: RestoreIntoCliOptions): RestoreIntoRequest {
     return o.resume !== undefined ? { resume: o.resume } : { abort: o.abort! };
   }
   if (o.shards === undefined) throw new ShardKitError('INVALID_ARGUMENT', '--into needs --shards A..B (the shards to restore onto the spare pair); without --into, restore puts whole pairs back in place');
-  if (o.into === undefined) throw new ShardKitError('INVALID_ARGUMENT', '--shards needs --into MASTER (a spare pair\'s master, with --into-slave SLAVE): a restore of some shards goes aside, then is switched in');
-  if (o.force) throw new ShardKitError('INVALID_ARGUMENT', '--force is for a restore in place; a restore --into leaves the running services alone');
+  if (o.into === undefined && o.intoSlave !== undefined) throw new ShardKitError('INVALID_ARGUMENT', '--into-slave needs --into MASTER');
+  if (o.into !== undefined && o.force) throw new ShardKitError('INVALID_ARGUMENT', '--force is for a restore in place; a restore --into leaves the running services alone');
+  if (o.into === undefined && o.holdMs !== undefined) throw new ShardKitError('INVALID_ARGUMENT', '--hold-ms is for a restore --into (its switch); a restore in place holds no writes: services are stopped');
   const span = parseShardSpan(o.shards);
   const toTime = o.toTime === undefined ? undefined : parseTime(o.toTime);
-  return { span, into: { master: o.into, ...(o.intoSlave !== undefined ? { slave: o.intoSlave } : {}) }, ...(toTime !== undefined ? { toTime } : {}), ...(o.id !== undefined ? { id: o.id } : {}), ...(o.holdMs !== undefined ? { holdMs: o.holdMs } : {}) };
+  const common = { span, ...(toTime !== undefined ? { toTime } : {}), ...(o.id !== undefined ? { id: o.id } : {}) };
+  if (o.into === undefined) return { ...common, inPlace: true, force: o.force === true };
+  return { ...common, into: { master: o.into, ...(o.intoSlave !== undefined ? { slave: o.intoSlave } : {}) }, ...(o.holdMs !== undefined ? { holdMs: o.holdMs } : {}) };
 }

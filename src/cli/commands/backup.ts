@@ -46,7 +46,7 @@ Examples:
     .option('--id <id>', 'the backup (default: the newest complete one)')
     .option('--force', 'restore even though services are connected')
     .option('--to-time <time>', 'restore to this time (ISO with a zone, or epoch ms): the newest backup before it, then the archived log up to it (MariaDB: whole seconds, at or before it; PostgreSQL: every commit before it)')
-    .option('--shards <range>', 'restore only these logical shards (first..last, or one), aside onto the spare pair --into, then switch them in; the other shards are not touched')
+    .option('--shards <range>', 'restore only these logical shards (first..last, or one); the other shards are not touched. Alone: in place on the pairs that hold them (services stopped, or --force); with --into: aside onto a spare pair, then switched in while services run')
     .option('--into <master>', 'with --shards: the spare pair\'s master (it must hold no rows of those shards; `dev add-pair` or `topology hosts add`)')
     .option('--into-slave <slave>', 'with --into: the spare pair\'s slave')
     .option('--hold-ms <n>', 'with --into: how long services hold writes to the shards during the switch', intOption('--hold-ms', 1, 60_000))
@@ -59,7 +59,8 @@ Restore one shard (or a range) to a time, into a live fleet (docs/backups.md, "R
       --to-time 2026-11-28T10:42:00Z --into MySQL009A --into-slave MySQL009B
   $ shardkit shards drop-moved --dir ./cluster           # later: the shard's rows of before, fenced on its old pair
 The shards are restored in a scratch server, loaded onto the spare pair, then switched in by the
-move machinery (freeze, fence, switch); services route to the spare without a restart.`)
+move machinery (freeze, fence, switch); services route to the spare without a restart.
+In place instead (services stopped): shardkit backup restore --dir ./cluster --from /backups/fleet --shards 3429 --to-time T`)
     .action(action(async (opts: RestoreIntoCliOptions) => {
       if (isRestoreInto(opts)) return (await import('../actions/backup-restore-into.js')).restoreIntoCommand(opts);
       return (await import('../actions/backup.js')).backupRestoreCommand(opts);

@@ -52,6 +52,8 @@ export interface BackupEngine {
    * engine loads in one. Returns what the restored tables hold (rows, checksum).
    */
   restoreAside?(unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest, preamble: string): Promise<Record<string, TableSummary>>;
+  /** Refuses (PRECONDITION_FAILED, nothing changed) while services are connected to `master` (a restore in place needs them stopped, or --force). */
+  requireNoServices?(master: string): Promise<void>;
   /** Rows and checksums of the tables in `schemas` on a live host, computed as restoreAside's. */
   summariesOn?(host: string, schemas: readonly string[]): Promise<Record<string, TableSummary>>;
   close(): Promise<void>;

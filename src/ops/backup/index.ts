@@ -57,4 +57,4 @@ function readConfig(path: string): ShardKitConfig {
 }
 export { exportShards, type ExportLocation, type ExportReport, type ExportRequest } from './export-run.js';
 export { parseSince } from './export-sources.js';
-export { restoreShardsInto, type RestoreIntoDeps, type RestoreIntoRequest, type RestoreIntoReport, type RestoreInRecord } from './restore-into.js';
+export { restoreShardsInPlace, restoreShardsInto, type RestoreInPlaceReport, type RestoreIntoDeps, type RestoreIntoRequest, type RestoreIntoReport, type RestoreInRecord } from './restore-into.js';

@@ -84,10 +84,7 @@ export class MariadbBackupEngine implements BackupEngine {
   async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void> {
     const { admin } = this.fleet;
     const { master } = pairNow(await this.fleet.map(), unit.unit);
-    if (!options.force) {
-      const [row] = await adminQuery<Array<{ n: number | string }>>(admin, master, { sql: 'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ?', values: [this.appUser] });
-      if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${Number(row?.n)} connection(s) of the service user ${this.appUser}: stop the services first (or --force): nothing changed`);
-    }
+    if (!options.force) await this.requireNoServices(master);
     // Loaded on the master with its binlog on: the slave replays the restore and the pair stays one.
     await toolInput('mariadb', admin.clientArgs(master), chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
     if (options.toMs !== undefined) await replayBinlogs(admin, master, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, options.toMs);
@@ -114,6 +111,12 @@ export class MariadbBackupEngine implements BackupEngine {
 
   async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
     return pruneBinlogs(archiveDir(target, unit), positions);
+  }
+
+  /** Refuses (nothing changed) while the service user is connected to `master`. */
+  async requireNoServices(master: string): Promise<void> {
+    const [row] = await adminQuery<Array<{ n: number | string }>>(this.fleet.admin, master, { sql: 'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ?', values: [this.appUser] });
+    if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${Number(row?.n)} connection(s) of the service user ${this.appUser}: stop the services first (or --force): nothing changed`);
   }
 
   restoreAside(unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest): Promise<Record<string, TableSummary>> {

@@ -99,10 +99,7 @@ export class PostgresBackupEngine implements BackupEngine {
     const { master } = pairNow(await this.access.map(), unit.unit);
     const database = this.access.database;
     const dev = this.access.dev;
-    if (!options.force && (dev === undefined || pgServer(dev, master).isRunning())) {
-      const [row] = await this.access.server(master).sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = $1 AND pid <> pg_backend_pid()", [database]);
-      if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${row!.n} client connection(s) to ${database}: stop the services first (or --force): nothing changed`);
-    }
+    if (!options.force && (dev === undefined || pgServer(dev, master).isRunning())) await this.requireNoServices(master);
     const pitr = options.toMs === undefined ? undefined : { archive: archiveDir(target, unit.unit), toMs: options.toMs };
     // A fleet's datadirs are on other machines: the copy is recovered on this one and loaded through SQL.
     if (dev === undefined) return restoreThroughSql(this.access, master, unit, target, prefix, pitr);
@@ -147,6 +144,13 @@ export class PostgresBackupEngine implements BackupEngine {
   async pruneArchive(target: BackupTarget, unit: string, positions: string[]): Promise<string[]> {
     const oldest = positions.reduce((a, b) => (parseLsn(b) < parseLsn(a) ? b : a));
     return pruneSegments(archiveDir(target, unit), oldest);
+  }
+
+  /** Refuses (nothing changed) while clients are connected to the shards' database on `master`. */
+  async requireNoServices(master: string): Promise<void> {
+    const database = this.access.database;
+    const [row] = await this.access.server(master).sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = $1 AND pid <> pg_backend_pid()", [database]);
+    if (Number(row?.n) > 0) throw new ShardKitError('PRECONDITION_FAILED', `${master} has ${row!.n} client connection(s) to ${database}: stop the services first (or --force): nothing changed`);
   }
 
   restoreAside(unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest, preamble: string): Promise<Record<string, TableSummary>> {

@@ -17,6 +17,7 @@ import { requested, type AsideRequest } from './restore-aside.js';
 
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
 const ident = (n: string) => `"${n.replace(/"/g, '""')}"`;
+const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
 /**
  * Restores shards of one PostgreSQL pair's backup aside: the base backup recovered (to its LSN, or
@@ -43,8 +44,15 @@ export async function postgresRestoreAside(access: PgAccess, unit: UnitBackup, t
       const [s, t] = n.split('.') as [string, string];
       return ['-t', `${ident(s)}.${ident(t)}`];
     });
+    // In place: the rows go, the tables and their sequences stay (TRUNCATE keeps them), and each
+    // sequence is set back to at least its value before, whatever the dump's setval says.
+    const names = Object.keys(expected).map((n) => n.split('.').map(ident).join('.'));
+    const before = req.replace === true ? await access.server(req.into.master).sql<{ ns: string; seq: string; last: string | null }>(
+      "SELECT n.nspname AS ns, c.relname AS seq, pg_sequence_last_value(c.oid)::text AS last FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind = 'S' WHERE n.nspname = ANY($1::text[])", [schemas], access.database) : [];
+    const head = req.replace === true && names.length > 0 ? `${preamble};\nTRUNCATE ${names.join(', ')}` : preamble;
+    const tail = before.filter((r) => r.last !== null).map((r) => `SELECT setval(${literal(`${ident(r.ns)}.${ident(r.seq)}`)}, GREATEST(${BigInt(r.last!)}, (SELECT last_value FROM ${ident(r.ns)}.${ident(r.seq)})), true);`).join('\n');
     const body = tables.length === 0 ? Readable.from([]) : toolOutput(bin('pg_dump'), ['-h', server.host, '-p', String(server.port), '-U', 'postgres', '--no-password', '-d', access.database, '--data-only', ...tables]);
-    await toolInput(bin('psql'), [...access.clientArgs(req.into.master), '--no-password', '-d', access.database, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], Readable.from(inOneTransaction(preamble, body)), { env: access.toolEnv() });
+    await toolInput(bin('psql'), [...access.clientArgs(req.into.master), '--no-password', '-d', access.database, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], Readable.from(inOneTransaction(head, body, tail)), { env: access.toolEnv() });
     req.onRows?.(total, total);
     return expected;
   } finally {
@@ -54,8 +62,8 @@ export async function postgresRestoreAside(access: PgAccess, unit: UnitBackup, t
 }
 
 /** COMMIT only once the dump ended well: a dump cut short closes psql's input without it, and the server rolls the whole load back. */
-async function* inOneTransaction(preamble: string, body: Readable): AsyncGenerator<Buffer> {
+async function* inOneTransaction(preamble: string, body: Readable, tail: string): AsyncGenerator<Buffer> {
   yield Buffer.from(`BEGIN;\n${preamble};\n`);
   for await (const chunk of body) yield chunk as Buffer;
-  yield Buffer.from('COMMIT;\n');
+  yield Buffer.from(`${tail}\nCOMMIT;\n`);
 }

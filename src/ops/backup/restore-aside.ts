@@ -11,6 +11,12 @@ export interface AsideRequest {
   into: HostPair;
   /** Restore to this time with the archived log; else as the backup copied it. */
   toMs?: number;
+  /**
+   * The pair holds these shards now and their tables are replaced (a restore in place): the id
+   * counters (AUTO_INCREMENT, sequences) keep their values where those are higher, so no id
+   * handed out after the restore point is handed out again.
+   */
+  replace?: boolean;
   /** Told the rows loaded so far, of the total the restored shards hold. */
   onRows?: (rows: number, total: number) => void;
 }

@@ -37,8 +37,8 @@ export interface RestoreIntoDeps {
   tables: readonly string[];
   /** The engine's move parts (moves/mariadb mariadbRestoreInTarget, moves/postgres postgresRestoreInTarget). */
   moveTarget: RestoreInTarget;
-  /** SQL the load runs first in its transaction (PostgreSQL: the move's marker and the shards' tables). */
-  preamble?: (move: MoveRecord) => string;
+  /** SQL the load runs first in its transaction (PostgreSQL: the move's marker, unless `marker` is false, and the shards' tables). */
+  preamble?: (move: MoveRecord, marker?: boolean) => string;
   onEvent?: (e: MoveEvent) => void;
   onProgress?: MoveProgressFn;
   /** Test hook: called after each phase is recorded (the CLI's SHARDKIT_TEST_MOVE_STOP_AFTER, as for shards move). */
@@ -175,3 +175,64 @@ async function readRecord(target: BackupTarget, moveId: string): Promise<Restore
   if (!(await target.exists(recordName(moveId)))) throw new ShardKitError('UNKNOWN_MOVE', `no restore ${moveId} in ${target.location} (${recordName(moveId)}): nothing changed`);
   return JSON.parse(await readText(target, recordName(moveId))) as RestoreInRecord;
 }
+
+export interface RestoreInPlaceReport {
+  backupId: string;
+  toTime?: string;
+  range: [number, number];
+  /** Pair (its master now) -> the shards restored on it. */
+  pairs: Record<string, number[]>;
+  rows: number;
+  tables: number;
+}
+
+/**
+ * `backup restore --shards A..B [--to-time T]` without `--into`: the shards' object tables put
+ * back on the pairs that hold them now, restored aside in a scratch server as for `--into`, then
+ * loaded over the live tables (their id counters kept where higher). Refused, nothing changed,
+ * while services are connected to those pairs unless `force`, and while a move or failover covers
+ * the shards. Checked afterwards against what the restore produced.
+ */
+export async function restoreShardsInPlace(deps: Pick<RestoreIntoDeps, 'backup' | 'target' | 'store' | 'tables' | 'preamble' | 'onProgress'>, req: { span: ShardSpan; toTime?: number; id?: string; force?: boolean }): Promise<RestoreInPlaceReport> {
+  const { backup, target, store } = deps;
+  if (backup.restoreAside === undefined || backup.summariesOn === undefined || backup.requireNoServices === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --shards is built for MariaDB and PostgreSQL fleets, not ${backup.kind} (restore the backup in place whole instead): nothing changed`);
+  const map = await store.read();
+  if (map === undefined) throw new ShardKitError('INVALID_CONFIG', 'the topology store holds no shard map: nothing changed');
+  const { first, last } = req.span;
+  if (last >= map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shards ${first}..${last} are not all in the shard map (0..${map.shardCount - 1}): nothing changed`);
+  const busy = map.moves().find((m) => m.phase !== 'switched' && m.range[0] <= last && m.range[1] >= first);
+  if (busy !== undefined) throw new ShardKitError('PRECONDITION_FAILED', `${busy.kind ?? 'move'} ${busy.id} (${busy.phase}) covers shards ${busy.range[0]}..${busy.range[1]}: restore after it finished: nothing changed`);
+  const manifest = req.toTime === undefined ? await readManifest(target, req.id) : await baseFor(backup, target, req.toTime);
+  if (manifest.engine !== backup.kind) throw new ShardKitError('INVALID_ARGUMENT', `backup ${manifest.id} is of a ${manifest.engine} fleet, this one is ${backup.kind}: nothing changed`);
+  // Grouped by the pair that holds each shard now and the backup unit that held it then.
+  const groups = new Map<string, { pair: HostPair; unit: UnitBackup; shards: number[] }>();
+  for (let s = first; s <= last; s++) {
+    const unit = unitOf(manifest, s, deps.tables);
+    if (unit === undefined) throw new ShardKitError('NOT_FOUND', `shard ${s} has no object tables in backup ${manifest.id} (no pair of it held ${shardDatabaseName(s)}): nothing changed`);
+    const loc = map.locate(s);
+    const key = `${loc.master}\n${unit.unit}`;
+    const g = groups.get(key) ?? { pair: { master: loc.master, ...(loc.slave !== undefined ? { slave: loc.slave } : {}) }, unit, shards: [] };
+    g.shards.push(s);
+    groups.set(key, g);
+  }
+  if (!req.force) for (const master of new Set([...groups.values()].map((g) => g.pair.master))) await backup.requireNoServices(master);
+  const pairs: Record<string, number[]> = {};
+  let rows = 0;
+  let tables = 0;
+  for (const [i, g] of [...groups.values()].entries()) {
+    const move = { id: 'restore-in-place', range: [g.shards[0]!, g.shards.at(-1)!], source: g.pair, target: g.pair } as unknown as MoveRecord;
+    const expected = await backup.restoreAside(g.unit, target, manifest.id, {
+      shards: g.shards, tables: deps.tables, into: g.pair, replace: true, ...(req.toTime !== undefined ? { toMs: req.toTime } : {}),
+      onRows: (r, total) => deps.onProgress?.(i, groups.size, { rowsCopied: r, rowsTotal: total }),
+    }, deps.preamble?.(move, false) ?? '');
+    const have = await backup.summariesOn(g.pair.master, g.shards.map((s) => shardDatabaseName(s)));
+    const differ = Object.keys(expected).filter((n) => have[n]?.rows !== expected[n]!.rows || have[n]?.checksum !== expected[n]!.checksum);
+    if (differ.length > 0) throw new ShardKitError('MOVE_VERIFY_MISMATCH', `after the restore, ${g.pair.master} holds other rows than the backup restored for ${differ.slice(0, 3).join(', ')}${differ.length > 3 ? ` and ${differ.length - 3} more` : ''}: run it again, or restore the whole pair`);
+    (pairs[g.pair.master] ??= []).push(...g.shards);
+    rows += Object.values(expected).reduce((n, t) => n + t.rows, 0);
+    tables += Object.keys(expected).length;
+  }
+  deps.onProgress?.(groups.size, groups.size);
+  return { backupId: manifest.id, ...(req.toTime !== undefined ? { toTime: new Date(req.toTime).toISOString() } : {}), range: [first, last], pairs, rows, tables };
+}
+
