@@ -14,6 +14,7 @@ import type { SchemaDef } from '../storage/shard-backend.js';
 import { fleetTables } from '../storage/shard-names.js';
 import type { SqliteBackend } from '../storage/sqlite/index.js';
 import type { MoveRecord, ShardMap } from '../topology/shard-map.js';
+import type { OnStep } from '../moves/step-timer.js';
 import { DevCluster } from './dev/dev-cluster.js';
 import { configHostAdmin, devHostAdmin } from './failover/host-admin.js';
 
@@ -35,14 +36,15 @@ export interface OpenedMoveEngine {
  * Opens the move engine of the config's storage backend (`shards move`, `verify`, `drop-moved`):
  * the one place that picks an engine by backend, as kit/backend-factory.ts does for backends.
  */
-export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { rate?: CopyRate } = {}): Promise<OpenedMoveEngine> {
+export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { rate?: CopyRate; onStep?: OnStep } = {}): Promise<OpenedMoveEngine> {
+  const timed = copy.onStep !== undefined ? { onStep: copy.onStep } : {};
   const rows = copy.rate !== undefined && 'rowsPerSecond' in copy.rate ? copy.rate.rowsPerSecond : undefined;
   const bytes = copy.rate !== undefined && 'bytesPerSecond' in copy.rate ? copy.rate.bytesPerSecond : undefined;
   if (config.storage.backend === 'postgres') {
     // The binary COPY streams carry no row count a throttle could read before the rows reach the target.
     if (rows !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--max-rate on PostgreSQL is bytes per second (for example 20MB/s), not rows: got ${rows} rows/s`);
     const storage = config.storage;
-    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema, ...(bytes !== undefined ? { maxBytesRate: bytes } : {}) });
+    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema, ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...timed });
     return {
       engine, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
@@ -62,7 +64,7 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
     const engine = createMariadbMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
       ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
-      ...(rows !== undefined ? { maxRate: rows } : {}), ...(bytes !== undefined ? { maxBytesRate: bytes } : {}),
+      ...(rows !== undefined ? { maxRate: rows } : {}), ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...timed,
     });
     const replicaPair = (s: number): [string, string] | undefined => {
       const loc = s < map.modShardCount ? map.locateModShard(s) : undefined;

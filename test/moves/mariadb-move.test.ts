@@ -359,9 +359,12 @@ describe('moves on MariaDB: the mover', () => {
 
     const moved = await cli(['shards', 'move', '4..5', '--to', 'MySQL001A', '--to-slave', 'MySQL001B', '--hold-ms', '30000', '--json', ...args]);
     assert.equal(moved.code, 0, moved.stderr);
-    const lines = moved.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; outcome?: string; verifiedRows?: number });
+    const lines = moved.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; outcome?: string; verifiedRows?: number; steps?: Record<string, number> });
     assert.equal(lines.at(-1)!.outcome, 'switched');
     assert.ok(lines.at(-1)!.verifiedRows! >= 1);
+    // The result line names each engine step's time, so an operator sees what the freeze spent on this host.
+    const steps = lines.at(-1)!.steps ?? {};
+    assert.ok(Object.keys(steps).some((k) => k.startsWith('fence: ')) && Object.values(steps).every((ms) => Number.isInteger(ms) && ms >= 0), `steps ${JSON.stringify(steps)}`);
     assert.ok((await ids('MySQL001A', db(4), 'pins')).length >= 1);
 
     const verified = await cli(['shards', 'verify', '4..5', '--json', ...args]);

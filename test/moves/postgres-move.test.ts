@@ -119,9 +119,12 @@ describe('moves on PostgreSQL: shards move|verify|drop-moved with logical replic
     }
     const ledger = await running;
     assert.equal(moved.code, 0, moved.stderr);
-    const lines = moved.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; phase?: string; outcome?: string; verifiedRows?: number; freezeToSwitchMs?: number });
+    const lines = moved.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string; phase?: string; outcome?: string; verifiedRows?: number; freezeToSwitchMs?: number; steps?: Record<string, number> });
     const result = lines.at(-1)!;
     assert.equal(result.outcome, 'switched');
+    // The result line names each engine step's time, so an operator sees what the freeze spent on this host.
+    const steps = result.steps ?? {};
+    assert.ok(['fence: COMMIT', 'copy: tables'].every((k) => k in steps) && Object.values(steps).every((ms) => Number.isInteger(ms) && ms >= 0), `steps ${JSON.stringify(steps)}`);
     assert.ok(result.verifiedRows! >= 60, `verified ${result.verifiedRows} rows`);
     assert.deepEqual(lines.filter((l) => l.event === 'phase').map((l) => l.phase).filter((p, i, a) => a.indexOf(p) === i), ['started', 'copied', 'frozen', 'fenced', 'switched']);
 

@@ -6,6 +6,7 @@ import type { CopyRate } from '../../moves/copy-throttle.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
+import type { OnStep } from '../../moves/step-timer.js';
 import { DevCluster } from '../../ops/dev-cluster.js';
 import { createProgress, formatBytes, type Progress } from '../../ops/progress.js';
 import { openMoveEngine, type OpenedMoveEngine } from '../../ops/move-engines.js';
@@ -52,7 +53,7 @@ interface MoveContext {
   close(): Promise<void>;
 }
 
-async function open(opts: CommonOptions & { maxRate?: CopyRate }): Promise<MoveContext> {
+async function open(opts: CommonOptions & { maxRate?: CopyRate }, onStep?: OnStep): Promise<MoveContext> {
   const { dataDir, configPath } = locations(opts);
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --dir for a dev cluster, or --config)`);
   const declared = loadConfigFile(configPath);
@@ -73,7 +74,7 @@ async function open(opts: CommonOptions & { maxRate?: CopyRate }): Promise<MoveC
   const schema = resolveSchema(config);
   let opened: OpenedMoveEngine;
   try {
-    opened = await openMoveEngine(config, schema, dataDir, map, opts.maxRate !== undefined ? { rate: opts.maxRate } : {});
+    opened = await openMoveEngine(config, schema, dataDir, map, { ...(opts.maxRate !== undefined ? { rate: opts.maxRate } : {}), ...(onStep !== undefined ? { onStep } : {}) });
   } catch (err) {
     await store.close();
     throw err;
@@ -134,7 +135,12 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
   const existing = opts.resume || opts.abort;
   if (!existing && opts.to === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'shards move needs --to <master> (or --resume / --abort for a recorded move)');
   if (existing && (opts.to !== undefined || opts.toSlave !== undefined)) throw new ShardKitError('INVALID_ARGUMENT', '--to/--to-slave name a new move\'s target; --resume and --abort take the recorded one');
-  const ctx = await open(opts);
+  // Each engine step's time (a count where the name says so), summed over the move: the result
+  // line carries them, so an operator sees which step of the freeze took its time on this host.
+  const steps: Record<string, number> = {};
+  const ctx = await open(opts, (name, ms) => {
+    steps[name] = (steps[name] ?? 0) + ms;
+  });
   const jsonLines = opts.json === true || !process.stderr.isTTY;
   let bar: Progress | undefined;
   let moveId = '';
@@ -193,6 +199,7 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
       source: result.move.source, target: result.move.target,
       ...(result.freezeToSwitchMs !== undefined ? { freezeToSwitchMs: result.freezeToSwitchMs } : {}),
       ...(result.verify !== undefined ? { verifiedRows: result.verify.rows, verifiedChunks: result.verify.chunks } : {}),
+      ...(Object.keys(steps).length > 0 ? { steps: Object.fromEntries(Object.entries(steps).map(([k, v]) => [k, Math.round(v)])) } : {}),
     };
     if (jsonLines) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else {
