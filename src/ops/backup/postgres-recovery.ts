@@ -16,7 +16,10 @@ import { chain, toolInput } from './process-streams.js';
  */
 export async function restoreInto(server: PostgresServer, unit: UnitBackup, target: BackupTarget, prefix: string, pitr?: { archive: string; toMs: number }): Promise<void> {
   await server.replaceDataDir(async (dataDir) => {
-    await toolInput('tar', ['-x', '-C', dataDir], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
+    // --ignore-zeros: tar reads to the end of its input. Without it, it stops at the archive's
+    // end-of-archive blocks and exits 0 while pg_basebackup's trailing padding is still being fed,
+    // and the feed failed with "Premature close" (a fresh-clone CI run, backup verify).
+    await toolInput('tar', ['-x', '--ignore-zeros', '-C', dataDir], chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
     if (pitr) for (const seg of segmentsFrom(pitr.archive, unit.position)) copyFileSync(seg.path, join(dataDir, 'pg_wal', seg.name));
   });
   if (!pitr) {
