@@ -441,6 +441,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
   /** The target's part of an abort: the move's connection and copy go. Re-runnable. */
   protected override async undoTarget(move: MoveRecord): Promise<void> {
     // The connection stops before the source's tables are renamed back (that RENAME must not reach the target).
+    let masterPos: string | undefined;
     await this.withAdmin(move.target.master, async (c) => {
       const name = moveConnectionName(move);
       const st = await connectionStatus(c, name);
@@ -455,12 +456,20 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
       await this.dropTargetCopy(c, move);
       if (st !== undefined) await removeConnection(c, name);
       await restoreSlavePosition(c, domain);
+      masterPos = String(((await c.query('SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0] as Array<{ p: string }>)[0]!.p);
     });
     // The copy was loaded into the target's slave by a loader of its own (sql_log_bin=0), so a
     // target master killed mid-copy can leave the slave holding tables the master never had:
     // the master's binlogged drops cannot reach those.
+    // The slave first applies what the master binlogged (the move connection's last rows, its drops):
+    // dropped unlogged before, a row event found its table gone and stopped the applier (CI run).
     const slave = move.target.slave;
-    if (slave !== undefined) await this.withAdmin(slave, (c) => this.dropSlaveCopy(c, move));
+    if (slave !== undefined) {
+      await this.withAdmin(slave, async (c) => {
+        if (masterPos) await c.query('SELECT MASTER_GTID_WAIT(?, 30)', [masterPos]);
+        await this.dropSlaveCopy(c, move);
+      });
+    }
   }
 
   /** The target slave's own copy of the moving shards, dropped there unlogged (the target was empty before the move: nothing else of these databases is on it). */
