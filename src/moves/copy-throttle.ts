@@ -76,3 +76,23 @@ export function parseCopyRate(text: string): CopyRate {
   if (bytes < 1 || !Number.isSafeInteger(bytes)) throw bad();
   return { bytesPerSecond: bytes };
 }
+
+/** The bound of the copy's lag gate (`shards move --max-source-lag`): transactions (MariaDB) or bytes of WAL (PostgreSQL). */
+export type SourceLagBound = { transactions: number } | { bytes: number };
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
+
+/** `1000` (transactions of the source's slave behind its master) or `64MB`, `512KiB` (bytes of WAL its standby has not replayed). */
+export function parseSourceLag(text: string): SourceLagBound {
+  const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*(b|[kmg]i?b)?\s*$/i.exec(text);
+  const bad = () => new ShardKitError('INVALID_ARGUMENT', `--max-source-lag must be transactions (1000; MariaDB, 0..100000000) or bytes of WAL (64MB, 512KiB; PostgreSQL), got ${JSON.stringify(text.slice(0, 40))}`);
+  if (m === null) throw bad();
+  const n = Number(m[1]);
+  if (m[2] === undefined) {
+    if (!Number.isInteger(n) || n > 100_000_000) throw bad();
+    return { transactions: n };
+  }
+  const bytes = Math.round(n * SIZE_UNITS[m[2].toLowerCase()]!);
+  if (!Number.isSafeInteger(bytes)) throw bad();
+  return { bytes };
+}

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import type { ShardKitConfig } from '../config/config.js';
 import { createBackend } from '../kit/backend-factory.js';
 import { ShardKitError } from '../errors.js';
-import type { CopyRate } from '../moves/copy-throttle.js';
+import type { CopyRate, SourceLagBound } from '../moves/copy-throttle.js';
 import type { MoveEngine, VerifyReport } from '../moves/move-engine.js';
 import { createMariadbMoveEngine, mariadbRestoreInTarget, moveAdmin } from '../moves/mariadb/index.js';
 import { createPostgresMoveEngine, markerSql, POSTGRES_MOVE_MAX_LAG_BYTES, postgresRestoreInTarget } from '../moves/postgres/index.js';
@@ -36,15 +36,19 @@ export interface OpenedMoveEngine {
  * Opens the move engine of the config's storage backend (`shards move`, `verify`, `drop-moved`):
  * the one place that picks an engine by backend, as kit/backend-factory.ts does for backends.
  */
-export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { rate?: CopyRate; onStep?: OnStep } = {}): Promise<OpenedMoveEngine> {
+export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { rate?: CopyRate; sourceLag?: SourceLagBound; onStep?: OnStep } = {}): Promise<OpenedMoveEngine> {
   const timed = copy.onStep !== undefined ? { onStep: copy.onStep } : {};
   const rows = copy.rate !== undefined && 'rowsPerSecond' in copy.rate ? copy.rate.rowsPerSecond : undefined;
   const bytes = copy.rate !== undefined && 'bytesPerSecond' in copy.rate ? copy.rate.bytesPerSecond : undefined;
+  const lagTx = copy.sourceLag !== undefined && 'transactions' in copy.sourceLag ? copy.sourceLag.transactions : undefined;
+  const lagBytes = copy.sourceLag !== undefined && 'bytes' in copy.sourceLag ? copy.sourceLag.bytes : undefined;
   if (config.storage.backend === 'postgres') {
     // The binary COPY streams carry no row count a throttle could read before the rows reach the target.
     if (rows !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--max-rate on PostgreSQL is bytes per second (for example 20MB/s), not rows: got ${rows} rows/s`);
+    // The standby's lag is a WAL position: there is no transaction count to compare.
+    if (lagTx !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--max-source-lag on PostgreSQL is bytes of WAL (for example 64MB), not transactions: got ${lagTx}`);
     const storage = config.storage;
-    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema, ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...timed });
+    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema, ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...(lagBytes !== undefined ? { maxSourceStandbyLagBytes: lagBytes } : {}), ...timed });
     return {
       engine, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
@@ -53,6 +57,8 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
     };
   }
   if (config.storage.backend === 'mysql') {
+    // The slave's lag is read as transactions of the source's GTID domain not applied yet.
+    if (lagBytes !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--max-source-lag on MariaDB is transactions (for example 1000), not bytes: got ${lagBytes} bytes`);
     const storage = config.storage;
     // Admin access (a dev cluster's sockets, or SHARDKIT_ADMIN_USER on a server fleet) enables the
     // replication pre-copy; without it the engine copies under the freeze.
@@ -64,7 +70,7 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
     const engine = createMariadbMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
       ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
-      ...(rows !== undefined ? { maxRate: rows } : {}), ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...timed,
+      ...(rows !== undefined ? { maxRate: rows } : {}), ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...(lagTx !== undefined ? { maxSourceSlaveLag: lagTx } : {}), ...timed,
     });
     const replicaPair = (s: number): [string, string] | undefined => {
       const loc = s < map.modShardCount ? map.locateModShard(s) : undefined;

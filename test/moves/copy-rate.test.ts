@@ -8,7 +8,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isShardKitError } from '../../src/errors.js';
-import { copyThrottle, parseCopyRate } from '../../src/moves/copy-throttle.js';
+import { copyThrottle, parseCopyRate, parseSourceLag } from '../../src/moves/copy-throttle.js';
+import { defaultConfig, resolveSchema, type ShardKitConfig } from '../../src/config/config.js';
+import { openMoveEngine } from '../../src/ops/move-engines.js';
+import { ShardMap } from '../../src/topology/shard-map.js';
 
 test('--max-rate: rows per second or bytes per second (MB = 10^6, MiB = 2^20); bad text is a typed error naming the option', () => {
   assert.deepEqual(parseCopyRate('5000'), { rowsPerSecond: 5000 });
@@ -48,4 +51,23 @@ test('bytes per second: 5 MB at 1 MB/s sleep 5 s in all; with a row limit beside
     await take3(0, 1_000_000);
   }
   assert.deepEqual(slow.slept, []);
+});
+
+test('--max-source-lag: transactions (MariaDB) or bytes of WAL (PostgreSQL); bad text, or the other engine\'s unit, is a typed error naming the option before any engine opens', async () => {
+  assert.deepEqual(parseSourceLag('1000'), { transactions: 1000 });
+  assert.deepEqual(parseSourceLag('0'), { transactions: 0 });
+  assert.deepEqual(parseSourceLag('64MB'), { bytes: 64_000_000 });
+  assert.deepEqual(parseSourceLag('512 KiB'), { bytes: 524_288 });
+  assert.deepEqual(parseSourceLag('1.5GiB'), { bytes: 1_610_612_736 });
+  for (const bad of ['soon', '-5', '1.5', '20MB/s', '', '100000001', '10 parsecs']) {
+    assert.throws(() => parseSourceLag(bad), (err) => isShardKitError(err, 'INVALID_ARGUMENT') && /--max-source-lag must be transactions/.test(err.message), bad);
+  }
+  const base = defaultConfig({ shards: 16 });
+  const map = ShardMap.fromJSON(base.shardMap);
+  const mysql = { ...base, storage: { backend: 'mysql', user: 'u', poolSize: 1, connectTimeoutMs: 1000, queryTimeoutMs: 1000 } } as unknown as ShardKitConfig;
+  const postgres = { ...base, storage: { backend: 'postgres', user: 'u', database: 'd', poolSize: 1, connectTimeoutMs: 1000, queryTimeoutMs: 1000 } } as unknown as ShardKitConfig;
+  await assert.rejects(openMoveEngine(mysql, resolveSchema(mysql), '/nonexistent', map, { sourceLag: { bytes: 64_000_000 } }),
+    (err) => isShardKitError(err, 'INVALID_ARGUMENT') && /--max-source-lag on MariaDB is transactions/.test(err.message));
+  await assert.rejects(openMoveEngine(postgres, resolveSchema(postgres), '/nonexistent', map, { sourceLag: { transactions: 1000 } }),
+    (err) => isShardKitError(err, 'INVALID_ARGUMENT') && /--max-source-lag on PostgreSQL is bytes of WAL/.test(err.message));
 });

@@ -20,6 +20,7 @@ import pg from 'pg';
 import { resolveSchema } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
+import type { CopyWait } from '../../src/moves/copy-throttle.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { devClusterDown, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
@@ -48,7 +49,7 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
     if (x.storage.backend !== 'postgres') throw new Error('not a postgres config');
     return { ...x, storage: x.storage };
   };
-  const engine = (onStep?: (name: string, ms: number) => void, more: { maxBytesRate?: number } = {}): PostgresMoveEngine => {
+  const engine = (onStep?: (name: string, ms: number) => void, more: { maxBytesRate?: number; maxSourceStandbyLagBytes?: number; onCopyWait?: (w: CopyWait) => void } = {}): PostgresMoveEngine => {
     const x = config();
     const e = createPostgresMoveEngine({ hosts: x.hosts, user: x.storage.user, database: x.storage.database, schema: resolveSchema(x), ...(onStep !== undefined ? { onStep } : {}), ...more });
     engines.push(e);
@@ -237,5 +238,39 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
     assertBadInput(await cli(['shards', 'move', '6..6', '--to', target.master, '--to-slave', target.slave, '--max-rate', '5000', '--dir', dir]), 'rows/s on PostgreSQL', /--max-rate on PostgreSQL is bytes per second/);
     assertBadInput(await cli(['shards', 'move', '6..6', '--to', target.master, '--max-rate', '20MB/min', '--dir', dir]), 'a rate in no unit', /--max-rate must be rows per second .* or bytes per second/);
     assert.deepEqual((await kit.shardMap()).toJSON(), before);
+  });
+
+  test('the copy waits while the source\'s standby is further behind than the bound (its replay paused behind ~2 MB of WAL), and goes on once it has caught up', async () => {
+    const standby = (await kit.shardMap()).locate(7).slave!;
+    const bound = 256 * 1024;
+    const waits: CopyWait[] = [];
+    const events: MoveEvent[] = [];
+    let waited!: () => void;
+    const firstWait = new Promise<void>((r) => { waited = r; });
+    await sql(standby, 'SELECT pg_wal_replay_pause()');
+    let moving: ReturnType<typeof runMove> | undefined;
+    try {
+      await sql(SOURCE, `INSERT INTO ${db(7)}.pins (data, ts) SELECT repeat(md5(g::text), 8), g FROM generate_series(1, 5000) g`);
+      moving = runMove({
+        store: store(), hosts: hosts(), maxLag: POSTGRES_MOVE_MAX_LAG_BYTES, start: { span: { first: 7, last: 7 }, target }, onEvent: (e) => events.push(e),
+        engine: engine(undefined, { maxSourceStandbyLagBytes: bound, onCopyWait: (w) => { waits.push(w); waited(); } }),
+      });
+      // Without the gate the move switches without ever waiting: said in one line, not a hang.
+      await Promise.race([firstWait, moving.then(() => { throw new Error('the move finished without waiting for the source\'s standby'); })]);
+      assert.deepEqual({ why: waits[0]!.why, bound: (waits[0] as { bound?: number }).bound }, { why: 'lag', bound });
+      assert.ok((waits[0] as { lag: number }).lag > bound, `lag ${(waits[0] as { lag: number }).lag} bytes`);
+      assert.equal(events.some((e) => e.phase === 'copied'), false, 'the copy went on while the standby was behind');
+    } finally {
+      await sql(standby, 'SELECT pg_wal_replay_resume()');
+    }
+    const result = await moving;
+    assert.equal(result.outcome, 'switched');
+    assert.ok(waits.every((w) => w.why === 'lag'), JSON.stringify(waits.slice(0, 3)));
+    const [n] = await sql<{ n: string }>(target.master, `SELECT count(*) AS n FROM ${db(7)}.pins`);
+    assert.equal(Number(n!.n), 5000);
+    // A transaction count on PostgreSQL: one line, exit 2, nothing changed.
+    const map = (await kit.shardMap()).toJSON();
+    assertBadInput(await cli(['shards', 'move', '6..6', '--to', target.master, '--to-slave', target.slave, '--max-source-lag', '1000', '--dir', dir]), 'transactions on PostgreSQL', /--max-source-lag on PostgreSQL is bytes of WAL/);
+    assert.deepEqual((await kit.shardMap()).toJSON(), map);
   });
 });

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { loadConfigFile, resolveSchema } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
-import type { CopyRate } from '../../moves/copy-throttle.js';
+import type { CopyRate, SourceLagBound } from '../../moves/copy-throttle.js';
 import type { MoveEngine, VerifyReport } from '../../moves/move-engine.js';
 import { runMove, type MoveEvent } from '../../moves/move-runner.js';
 import { casMoveState, forgetMove } from '../../moves/move-state.js';
@@ -30,6 +30,7 @@ export interface MoveCommandOptions extends CommonOptions {
   resume?: boolean;
   abort?: boolean;
   maxRate?: CopyRate;
+  maxSourceLag?: SourceLagBound;
 }
 
 export type VerifyCommandOptions = CommonOptions & { againstSource?: boolean };
@@ -53,7 +54,7 @@ interface MoveContext {
   close(): Promise<void>;
 }
 
-async function open(opts: CommonOptions & { maxRate?: CopyRate }, onStep?: OnStep): Promise<MoveContext> {
+async function open(opts: CommonOptions & { maxRate?: CopyRate; maxSourceLag?: SourceLagBound }, onStep?: OnStep): Promise<MoveContext> {
   const { dataDir, configPath } = locations(opts);
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --dir for a dev cluster, or --config)`);
   const declared = loadConfigFile(configPath);
@@ -74,7 +75,7 @@ async function open(opts: CommonOptions & { maxRate?: CopyRate }, onStep?: OnSte
   const schema = resolveSchema(config);
   let opened: OpenedMoveEngine;
   try {
-    opened = await openMoveEngine(config, schema, dataDir, map, { ...(opts.maxRate !== undefined ? { rate: opts.maxRate } : {}), ...(onStep !== undefined ? { onStep } : {}) });
+    opened = await openMoveEngine(config, schema, dataDir, map, { ...(opts.maxRate !== undefined ? { rate: opts.maxRate } : {}), ...(opts.maxSourceLag !== undefined ? { sourceLag: opts.maxSourceLag } : {}), ...(onStep !== undefined ? { onStep } : {}) });
   } catch (err) {
     await store.close();
     throw err;

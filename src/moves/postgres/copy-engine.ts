@@ -6,6 +6,7 @@ import type { MoveProgressFn } from '../move-engine.js';
 import { moveShards } from '../move-shared.js';
 import { MARKER_SCHEMA, qi, ql, replicationName, type Client } from './engine-base.js';
 import { copyThrottle } from '../copy-throttle.js';
+import { POSTGRES_SOURCE_STANDBY_MAX_LAG_BYTES, sourceStandbyLag } from './source-standby-lag.js';
 import { copyColumns, copyProgress, copyTablesInParallel, type TableCopyState } from './parallel-copy.js';
 import { PostgresMoveVerify } from './verify-engine.js';
 import { dropOwnSlot, dropSlot } from './drop.js';
@@ -119,8 +120,14 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
       await this.step('copy: tables', () => copyTablesInParallel({
         tables: plan, snapshot, streams: this.options.copyStreams ?? 4, state, truncate,
         groupOf: (t) => schemaOf.get(t.name) ?? t.name, before: (ns) => targetDdl.get(ns),
-        // --max-rate in bytes per second: every stream's bytes count against one budget (a retried copy starts it again).
-        ...(this.options.maxBytesRate !== undefined ? { throttle: copyThrottle({ maxBytesRate: this.options.maxBytesRate }) } : {}),
+        // --max-rate in bytes per second: every stream's bytes count against one budget (a retried
+        // copy starts it again); and the lag gate: no piece goes while the source's standby is
+        // further behind than the bound (it is read before the first piece, then every 250 ms).
+        throttle: copyThrottle({
+          ...(this.options.maxBytesRate !== undefined ? { maxBytesRate: this.options.maxBytesRate } : {}),
+          lag: sourceStandbyLag((host) => this.connect(host), move), maxLag: this.options.maxSourceStandbyLagBytes ?? POSTGRES_SOURCE_STANDBY_MAX_LAG_BYTES,
+          ...(this.options.onCopyWait !== undefined ? { onWait: this.options.onCopyWait } : {}),
+        }),
         connectSource: () => this.connect(move.source.master),
         connectTarget: () => this.connect(move.target.master),
       }));

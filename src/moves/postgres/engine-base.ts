@@ -7,6 +7,7 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import { hostAddress, moveShards, refuseFenceClash } from '../move-shared.js';
 import { timedStep, type OnStep } from '../step-timer.js';
+import type { CopyWait } from '../copy-throttle.js';
 import type { ChunkedTable } from './chunk-settle.js';
 import type { Aggregate } from './postgres-verify.js';
 
@@ -35,6 +36,10 @@ export interface PostgresMoveEngineOptions {
   copyStreams?: number;
   /** Bytes per second the initial copy may read from the source at most, all streams together (`shards move --max-rate 20MB/s`); default: no limit. */
   maxBytesRate?: number;
+  /** The initial copy waits while the source's standby has replayed more than this many bytes of WAL less than its primary wrote (default 64 MiB; `shards move --max-source-lag`). */
+  maxSourceStandbyLagBytes?: number;
+  /** Told each time the initial copy waits (its rate, or the source's standby lag). */
+  onCopyWait?: (wait: CopyWait) => void;
   /** How long catchUp waits for the target to apply what the source committed before the fence. Default 60 s. */
   catchUpTimeoutMs?: number;
   /**
