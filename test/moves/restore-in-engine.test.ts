@@ -19,7 +19,10 @@ function fixture(initial: 'none' | 'loading' | 'loaded', onTarget: RestoredTable
       return want;
     },
     expected: async () => want,
-    onTarget: async () => onTarget,
+    onTarget: async () => {
+      calls.push('onTarget');
+      return onTarget;
+    },
   };
   const inner = {
     kind: 'fake', droppedUnit: 'things',
@@ -70,11 +73,29 @@ describe('RestoreInMoveEngine: a restore-in move resumed or rolled back at any p
     const good = fixture('loaded', { 'db00002.pins': { rows: 3, checksum: 'x' }, 'db00002.boards': { rows: 1, checksum: 'y' }, 'db00002.lookups': { rows: 9, checksum: 'z' } });
     await good.engine.catchUp(move);
     assert.deepEqual(good.calls, ['raise']);
+    good.calls.length = 0;
     const ok = await good.engine.verify(move);
     assert.deepEqual([ok.tables, ok.rows, ok.mismatches], [2, 4, []], 'tables the restore did not carry (lookups) are not compared');
     const bad = fixture('loaded', { 'db00002.pins': { rows: 3, checksum: 'changed' } });
     const r = await bad.engine.verify(move);
     assert.deepEqual(r.mismatches.map((m) => [m.shard, m.table, m.sourceRows, m.targetRows]), [[2, 'db00002.boards', 1, 0], [2, 'db00002.pins', 3, 3]]);
     assert.equal(await good.engine.lag(), 0);
+  });
+
+  test('under the freeze, a clean check made before it by this process stands (nothing writes the spare); without one (a resumed mover, or a check that found mismatches) the spare is compared in full', async () => {
+    const same = { 'db00002.pins': { rows: 3, checksum: 'x' }, 'db00002.boards': { rows: 1, checksum: 'y' } };
+    const f = fixture('loaded', same);
+    const before = await f.engine.verifyBeforeFreeze(move);
+    assert.deepEqual(before.mismatches, []);
+    const fenced = await f.engine.verifyFenced(move);
+    assert.deepEqual(f.calls, ['onTarget'], 'the spare was read once');
+    assert.deepEqual([fenced.tables, fenced.rows, fenced.mismatches], [2, 4, []]);
+    const resumed = fixture('loaded', same);
+    await resumed.engine.verifyFenced(move);
+    assert.deepEqual(resumed.calls, ['onTarget'], 'a mover that did not check before the freeze checks under it');
+    const bad = fixture('loaded', { 'db00002.pins': { rows: 3, checksum: 'changed' } });
+    assert.equal((await bad.engine.verifyBeforeFreeze(move)).mismatches.length, 2);
+    assert.equal((await bad.engine.verifyFenced(move)).mismatches.length, 2);
+    assert.deepEqual(bad.calls, ['onTarget', 'onTarget']);
   });
 });

@@ -5,6 +5,7 @@ import type { RestoreInTarget } from '../restore-in-engine.js';
 export type { PostgresMoveEngine } from './postgres-move-engine.js';
 export { markerSql, POSTGRES_MOVE_MAX_LAG_BYTES, replicationName, type PostgresMoveEngineOptions, type PostgresMoveHost } from './engine-base.js';
 export { POSTGRES_SOURCE_STANDBY_MAX_LAG_BYTES } from './source-standby-lag.js';
+export { SEQUENCES_SQL, type SequenceRow } from './sequences.js';
 
 /** The PostgreSQL move engine (logical replication before the freeze). */
 export function createPostgresMoveEngine(options: PostgresMoveEngineOptions): PostgresMoveEngine {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import { dumpCopy, type DumpAdmin } from '../../moves/mariadb/index.js';
+import { autoIncrements, dumpCopy, type DumpAdmin } from '../../moves/mariadb/index.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { adminQuery, type HostAdmin } from '../failover/host-admin.js';
 import { MariadbInstance } from '../mariadb/mariadb-instance.js';
@@ -44,14 +44,14 @@ export async function mariadbRestoreAside(admin: HostAdmin, unit: UnitBackup, ta
     const present = schemas.filter((db) => Object.keys(expected).some((n) => n.startsWith(`${db}.`)));
     const hosts = [req.into.master, ...(req.into.slave !== undefined ? [req.into.slave] : [])];
     // In place, the dump's DROP and CREATE TABLE would set each counter back to the restore point's.
-    const counters = req.replace === true ? await autoIncrements(admin, req.into.master, Object.keys(expected)) : new Map<string, string>();
+    const counters = req.replace === true ? await countersOn(admin, req.into.master, Object.keys(expected)) : new Map<string, bigint>();
     await dumpCopy(both, ASIDE_HOST, hosts, present, {
       ignoreTables: Object.keys(all).filter((n) => !(n in expected)),
       onBytes: (_bytes, rows) => req.onRows?.(Math.min(rows, total), total),
     });
     if (counters.size > 0) {
       // Not lowered by ALTER (InnoDB keeps max(id) + 1 at least); on both hosts, as the load was.
-      const alters = [...counters].map(([name, n]) => `ALTER TABLE ${name.split('.').map(q).join('.')} AUTO_INCREMENT = ${BigInt(n)}`);
+      const alters = [...counters].map(([name, n]) => `ALTER TABLE ${name.split('.').map(q).join('.')} AUTO_INCREMENT = ${n}`);
       for (const host of hosts) await adminQuery(admin, host, 'SET SESSION sql_log_bin = 0', ...alters);
     }
     req.onRows?.(total, total);
@@ -64,13 +64,13 @@ export async function mariadbRestoreAside(admin: HostAdmin, unit: UnitBackup, ta
 
 const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
 
-/** AUTO_INCREMENT of each `db.table` of `names` on `host` (those that have one). */
-async function autoIncrements(admin: HostAdmin, host: string, names: string[]): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for (const name of names) {
-    const [db, table] = name.split('.') as [string, string];
-    const [row] = await adminQuery<Array<{ n: string | number | null }>>(admin, host, { sql: 'SELECT AUTO_INCREMENT AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?', values: [db, table] });
-    if (row?.n !== null && row?.n !== undefined) out.set(name, String(row.n));
+/** AUTO_INCREMENT of each `db.table` of `names` on `host` (those that have one): the move's one query per database. */
+async function countersOn(admin: HostAdmin, host: string, names: string[]): Promise<Map<string, bigint>> {
+  const c = await admin.connect(host);
+  try {
+    const all = await autoIncrements(c, names);
+    return new Map([...all].flatMap(([n, v]) => (v === undefined ? [] : [[n, v] as const])));
+  } finally {
+    await c.end().catch(() => c.destroy());
   }
-  return out;
 }

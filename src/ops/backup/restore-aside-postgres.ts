@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { SEQUENCES_SQL, type SequenceRow } from '../../moves/postgres/index.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { pickFreePort } from '../free-port.js';
 import { DEFAULT_POSTGRES_BIN } from '../postgres/postgres-instance.js';
@@ -47,8 +48,7 @@ export async function postgresRestoreAside(access: PgAccess, unit: UnitBackup, t
     // In place: the rows go, the tables and their sequences stay (TRUNCATE keeps them), and each
     // sequence is set back to at least its value before, whatever the dump's setval says.
     const names = Object.keys(expected).map((n) => n.split('.').map(ident).join('.'));
-    const before = req.replace === true ? await access.server(req.into.master).sql<{ ns: string; seq: string; last: string | null }>(
-      "SELECT n.nspname AS ns, c.relname AS seq, pg_sequence_last_value(c.oid)::text AS last FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind = 'S' WHERE n.nspname = ANY($1::text[])", [schemas], access.database) : [];
+    const before = req.replace === true ? await access.server(req.into.master).sql<SequenceRow>(SEQUENCES_SQL, [schemas], access.database) : [];
     const head = req.replace === true && names.length > 0 ? `${preamble};\nTRUNCATE ${names.join(', ')}` : preamble;
     const tail = before.filter((r) => r.last !== null).map((r) => `SELECT setval(${literal(`${ident(r.ns)}.${ident(r.seq)}`)}, GREATEST(${BigInt(r.last!)}, (SELECT last_value FROM ${ident(r.ns)}.${ident(r.seq)})), true);`).join('\n');
     const body = tables.length === 0 ? Readable.from([]) : toolOutput(bin('pg_dump'), ['-h', server.host, '-p', String(server.port), '-U', 'postgres', '--no-password', '-d', access.database, '--data-only', ...tables]);

@@ -5,7 +5,7 @@ import { runMove, type MoveEvent, type MoveResult } from '../../moves/move-runne
 import { RestoreInMoveEngine, type RestoredTables, type RestoreInSource, type RestoreInTarget } from '../../moves/restore-in-engine.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { ShardSpan } from '../../topology/map-edits.js';
-import type { HostPair, MovePhase, MoveRecord } from '../../topology/shard-map.js';
+import type { HostPair, MovePhase, MoveRecord, ShardMap } from '../../topology/shard-map.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import type { BackupEngine } from './backup-engine.js';
 import { readManifest, type BackupManifest, type UnitBackup } from './backup-manifest.js';
@@ -104,12 +104,8 @@ async function run(deps: RestoreIntoDeps, req: RestoreIntoRequest, record: Resto
 
 /** Checks everything before anything changes: the backup, the time, the shards, the spare pair. */
 async function plan(deps: RestoreIntoDeps, req: { span: ShardSpan; into: HostPair; toTime?: number; id?: string }): Promise<{ record: RestoreInRecord; manifest: BackupManifest }> {
-  const { backup, target, store } = deps;
-  if (backup.restoreAside === undefined || backup.summariesOn === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --shards --into is built for MariaDB and PostgreSQL fleets, not ${backup.kind} (restore the backup in place instead): nothing changed`);
-  const map = await store.read();
-  if (map === undefined) throw new ShardKitError('INVALID_CONFIG', 'the topology store holds no shard map: nothing changed');
+  const map = await checkSpan(deps, req.span, 'restore --shards --into');
   const { first, last } = req.span;
-  if (last >= map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shards ${first}..${last} are not all in the shard map (0..${map.shardCount - 1}): nothing changed`);
   for (const h of [req.into.master, req.into.slave]) {
     if (h !== undefined && !deps.hosts.includes(h)) throw new ShardKitError('INVALID_ARGUMENT', `--into names ${h}, which neither the config nor the host records declare (add it with \`shardkit topology hosts add\`, or \`shardkit dev add-pair\`): nothing changed`);
   }
@@ -118,21 +114,36 @@ async function plan(deps: RestoreIntoDeps, req: { span: ShardSpan; into: HostPai
     if (map.locate(s).master !== pair.master) throw new ShardKitError('INVALID_ARGUMENT', `shards ${first}..${last} are not all on one pair (${first} is on ${pair.master}, ${s} on ${map.locate(s).master}): restore each pair's part on its own: nothing changed`);
   }
   if ([pair.master, pair.slave].includes(req.into.master)) throw new ShardKitError('INVALID_ARGUMENT', `--into ${req.into.master} is a host of the pair that serves shards ${first}..${last} now: restore into a spare pair: nothing changed`);
-  const manifest = req.toTime === undefined ? await readManifest(target, req.id) : await baseFor(backup, target, req.toTime);
-  if (manifest.engine !== backup.kind) throw new ShardKitError('INVALID_ARGUMENT', `backup ${manifest.id} is of a ${manifest.engine} fleet, this one is ${backup.kind}: nothing changed`);
+  const { manifest, held } = await backupUnits(deps, req);
   const units: Record<string, number[]> = {};
-  for (let s = first; s <= last; s++) {
-    const unit = unitOf(manifest, s, deps.tables);
-    if (unit === undefined) throw new ShardKitError('NOT_FOUND', `shard ${s} has no object tables in backup ${manifest.id} (no pair of it held ${shardDatabaseName(s)}): nothing changed`);
-    (units[unit.unit] ??= []).push(s);
-  }
+  for (const { shard, unit } of held) (units[unit.unit] ??= []).push(shard);
   const moveId = `restore-${req.span.first}-${req.span.last}-${randomBytes(3).toString('hex')}`;
   return { record: { format: 1, moveId, backupId: manifest.id, ...(req.toTime !== undefined ? { toMs: req.toTime } : {}), range: [first, last], into: req.into, units, state: 'planned' }, manifest };
 }
 
-function unitOf(manifest: BackupManifest, shard: number, tables: readonly string[]): UnitBackup | undefined {
-  const db = shardDatabaseName(shard);
-  return manifest.units.find((u) => tables.some((t) => `${db}.${t}` in u.tables));
+/** What both restores check first: an engine that restores shards aside, a map, and the shards in it. */
+async function checkSpan(deps: Pick<RestoreIntoDeps, 'backup' | 'store'>, span: ShardSpan, command: string): Promise<ShardMap> {
+  const { backup } = deps;
+  if (backup.restoreAside === undefined || backup.summariesOn === undefined) throw new ShardKitError('INVALID_ARGUMENT', `${command} is built for MariaDB and PostgreSQL fleets, not ${backup.kind} (restore the backup in place whole instead): nothing changed`);
+  const map = await deps.store.read();
+  if (map === undefined) throw new ShardKitError('INVALID_CONFIG', 'the topology store holds no shard map: nothing changed');
+  if (span.last >= map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shards ${span.first}..${span.last} are not all in the shard map (0..${map.shardCount - 1}): nothing changed`);
+  return map;
+}
+
+/** The backup to restore from (named, the newest, or the one for toTime), of this engine, and the unit of it that held each shard. */
+async function backupUnits(deps: Pick<RestoreIntoDeps, 'backup' | 'target' | 'tables'>, req: { span: ShardSpan; toTime?: number; id?: string }): Promise<{ manifest: BackupManifest; held: Array<{ shard: number; unit: UnitBackup }> }> {
+  const { backup, target } = deps;
+  const manifest = req.toTime === undefined ? await readManifest(target, req.id) : await baseFor(backup, target, req.toTime);
+  if (manifest.engine !== backup.kind) throw new ShardKitError('INVALID_ARGUMENT', `backup ${manifest.id} is of a ${manifest.engine} fleet, this one is ${backup.kind}: nothing changed`);
+  const held: Array<{ shard: number; unit: UnitBackup }> = [];
+  for (let s = req.span.first; s <= req.span.last; s++) {
+    const db = shardDatabaseName(s);
+    const unit = manifest.units.find((u) => deps.tables.some((t) => `${db}.${t}` in u.tables));
+    if (unit === undefined) throw new ShardKitError('NOT_FOUND', `shard ${s} has no object tables in backup ${manifest.id} (no pair of it held ${db}): nothing changed`);
+    held.push({ shard: s, unit });
+  }
+  return { manifest, held };
 }
 
 /** The restore-in move's source: the backup, restored aside onto the move's target, unit by unit. */
@@ -194,21 +205,16 @@ export interface RestoreInPlaceReport {
  * the shards. Checked afterwards against what the restore produced.
  */
 export async function restoreShardsInPlace(deps: Pick<RestoreIntoDeps, 'backup' | 'target' | 'store' | 'tables' | 'preamble' | 'onProgress'>, req: { span: ShardSpan; toTime?: number; id?: string; force?: boolean }): Promise<RestoreInPlaceReport> {
-  const { backup, target, store } = deps;
-  if (backup.restoreAside === undefined || backup.summariesOn === undefined || backup.requireNoServices === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --shards is built for MariaDB and PostgreSQL fleets, not ${backup.kind} (restore the backup in place whole instead): nothing changed`);
-  const map = await store.read();
-  if (map === undefined) throw new ShardKitError('INVALID_CONFIG', 'the topology store holds no shard map: nothing changed');
+  const { backup, target } = deps;
+  const map = await checkSpan(deps, req.span, 'restore --shards');
+  if (backup.restoreAside === undefined || backup.summariesOn === undefined || backup.requireNoServices === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --shards is built for MariaDB and PostgreSQL fleets, not ${backup.kind}: nothing changed`);
   const { first, last } = req.span;
-  if (last >= map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shards ${first}..${last} are not all in the shard map (0..${map.shardCount - 1}): nothing changed`);
   const busy = map.moves().find((m) => m.phase !== 'switched' && m.range[0] <= last && m.range[1] >= first);
   if (busy !== undefined) throw new ShardKitError('PRECONDITION_FAILED', `${busy.kind ?? 'move'} ${busy.id} (${busy.phase}) covers shards ${busy.range[0]}..${busy.range[1]}: restore after it finished: nothing changed`);
-  const manifest = req.toTime === undefined ? await readManifest(target, req.id) : await baseFor(backup, target, req.toTime);
-  if (manifest.engine !== backup.kind) throw new ShardKitError('INVALID_ARGUMENT', `backup ${manifest.id} is of a ${manifest.engine} fleet, this one is ${backup.kind}: nothing changed`);
+  const { manifest, held } = await backupUnits(deps, req);
   // Grouped by the pair that holds each shard now and the backup unit that held it then.
   const groups = new Map<string, { pair: HostPair; unit: UnitBackup; shards: number[] }>();
-  for (let s = first; s <= last; s++) {
-    const unit = unitOf(manifest, s, deps.tables);
-    if (unit === undefined) throw new ShardKitError('NOT_FOUND', `shard ${s} has no object tables in backup ${manifest.id} (no pair of it held ${shardDatabaseName(s)}): nothing changed`);
+  for (const { shard: s, unit } of held) {
     const loc = map.locate(s);
     const key = `${loc.master}\n${unit.unit}`;
     const g = groups.get(key) ?? { pair: { master: loc.master, ...(loc.slave !== undefined ? { slave: loc.slave } : {}) }, unit, shards: [] };
