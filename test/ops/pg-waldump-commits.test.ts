@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { commitsEndingAfter, formatLsn, parseLsn } from '../../src/ops/postgres/postgres-server.js';
+import { commitsEndingAfter, formatLsn, parseLsn, segmentTimeline } from '../../src/ops/postgres/postgres-server.js';
 
 const line = (lsn: string, tot: number, desc: string) => `rmgr: Transaction len (rec/tot):     ${tot}/    ${tot}, tx:        751, lsn: ${lsn}, prev 0/0301F280, desc: ${desc}`;
 
@@ -26,4 +26,15 @@ test('a commit record straddling the received LSN is counted; one that ended bef
     'pg_waldump: error: error in WAL record at 0/30001A0: invalid record length',
   ].join('\n');
   assert.equal(commitsEndingAfter(out, received), 2);
+});
+
+test('the WAL is read on the newest timeline that holds the segment: a server promoted moments ago writes on its new timeline while its control file still names the old one', () => {
+  // Promoted in segment 0/5: timeline 1 holds segments 3..5, timeline 2 a copy of 5 and then 6.
+  const files = ['000000010000000000000003', '000000010000000000000004', '000000010000000000000005', '000000020000000000000005', '000000020000000000000006', '00000002.history', 'archive_status'];
+  assert.equal(segmentTimeline(files, parseLsn('0/5000100')), '2');
+  assert.equal(segmentTimeline(files, parseLsn('0/6FFFFFF')), '2');
+  assert.equal(segmentTimeline(files, parseLsn('0/4000000')), '1', 'before the switch, only the old timeline has it');
+  assert.equal(segmentTimeline(files, parseLsn('0/7000000')), undefined);
+  // Timelines and segment ids are hex: timeline 10 (0xA) and an LSN past 4 GiB (segment id 1, segment 0x2A).
+  assert.equal(segmentTimeline(['00000009000000010000002A', '0000000A000000010000002A'], parseLsn('1/2A000010')), '10');
 });

@@ -126,7 +126,6 @@ export class PostgresServer {
    */
   async commitsAfter(lsn: string): Promise<number> {
     const control = await this.run('pg_controldata', ['-D', this.dataDir]);
-    const tli = /Latest checkpoint's TimeLineID:\s*(\d+)/.exec(control)?.[1] ?? '1';
     // The standby may have received part of a commit record: that record starts before `lsn` and
     // ends after it, and pg_waldump started at `lsn` skips to the next record (a lost write
     // uncounted, seen once in CI). So read from up to 64 KiB earlier (within lsn's segment) and
@@ -134,6 +133,10 @@ export class PostgresServer {
     const at = parseLsn(lsn);
     const segmentStart = at - (at % WAL_SEGMENT_BYTES);
     const from = at - 65_536n > segmentStart ? at - 65_536n : segmentStart;
+    // The timeline of the WAL that holds `from` now: a server promoted moments ago writes on its new
+    // timeline while its control file still names the old one until its first checkpoint, and the
+    // old timeline's files end at the switch (a lost write uncounted, seen again in CI).
+    const tli = segmentTimeline(readdirSync(join(this.dataDir, 'pg_wal')), from) ?? String(Number(/Latest checkpoint's TimeLineID:\s*(\d+)/.exec(control)?.[1] ?? '1'));
     const out = await this.run('pg_waldump', ['-p', join(this.dataDir, 'pg_wal'), '-t', tli, '-s', formatLsn(from), '-r', 'Transaction'], 120_000, { stdoutOnError: true });
     return commitsEndingAfter(out, at);
   }
@@ -317,6 +320,26 @@ export function parseLsn(lsn: string): bigint {
 
 export function formatLsn(at: bigint): string {
   return `${(at >> 32n).toString(16).toUpperCase()}/${(at & 0xffffffffn).toString(16).toUpperCase()}`;
+}
+
+/**
+ * The newest timeline (decimal, as pg_waldump -t takes it) among the WAL segment files named in
+ * `files` that hold the byte `at` (16 MiB segments), or undefined when none does. A promotion
+ * copies the segment it happened in to the new timeline, so the newest one holds everything
+ * written since, up to the server's end of WAL.
+ */
+export function segmentTimeline(files: readonly string[], at: bigint): string | undefined {
+  const segno = at / WAL_SEGMENT_BYTES;
+  const perId = 0x1_0000_0000n / WAL_SEGMENT_BYTES;
+  const hex = (n: bigint) => n.toString(16).toUpperCase().padStart(8, '0');
+  const suffix = `${hex(segno / perId)}${hex(segno % perId)}`;
+  let best: number | undefined;
+  for (const f of files) {
+    if (!/^[0-9A-F]{24}$/.test(f) || !f.endsWith(suffix)) continue;
+    const tli = parseInt(f.slice(0, 8), 16);
+    if (best === undefined || tli > best) best = tli;
+  }
+  return best === undefined ? undefined : String(best);
 }
 
 /** Commit records in pg_waldump's output that end past `at` (a record ends at its LSN plus its total length). */
