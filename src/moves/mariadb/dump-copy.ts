@@ -50,7 +50,9 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
   const targets = typeof to === 'string' ? [to] : [...to];
   const dump = spawn('mariadb-dump', [
     ...admin.clientArgs(from),
-    '--single-transaction', '--gtid', '--master-data=2', '--routines', '--triggers', '--events', '--hex-blob',
+    // --verbose: its progress lines on stderr (unbuffered) say when the snapshot is open, long
+    // before the buffered stdout shows the first database.
+    '--single-transaction', '--gtid', '--master-data=2', '--routines', '--triggers', '--events', '--hex-blob', '--verbose',
     ...(options.ignoreTables ?? []).map((t) => `--ignore-table=${t}`),
     '--databases', ...databases,
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -69,6 +71,11 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
     const t = tables.table;
     return t === undefined ? [] : [t];
   };
+  const snapshotOpen = () => {
+    if (snapped) return;
+    snapped = true;
+    options.onSnapshot?.();
+  };
   const scan = new Transform({
     transform(chunk: Buffer, _enc, done) {
       bytes += chunk.length;
@@ -83,10 +90,7 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
       }
       const text = carry + piece;
       // The transaction is open before the first database is dumped.
-      if (!snapped && /-- Current Database: /.test(text)) {
-        snapped = true;
-        options.onSnapshot?.();
-      }
+      if (!snapped && /-- Current Database: /.test(text)) snapshotOpen();
       const m = /gtid_slave_pos\s*=\s*'([^']*)'/.exec(text);
       if (m) position = m[1]!;
       carry = text.slice(-256);
@@ -109,10 +113,24 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
   };
   const exited = (p: ReturnType<typeof spawn>, what: string) => new Promise<void>((resolve) => {
     let err = '';
-    p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    let partial = '';
+    p.stderr!.on('data', (d: Buffer) => {
+      if (p !== dump) {
+        err += d.toString();
+        return;
+      }
+      // The dump's verbose lines ("-- Setting savepoint...", once START TRANSACTION WITH
+      // CONSISTENT SNAPSHOT and UNLOCK TABLES are done) are progress, not errors.
+      const lines = (partial + d.toString()).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        if (!line.startsWith('-- ')) err += `${line}\n`;
+        else if (/^-- (Setting savepoint|Retrieving table structure)/.test(line)) snapshotOpen();
+      }
+    });
     p.on('error', (e) => errors.push(`${what}: ${e.message}`));
     p.on('close', (code, signal) => {
-      if (code !== 0 && errors.length === 0) errors.push(`${what} exited ${code ?? signal}: ${err.trim().split('\n').slice(-2).join(' | ')}`);
+      if (code !== 0 && errors.length === 0) errors.push(`${what} exited ${code ?? signal}: ${(err + partial).trim().split('\n').slice(-2).join(' | ')}`);
       if (code !== 0) stopAll();
       resolve();
     });
@@ -129,7 +147,7 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
     scan.pipe(load.stdin!);
   }
   await Promise.all([exited(dump, 'mariadb-dump'), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
-  if (!snapped) options.onSnapshot?.();
+  snapshotOpen();
   if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
   if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
   options.onBytes?.(bytes, rows, []);
