@@ -16,6 +16,7 @@
  *   node --import tsx bench/moves-lag.bench.ts                 (both engines, ROWS=300000)
  *   ENGINES=postgres ROWS=1000000 node --import tsx bench/moves-lag.bench.ts
  *   BENCH_BUSY=1 ...: one `yes > /dev/null` per core beside the run
+ *   COPY_STREAMS=1 ...: one dump stream (MariaDB: no shared lock on the source's slave)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -44,6 +45,8 @@ import { ShardMap, type MoveRecord } from '../src/topology/shard-map.js';
 const ROWS = Number(process.env.ROWS ?? 300_000);
 const ENGINES = (process.env.ENGINES ?? 'mariadb,postgres').split(',');
 const MOVING = 32;
+/** COPY_STREAMS=1: the copy's streams (`shards move --copy-streams`; default 4). */
+const STREAMS = process.env.COPY_STREAMS !== undefined ? Number(process.env.COPY_STREAMS) : undefined;
 /** How long the write load runs before the move, its lag sampled alone. */
 const BASELINE_MS = Number(process.env.BASELINE_MS ?? 3000);
 /** MariaDB: rows per second and transactions; PostgreSQL: bytes per second and bytes of WAL. */
@@ -142,6 +145,7 @@ async function mariadb(): Promise<Figures> {
     const engine = createMariadbMoveEngine({
       hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}),
       tables: fleetTables(resolveSchema(config), 'objects'), admin, maxRate: MARIADB.maxRate, maxSourceSlaveLag: MARIADB.bound, onCopyWait: (w) => waits.push(w),
+      ...(STREAMS !== undefined ? { copyStreams: STREAMS } : {}),
     });
     const lag = sourceSlaveLag(admin, { source: { master: 'MySQL001A', slave: 'MySQL001B' } } as MoveRecord);
     const f = await moveUnderLoad(dir, engine, undefined, { master: 'MySQL002A', slave: 'MySQL002B' }, lag);
@@ -173,6 +177,7 @@ async function postgres(): Promise<Figures> {
     const engine = createPostgresMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema: resolveSchema(config),
       maxBytesRate: POSTGRES.maxBytesRate, maxSourceStandbyLagBytes: POSTGRES.bound, onCopyWait: (w) => waits.push(w),
+      ...(STREAMS !== undefined ? { copyStreams: STREAMS } : {}),
     });
     const connect = async (host: string) => {
       const h = config.hosts[host]!;
@@ -202,7 +207,7 @@ try {
   for (const p of busy) p.kill();
 }
 const rank = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))]!;
-console.log(`Source slave lag during the copy, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, load average ${load0} at the start, ${loadavg()[0]!.toFixed(1)} at the end${busy.length > 0 ? `, one \`yes\` per core beside it` : ''}; two services writing to the moving shards throughout`);
+console.log(`Source slave lag during the copy, ${STREAMS ?? 4} copy stream(s), ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, load average ${load0} at the start, ${loadavg()[0]!.toFixed(1)} at the end${busy.length > 0 ? `, one \`yes\` per core beside it` : ''}; two services writing to the moving shards throughout`);
 console.log('| engine | rows | --max-rate | copy (start -> copied) | --max-source-lag (bound) | lag samples (every 50 ms) | lag p50 / p99 / max during the copy | max / bound | write load alone before the move: p50 / p99 / max | gate waits (lag / rate) | freeze to switch | writes acked / lost / refused after 2.5 s | outcome |');
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
 for (const f of out) {

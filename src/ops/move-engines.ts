@@ -36,8 +36,9 @@ export interface OpenedMoveEngine {
  * Opens the move engine of the config's storage backend (`shards move`, `verify`, `drop-moved`):
  * the one place that picks an engine by backend, as kit/backend-factory.ts does for backends.
  */
-export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { rate?: CopyRate; sourceLag?: SourceLagBound; onStep?: OnStep } = {}): Promise<OpenedMoveEngine> {
-  const timed = copy.onStep !== undefined ? { onStep: copy.onStep } : {};
+export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, dataDir: string, map: ShardMap, copy: { rate?: CopyRate; sourceLag?: SourceLagBound; streams?: number; onStep?: OnStep } = {}): Promise<OpenedMoveEngine> {
+  // What every engine that copies takes alike: step timings and the copy's streams.
+  const common = { ...(copy.onStep !== undefined ? { onStep: copy.onStep } : {}), ...(copy.streams !== undefined ? { copyStreams: copy.streams } : {}) };
   const rows = copy.rate !== undefined && 'rowsPerSecond' in copy.rate ? copy.rate.rowsPerSecond : undefined;
   const bytes = copy.rate !== undefined && 'bytesPerSecond' in copy.rate ? copy.rate.bytesPerSecond : undefined;
   const lagTx = copy.sourceLag !== undefined && 'transactions' in copy.sourceLag ? copy.sourceLag.transactions : undefined;
@@ -48,7 +49,7 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
     // The standby's lag is a WAL position: there is no transaction count to compare.
     if (lagTx !== undefined) throw new ShardKitError('INVALID_ARGUMENT', `--max-source-lag on PostgreSQL is bytes of WAL (for example 64MB), not transactions: got ${lagTx}`);
     const storage = config.storage;
-    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema, ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...(lagBytes !== undefined ? { maxSourceStandbyLagBytes: lagBytes } : {}), ...timed });
+    const engine = createPostgresMoveEngine({ hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), database: storage.database, schema, ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...(lagBytes !== undefined ? { maxSourceStandbyLagBytes: lagBytes } : {}), ...common });
     return {
       engine, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES,
       // A move's source and target; otherwise the master and its streaming standby, chunk by chunk at the master's WAL position.
@@ -70,7 +71,7 @@ export async function openMoveEngine(config: ShardKitConfig, schema: SchemaDef, 
     const engine = createMariadbMoveEngine({
       hosts: config.hosts, user: storage.user, ...(storage.password !== undefined ? { password: storage.password } : {}), tables: fleetTables(schema, 'objects'),
       ...(wideColumn ? { wideColumn, modTables: fleetTables(schema, 'lookups') } : {}), ...(admin !== undefined ? { admin: moveAdmin(admin) } : {}),
-      ...(rows !== undefined ? { maxRate: rows } : {}), ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...(lagTx !== undefined ? { maxSourceSlaveLag: lagTx } : {}), ...timed,
+      ...(rows !== undefined ? { maxRate: rows } : {}), ...(bytes !== undefined ? { maxBytesRate: bytes } : {}), ...(lagTx !== undefined ? { maxSourceSlaveLag: lagTx } : {}), ...common,
     });
     const replicaPair = (s: number): [string, string] | undefined => {
       const loc = s < map.modShardCount ? map.locateModShard(s) : undefined;

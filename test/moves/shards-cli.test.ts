@@ -152,6 +152,8 @@ test('bad input: one line, exit 2, and the topology is unchanged', async () => {
       [['0..3', '--to', 'MySQL002A', '--max-rate', '0'], /--max-rate/],
       [['0..3', '--to', 'MySQL002A', '--max-rate', 'fast'], /--max-rate/],
       [['0..3', '--to', 'MySQL002A', '--max-source-lag', 'soon'], /--max-source-lag must be/],
+      [['0..3', '--to', 'MySQL002A', '--copy-streams', '0'], /--copy-streams/],
+      [['0..3', '--to', 'MySQL002A', '--copy-streams', '17'], /--copy-streams/],
       [['0..3', '--resume', '--abort'], /not both/],
     ];
     for (const [args, pattern] of cases) assertBadInput(await cli(['shards', 'move', ...args, '--data', d.dir]), args.join(' '), pattern);

@@ -31,6 +31,7 @@ export interface MoveCommandOptions extends CommonOptions {
   abort?: boolean;
   maxRate?: CopyRate;
   maxSourceLag?: SourceLagBound;
+  copyStreams?: number;
 }
 
 export type VerifyCommandOptions = CommonOptions & { againstSource?: boolean };
@@ -54,7 +55,7 @@ interface MoveContext {
   close(): Promise<void>;
 }
 
-async function open(opts: CommonOptions & { maxRate?: CopyRate; maxSourceLag?: SourceLagBound }, onStep?: OnStep): Promise<MoveContext> {
+async function open(opts: CommonOptions & { maxRate?: CopyRate; maxSourceLag?: SourceLagBound; copyStreams?: number }, onStep?: OnStep): Promise<MoveContext> {
   const { dataDir, configPath } = locations(opts);
   if (!existsSync(configPath)) throw new ShardKitError('INVALID_CONFIG', `no config file at ${configPath} (give --dir for a dev cluster, or --config)`);
   const declared = loadConfigFile(configPath);
@@ -75,7 +76,7 @@ async function open(opts: CommonOptions & { maxRate?: CopyRate; maxSourceLag?: S
   const schema = resolveSchema(config);
   let opened: OpenedMoveEngine;
   try {
-    opened = await openMoveEngine(config, schema, dataDir, map, { ...(opts.maxRate !== undefined ? { rate: opts.maxRate } : {}), ...(opts.maxSourceLag !== undefined ? { sourceLag: opts.maxSourceLag } : {}), ...(onStep !== undefined ? { onStep } : {}) });
+    opened = await openMoveEngine(config, schema, dataDir, map, { ...(opts.maxRate !== undefined ? { rate: opts.maxRate } : {}), ...(opts.maxSourceLag !== undefined ? { sourceLag: opts.maxSourceLag } : {}), ...(opts.copyStreams !== undefined ? { streams: opts.copyStreams } : {}), ...(onStep !== undefined ? { onStep } : {}) });
   } catch (err) {
     await store.close();
     throw err;
