@@ -1,14 +1,10 @@
+import { parseLsn } from '../../storage/postgres/index.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { Client } from './engine-base.js';
 
 /** Default bound of the copy's lag gate on PostgreSQL: bytes of WAL the source's standby may be behind its primary. */
 export const POSTGRES_SOURCE_STANDBY_MAX_LAG_BYTES = 64 * 1024 * 1024;
 
-/** An LSN (`16/B374D848`) as a byte position. */
-export function lsnBytes(lsn: string): bigint {
-  const [hi, lo] = lsn.split('/');
-  return (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`);
-}
 
 /**
  * The source's standby lag in bytes of WAL: the primary's current position against what the
@@ -29,7 +25,7 @@ export function sourceStandbyLag(connect: (host: string) => Promise<Client>, mov
       const { rows: [head] } = await p.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
       const { rows: [replayed] } = await s.query<{ lsn: string | null }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
       if (replayed?.lsn == null) return 0;
-      const lag = lsnBytes(head!.lsn) - lsnBytes(replayed.lsn);
+      const lag = parseLsn(head!.lsn) - parseLsn(replayed.lsn);
       return lag > 0n ? Number(lag) : 0;
     } catch {
       return 0;

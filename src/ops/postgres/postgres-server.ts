@@ -6,6 +6,7 @@ import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import { DEFAULT_POSTGRES_BIN, superuserQuery } from './postgres-instance.js';
 import { procStat, processRunning } from '../proc-stat.js';
+import { formatLsn, parseLsn } from '../../storage/postgres/index.js';
 
 /** What identifies one persistent local PostgreSQL server; saved as `<dir>/instance.json`. */
 export interface PostgresServerSpec {
@@ -312,15 +313,7 @@ export class PostgresServer {
 /** WAL segment size of the servers this module creates (initdb's default). */
 const WAL_SEGMENT_BYTES = 16n * 1024n * 1024n;
 
-/** An LSN such as 0/3000060 as a byte position. */
-export function parseLsn(lsn: string): bigint {
-  const [hi, lo] = lsn.split('/');
-  return (BigInt(`0x${hi}`) << 32n) | BigInt(`0x${lo}`);
-}
-
-export function formatLsn(at: bigint): string {
-  return `${(at >> 32n).toString(16).toUpperCase()}/${(at & 0xffffffffn).toString(16).toUpperCase()}`;
-}
+export { formatLsn, parseLsn };
 
 /**
  * The newest timeline (decimal, as pg_waldump -t takes it) among the WAL segment files named in
