@@ -28,6 +28,28 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     }
   });
 
+  /**
+   * PG001A is the master: its standby PG001B is down while it acknowledges five writes, then it
+   * dies and PG001B is failed over to. The report counts at least the writes lost; PG001A is then
+   * rebuilt as PG001B's standby.
+   */
+  const unsentWritesCounted = async (tag: string) => {
+    const c = DevCluster.require(dir);
+    await pgServer(c, 'PG001B').stop();
+    const acked = [];
+    for (let i = 0; i < 5; i++) acked.push(await kit.objects.create('pin', { [tag]: i }, { shard: i % 2 }));
+    await pgServer(c, 'PG001A').kill();
+    await pgServer(c, 'PG001B').start();
+    const res = await shardkit(['failover', 'PG001A', '--emergency', '--dir', dir, '--json']);
+    assert.equal(res.code, 0, res.stderr);
+    const report = JSON.parse(res.stdout) as { divergedTransactions?: number };
+    const lost = await missingOnPg(c, 'PG001B', acked);
+    assert.equal(lost.length, 5, 'the five writes never reached the standby');
+    assert.ok(report.divergedTransactions! >= lost.length, `${lost.length} acknowledged writes lost, ${report.divergedTransactions} reported`);
+    const text = await shardkit(['pair', 'rebuild-slave', 'PG001B', '--dir', dir]);
+    assert.equal(text.code, 0, text.stderr);
+  };
+
   test('dev up: a master and a streaming standby, a postgres config, every shard created', async () => {
     const st = await devClusterStatus(DevCluster.require(dir));
     assert.deepEqual(st.map((r) => [r.name, r.role, r.replication]), [['PG001A', 'master', '-'], ['PG001B', 'slave', 'running']]);
@@ -105,43 +127,16 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     assert.match(bad.stderr, /not a master/);
   });
   test('asynchronous standby: writes the dead master acknowledged and never sent are counted by failover --emergency', async () => {
-    const c = DevCluster.require(dir);
-    // The standby is down while the master acknowledges five writes, then the master dies.
-    await pgServer(c, 'PG001B').stop();
-    const acked = [];
-    for (let i = 0; i < 5; i++) acked.push(await kit.objects.create('pin', { unsent: i }, { shard: i % 2 }));
-    await pgServer(c, 'PG001A').kill();
-    await pgServer(c, 'PG001B').start();
-    const res = await shardkit(['failover', 'PG001A', '--emergency', '--dir', dir, '--json']);
-    assert.equal(res.code, 0, res.stderr);
-    const report = JSON.parse(res.stdout) as { divergedTransactions?: number };
-    const lost = await missingOnPg(c, 'PG001B', acked);
-    assert.equal(lost.length, 5, 'the five writes never reached the standby');
-    assert.ok(report.divergedTransactions! >= lost.length, `${lost.length} acknowledged writes lost, ${report.divergedTransactions} reported`);
-    const text = await shardkit(['pair', 'rebuild-slave', 'PG001B', '--dir', dir]);
-    assert.equal(text.code, 0, text.stderr);
+    await unsentWritesCounted('unsent');
   });
 
   test('a master promoted moments ago (its control file still names the old timeline) dies with writes its standby never got: failover --emergency counts them on the new timeline', async () => {
-    const c = DevCluster.require(dir);
     // B is the master and A its standby; a planned failover makes A the master on a new timeline.
     // Until the checkpoint it starts once promoted ends, its control file names the old timeline
     // (how long that lasts depends on its dirty buffers: test/ops/pg-waldump-commits.test.ts checks
     // the choice of timeline itself).
     const planned = await shardkit(['failover', 'PG001B', '--dir', dir, '--json']);
     assert.equal(planned.code, 0, planned.stderr);
-    await pgServer(c, 'PG001B').stop();
-    const acked = [];
-    for (let i = 0; i < 5; i++) acked.push(await kit.objects.create('pin', { newTimeline: i }, { shard: i % 2 }));
-    await pgServer(c, 'PG001A').kill();
-    await pgServer(c, 'PG001B').start();
-    const res = await shardkit(['failover', 'PG001A', '--emergency', '--dir', dir, '--json']);
-    assert.equal(res.code, 0, res.stderr);
-    const report = JSON.parse(res.stdout) as { divergedTransactions?: number };
-    const lost = await missingOnPg(c, 'PG001B', acked);
-    assert.equal(lost.length, 5, 'the five writes never reached the standby');
-    assert.ok(report.divergedTransactions! >= lost.length, `${lost.length} acknowledged writes lost, ${report.divergedTransactions} reported`);
-    const text = await shardkit(['pair', 'rebuild-slave', 'PG001B', '--dir', dir]);
-    assert.equal(text.code, 0, text.stderr);
+    await unsentWritesCounted('newTimeline');
   });
 });
