@@ -59,7 +59,8 @@ export function copyThrottle(o: CopyThrottleOptions): (rows: number, bytes?: num
 /** A copy's rate limit (`shards move --max-rate`): rows per second, or bytes per second. */
 export type CopyRate = { rowsPerSecond: number } | { bytesPerSecond: number };
 
-const BYTE_UNITS: Record<string, number> = { 'kb/s': 1e3, 'mb/s': 1e6, 'gb/s': 1e9, 'kib/s': 1024, 'mib/s': 1024 ** 2, 'gib/s': 1024 ** 3 };
+/** Byte sizes: MB = 10^6, MiB = 2^20 (`--max-rate 20MB/s`, `--max-source-lag 64MB`). */
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 
 /** `5000` or `5000rows/s` (rows per second), `20MB/s`, `512KiB/s`, `1.5GB/s` (bytes per second; MB = 10^6, MiB = 2^20). */
 export function parseCopyRate(text: string): CopyRate {
@@ -72,15 +73,13 @@ export function parseCopyRate(text: string): CopyRate {
     if (!Number.isInteger(n) || n < 1 || n > 100_000_000) throw bad();
     return { rowsPerSecond: n };
   }
-  const bytes = Math.round(n * BYTE_UNITS[unit]!);
+  const bytes = Math.round(n * SIZE_UNITS[unit.slice(0, -'/s'.length)]!);
   if (bytes < 1 || !Number.isSafeInteger(bytes)) throw bad();
   return { bytesPerSecond: bytes };
 }
 
 /** The bound of the copy's lag gate (`shards move --max-source-lag`): transactions (MariaDB) or bytes of WAL (PostgreSQL). */
 export type SourceLagBound = { transactions: number } | { bytes: number };
-
-const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 
 /** `1000` (transactions of the source's slave behind its master) or `64MB`, `512KiB` (bytes of WAL its standby has not replayed). */
 export function parseSourceLag(text: string): SourceLagBound {

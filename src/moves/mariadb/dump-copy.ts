@@ -111,22 +111,14 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
     dump.stdout!.unpipe();
     dump.stdout!.resume();
   };
-  const exited = (p: ReturnType<typeof spawn>, what: string) => new Promise<void>((resolve) => {
+  /** `progress`: told each stderr line; true keeps it out of the error message. */
+  const exited = (p: ReturnType<typeof spawn>, what: string, progress?: (line: string) => boolean) => new Promise<void>((resolve) => {
     let err = '';
     let partial = '';
     p.stderr!.on('data', (d: Buffer) => {
-      if (p !== dump) {
-        err += d.toString();
-        return;
-      }
-      // The dump's verbose lines ("-- Setting savepoint...", once START TRANSACTION WITH
-      // CONSISTENT SNAPSHOT and UNLOCK TABLES are done) are progress, not errors.
       const lines = (partial + d.toString()).split('\n');
       partial = lines.pop()!;
-      for (const line of lines) {
-        if (!line.startsWith('-- ')) err += `${line}\n`;
-        else if (/^-- (Setting savepoint|Retrieving table structure)/.test(line)) snapshotOpen();
-      }
+      for (const line of lines) if (progress?.(line) !== true) err += `${line}\n`;
     });
     p.on('error', (e) => errors.push(`${what}: ${e.message}`));
     p.on('close', (code, signal) => {
@@ -146,7 +138,14 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
     load.stdin!.on('error', (e) => errors.push(`mariadb (${targets[i]}) stdin: ${e.message}`));
     scan.pipe(load.stdin!);
   }
-  await Promise.all([exited(dump, 'mariadb-dump'), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
+  // The dump's verbose lines are progress: "-- Setting savepoint..." comes once START TRANSACTION
+  // WITH CONSISTENT SNAPSHOT and UNLOCK TABLES are done.
+  const dumpProgress = (line: string) => {
+    if (!line.startsWith('-- ')) return false;
+    if (/^-- (Setting savepoint|Retrieving table structure)/.test(line)) snapshotOpen();
+    return true;
+  };
+  await Promise.all([exited(dump, 'mariadb-dump', dumpProgress), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
   snapshotOpen();
   if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
   if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);

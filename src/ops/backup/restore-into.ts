@@ -207,7 +207,7 @@ export interface RestoreInPlaceReport {
 export async function restoreShardsInPlace(deps: Pick<RestoreIntoDeps, 'backup' | 'target' | 'store' | 'tables' | 'preamble' | 'onProgress'>, req: { span: ShardSpan; toTime?: number; id?: string; force?: boolean }): Promise<RestoreInPlaceReport> {
   const { backup, target } = deps;
   const map = await checkSpan(deps, req.span, 'restore --shards');
-  if (backup.restoreAside === undefined || backup.summariesOn === undefined || backup.requireNoServices === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --shards is built for MariaDB and PostgreSQL fleets, not ${backup.kind}: nothing changed`);
+  if (backup.requireNoServices === undefined) throw new ShardKitError('INVALID_ARGUMENT', `restore --shards is built for MariaDB and PostgreSQL fleets, not ${backup.kind}: nothing changed`);
   const { first, last } = req.span;
   const busy = map.moves().find((m) => m.phase !== 'switched' && m.range[0] <= last && m.range[1] >= first);
   if (busy !== undefined) throw new ShardKitError('PRECONDITION_FAILED', `${busy.kind ?? 'move'} ${busy.id} (${busy.phase}) covers shards ${busy.range[0]}..${busy.range[1]}: restore after it finished: nothing changed`);
@@ -221,17 +221,17 @@ export async function restoreShardsInPlace(deps: Pick<RestoreIntoDeps, 'backup' 
     g.shards.push(s);
     groups.set(key, g);
   }
-  if (!req.force) for (const master of new Set([...groups.values()].map((g) => g.pair.master))) await backup.requireNoServices(master);
+  if (!req.force) for (const master of new Set([...groups.values()].map((g) => g.pair.master))) await backup.requireNoServices!(master);
   const pairs: Record<string, number[]> = {};
   let rows = 0;
   let tables = 0;
   for (const [i, g] of [...groups.values()].entries()) {
     const move = { id: 'restore-in-place', range: [g.shards[0]!, g.shards.at(-1)!], source: g.pair, target: g.pair } as unknown as MoveRecord;
-    const expected = await backup.restoreAside(g.unit, target, manifest.id, {
+    const expected = await backup.restoreAside!(g.unit, target, manifest.id, {
       shards: g.shards, tables: deps.tables, into: g.pair, replace: true, ...(req.toTime !== undefined ? { toMs: req.toTime } : {}),
       onRows: (r, total) => deps.onProgress?.(i, groups.size, { rowsCopied: r, rowsTotal: total }),
     }, deps.preamble?.(move, false) ?? '');
-    const have = await backup.summariesOn(g.pair.master, g.shards.map((s) => shardDatabaseName(s)));
+    const have = await backup.summariesOn!(g.pair.master, g.shards.map((s) => shardDatabaseName(s)));
     const differ = Object.keys(expected).filter((n) => have[n]?.rows !== expected[n]!.rows || have[n]?.checksum !== expected[n]!.checksum);
     if (differ.length > 0) throw new ShardKitError('MOVE_VERIFY_MISMATCH', `after the restore, ${g.pair.master} holds other rows than the backup restored for ${differ.slice(0, 3).join(', ')}${differ.length > 3 ? ` and ${differ.length - 3} more` : ''}: run it again, or restore the whole pair`);
     (pairs[g.pair.master] ??= []).push(...g.shards);

@@ -13,7 +13,7 @@ import type { FailoverResult } from './emergency-failover.js';
 import { slaveOf } from './failover-context.js';
 import { setSlave } from './set-slave.js';
 import { runFenceCommand, runHook } from './stonith.js';
-import { formatLsn, parseLsn } from '../postgres/postgres-server.js';
+import { formatLsn, parseLsn, recordSearchStart } from '../../storage/postgres/index.js';
 import { superuserQuery } from '../postgres/postgres-instance.js';
 
 /**
@@ -178,12 +178,8 @@ async function divergedCommits(f: PgFleet, old: string, received: string): Promi
     const [end] = await f.sql<{ lsn: string }>(old, 'SELECT pg_current_wal_lsn()::text AS lsn');
     if (parseLsn(received) >= parseLsn(end!.lsn)) return 0;
     await f.sql(old, 'SET default_transaction_read_only = off; CREATE EXTENSION IF NOT EXISTS pg_walinspect');
-    // The standby may hold part of a commit record (a flush stops at a page boundary inside a
-    // record that spans it): read from up to 64 KiB earlier, within the segment, and count the
-    // commits that end past what it received (as commitsAfter does for a dev cluster).
-    const at = parseLsn(received);
-    const segmentStart = at - (at % (16n * 1024n * 1024n));
-    const from = formatLsn(at - 65_536n > segmentStart ? at - 65_536n : segmentStart);
+    // The commits that end past what the standby received, one it got only part of included.
+    const from = formatLsn(recordSearchStart(parseLsn(received)));
     const [r] = await f.sql<{ n: string }>(old, "SELECT count(*)::text AS n FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) WHERE resource_manager = 'Transaction' AND record_type LIKE 'COMMIT%' AND end_lsn > $3::pg_lsn", [from, end!.lsn, received]);
     return r === undefined ? undefined : Number(r.n);
   } catch {

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import { DEFAULT_POSTGRES_BIN, superuserQuery } from './postgres-instance.js';
 import { procStat, processRunning } from '../proc-stat.js';
-import { formatLsn, parseLsn } from '../../storage/postgres/index.js';
+import { formatLsn, parseLsn, recordSearchStart, WAL_SEGMENT_BYTES } from '../../storage/postgres/index.js';
 
 /** What identifies one persistent local PostgreSQL server; saved as `<dir>/instance.json`. */
 export interface PostgresServerSpec {
@@ -127,13 +127,10 @@ export class PostgresServer {
    */
   async commitsAfter(lsn: string): Promise<number> {
     const control = await this.run('pg_controldata', ['-D', this.dataDir]);
-    // The standby may have received part of a commit record: that record starts before `lsn` and
-    // ends after it, and pg_waldump started at `lsn` skips to the next record (a lost write
-    // uncounted, seen once in CI). So read from up to 64 KiB earlier (within lsn's segment) and
-    // count every commit record that ends past `lsn`.
+    // A commit record the standby got only part of starts before `lsn` (a lost write uncounted,
+    // seen once in CI): read from recordSearchStart and count every commit that ends past `lsn`.
     const at = parseLsn(lsn);
-    const segmentStart = at - (at % WAL_SEGMENT_BYTES);
-    const from = at - 65_536n > segmentStart ? at - 65_536n : segmentStart;
+    const from = recordSearchStart(at);
     // The timeline of the WAL that holds `from` now: a server promoted moments ago writes on its new
     // timeline while its control file still names the old one until its first checkpoint, and the
     // old timeline's files end at the switch (a lost write uncounted, seen again in CI).
@@ -309,9 +306,6 @@ export class PostgresServer {
     return superuserQuery<T>({ host: this.host, port: this.port, database, connectTimeoutMs: 3000 }, text, values);
   }
 }
-
-/** WAL segment size of the servers this module creates (initdb's default). */
-const WAL_SEGMENT_BYTES = 16n * 1024n * 1024n;
 
 export { formatLsn, parseLsn };
 

@@ -9,7 +9,7 @@ export { postgresStorageSchema, type PostgresStorageConfig } from './postgres-co
 export { mapPostgresError, isConnectionError } from './postgres-errors.js';
 export { postgresDialect } from './postgres-dialect.js';
 export { postgresSchemaName, shardDdl } from './postgres-ddl.js';
-export { formatLsn, parseLsn } from './lsn.js';
+export { formatLsn, parseLsn, recordSearchStart, WAL_SEGMENT_BYTES } from './lsn.js';
 
 /** The hook src/kit/backend-factory.ts loads when config.storage.backend is "postgres". */
 export function createBackend(setup: BackendSetup<PostgresStorageConfig>): PostgresBackend {
