@@ -56,6 +56,22 @@ test('lag gate: the copy holds while the source\'s slave is past the bound, read
   assert.ok(seen.at(-1)! <= 3);
 });
 
+test('lag gate: a gate held for one stream holds every stream of the copy until the lag is back within the bound', async () => {
+  const clock = fakeTime();
+  const lags = [9, 9, 1];
+  const seen: number[] = [];
+  const take = copyThrottle({ lag: async () => { const l = lags.shift()!; seen.push(l); return l; }, maxLag: 3, lagEveryMs: 250, now: clock.now, sleep: clock.sleep });
+  // Four streams hand their pieces in at once, the first finding the slave past the bound.
+  const through: number[] = [];
+  await Promise.all([0, 1, 2, 3].map(async () => {
+    await take(10);
+    through.push(seen.at(-1)!);
+  }));
+  // None went on before the reading within the bound; the lag was read once per wait, not per stream.
+  assert.deepEqual(seen, [9, 9, 1]);
+  assert.deepEqual(through, [1, 1, 1, 1]);
+});
+
 test('a lag probe that fails stops the copy (the error reaches the dump, which reports it)', async () => {
   const take = copyThrottle({ lag: async () => { throw new Error('slave unreachable'); }, maxLag: 3 });
   await assert.rejects(take(1), /slave unreachable/);

@@ -29,6 +29,11 @@ export interface DumpCopyOptions {
    * the pipe's back-pressure pauses mariadb-dump meanwhile.
    */
   throttle?: (rows: number, bytes: number) => Promise<void>;
+  /**
+   * The dump starts only once this settles (the loaders are spawned at once): a parallel copy
+   * takes its lock meanwhile, so that only the dumps' own start is under it. A rejection stops the loaders.
+   */
+  startAfter?: Promise<void>;
   /** Told once the dump's consistent snapshot is open (its first database is being dumped), or at its end. */
   onSnapshot?: () => void;
 }
@@ -48,15 +53,31 @@ export const BYTES_EVERY_MS = 250;
 export async function dumpCopy(admin: DumpAdmin, from: string, to: string | readonly string[], databases: string[], options: DumpCopyOptions = {}): Promise<string> {
   if (databases.length === 0) return '';
   const targets = typeof to === 'string' ? [to] : [...to];
-  const dump = spawn('mariadb-dump', [
+  // The loaders first: they only wait on stdin, so they are up before a parallel copy's lock.
+  const loads = targets.map((t) => spawn('mariadb', [...admin.clientArgs(t), '--init-command=SET SESSION sql_log_bin = 0'], { stdio: ['pipe', 'ignore', 'pipe'] }));
+  // Spawned now, started later: a shell that waits for one line on stdin, then becomes the dump
+  // (exec keeps its pid and pipes). Under a parallel copy's lock only that line is written, so
+  // the lock does not wait for Node to fork four processes (~4 ms each with a large heap).
+  const dump = spawn('sh', ['-c', 'read -r _ && exec mariadb-dump "$@"', 'mariadb-dump',
     ...admin.clientArgs(from),
     // --verbose: its progress lines on stderr (unbuffered) say when the snapshot is open, long
     // before the buffered stdout shows the first database.
     '--single-transaction', '--gtid', '--master-data=2', '--routines', '--triggers', '--events', '--hex-blob', '--verbose',
+    // No tablespace queries (shards have none): they ran between the snapshot and its signal.
+    '--no-tablespaces',
     ...(options.ignoreTables ?? []).map((t) => `--ignore-table=${t}`),
     '--databases', ...databases,
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const loads = targets.map((t) => spawn('mariadb', [...admin.clientArgs(t), '--init-command=SET SESSION sql_log_bin = 0'], { stdio: ['pipe', 'ignore', 'pipe'] }));
+  ], { stdio: ['pipe', 'pipe', 'pipe'] });
+  dump.stdin!.on('error', () => undefined);
+  if (options.startAfter !== undefined) {
+    try {
+      await options.startAfter;
+    } catch (e) {
+      for (const p of [dump, ...loads]) p.kill();
+      throw e;
+    }
+  }
+  dump.stdin!.end('go\n');
   let position: string | undefined;
   // MariaDB 10.11 writes the position as a comment after the data ("the deferred gtid setting"),
   // not near the top: scan the whole stream, carrying a short tail across chunk borders. (Only

@@ -6,7 +6,9 @@ import { dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
  * dumpCopy in `streams` dumps at once (databases dealt out round-robin), all from one consistent
  * point: a FLUSH TABLES WITH READ LOCK is held on `from` (a move copies from the source's slave
  * where it can, so the master's writes never wait) until every dump has opened its snapshot,
- * then released; the dumps run on side by side, each into every host of `to`. The dumps' GTID
+ * then released. The loaders and the dumps' processes are spawned before the lock (dumpCopy's
+ * `startAfter`), because the slave's SQL thread waits while it is held: at thousands of writes a
+ * second, each millisecond is source lag; the dumps run on side by side, each into every host of `to`. The dumps' GTID
  * positions must be equal (no commit can have happened between their snapshots), else the copy
  * fails. Returns that position.
  */
@@ -16,8 +18,6 @@ export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: strin
   const lock = await admin.connect(from);
   let locked = false;
   try {
-    await lock.query('FLUSH TABLES WITH READ LOCK');
-    locked = true;
     let opened = 0;
     let allOpen!: () => void;
     const snapshots = new Promise<void>((resolve) => (allOpen = resolve));
@@ -25,7 +25,14 @@ export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: strin
     const rows = groups.map(() => 0);
     const tables = groups.map((): TableProgress[] => []);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    let lockTaken!: () => void;
+    let lockFailed!: (e: unknown) => void;
+    const startAfter = new Promise<void>((resolve, reject) => {
+      lockTaken = resolve;
+      lockFailed = reject;
+    });
     const runs = groups.map((dbs, i) => dumpCopy(admin, from, to, dbs, {
+      startAfter,
       ...(options.ignoreTables !== undefined ? { ignoreTables: options.ignoreTables } : {}),
       ...(options.throttle !== undefined ? { throttle: options.throttle } : {}),
       ...(options.onBytes !== undefined ? { onBytes: (b: number, r: number, t: TableProgress[]) => { bytes[i] = b; rows[i] = r; tables[i] = t; options.onBytes!(sum(bytes), sum(rows), tables.flat()); } } : {}),
@@ -33,6 +40,16 @@ export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: strin
         if (++opened === groups.length) allOpen();
       },
     }));
+    // The loaders are spawned by now (dumpCopy's synchronous start): only the dumps start under the lock.
+    try {
+      await lock.query('FLUSH TABLES WITH READ LOCK');
+      locked = true;
+    } catch (e) {
+      lockFailed(e);
+      await Promise.allSettled(runs);
+      throw e;
+    }
+    lockTaken();
     // A dump that fails before its snapshot must not keep the lock held: the lock goes then too.
     await Promise.race([snapshots, Promise.any(runs.map((r) => r.then(() => new Promise<never>(() => undefined), () => undefined)))]);
     await lock.query('UNLOCK TABLES');
