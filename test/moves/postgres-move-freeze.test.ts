@@ -64,13 +64,18 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
   const fill = async (shard: number) => {
     await sql(SOURCE, `INSERT INTO ${db(shard)}.pins (data, ts) SELECT '{"g":' || g || '}', g FROM generate_series(1, ${ROWS}) g`);
   };
-  /** A writer creating pins on `shards` until stopped; every acknowledged id in `acked`. */
-  const writer = (shards: number[]) => {
+  /**
+   * `loops` writers creating pins on `shards` until stopped; every acknowledged id in `acked`.
+   * Several at once, so that a table is written throughout even on a loaded machine: with one
+   * loop starved beside other test files, a settle round once saw no write, every chunk settled,
+   * and nothing was left open for the freeze to compare.
+   */
+  const writer = (shards: number[], loops = 4) => {
     const acked: string[] = [];
     let refused = 0;
     let on = true;
-    const done = (async () => {
-      for (let i = 0; on; i++) {
+    const done = Promise.all(Array.from({ length: loops }, async (_, l) => {
+      for (let i = l; on; i += loops) {
         try {
           acked.push((await kit.objects.create('pin', { w: i }, { shard: shards[i % shards.length]! })).id.toString());
         } catch (err) {
@@ -78,7 +83,7 @@ describe('PostgreSQL moves: the check under the freeze reads what was written la
           refused++;
         }
       }
-    })();
+    }));
     return { acked, refused: () => refused, stop: async () => { on = false; await done; } };
   };
 
