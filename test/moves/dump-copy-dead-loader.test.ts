@@ -8,22 +8,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dumpCopy } from '../../src/moves/mariadb/dump-copy.js';
+import { withFakeBinaries } from './fake-binaries.js';
 
 test('a loader that dies with the dump held behind it fails the copy: it does not hang', async () => {
-  const bin = mkdtempSync(join(tmpdir(), 'shardkit-fake-dump-'));
-  const path = process.env.PATH;
-  try {
-    // A dump that never ends on its own, and a loader that reads nothing, then dies.
-    writeFileSync(join(bin, 'mariadb-dump'), '#!/bin/sh\necho "-- Current Database: \\`db00000\\`"\nexec yes "INSERT INTO pins VALUES (1,\'{}\',NOW());"\n');
-    writeFileSync(join(bin, 'mariadb'), '#!/bin/sh\nsleep 1\necho "ERROR 2013 (HY000): Lost connection to server during query" >&2\nexit 1\n');
-    chmodSync(join(bin, 'mariadb-dump'), 0o755);
-    chmodSync(join(bin, 'mariadb'), 0o755);
-    process.env.PATH = `${bin}:${path}`;
+  // A dump that never ends on its own, and a loader that reads nothing, then dies.
+  await withFakeBinaries({
+    'mariadb-dump': 'echo "-- Current Database: \\`db00000\\`"\nexec yes "INSERT INTO pins VALUES (1,\'{}\',NOW());"\n',
+    mariadb: 'sleep 1\necho "ERROR 2013 (HY000): Lost connection to server during query" >&2\nexit 1\n',
+  }, async () => {
     const admin = { clientArgs: () => [] };
     const outcome = dumpCopy(admin as never, 'MySQL001B', ['MySQL002A', 'MySQL002B'], ['db00000']).then(() => 'resolved', (err: Error) => err.message);
     // Bounded, so the old code fails here instead of hanging the suite.
@@ -34,8 +28,5 @@ test('a loader that dies with the dump held behind it fails the copy: it does no
     assert.notEqual(result, 'hung', 'the copy never ended after its loader died');
     // Both loaders die at once: whichever is reported first (its exit, or the dump's EPIPE into it) names a loader.
     assert.match(result, /^copying MySQL001B to MySQL002A and MySQL002B failed: mariadb \(MySQL002[AB]\)/);
-  } finally {
-    process.env.PATH = path;
-    rmSync(bin, { recursive: true, force: true });
-  }
+  });
 });

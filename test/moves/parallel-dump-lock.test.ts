@@ -10,23 +10,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parallelDumpCopy } from '../../src/moves/mariadb/parallel-dump-copy.js';
+import { withFakeBinaries } from './fake-binaries.js';
 
 /** This process's children, as `ps` prints their command lines. */
 const children = () => execFileSync('ps', ['-o', 'args=', '--ppid', String(process.pid)], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() !== '' && !l.startsWith('ps '));
 
 test('a parallel copy spawns its loaders and dump processes before it takes the lock, and starts the dumps only under it', async () => {
-  const bin = mkdtempSync(join(tmpdir(), 'shardkit-fake-dump-'));
-  const path = process.env.PATH;
-  try {
-    writeFileSync(join(bin, 'mariadb-dump'), '#!/bin/sh\necho "-- Setting savepoint..." >&2\necho "-- Current Database: \\`db00000\\`"\necho "-- SET GLOBAL gtid_slave_pos=\'0-1-42\';"\n');
-    writeFileSync(join(bin, 'mariadb'), '#!/bin/sh\ncat > /dev/null\n');
-    chmodSync(join(bin, 'mariadb-dump'), 0o755);
-    chmodSync(join(bin, 'mariadb'), 0o755);
-    process.env.PATH = `${bin}:${path}`;
+  await withFakeBinaries({
+    'mariadb-dump': 'echo "-- Setting savepoint..." >&2\necho "-- Current Database: \\`db00000\\`"\necho "-- SET GLOBAL gtid_slave_pos=\'0-1-42\';"\n',
+    mariadb: 'cat > /dev/null\n',
+  }, async (bin) => {
     const queries: string[] = [];
     let atLock: string[] | undefined;
     const lock = {
@@ -47,8 +41,5 @@ test('a parallel copy spawns its loaders and dump processes before it takes the 
     assert.equal(atLock.filter((c) => c.startsWith(`/bin/sh ${bin}/mariadb `)).length, 8, `children at the lock: ${atLock.join(' | ')}`);
     assert.equal(atLock.filter((c) => c.includes('read -r _ && exec mariadb-dump')).length, 4, `children at the lock: ${atLock.join(' | ')}`);
     assert.equal(atLock.filter((c) => c.includes(`${bin}/mariadb-dump`)).length, 0, `a dump started before the lock: ${atLock.join(' | ')}`);
-  } finally {
-    process.env.PATH = path;
-    rmSync(bin, { recursive: true, force: true });
-  }
+  });
 });
