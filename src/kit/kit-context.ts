@@ -249,8 +249,16 @@ export class KitContext {
     }
     map = await this.holdWhileFrozen(ref.shard, true, ref.fleet);
     const next = this.refOf(map, ref);
-    // The freeze's id even when its budget ran out (now = 0: every recorded freeze counts).
-    if (next.host === ref.host) throw movingError(ref.shard, FREEZE_OF[ref.fleet](map, ref.shard, 0)?.id, 0, fenceError);
+    if (next.host === ref.host) {
+      // The freeze's id even when its budget ran out (now = 0: every recorded freeze counts).
+      const freeze = FREEZE_OF[ref.fleet](map, ref.shard, 0);
+      // Unfrozen and on this host by the store's own map: the fence was met through a handle on
+      // an older file (the shard moved away, then back to a new file at the same path). The
+      // backend has forgotten that handle, so the retry opens what the path holds now; a real
+      // fence refuses it again. The map never names a move's unswitched target, so the retry
+      // cannot land on a copy in progress.
+      if (freeze !== undefined || !isShardKitError(fenceError, 'SHARD_MOVED')) throw movingError(ref.shard, freeze?.id, 0, fenceError);
+    }
     try {
       if (this.hostSource && !this.backend.knowsHost!(next.host)) await this.learnHosts().catch(() => {});
       return await work(next);

@@ -17,7 +17,7 @@ import { SqliteBackend } from '../../src/storage/sqlite/sqlite-backend.js';
 import { MemoryTopologyBacking, MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap } from '../../src/topology/shard-map.js';
 import type { TopologyStore } from '../../src/topology/topology-store.js';
-import { addMove, advanceMove, casMoveState, freezeMove } from '../../src/moves/move-state.js';
+import { addMove, advanceMove, casMoveState, forgetMove, freezeMove } from '../../src/moves/move-state.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createSqliteMoveEngine, compareFiles, type SqliteMoveEngine } from '../../src/moves/sqlite/index.js';
 import type { MoveEngine } from '../../src/moves/move-engine.js';
@@ -190,6 +190,39 @@ test('a move under two writing services: every acknowledged write is on the targ
     assert.deepEqual([...errors.keys()].filter((c) => c !== 'SHARD_MOVING'), []);
     console.log(JSON.stringify(events.map((e) => [e.phase, e.elapsedMs])));
     console.log(`ledger: ${ledger.size} acknowledged pins (${moved} on moving shards), ${mappingLedger.length} mapping adds, 0 lost; freeze to switch ${result.freezeToSwitchMs} ms; errors ${JSON.stringify([...errors])}`);
+  } finally {
+    await w.cleanup();
+  }
+});
+
+test('moved there, back, and there again: a service that still holds a handle on the first, fenced file reads and writes the new one (no SHARD_MOVING)', async () => {
+  // Found by a fresh-clone CI run of the move suite's oracle: after "moved and moved back", a
+  // service's LRU kept its handle on MySQL002A's first copy of shard 1, fenced when the shard went
+  // back. The next move to MySQL002A wrote a new file at that path; the service's read went to the
+  // old handle, met the fence, re-read the map (MySQL002A, no move in flight) and answered
+  // SHARD_MOVING, where the shard lived right there.
+  const w = await world();
+  try {
+    const [kit] = w.services;
+    const one = { first: 1, last: 1 };
+    const pin = await kit!.objects.create('pin', { n: 1 }, { shard: 1 });
+    const move = async (target: { master: string; slave: string }) => {
+      const r = await runMove({ store: w.store, engine: w.engine, hosts: HOSTS, start: { span: one, target } });
+      assert.equal(r.outcome, 'switched');
+      for (const m of (await w.store.read())!.moves().filter((x) => x.phase === 'switched')) {
+        if ((await w.store.read())!.locate(m.range[0]).master !== m.source.master) await w.engine.dropMoved(m);
+        await casMoveState(w.store, (x) => forgetMove(x, m.id));
+      }
+    };
+    await move(TARGET);
+    assert.deepEqual((await kit!.objects.get(pin.id)).data, { n: 1 }); // a handle on MySQL002A's file
+    await move({ master: 'MySQL001A', slave: 'MySQL001B' });
+    assert.deepEqual((await kit!.objects.get(pin.id)).data, { n: 1 }); // on MySQL001A; the MySQL002A handle stays cached
+    await move(TARGET);
+    assert.equal((await kit!.shardMap()).locate(1).master, 'MySQL002A');
+    assert.deepEqual((await kit!.objects.get(pin.id)).data, { n: 1 });
+    const late = await kit!.objects.create('pin', { n: 2 }, { shard: 1 });
+    assert.ok(localIdsIn(w.path('MySQL002A', 1), 'pins', false).has(pinterestId.decode(late.id).localId));
   } finally {
     await w.cleanup();
   }
