@@ -233,7 +233,8 @@ export class KitContext {
   /**
    * A storage call met the fence (SHARD_MOVED: the shard's tables are gone from `ref.host`): reload
    * the map, wait out a freeze, and run `work` once on the shard's master. The fenced call changed
-   * nothing, so running it again is safe. Still on the same host, or fenced again: SHARD_MOVING.
+   * nothing, so running it again is safe. Still on the same host under a freeze, or fenced again:
+   * SHARD_MOVING.
    * Object shards and mod shards (lookups, carried by a move or a failover of their host) alike.
    */
   async afterFence<T>(ref: ShardRef, op: string, work: (ref: ShardRef) => Promise<T>, fenceError: unknown, isCallerError?: (err: unknown) => boolean): Promise<T> {
