@@ -12,7 +12,7 @@ import { autoIncrementPast, autoIncrements, autoIncrementsIn } from './auto-incr
 import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.js';
 import { FENCE_DOMAIN_ID, q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
 import { closeFreezeConns, openFreezeConns, type FreezeConns } from './freeze-conns.js';
-import { chunks, STATEMENT_TABLES } from './verify.js';
+import { copiedRows } from './copied-rows.js';
 import { verifyAtConsistentPoint, type VerifiedTables } from './pre-verify.js';
 
 export { FENCE_DOMAIN_ID };
@@ -192,13 +192,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     await this.step('copy: rows counted, replication started', () => this.withAdmin(move.target.master, async (c) => {
       // Rows copied, for the dashboard and the CLI's progress lines: the dump's rows, counted once it is loaded.
       if (onProgress !== undefined) {
-        // A statement per STATEMENT_TABLES tables: one sum over 640 subqueries overran the
-        // server's thread stack (issue #28: a move of 64 shards failed after the whole dump).
-        let rows = 0;
-        for (const part of chunks(doTables, STATEMENT_TABLES)) {
-          const [n] = await c.query(part.map((t) => `SELECT COUNT(*) AS n FROM ${t.split('.').map(q).join('.')}`).join(' UNION ALL '));
-          for (const r of n as Array<{ n: number | string }>) rows += Number(r.n);
-        }
+        const rows = await copiedRows((h) => admin.connect(h), move.target.master, doTables, this.options.copyStreams ?? 4);
         onProgress(moveShards(move).length, moveShards(move).length, { rowsCopied: rows, rowsTotal: rows, bytesCopied });
       }
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
