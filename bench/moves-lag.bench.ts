@@ -18,7 +18,6 @@
  *   BENCH_BUSY=1 ...: one `yes > /dev/null` per core beside the run
  *   COPY_STREAMS=1 ...: one dump stream (MariaDB: no shared lock on the source's slave)
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +40,7 @@ import { devHostAdmin } from '../src/ops/failover/host-admin.js';
 import { fleetTables } from '../src/storage/shard-names.js';
 import { createTopologyStore } from '../src/topology/index.js';
 import { ShardMap, type MoveRecord } from '../src/topology/shard-map.js';
+import { busyHost } from './bench-shell.js';
 
 const ROWS = Number(process.env.ROWS ?? 300_000);
 const ENGINES = (process.env.ENGINES ?? 'mariadb,postgres').split(',');
@@ -198,16 +198,16 @@ async function postgres(): Promise<Figures> {
 }
 
 const load0 = loadavg()[0]!.toFixed(1);
-const busy = process.env.BENCH_BUSY === '1' ? cpus().map(() => spawn('yes', [], { stdio: ['ignore', 'ignore', 'ignore'] })) : [];
+const busy = busyHost();
 const out: Figures[] = [];
 try {
   if (ENGINES.includes('mariadb')) out.push(await mariadb());
   if (ENGINES.includes('postgres')) out.push(await postgres());
 } finally {
-  for (const p of busy) p.kill();
+  busy.stop();
 }
 const rank = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))]!;
-console.log(`Source slave lag during the copy, ${STREAMS ?? 4} copy stream(s), ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, load average ${load0} at the start, ${loadavg()[0]!.toFixed(1)} at the end${busy.length > 0 ? `, one \`yes\` per core beside it` : ''}; two services writing to the moving shards throughout`);
+console.log(`Source slave lag during the copy, ${STREAMS ?? 4} copy stream(s), ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, load average ${load0} at the start, ${loadavg()[0]!.toFixed(1)} at the end${busy.cores > 0 ? `, one \`yes\` per core beside it` : ''}; two services writing to the moving shards throughout`);
 console.log('| engine | rows | --max-rate | copy (start -> copied) | --max-source-lag (bound) | lag samples (every 50 ms) | lag p50 / p99 / max during the copy | max / bound | write load alone before the move: p50 / p99 / max | gate waits (lag / rate) | freeze to switch | writes acked / lost / refused after 2.5 s | outcome |');
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
 for (const f of out) {

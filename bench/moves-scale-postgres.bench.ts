@@ -15,7 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveSchema } from '../src/config/config.js';
 import { isShardKitError } from '../src/errors.js';
@@ -27,6 +27,7 @@ import { devAddPair } from '../src/ops/dev/dev-add-pair.js';
 import { pgServer } from '../src/ops/dev/dev-postgres.js';
 import { DEFAULT_POSTGRES_BIN } from '../src/ops/postgres/postgres-instance.js';
 import { createTopologyStore } from '../src/topology/index.js';
+import { busyHost } from './bench-shell.js';
 
 const SHARDS = 32;
 const SIZES = (process.env.BENCH_ROWS ?? '20000,1000000').split(',').map(Number);
@@ -173,17 +174,16 @@ async function one(rows: number): Promise<Figures> {
 }
 
 const load = loadavg()[0]!.toFixed(1);
-// BENCH_BUSY=1: one `yes > /dev/null` per core beside the whole run (the issue's busy host).
-const busy = process.env.BENCH_BUSY === '1' ? cpus().map(() => spawn('yes', [], { stdio: ['ignore', 'ignore', 'ignore'] })) : [];
+const busy = busyHost();
 const out: Figures[] = [];
 try {
   for (let r = 0; r < RUNS; r++) for (const rows of SIZES) out.push(await one(rows));
 } finally {
-  for (const p of busy) p.kill();
+  busy.stop();
 }
 const tablesMs = (f: Figures) => f.steps.get('copy: tables') ?? NaN;
 const rate = (rows: number, ms: number) => `${Math.round(rows / (ms / 1000)).toLocaleString('en')} rows/s`;
-console.log(`PostgreSQL 15 moves at size: ${SHARDS} shards, one writer on them (retrying SHARD_MOVING for 2.5 s), ${new Date().toISOString().slice(0, 10)}, load average ${load} at the start, ${loadavg()[0]!.toFixed(1)} at the end${busy.length > 0 ? `, one \`yes > /dev/null\` per core (${busy.length}) beside it` : ''}`);
+console.log(`PostgreSQL 15 moves at size: ${SHARDS} shards, one writer on them (retrying SHARD_MOVING for 2.5 s), ${new Date().toISOString().slice(0, 10)}, load average ${load} at the start, ${loadavg()[0]!.toFixed(1)} at the end${busy.cores > 0 ? `, one \`yes > /dev/null\` per core (${busy.cores}) beside it` : ''}`);
 console.log('| rows | MB | pg_dump -a \\| psql | binary COPY pipe | move copy (start -> copied) | start -> lag gate passed | of which tables copied | tables: copy / pg_dump | tables: copy / COPY pipe | move end to end | freeze to switch | writes acked / lost / refused after 2.5 s (SHARD_MOVING answers) |');
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const f of out) {

@@ -9,7 +9,8 @@ import { chunks, STATEMENT_TABLES } from './verify.js';
  * the copy (bench/moves-scale-mariadb.bench.ts).
  */
 export async function copiedRows(connect: (host: string) => Promise<Conn>, host: string, tables: readonly string[], streams: number): Promise<number> {
-  const parts = chunks(tables, Math.min(STATEMENT_TABLES, Math.max(1, Math.ceil(tables.length / Math.max(1, streams)))));
+  const n = Math.max(1, streams);
+  const parts = chunks(tables, Math.min(STATEMENT_TABLES, Math.max(1, Math.ceil(tables.length / n))));
   let next = 0;
   let rows = 0;
   const worker = async () => {
@@ -23,6 +24,6 @@ export async function copiedRows(connect: (host: string) => Promise<Conn>, host:
       await c.end().catch(() => c.destroy());
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(streams, parts.length)) }, worker));
+  await Promise.all(Array.from({ length: Math.min(n, parts.length) }, worker));
   return rows;
 }

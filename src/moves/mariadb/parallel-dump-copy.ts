@@ -6,11 +6,11 @@ import { dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
  * dumpCopy in `streams` dumps at once (databases dealt out round-robin), all from one consistent
  * point: a FLUSH TABLES WITH READ LOCK is held on `from` (a move copies from the source's slave
  * where it can, so the master's writes never wait) until every dump has opened its snapshot,
- * then released. The loaders and the dumps' processes are spawned before the lock (dumpCopy's
- * `startAfter`), because the slave's SQL thread waits while it is held: at thousands of writes a
- * second, each millisecond is source lag; the dumps run on side by side, each into every host of `to`. The dumps' GTID
- * positions must be equal (no commit can have happened between their snapshots), else the copy
- * fails. Returns that position.
+ * then released; the dumps run on side by side, each into every host of `to`. The loaders and the
+ * dumps' processes are spawned before the lock (dumpCopy's `startAfter`): the slave's SQL thread
+ * waits while it is held, and at thousands of writes a second each millisecond is source lag.
+ * The dumps' GTID positions must be equal (no commit can have happened between their
+ * snapshots), else the copy fails. Returns that position.
  */
 export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: string | readonly string[], databases: string[], streams: number, options: DumpCopyOptions = {}): Promise<string> {
   const groups = Array.from({ length: Math.max(1, Math.min(streams, databases.length)) }, (_, i) => databases.filter((_, j) => j % Math.max(1, Math.min(streams, databases.length)) === i));

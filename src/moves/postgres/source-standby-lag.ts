@@ -5,7 +5,6 @@ import type { Client } from './engine-base.js';
 /** Default bound of the copy's lag gate on PostgreSQL: bytes of WAL the source's standby may be behind its primary. */
 export const POSTGRES_SOURCE_STANDBY_MAX_LAG_BYTES = 64 * 1024 * 1024;
 
-
 /**
  * The source's standby lag in bytes of WAL: the primary's current position against what the
  * standby has replayed (issue #29 item 3, the copy's lag gate; vitess#11385). Read on both
