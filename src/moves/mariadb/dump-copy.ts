@@ -38,7 +38,7 @@ export interface DumpCopyOptions {
   onSnapshot?: () => void;
 }
 
-export { dumpRows } from './dump-table-progress.js';
+export { dumpRows } from './dump-row-count.js';
 
 /** How often onBytes hears about a running dump. */
 export const BYTES_EVERY_MS = 250;

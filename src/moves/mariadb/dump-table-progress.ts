@@ -1,19 +1,12 @@
 import type { TableProgress } from '../move-engine.js';
+import { DumpRowCounter } from './dump-row-count.js';
 
-/** Rows in a piece of a dump: one per INSERT statement, one more per boundary between its tuples (`),(`, or `),` newline `(` as mariadb-dump 10.11 writes them). */
-export function dumpRows(text: string): number {
-  let n = 0;
-  for (let i = text.indexOf('INSERT INTO '); i >= 0; i = text.indexOf('INSERT INTO ', i + 12)) n++;
-  return n + (text.match(/\),\n?\(/g)?.length ?? 0);
-}
-
-// mariadb-dump names each database and each table's data in a comment before them.
 const MARKER = /-- (Current Database: |Dumping data for table )`((?:[^`]|``)+)`\n/g;
 /** Longest marker kept across chunk borders (64-character names, doubled backticks). */
 const CARRY = 320;
 
 /**
- * The table a running dump is on, and the rows (estimated as dumpRows does) and bytes of its data
+ * The table a running dump is on, and the rows (exact: DumpRowCounter) and bytes of its data
  * so far, read off the dump's stream piece by piece: for per-table progress (#29 item 6). A
  * marker split across two pieces is found in the second, never counted twice.
  */
@@ -21,6 +14,7 @@ export class DumpTableProgress {
   private carry = '';
   private database = '';
   private current: TableProgress | undefined;
+  private readonly rows = new DumpRowCounter();
 
   /** The table being dumped now (undefined before the first table's data and after the dump). */
   get table(): TableProgress | undefined {
@@ -54,7 +48,7 @@ export class DumpTableProgress {
 
   private count(part: string): number {
     if (part.length === 0) return 0;
-    const n = dumpRows(part);
+    const n = this.rows.count(part);
     if (this.current !== undefined) {
       this.current.bytesCopied += part.length;
       this.current.rowsCopied += n;

@@ -12,7 +12,6 @@ import { autoIncrementPast, autoIncrements, autoIncrementsIn } from './auto-incr
 import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.js';
 import { FENCE_DOMAIN_ID, q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
 import { closeFreezeConns, openFreezeConns, type FreezeConns } from './freeze-conns.js';
-import { copiedRows } from './copied-rows.js';
 import { verifyAtConsistentPoint, type VerifiedTables } from './pre-verify.js';
 
 export { FENCE_DOMAIN_ID };
@@ -181,20 +180,17 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     }));
     const targets = [move.target.master, ...(move.target.slave !== undefined ? [move.target.slave] : [])];
     if (move.target.slave !== undefined) await this.step('copy: target slave caught up', () => slaveCaughtUp(admin, move.target.master, move.target.slave!, this.options.catchUpTimeoutS ?? 30));
-    // While the dump runs: its bytes, rows read off the stream, rate and ETA (exact rows are counted once it is loaded).
-    let bytesCopied = 0;
+    // While the dump runs: its bytes, rows read off the stream (exact: dump-row-count.ts), rate and ETA.
+    let copied = { rowsCopied: 0, bytesCopied: 0 };
     const from = await this.step('copy: pick the source (slave or master)', () => copySource(admin, move));
     const position = await this.step('copy: dump and load', () => admin.dumpCopy(from, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
       ignoreTables: ignore, throttle: moveCopyThrottle(admin, move, this.options), streams: this.options.copyStreams ?? 4,
-      ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => onProgress(0, moveShards(move).length, { ...p, bytesCopied: (bytesCopied = p.bytesCopied) })) } : {}),
+      ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => onProgress(0, moveShards(move).length, { ...p, ...(copied = { rowsCopied: p.rowsCopied ?? 0, bytesCopied: p.bytesCopied }) })) } : {}),
     }));
     const at = gtidByDomain(position).get(domain)?.text;
-    await this.step('copy: rows counted, replication started', () => this.withAdmin(move.target.master, async (c) => {
-      // Rows copied, for the dashboard and the CLI's progress lines: the dump's rows, counted once it is loaded.
-      if (onProgress !== undefined) {
-        const rows = await copiedRows((h) => admin.connect(h), move.target.master, doTables, this.options.copyStreams ?? 4);
-        onProgress(moveShards(move).length, moveShards(move).length, { rowsCopied: rows, rowsTotal: rows, bytesCopied });
-      }
+    // The copy's last progress line: every row the dump carried, all loaded (a loader that failed failed the copy).
+    onProgress?.(moveShards(move).length, moveShards(move).length, { ...copied, rowsTotal: copied.rowsCopied });
+    await this.step('copy: replication started', () => this.withAdmin(move.target.master, async (c) => {
       // The source's domain starts at the dump's snapshot (and nothing else: see setMovePosition).
       await setMovePosition(c, at);
       await startFiltered(c, name, doTables);

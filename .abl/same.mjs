@@ -1,0 +1,1 @@
+globalThis.same = (a, b) => %HaveSameMap(a, b);
