@@ -2,6 +2,7 @@ import { ShardKitError } from '../../errors.js';
 import type { ChunkMismatch } from '../move-engine.js';
 import { hashRows, keyText } from '../move-shared.js';
 import { CHUNK_ROWS, q, WC_PREFIX, type Conn } from './names.js';
+import { columnsOf, compareByDigest } from './chunk-digest.js';
 
 export async function primaryKey(c: Conn, db: string, table: string): Promise<string[]> {
   const [rows] = await c.query(
@@ -46,6 +47,12 @@ export function tableLabel(db: string, table: string): string {
 export async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table, beforeRead?: () => Promise<void>, bAhead = false, after?: unknown[]): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[]; last: unknown[] | undefined }> {
   const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[], last: after };
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.db, table);
+  // Both sides there, with the same columns: hashed by the servers (chunk-digest.ts). A slave
+  // compared while it applies (bAhead) needs the rows themselves, and so do differing columns.
+  if (a !== undefined && b !== undefined && !bAhead) {
+    const [ca, cb] = await Promise.all([columnsOf(a.c, a.db, table), columnsOf(b.c, b.db, table)]);
+    if (ca.length > 0 && ca.join('\0') === cb.join('\0')) return compareByDigest(shard, table, label, keys, ca, a, b, after, sync, beforeRead);
+  }
   const ra = a === undefined ? undefined : chunkReader(a.c, a.db, table, keys);
   const rb = b === undefined ? undefined : chunkReader(b.c, b.db, table, keys);
   // `after`: only the keys past it are compared (the tail written since an earlier comparison).
