@@ -3,14 +3,14 @@
  * sides' rows into the mover took 19-27 s of a 1M-row move). On a real MariaDB: the servers'
  * digests find every kind of difference the row comparison finds, and report the same chunks,
  * key for key: a changed value, NULL against '', values that join alike ('a#b','c' / 'a','b#c'),
- * a missing row, rows past the source's last key, a composite key; tables whose columns differ
- * are compared row by row.
+ * a missing row, rows past the source's last key, a composite key; a slave's rows applied after
+ * the last chunk; tables whose columns differ are compared row by row.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { devHostAdmin } from '../../src/ops/failover/host-admin.js';
-import { compareTable } from '../../src/moves/mariadb/verify.js';
+import { compareRows, compareTable } from '../../src/moves/mariadb/verify.js';
 import type { Conn } from '../../src/moves/mariadb/names.js';
 
 describe('verify by server-side chunk digests (MariaDB)', () => {
@@ -48,8 +48,7 @@ describe('verify by server-side chunk digests (MariaDB)', () => {
     const digest = await compareTable(3, table, a, b);
     assert.ok(digests > before, 'the servers hashed the rows');
     const after = digests;
-    // bAhead: the row comparison (no row on the target is past the source's here, so nothing is filtered).
-    const rows = await compareTable(3, table, a, b, undefined, table, undefined, true);
+    const rows = await compareRows(3, table, a, b);
     assert.equal(digests, after, 'the row comparison reads rows');
     return { digest, rows };
   };
@@ -96,6 +95,31 @@ describe('verify by server-side chunk digests (MariaDB)', () => {
       return (c.query as (...x: unknown[]) => unknown)(...args);
     } } as unknown as Conn;
     await assert.rejects(compareTable(3, 't', { c, db: 'dg_a' }, { c: failing, db: 'dg_b' }), /target connection lost/);
+  });
+
+  test('a slave compared while it applies: its rows past the last chunk that the master holds now are not differences', async () => {
+    for (const d of ['dg_a', 'dg_b']) {
+      await c.query(`CREATE TABLE ${d}.h (id BIGINT PRIMARY KEY, v VARCHAR(20))`);
+      await c.query(`INSERT INTO ${d}.h VALUES ?`, [Array.from({ length: 2500 }, (_, i) => [i + 1, `v${i}`])]);
+    }
+    // The master writes after its last chunk was read, the slave applies it before its rows past that chunk are read.
+    let syncs = 0;
+    const sync = async () => {
+      if (++syncs === 4) for (const d of ['dg_a', 'dg_b']) await c.query(`INSERT INTO ${d}.h VALUES (3000, 'late')`);
+    };
+    const before = digests;
+    const applied = await compareTable(3, 'h', { c: counted(), db: 'dg_a' }, { c: counted(), db: 'dg_b' }, sync, 'h', undefined, true);
+    assert.ok(digests > before, 'the chunks were hashed by the servers');
+    assert.deepEqual([applied.rows, applied.mismatches], [2500, []]);
+    // A row on the slave only is still a difference; without bAhead every row past the chunks is.
+    await c.query("INSERT INTO dg_b.h VALUES (3001, 'slave only')");
+    const slaveOnly = await compareTable(3, 'h', { c, db: 'dg_a' }, { c, db: 'dg_b' }, async () => undefined, 'h', undefined, true);
+    assert.deepEqual(slaveOnly.mismatches.map((m) => [m.fromKey, m.toKey, m.targetRows]), [['3000', '+inf', 1]]);
+    syncs = 0;
+    await c.query('DELETE FROM dg_a.h WHERE id >= 3000');
+    await c.query('DELETE FROM dg_b.h WHERE id >= 3000');
+    const strict = await compareTable(3, 'h', { c, db: 'dg_a' }, { c, db: 'dg_b' }, sync, 'h');
+    assert.deepEqual(strict.mismatches.map((m) => [m.fromKey, m.toKey, m.targetRows]), [['2500', '+inf', 1]]);
   });
 
   test('a table whose columns differ on the target is compared row by row: every chunk differs', async () => {

@@ -45,14 +45,34 @@ export function tableLabel(db: string, table: string): string {
  * source's last key are a chunk of their own.
  */
 export async function compareTable(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table, beforeRead?: () => Promise<void>, bAhead = false, after?: unknown[]): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[]; last: unknown[] | undefined }> {
+  // Both sides there, with the same columns: hashed by the servers (chunk-digest.ts); differing
+  // columns are compared row by row.
+  if (a !== undefined && b !== undefined) {
+    const [keys, ca, cb] = await Promise.all([primaryKey(a.c, a.db, table), columnsOf(a.c, a.db, table), columnsOf(b.c, b.db, table)]);
+    if (ca.length > 0 && ca.join('\0') === cb.join('\0')) {
+      const ahead = bAhead ? (last: unknown[] | undefined) => aheadRows(chunkReader(a.c, a.db, table, keys), chunkReader(b.c, b.db, table, keys), last) : undefined;
+      return compareByDigest(shard, table, label, keys, ca, a, b, after, { ...(sync !== undefined ? { sync } : {}), ...(beforeRead !== undefined ? { beforeRead } : {}), ...(ahead !== undefined ? { extra: ahead } : {}) });
+    }
+  }
+  return compareRows(shard, table, a, b, sync, label, beforeRead, bAhead, after);
+}
+
+/**
+ * A slave keeps applying after the position it was compared at: of its rows past the last chunk,
+ * those the master holds too (read now, after the slave's) are newer writes, not differences.
+ * Returns the rest.
+ */
+async function aheadRows(ra: ReturnType<typeof chunkReader>, rb: ReturnType<typeof chunkReader>, last: unknown[] | undefined): Promise<number> {
+  const extra = (await rb.rest(last)).rows;
+  if (extra.length === 0) return 0;
+  const now = new Set((await ra.rest(last)).rows.map((r) => JSON.stringify(r)));
+  return extra.filter((r) => !now.has(JSON.stringify(r))).length;
+}
+
+/** compareTable reading the rows of both sides into this process (a side missing, or differing columns). Exported for the tests' comparison of both ways. */
+export async function compareRows(shard: number, table: string, a: { c: Conn; db: string } | undefined, b: { c: Conn; db: string } | undefined, sync?: () => Promise<void>, label = table, beforeRead?: () => Promise<void>, bAhead = false, after?: unknown[]): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[]; last: unknown[] | undefined }> {
   const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[], last: after };
   const keys = await primaryKey((a ?? b)!.c, (a ?? b)!.db, table);
-  // Both sides there, with the same columns: hashed by the servers (chunk-digest.ts). A slave
-  // compared while it applies (bAhead) needs the rows themselves, and so do differing columns.
-  if (a !== undefined && b !== undefined && !bAhead) {
-    const [ca, cb] = await Promise.all([columnsOf(a.c, a.db, table), columnsOf(b.c, b.db, table)]);
-    if (ca.length > 0 && ca.join('\0') === cb.join('\0')) return compareByDigest(shard, table, label, keys, ca, a, b, after, sync, beforeRead);
-  }
   const ra = a === undefined ? undefined : chunkReader(a.c, a.db, table, keys);
   const rb = b === undefined ? undefined : chunkReader(b.c, b.db, table, keys);
   // `after`: only the keys past it are compared (the tail written since an earlier comparison).
@@ -76,16 +96,10 @@ export async function compareTable(shard: number, table: string, a: { c: Conn; d
     out.last = hi;
   }
   if (ra !== undefined) await sync?.();
-  let extra = rb === undefined ? [] : (await rb.rest(last)).rows;
-  // A slave keeps applying after the position it was compared at: rows past the last chunk that
-  // the master holds too (read now, after the slave's) are newer writes, not differences.
-  if (extra.length > 0 && ra !== undefined && bAhead) {
-    const now = new Set((await ra.rest(last)).rows.map((r) => JSON.stringify(r)));
-    extra = extra.filter((r) => !now.has(JSON.stringify(r)));
-  }
-  if (extra.length > 0) {
+  const extra = rb === undefined ? 0 : ra !== undefined && bAhead ? await aheadRows(ra, rb, last) : (await rb.rest(last)).rows.length;
+  if (extra > 0) {
     out.chunks++;
-    out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(last), toKey: '+inf', sourceRows: 0, targetRows: extra.length });
+    out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(last), toKey: '+inf', sourceRows: 0, targetRows: extra });
   }
   return out;
 }
