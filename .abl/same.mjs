@@ -1,1 +1,0 @@
-globalThis.same = (a, b) => %HaveSameMap(a, b);
