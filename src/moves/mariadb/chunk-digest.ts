@@ -1,6 +1,6 @@
 import type { ChunkMismatch } from '../move-engine.js';
 import { keyText } from '../move-shared.js';
-import { CHUNK_ROWS, q, type Conn } from './names.js';
+import { CHUNK_ROWS, keySql, q, type Conn } from './names.js';
 
 /** The columns of `db.table` in order (both sides must have the same, else the caller compares rows). */
 export async function columnsOf(c: Conn, db: string, table: string): Promise<string[]> {
@@ -30,7 +30,7 @@ export interface DigestSide {
 interface Chunk {
   n: number;
   d: string;
-  /** The chunk's first and last key (the source's chunks only). */
+  /** The chunk's first key (one-column keys: it comes with the digest) and last key (the source's chunks only). */
   lo?: unknown[];
   hi?: unknown[];
 }
@@ -56,9 +56,7 @@ export interface DigestOptions {
 export async function compareByDigest(shard: number, table: string, label: string, keys: readonly string[], columns: readonly string[], a: DigestSide, b: DigestSide, after: unknown[] | undefined, options: DigestOptions = {}): Promise<{ rows: number; chunks: number; mismatches: ChunkMismatch[]; last: unknown[] | undefined }> {
   const out = { rows: 0, chunks: 0, mismatches: [] as ChunkMismatch[], last: after };
   const { sync, beforeRead } = options;
-  const k = keys.map(q).join(', ');
-  const tuple = keys.length === 1 ? k : `(${k})`;
-  const qs = keys.length === 1 ? '?' : `(${keys.map(() => '?').join(', ')})`;
+  const { k, tuple, qs } = keySql(keys);
   const h = rowDigest(columns);
   const t = (side: DigestSide) => `${q(side.db)}.${q(table)}`;
   const past = (last: unknown[] | undefined) => (last === undefined ? { where: 'TRUE', params: [] as unknown[] } : { where: `${tuple} > ${qs}`, params: last });
@@ -82,15 +80,16 @@ export async function compareByDigest(shard: number, table: string, label: strin
     const hi = (await query(a, `SELECT ${k} FROM ${t(a)} WHERE ${from.where} ORDER BY ${k} LIMIT 1 OFFSET ${CHUNK_ROWS - 1}`, from.params))
       ?? (await query(a, `SELECT ${k} FROM ${t(a)} WHERE ${from.where} ORDER BY ${keys.map((x) => `${q(x)} DESC`).join(', ')} LIMIT 1`, from.params));
     if (hi === undefined) return { n: 0, d: '' };
-    const lo = await query(a, `SELECT ${k} FROM ${t(a)} WHERE ${from.where} ORDER BY ${k} LIMIT 1`, from.params);
-    return { ...(await digestOf(a, `${from.where} AND ${tuple} <= ${qs}`, [...from.params, ...hi])), lo, hi };
+    return { ...(await digestOf(a, `${from.where} AND ${tuple} <= ${qs}`, [...from.params, ...hi])), hi };
   };
   const compare = async (src: Chunk, last: unknown[] | undefined): Promise<void> => {
     const from = past(last);
     if (sync !== undefined) await sync();
     const dst = await digestOf(b, `${from.where} AND ${tuple} <= ${qs}`, [...from.params, ...src.hi!]);
     if (src.n !== dst.n || src.d !== dst.d) {
-      out.mismatches.push({ shard, table: label, fromKey: last === undefined ? '-inf' : keyText(src.lo!), toKey: keyText(src.hi!), sourceRows: src.n, targetRows: dst.n });
+      // A composite key's first key is read only for the report of a chunk that differs.
+      const lo = last === undefined ? undefined : src.lo ?? await query(a, `SELECT ${k} FROM ${t(a)} WHERE ${from.where} ORDER BY ${k} LIMIT 1`, from.params);
+      out.mismatches.push({ shard, table: label, fromKey: lo === undefined ? '-inf' : keyText(lo), toKey: keyText(src.hi!), sourceRows: src.n, targetRows: dst.n });
     }
   };
   let last = after;

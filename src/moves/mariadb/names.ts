@@ -29,6 +29,12 @@ export interface ShardDatabase {
 export type Conn = mysql.Connection;
 export const q = (name: string): string => `\`${name.replace(/`/g, '``')}\``;
 
+/** A primary key in SQL: its columns (`k`, for ORDER BY), the key as one comparable value (`tuple`), and placeholders for one key value (`qs`). */
+export function keySql(keys: readonly string[]): { k: string; tuple: string; qs: string } {
+  const k = keys.map(q).join(', ');
+  return keys.length === 1 ? { k, tuple: k, qs: '?' } : { k, tuple: `(${k})`, qs: `(${keys.map(() => '?').join(', ')})` };
+}
+
 /**
  * Default gtid_domain_id of the replicated fence's statements on the source (see fenceDomainId).
  * It must be no pair's own gtid_domain_id; the dev cluster numbers pairs' domains 1, 2, ...

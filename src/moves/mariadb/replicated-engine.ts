@@ -185,7 +185,10 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const from = await this.step('copy: pick the source (slave or master)', () => copySource(admin, move));
     const position = await this.step('copy: dump and load', () => admin.dumpCopy(from, targets, live.filter((x) => x.tables.length > 0).map((x) => x.live), {
       ignoreTables: ignore, throttle: moveCopyThrottle(admin, move, this.options), streams: this.options.copyStreams ?? 4,
-      ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => onProgress(0, moveShards(move).length, { ...p, ...(copied = { rowsCopied: p.rowsCopied ?? 0, bytesCopied: p.bytesCopied }) })) } : {}),
+      ...(onProgress !== undefined ? { onBytes: dumpProgress(estimate, (p) => {
+        copied = { rowsCopied: p.rowsCopied ?? 0, bytesCopied: p.bytesCopied };
+        onProgress(0, moveShards(move).length, p);
+      }) } : {}),
     }));
     const at = gtidByDomain(position).get(domain)?.text;
     // The copy's last progress line: every row the dump carried, all loaded (a loader that failed failed the copy).

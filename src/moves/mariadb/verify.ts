@@ -1,7 +1,7 @@
 import { ShardKitError } from '../../errors.js';
 import type { ChunkMismatch } from '../move-engine.js';
 import { hashRows, keyText } from '../move-shared.js';
-import { CHUNK_ROWS, q, WC_PREFIX, type Conn } from './names.js';
+import { CHUNK_ROWS, keySql, q, WC_PREFIX, type Conn } from './names.js';
 import { columnsOf, compareByDigest } from './chunk-digest.js';
 
 export async function primaryKey(c: Conn, db: string, table: string): Promise<string[]> {
@@ -16,9 +16,7 @@ export async function primaryKey(c: Conn, db: string, table: string): Promise<st
 
 /** Reads a table in primary-key order, CHUNK_ROWS at a time: `after` is the previous chunk's last key. */
 export function chunkReader(c: Conn, db: string, table: string, keys: string[]) {
-  const k = keys.map(q).join(', ');
-  const tuple = keys.length === 1 ? k : `(${k})`;
-  const qs = keys.length === 1 ? '?' : `(${keys.map(() => '?').join(', ')})`;
+  const { k, tuple, qs } = keySql(keys);
   const t = `${q(db)}.${q(table)}`;
   const rows = async (sql: string, params: unknown[]): Promise<{ fields: string[]; rows: unknown[][] }> => {
     const [r, f] = await c.query({ sql, rowsAsArray: true }, params);
