@@ -3,6 +3,8 @@
  * ROWS pin rows (~300 bytes each) spread over shards 0..31 of MySQL001A. In the same run:
  *   1. the raw tool: `mariadb-dump --single-transaction --databases db00000..db00031 | mariadb`
  *      into MySQL002A (binlog off, as the move loads), timed, then emptied again;
+ *   1c. the best raw peer of the move's text copy (tsv-copy.ts): each table `mariadb --batch` |
+ *      `LOAD DATA LOCAL INFILE '/dev/stdin'` in a shell, one at a time, into MySQL002A, timed, emptied;
  *   2. `shards move 0..31` to MySQL002A/B with the replication pre-copy (the move loads the dump
  *      into the target master AND its slave, the raw pipe into the master only), timed.
  * Prints both rates and their ratio, the freeze to switch, and the steps under the freeze (the
@@ -84,6 +86,23 @@ async function main(): Promise<void> {
     }
     await dst.end();
 
+    // 1c. The best raw peer of the move's text copy: each table as text, `mariadb --batch` piped
+    // into `LOAD DATA LOCAL INFILE '/dev/stdin'` by a shell, one table at a time, into the master alone.
+    const dst2 = await hostAdmin.connect('MySQL002A');
+    await dst2.query('SET SESSION sql_log_bin = 0');
+    const [allTables] = await dst2.query(`SELECT TABLE_SCHEMA AS d, TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (${dbs.map(() => '?').join(', ')})`, dbs);
+    const sh = (args: string[]) => args.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const t0c = performance.now();
+    for (const { d, t } of allTables as Array<{ d: string; t: string }>) {
+      await new Promise<void>((resolve, reject) => {
+        const p = spawn('bash', ['-o', 'pipefail', '-c', `mariadb ${sh([...hostAdmin.clientArgs('MySQL001A'), '--batch', '--skip-column-names', '--quick', '--default-character-set=binary', '-e', `SELECT * FROM \`${d}\`.\`${t}\``])} | mariadb ${sh([...hostAdmin.clientArgs('MySQL002A'), '--local-infile=1', '--init-command=SET SESSION sql_log_bin = 0', '-e', `LOAD DATA LOCAL INFILE '/dev/stdin' INTO TABLE \`${d}\`.\`${t}\` CHARACTER SET binary`])}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+        p.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`text pipe of ${d}.${t} exited ${code}`))));
+      });
+    }
+    const rawTextMs = performance.now() - t0c;
+    for (const { d, t } of allTables as Array<{ d: string; t: string }>) await dst2.query(`TRUNCATE TABLE \`${d}\`.\`${t}\``);
+    await dst2.end();
+
     // 1b. The raw tool as an operator runs it into a pair: the target master with its binlog on,
     // timed until its slave has applied the load (the move's copy also ends with both loaded).
     const p0 = performance.now();
@@ -138,6 +157,7 @@ async function main(): Promise<void> {
     console.log('| measure | shardkit | raw tool | ratio (time) |');
     console.log('| --- | ---: | ---: | ---: |');
     console.log(`| copy (move: dump + load into master and slave, replication started; raw: mariadb-dump --single-transaction \\| mariadb into the master) | ${copyMs} ms (${Math.round(rows / (copyMs / 1000))} rows/s) | ${Math.round(rawMs)} ms (${Math.round(rows / (rawMs / 1000))} rows/s) | ${(copyMs / rawMs).toFixed(2)}x |`);
+    console.log(`| best raw peer: each table as text, \`mariadb --batch\` \| \`LOAD DATA LOCAL\`, one at a time, into the master alone | | ${Math.round(rawTextMs)} ms (${Math.round(rows / (rawTextMs / 1000))} rows/s) | ${(copyMs / rawTextMs).toFixed(2)}x |`);
     console.log(`| start of copy -> lag gate passed (goal <= 2 s for 320 small tables) | ${(gateAt ?? NaN) - m0} ms | | |`);
     console.log(`| copied -> frozen (lag gate, before-freeze work, full verify at a consistent point, admission) | ${at('frozen') - at('copied')} ms | | |`);
     console.log(`| freeze to switch | ${result.freezeToSwitchMs} ms | | |`);

@@ -36,6 +36,11 @@ export interface DumpCopyOptions {
   startAfter?: Promise<void>;
   /** Told once the dump's consistent snapshot is open (its first database is being dumped), or at its end. */
   onSnapshot?: () => void;
+  /**
+   * The schema alone (tables, routines, events; no rows, no triggers), with no GTID position (the
+   * move's text copy takes its own, tsv-copy.ts): no FLUSH TABLES WITH READ LOCK on the source.
+   */
+  schemaOnly?: boolean;
 }
 
 export { dumpRows } from './dump-row-count.js';
@@ -62,7 +67,7 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
     ...admin.clientArgs(from),
     // --verbose: its progress lines on stderr (unbuffered) say when the snapshot is open, long
     // before the buffered stdout shows the first database.
-    '--single-transaction', '--gtid', '--master-data=2', '--routines', '--triggers', '--events', '--hex-blob', '--verbose',
+    '--single-transaction', ...(options.schemaOnly === true ? ['--no-data', '--skip-triggers'] : ['--gtid', '--master-data=2', '--triggers']), '--routines', '--events', '--hex-blob', '--verbose',
     // No tablespace queries (shards have none): they ran between the snapshot and its signal.
     '--no-tablespaces',
     ...(options.ignoreTables ?? []).map((t) => `--ignore-table=${t}`),
@@ -169,7 +174,7 @@ export async function dumpCopy(admin: DumpAdmin, from: string, to: string | read
   await Promise.all([exited(dump, 'mariadb-dump', dumpProgress), ...loads.map((l, i) => exited(l, `mariadb (${targets[i]})`))]);
   snapshotOpen();
   if (errors.length > 0) throw new ShardKitError('INTERNAL', `copying ${from} to ${targets.join(' and ')} failed: ${errors.join('; ')}`);
-  if (position === undefined) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
+  if (position === undefined && options.schemaOnly !== true) throw new ShardKitError('INTERNAL', `mariadb-dump of ${from} wrote no GTID position (is its binlog on?)`);
   options.onBytes?.(bytes, rows, []);
-  return position;
+  return position ?? '';
 }

@@ -1,7 +1,7 @@
 import type mysql from 'mysql2/promise';
 import type { TableProgress } from '../move-engine.js';
 import type { DumpAdmin } from './dump-copy.js';
-import { parallelDumpCopy } from './parallel-dump-copy.js';
+import { tsvCopy } from './tsv-copy.js';
 
 /**
  * What the MariaDB mover needs as an administrator of the hosts (SUPER: replication connections,
@@ -32,12 +32,12 @@ export interface HostAccess extends DumpAdmin {
   replication: { user: string; password?: string };
 }
 
-/** The MariaDB mover's admin access from the fleet tools' own; the copy is this folder's dump (parallel-dump-copy.ts). */
+/** The MariaDB mover's admin access from the fleet tools' own; the copy is this folder's (tsv-copy.ts, or parallel-dump-copy.ts for tables text cannot carry). */
 export function moveAdmin(admin: HostAccess): MoveAdmin {
   return {
     connect: (host) => admin.connect(host),
     address: (host) => admin.address(host),
     replication: admin.replication,
-    dumpCopy: (from, to, databases, options) => parallelDumpCopy(admin, from, to, databases, options.streams ?? 1, options),
+    dumpCopy: (from, to, databases, options) => tsvCopy(admin, from, to, databases, options.streams ?? 1, options),
   };
 }
