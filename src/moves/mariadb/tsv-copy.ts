@@ -82,9 +82,14 @@ class TsvCopy {
     const lock = await this.admin.connect(this.from);
     let locked = false;
     try {
-      // The schema first, beside the snapshots' opening; loads wait for it.
-      const schema = dumpCopy(this.admin, this.from, this.to, this.databases, { schemaOnly: true, ...(this.options.ignoreTables !== undefined ? { ignoreTables: this.options.ignoreTables } : {}) });
-      schema.catch((e: Error) => this.fail(`schema: ${e.message}`));
+      // The schema first, one dump per stream beside the snapshots' opening (320 small tables'
+      // DDL is most of their copy); a stream's loads wait for its own databases' tables.
+      const schemas = this.schemaGroups().map((dbs) => {
+        if (dbs.length === 0) return Promise.resolve('');
+        const done = dumpCopy(this.admin, this.from, this.to, dbs, { schemaOnly: true, ...(this.options.ignoreTables !== undefined ? { ignoreTables: this.options.ignoreTables } : {}) });
+        done.catch((e: Error) => this.fail(`schema: ${e.message}`));
+        return done;
+      });
       const started = this.jobs.map((jobs, i) => this.startSource(i, jobs));
       const opened = started.map((x) => x.opened);
       // One stream needs no lock: its snapshot's binlog position is its own (as mariadb-dump
@@ -105,7 +110,7 @@ class TsvCopy {
         p.stdin!.end(`${this.jobs[i]!.map((j, k) => `SELECT '${this.boundary}${k}';\n${j.table.select};\n`).join('')}COMMIT;\n`);
       }
       const loads = await this.openLoaders();
-      await this.race(Promise.all([schema, ...started.map((x) => x.done), ...loads.map((conn, n) => this.load(conn, n, schema))]));
+      await this.race(Promise.all([...schemas, ...started.map((x) => x.done), ...loads.map((conn, n) => this.load(conn, n, schemas[Math.floor(n / this.to.length)]!))]));
       this.check();
       this.options.onBytes?.(this.bytes, this.rows, []);
       return pos.pos;
@@ -119,6 +124,14 @@ class TsvCopy {
       await lock.end().catch(() => lock.destroy());
       for (const c of this.loaders) await c.end().catch(() => c.destroy());
     }
+  }
+
+  /** Each stream's databases, as the jobs deal them; databases with no table to copy (views only, say) go with the first. */
+  private schemaGroups(): string[][] {
+    const groups = this.jobs.map((jobs) => [...new Set(jobs.map((j) => j.table.database))]);
+    const dealt = new Set(groups.flat());
+    groups[0]!.push(...this.databases.filter((d) => !dealt.has(d)));
+    return groups;
   }
 
   private race<T>(p: Promise<T>): Promise<T> {
@@ -249,6 +262,8 @@ class TsvCopy {
     await schema;
     for (const job of this.jobs[i]!) {
       const input = job.inputs[t]!;
+      // A table the source has already shown empty needs no LOAD DATA (most of 320 small tables).
+      if (input.writableEnded && job.rows === 0) continue;
       const [res] = await conn.query<ResultSetHeader>({ sql: job.table.load, infileStreamFactory: () => input });
       const rows = job.rows;
       if (res.affectedRows !== rows || res.warningStatus !== 0) {
