@@ -10,6 +10,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
 import { tsvCopy } from '../../src/moves/mariadb/tsv-copy.js';
@@ -103,6 +104,33 @@ describe('the move copy as text: schema by mariadb-dump, rows by LOAD DATA (Mari
       assert.deepEqual([Number(n.n), Number(n.lo)], [20_000, 0], 'the rows of the snapshot, not the write after it');
     }
     await src.query('DELETE FROM tc_b.many WHERE k = -1');
+  });
+
+  test('under the lock only the snapshots open: every session was started and set up before it, nothing is forked until UNLOCK TABLES', async () => {
+    const children = () => execFileSync('ps', ['-o', 'args=', '--ppid', String(process.pid)], { encoding: 'utf8' }).split('\n').filter((l) => l.trim() !== '' && !l.startsWith('ps '));
+    let atLock: string[] | undefined;
+    let atUnlock: string[] | undefined;
+    let connected = 0;
+    const [ids] = await src.query('SELECT ID AS id FROM information_schema.PROCESSLIST');
+    const before = new Set((ids as Array<{ id: number }>).map((r) => Number(r.id)));
+    const watched = { ...admin, connect: async (h: string) => {
+      const c = await admin.connect(h);
+      const query = c.query.bind(c);
+      (c as unknown as { query: unknown }).query = async (...a: Parameters<Conn['query']>) => {
+        if (a[0] === 'FLUSH TABLES WITH READ LOCK') {
+          atLock = children();
+          const [ids] = await src.query('SELECT ID AS id FROM information_schema.PROCESSLIST');
+          connected = (ids as Array<{ id: number }>).filter((r) => !before.has(Number(r.id))).length;
+        }
+        if (a[0] === 'UNLOCK TABLES' && atUnlock === undefined) atUnlock = children();
+        return query(...a);
+      };
+      return c;
+    } };
+    await tsvCopy(watched, SRC, TARGETS, ['tc_a', 'tc_b'], 2, { ignoreTables: ['tc_b.skipped'] });
+    assert.equal(atLock!.filter((l) => /^mariadb .*--batch/.test(l)).length, 2, `both sessions run when the lock is asked for: ${atLock!.join(' | ')}`);
+    assert.ok(connected >= 3, `the lock's connection and both sessions are on the server when the lock is asked for (${connected} new connections)`);
+    assert.deepEqual(atUnlock, atLock, 'no process started under the lock (the schema dumps come after it)');
   });
 
   test('a table with a trigger, or a BIT column: the copy goes the mariadb-dump way, with the same result', async () => {

@@ -82,16 +82,12 @@ class TsvCopy {
     const lock = await this.admin.connect(this.from);
     let locked = false;
     try {
-      // The schema first, one dump per stream beside the snapshots' opening (320 small tables'
-      // DDL is most of their copy); a stream's loads wait for its own databases' tables.
-      const schemas = this.schemaGroups().map((dbs) => {
-        if (dbs.length === 0) return Promise.resolve('');
-        const done = dumpCopy(this.admin, this.from, this.to, dbs, { schemaOnly: true, ...(this.options.ignoreTables !== undefined ? { ignoreTables: this.options.ignoreTables } : {}) });
-        done.catch((e: Error) => this.fail(`schema: ${e.message}`));
-        return done;
-      });
       const started = this.jobs.map((jobs, i) => this.startSource(i, jobs));
       const opened = started.map((x) => x.opened);
+      // Every session connected and set up before the lock: under it (the slave's SQL thread
+      // waits, and each millisecond is source lag) only the snapshots open. A session that had not
+      // started yet made the lock wait for its process and connection (lag 1,818 transactions).
+      await this.race(Promise.all(started.map((x) => x.ready)));
       // One stream needs no lock: its snapshot's binlog position is its own (as mariadb-dump
       // --single-transaction --master-data reads it). Several open theirs under one.
       if (this.jobs.length > 1) {
@@ -106,6 +102,14 @@ class TsvCopy {
       if (positions.includes('-')) throw new ShardKitError('INTERNAL', `${this.from} gave no GTID position for its snapshot (is its binlog on?)`);
       if (new Set(positions).size > 1) throw new ShardKitError('INTERNAL', `the ${positions.length} parallel reads of ${this.from} saw different GTID positions (${positions.join(' / ')}): not one consistent point`);
       const pos = { pos: positions[0]! };
+      // The schema, one dump per stream once the lock is gone (nothing forked under it; 320 small
+      // tables' DDL is most of their copy); a stream's loads wait for its own databases' tables.
+      const schemas = this.schemaGroups().map((dbs) => {
+        if (dbs.length === 0) return Promise.resolve('');
+        const done = dumpCopy(this.admin, this.from, this.to, dbs, { schemaOnly: true, ...(this.options.ignoreTables !== undefined ? { ignoreTables: this.options.ignoreTables } : {}) });
+        done.catch((e: Error) => this.fail(`schema: ${e.message}`));
+        return done;
+      });
       for (const [i, p] of this.sources.entries()) {
         p.stdin!.end(`${this.jobs[i]!.map((j, k) => `SELECT '${this.boundary}${k}';\n${j.table.select};\n`).join('')}COMMIT;\n`);
       }
@@ -151,12 +155,12 @@ class TsvCopy {
   }
 
   /** Source session `i`: a batch client reading its statements from stdin, read at once; `opened` once its snapshot is open, `done` at its end. */
-  private startSource(i: number, jobs: Job[]): { opened: Promise<string>; done: Promise<void> } {
+  private startSource(i: number, jobs: Job[]): { ready: Promise<void>; opened: Promise<string>; done: Promise<void> } {
     const p = spawn('mariadb', [...this.admin.clientArgs(this.from), '--batch', '--skip-column-names', '--quick', '--unbuffered', '--default-character-set=binary'], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.sources.push(p);
     p.stdin!.on('error', () => undefined);
     // A throttled copy pauses the read for as long as the throttle holds: the server must not time out the write meanwhile.
-    p.stdin!.write("SET SESSION net_write_timeout = 86400, time_zone = '+00:00';\nSET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\n");
+    p.stdin!.write(`SET SESSION net_write_timeout = 86400, time_zone = '+00:00';\nSET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ;\nSELECT '${this.boundary}ready';\n`);
     let stderr = '';
     p.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     p.on('error', (e) => this.fail(`mariadb (${this.from}): ${e.message}`));
@@ -166,10 +170,13 @@ class TsvCopy {
     let splitter!: TsvSplitter;
     const held: Array<() => void> = [];
     let heldRows = 0;
+    let ready!: () => void;
+    const isReady = new Promise<void>((resolve) => (ready = resolve));
     const opened = new Promise<string>((resolve) => {
       splitter = new TsvSplitter(Buffer.from(this.boundary, 'latin1'), {
         // Counted as read (progress says what the source gave); passed on to the loaders once the throttle lets the piece through.
         marker: (tag) => {
+          if (tag === 'ready') return ready();
           if (tag.startsWith('open ')) return resolve(tag.slice('open '.length));
           const job = jobs[Number(tag)]!;
           this.reading[i] = job;
@@ -201,7 +208,7 @@ class TsvCopy {
     };
     const done = this.drained(p, i, splitter, pass);
     done.catch(() => undefined); // awaited once the snapshots are open; a failure before that is the copy's, not unhandled
-    return { opened, done };
+    return { ready: isReady, opened, done };
   }
 
   private endTable(i: number): void {
