@@ -18,7 +18,7 @@ export function register(program: Command): void {
     .option('--to-slave <host>', 'the target\'s slave (declared in the config\'s "hosts")')
     .option('--hold-ms <n>', 'how long services hold writes to the moving shards during the cutover', intOption('--hold-ms', 1, 60_000), 400)
     .option('--max-rate <rate>', 'how fast the copy may read from the source at most: rows per second (5000; MariaDB) or bytes per second (20MB/s, 512KiB/s; both engines); default: no limit (MariaDB also waits while the source\'s slave lags)', parseCopyRate)
-    .option('--copy-streams <n>', 'dumps (MariaDB) or tables (PostgreSQL) copied at once, default 4; on MariaDB 1 takes no shared lock on the source\'s slave (a hot source: docs/moves.md)', intOption('--copy-streams', 1, 16))
+    .option('--copy-streams <n>', 'source sessions (MariaDB, each copying its databases) or tables (PostgreSQL) copied at once, default 4; on MariaDB 1 takes no shared lock on the source\'s slave (a hot source: docs/moves.md)', intOption('--copy-streams', 1, 16))
     .option('--max-source-lag <lag>', 'the most the copy lets the source\'s slave fall behind (it waits from half of it on): transactions on MariaDB (default 1000), bytes of WAL on PostgreSQL (64MB, 512KiB; default 64MiB)', parseSourceLag)
     .option('--resume', 'continue the move of first..last recorded in the shard map (after a crash of the mover)')
     .option('--abort', 'roll back the move of first..last (before its switch): the source serves again')
