@@ -101,7 +101,7 @@ class TsvCopy {
       this.options.onSnapshot?.();
       if (positions.includes('-')) throw new ShardKitError('INTERNAL', `${this.from} gave no GTID position for its snapshot (is its binlog on?)`);
       if (new Set(positions).size > 1) throw new ShardKitError('INTERNAL', `the ${positions.length} parallel reads of ${this.from} saw different GTID positions (${positions.join(' / ')}): not one consistent point`);
-      const pos = { pos: positions[0]! };
+      const position = positions[0]!;
       // The schema, one dump per stream once the lock is gone (nothing forked under it; 320 small
       // tables' DDL is most of their copy); a stream's loads wait for its own databases' tables.
       const schemas = this.schemaGroups().map((dbs) => {
@@ -117,7 +117,7 @@ class TsvCopy {
       await this.race(Promise.all([...schemas, ...started.map((x) => x.done), ...loads.map((conn, n) => this.load(conn, n, schemas[Math.floor(n / this.to.length)]!))]));
       this.check();
       this.options.onBytes?.(this.bytes, this.rows, []);
-      return pos.pos;
+      return position;
     } catch (e) {
       this.failed(e as Error);
       this.stop();
