@@ -48,7 +48,7 @@ function sh(cmd: string): Promise<void> {
   });
 }
 
-interface Figures { blocked: string[]; admissions: string[]; steps: Map<string, number>; frozenSteps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; gateMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number; moving: number }
+interface Figures { timeline: string[]; blocked: string[]; admissions: string[]; steps: Map<string, number>; frozenSteps: Map<string, number>; rows: number; mb: number; dumpMs: number; copyPipeMs: number; moveCopyMs: number; gateMs: number; moveMs: number; freezeMs: number; acked: number; lost: number; refused: number; moving: number }
 
 async function one(rows: number): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-pgscale-'));
@@ -119,7 +119,7 @@ async function one(rows: number): Promise<Figures> {
     })();
     const store = createTopologyStore(config.topologyStore, { dataDir: dir });
     const engine = createPostgresMoveEngine({ onStep: (name, ms) => {
-      if (name.startsWith('copy') || name.startsWith('prepare')) steps.set(name, (steps.get(name) ?? 0) + ms);
+      steps.set(name, (steps.get(name) ?? 0) + ms);
       // Every step that ended under the freeze (after the 'frozen' event), summed by name: what the freeze spends.
       if (events.some((e) => e.phase === 'frozen') && !events.some((e) => e.phase === 'switched')) frozenSteps.set(name, (frozenSteps.get(name) ?? 0) + ms);
     },  hosts: config.hosts, user: config.storage.user, ...(config.storage.password !== undefined ? { password: config.storage.password } : {}), database, schema: resolveSchema(config) });
@@ -162,6 +162,7 @@ async function one(rows: number): Promise<Figures> {
     await engine.close();
     await store.close();
     return {
+      timeline: events.map((e) => `${e.phase}${e.detail === undefined ? '' : `(${Object.keys(e.detail).join(',')})`} ${((e.at - events[0]!.at) / 1000).toFixed(1)} s`).filter((x, i, all) => i === 0 || x.split(' ')[0] !== all[i - 1]!.split(' ')[0] || i === all.length - 1),
       blocked: [...blocked], admissions, steps, frozenSteps, rows: per * SHARDS, mb: Number(mb), dumpMs, copyPipeMs,
       moveCopyMs: at('copied') - at('started'), gateMs: (gateAt ?? NaN) - at('started'), moveMs: at('switched') - at('started'),
       freezeMs: result.freezeToSwitchMs ?? NaN, acked: acked.length, lost, refused, moving,
@@ -189,7 +190,10 @@ console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --
 for (const f of out) {
   console.log(`| ${f.rows.toLocaleString('en')} | ${f.mb} | ${(f.dumpMs / 1000).toFixed(2)} s (${rate(f.rows, f.dumpMs)}) | ${(f.copyPipeMs / 1000).toFixed(2)} s (${rate(f.rows, f.copyPipeMs)}) | ${(f.moveCopyMs / 1000).toFixed(2)} s (${rate(f.rows, f.moveCopyMs)}) | ${(f.gateMs / 1000).toFixed(2)} s | ${(tablesMs(f) / 1000).toFixed(2)} s (${rate(f.rows, tablesMs(f))}) | ${(f.dumpMs / tablesMs(f)).toFixed(2)}x | ${(f.copyPipeMs / tablesMs(f)).toFixed(2)}x | ${(f.moveMs / 1000).toFixed(1)} s | ${f.freezeMs} ms | ${f.acked} / ${f.lost} / ${f.refused} (${f.moving}) |`);
 }
-for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, the copy's steps: ${[...f.steps].map(([n, ms]) => `${n} ${Math.round(ms)} ms`).join('; ')}`);
+// Every engine step of the move, summed by name, longest first (steps of a phase may overlap: the copy's run in parallel).
+for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, the move's steps: ${[...f.steps].sort((a, b) => b[1] - a[1]).map(([n, ms]) => `${n} ${Math.round(ms)} ms`).join('; ')}`);
+// When each phase's events came (runs of one kind of event shown by their first): where the time between the copy and the switch goes.
+for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, the move's events: ${f.timeline.join('; ')}`);
 for (const f of out) console.log(`${f.rows.toLocaleString('en')} rows, under the freeze: ${[...f.frozenSteps].map(([n, ms]) => `${n} ${n.endsWith('(count)') ? ms : Math.round(ms)}${n.endsWith('(count)') ? '' : ' ms'}`).join('; ')}`);
 for (const f of out) if (f.blocked.length + f.admissions.length > 0) console.log(`${f.rows.toLocaleString('en')} rows: the fence waited for ${f.blocked.join(' | ') || 'nothing seen'}; admission waits: ${f.admissions.join(' ') || 'none'}`);
 // Freeze to switch per size over the runs: p50 and p99 (nearest rank; with 5 runs, the largest).
