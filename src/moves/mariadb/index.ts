@@ -9,6 +9,7 @@ export { MariadbCopyMoveEngine } from './copy-engine.js';
 export { movedDatabaseName } from './names.js';
 export { moveAdmin, type HostAccess, type MoveAdmin } from './move-admin.js';
 export { dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
+export { tsvCopy } from './tsv-copy.js';
 export { autoIncrements } from './auto-increment.js';
 
 /**

@@ -1,7 +1,7 @@
 import { ShardKitError } from '../../errors.js';
 import { changeShardMap } from '../../topology/change-shard-map.js';
 import { ShardMap } from '../../topology/shard-map.js';
-import { dumpCopy } from '../../moves/mariadb/index.js';
+import { tsvCopy } from '../../moves/mariadb/index.js';
 import { recordDevRoles, type FleetContext } from './failover-context.js';
 import { dropSemiSyncMaster, fenceAnsweringMaster } from './client-sessions.js';
 import { adminQuery, type HostAdmin } from './host-admin.js';
@@ -41,9 +41,9 @@ async function divergedCount(admin: HostAdmin, host: string, master: string): Pr
 
 /**
  * `shardkit pair rebuild-slave <master> [--slave HOST]`: (re)builds the slave of `master` from a
- * consistent copy (mariadb-dump --single-transaction --gtid) while the master keeps taking
- * writes, starts GTID replication from the copy's position, waits for it to catch up, and records
- * it in the map. The slave's own data is dropped first: it also rebuilds a diverged old master.
+ * consistent copy (the move's text copy, tsv-copy.ts: one session's snapshot, so no lock on the
+ * master; bench/rebuild-slave.bench.ts) while the master keeps taking writes, starts GTID
+ * replication from the copy's position, waits for it to catch up, and records it in the map. The slave's own data is dropped first: it also rebuilds a diverged old master.
  * In the dev cluster the slave's server is started when it is down.
  */
 export async function rebuildSlave(fleet: FleetContext, master: string, options: { slave?: string; timeoutMs?: number; log?: (m: string) => void } = {}): Promise<RebuildResult> {
@@ -81,7 +81,7 @@ export async function rebuildSlave(fleet: FleetContext, master: string, options:
   const drop = await userDatabases(admin, slave);
   log(`dropping ${drop.length} databases on ${slave}, copying ${databases.length} from ${master}`);
   await adminQuery(admin, slave, 'RESET SLAVE ALL', 'SET SESSION sql_log_bin = 0', ...drop.map((d) => `DROP DATABASE \`${d.replace(/`/g, '``')}\``), 'RESET MASTER');
-  const position = await dumpCopy(admin, master, slave, databases);
+  const position = await tsvCopy(admin, master, [slave], databases, 1);
   await adminQuery(admin, slave, { sql: 'SET GLOBAL gtid_slave_pos = ?', values: [position] });
   await pointAt(admin, slave, master, 'slave_pos');
   const target = await gtidVariable(admin, master, 'gtid_binlog_pos');
