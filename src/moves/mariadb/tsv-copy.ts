@@ -79,7 +79,9 @@ class TsvCopy {
   }
 
   async run(): Promise<string> {
-    const lock = await this.admin.connect(this.from);
+    // One stream needs no lock: its snapshot's binlog position is its own (as mariadb-dump
+    // --single-transaction --master-data reads it). Several open theirs under one.
+    const lock = this.jobs.length > 1 ? await this.admin.connect(this.from) : undefined;
     let locked = false;
     try {
       const started = this.jobs.map((jobs, i) => this.startSource(i, jobs));
@@ -88,15 +90,13 @@ class TsvCopy {
       // waits, and each millisecond is source lag) only the snapshots open. A session that had not
       // started yet made the lock wait for its process and connection (lag 1,818 transactions).
       await this.race(Promise.all(started.map((x) => x.ready)));
-      // One stream needs no lock: its snapshot's binlog position is its own (as mariadb-dump
-      // --single-transaction --master-data reads it). Several open theirs under one.
-      if (this.jobs.length > 1) {
+      if (lock !== undefined) {
         await this.race(lock.query('FLUSH TABLES WITH READ LOCK'));
         locked = true;
       }
       for (const p of this.sources) p.stdin!.write(`START TRANSACTION WITH CONSISTENT SNAPSHOT;\nSELECT CONCAT('${this.boundary}open ', IFNULL(BINLOG_GTID_POS(${SNAPSHOT_STATUS('FILE')}, ${SNAPSHOT_STATUS('POSITION')}), '-'));\n`);
       const positions = await this.race(Promise.all(opened));
-      if (locked) await lock.query('UNLOCK TABLES');
+      if (locked) await lock?.query('UNLOCK TABLES');
       locked = false;
       this.options.onSnapshot?.();
       if (positions.includes('-')) throw new ShardKitError('INTERNAL', `${this.from} gave no GTID position for its snapshot (is its binlog on?)`);
@@ -124,8 +124,8 @@ class TsvCopy {
       const why = this.errors.length > 0 ? this.errors.join('; ') : (e as Error).message;
       throw e instanceof ShardKitError && this.errors.length === 0 ? e : new ShardKitError('INTERNAL', `copying ${this.from} to ${this.to.join(' and ')} failed: ${why}`);
     } finally {
-      if (locked) await lock.query('UNLOCK TABLES').catch(() => undefined);
-      await lock.end().catch(() => lock.destroy());
+      if (locked) await lock?.query('UNLOCK TABLES').catch(() => undefined);
+      await lock?.end().catch(() => lock.destroy());
       for (const c of this.loaders) await c.end().catch(() => c.destroy());
     }
   }
