@@ -22,9 +22,11 @@ const qi = (s: string): string => pg.escapeIdentifier(s);
 /**
  * The hash aggregate of a set of rows: their count and the sum of a 64-bit hash of each row's
  * text (order-independent, so no sort and no big string; bigint, text and bytea print the same on
- * every server with default settings).
+ * every server with default settings). sum(bigint) is exact (a numeric result, added in 128-bit
+ * integers), as the backups' sums are: a cast of each hash to numeric first gave the same sum
+ * for ~10% more of the read (1M rows by hand: 1.57-1.78 s against 1.46-1.49 s).
  */
-export const AGGREGATE = "count(*)::text AS n, coalesce(sum(hashtextextended(x::text, 0)::numeric), 0)::text AS h";
+export const AGGREGATE = "count(*)::text AS n, coalesce(sum(hashtextextended(x::text, 0)), 0)::text AS h";
 
 async function primaryKey(c: pg.Client, table: string): Promise<string[]> {
   const { rows } = await c.query<{ col: string }>(
