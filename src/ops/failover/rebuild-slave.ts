@@ -43,7 +43,8 @@ async function divergedCount(admin: HostAdmin, host: string, master: string): Pr
  * `shardkit pair rebuild-slave <master> [--slave HOST]`: (re)builds the slave of `master` from a
  * consistent copy (the move's text copy, tsv-copy.ts: one session's snapshot, so no lock on the
  * master; bench/rebuild-slave.bench.ts) while the master keeps taking writes, starts GTID
- * replication from the copy's position, waits for it to catch up, and records it in the map. The slave's own data is dropped first: it also rebuilds a diverged old master.
+ * replication from the copy's position, waits for it to catch up, and records it in the map.
+ * The slave's own data is dropped first: it also rebuilds a diverged old master.
  * In the dev cluster the slave's server is started when it is down.
  */
 export async function rebuildSlave(fleet: FleetContext, master: string, options: { slave?: string; timeoutMs?: number; log?: (m: string) => void } = {}): Promise<RebuildResult> {
