@@ -9,6 +9,30 @@ export function sh(command: string): Promise<void> {
   });
 }
 
+/**
+ * `mariadb-dump ... | mariadb ...`, as a shell pipe would run it; resolves when both exit 0, with
+ * the GTID position the dump wrote (`--gtid --master-data=2` writes it at its end, as a comment),
+ * or undefined when it wrote none.
+ */
+export function dumpPipe(dumpArgs: string[], loadArgs: string[]): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const dump = spawn('mariadb-dump', dumpArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const load = spawn('mariadb', loadArgs, { stdio: ['pipe', 'ignore', 'inherit'] });
+    let tail = '';
+    dump.stdout.on('data', (b: Buffer) => {
+      tail = (tail + b.toString('latin1')).slice(-8192);
+    });
+    dump.stdout.pipe(load.stdin);
+    let left = 2;
+    const exited = (what: string) => (code: number | null) => {
+      if (code !== 0) reject(new Error(`${what} exited ${code}`));
+      else if (--left === 0) resolve(/gtid_slave_pos\s*=\s*'([^']*)'/.exec(tail)?.[1]);
+    };
+    dump.on('close', exited('mariadb-dump'));
+    load.on('close', exited('mariadb'));
+  });
+}
+
 /** Milliseconds `fn` took. */
 export async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();

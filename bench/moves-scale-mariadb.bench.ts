@@ -29,28 +29,13 @@ import { moveAdmin } from '../src/moves/mariadb/move-admin.js';
 import { fleetTables } from '../src/storage/shard-names.js';
 import { createTopologyStore } from '../src/topology/index.js';
 import { ShardMap } from '../src/topology/shard-map.js';
+import { dumpPipe } from './bench-shell.js';
 import { moveSteps } from './move-steps.js';
 
 const SHARDS = 64;
 const MOVING = { first: 0, last: 31 };
 const ROWS = Number(process.env.ROWS ?? 1_000_000);
 const db = (s: number) => `db${String(s).padStart(5, '0')}`;
-
-/** `mariadb-dump ... | mariadb ...`, as a shell pipe would run it; resolves when both exit 0. */
-function rawPipe(dumpArgs: string[], loadArgs: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const dump = spawn('mariadb-dump', dumpArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
-    const load = spawn('mariadb', loadArgs, { stdio: ['pipe', 'ignore', 'inherit'] });
-    dump.stdout.pipe(load.stdin);
-    let left = 2;
-    const exited = (what: string) => (code: number | null) => {
-      if (code !== 0) reject(new Error(`${what} exited ${code}`));
-      else if (--left === 0) resolve();
-    };
-    dump.on('close', exited('mariadb-dump'));
-    load.on('close', exited('mariadb'));
-  });
-}
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-bench-mariascale-'));
@@ -76,7 +61,7 @@ async function main(): Promise<void> {
 
     // 1. The raw tool, same data, same target master.
     const r0 = performance.now();
-    await rawPipe([...hostAdmin.clientArgs('MySQL001A'), '--single-transaction', '--hex-blob', '--databases', ...dbs], [...hostAdmin.clientArgs('MySQL002A'), '--init-command=SET SESSION sql_log_bin = 0']);
+    await dumpPipe([...hostAdmin.clientArgs('MySQL001A'), '--single-transaction', '--hex-blob', '--databases', ...dbs], [...hostAdmin.clientArgs('MySQL002A'), '--init-command=SET SESSION sql_log_bin = 0']);
     const rawMs = performance.now() - r0;
     const dst = await hostAdmin.connect('MySQL002A');
     await dst.query('SET SESSION sql_log_bin = 0');
@@ -108,7 +93,7 @@ async function main(): Promise<void> {
     // 1b. The raw tool as an operator runs it into a pair: the target master with its binlog on,
     // timed until its slave has applied the load (the move's copy also ends with both loaded).
     const p0 = performance.now();
-    await rawPipe([...hostAdmin.clientArgs('MySQL001A'), '--single-transaction', '--hex-blob', '--databases', ...dbs], [...hostAdmin.clientArgs('MySQL002A')]);
+    await dumpPipe([...hostAdmin.clientArgs('MySQL001A'), '--single-transaction', '--hex-blob', '--databases', ...dbs], [...hostAdmin.clientArgs('MySQL002A')]);
     const pairMaster = await hostAdmin.connect('MySQL002A');
     const pairSlave = await hostAdmin.connect('MySQL002B');
     const untilSlave = async () => {
