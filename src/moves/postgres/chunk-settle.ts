@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { AGGREGATE, sameAggregate, type Aggregate } from './postgres-verify.js';
+import { AGGREGATE, replicaThenSource, sameAggregate, type Aggregate } from './postgres-verify.js';
 
 /** Rows per chunk when a table written throughout is compared chunk by chunk before the freeze. */
 export const SETTLE_CHUNK_ROWS = 1000;
@@ -94,7 +94,8 @@ export async function bucketAggregates(c: pg.Client, tables: ChunkedTable[], whe
 /**
  * Compares the buckets of tables written throughout between `a` (the source) and `b` (its
  * replica) while both still change, as settleTables does for whole tables: `a`'s aggregates,
- * `sync` (the replica has applied at least that much), `b`'s, `a`'s again. A bucket whose `a`
+ * `sync` (the replica has applied at least that much), `b`'s and `a`'s again (at once:
+ * replicaThenSource). A bucket whose `a`
  * aggregates are the same before and after held still across the comparison, so `b` must hold
  * the same rows: it leaves `open` when they are equal (its rows counted); one that differs stays
  * open and is named in the result (a real difference, for the caller to name its rows). A bucket
@@ -111,8 +112,7 @@ export async function settleChunks(a: pg.Client, b: pg.Client, tables: ChunkedTa
     const want = (t: ChunkedTable) => [...pending.get(t.name)!];
     const before = await bucketAggregates(a, live, whereA, want);
     await sync();
-    const replica = await bucketAggregates(b, live, whereB, want);
-    const after = await bucketAggregates(a, live, whereA, want);
+    const [replica, after] = await replicaThenSource(b, a, () => bucketAggregates(b, live, whereB, want), () => bucketAggregates(a, live, whereA, want));
     let settled = 0;
     for (const t of live) {
       for (const w of pending.get(t.name)!) {

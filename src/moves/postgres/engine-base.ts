@@ -164,6 +164,9 @@ export class PostgresMoveBase {
   /** Per move id: what verifyBeforeFreeze left for verifyFenced (this process only: a resumed mover verifies in full). */
   protected readonly preVerified = new Map<string, { unsettled: Set<string>; rows: number; tables: number }>();
 
+  /** Per move id: the source tables' write counters when prepare published them (table-writes.ts), for verifyBeforeFreeze to tell the tables written since. */
+  protected readonly writesAtPrepare = new Map<string, Map<string, bigint>>();
+
   /** Per move id: the tables verifyBeforeFreeze left unsettled, compared chunk by chunk since (settleHotChunks): verifyFenced compares their open chunks only. */
   protected readonly chunked = new Map<string, ChunkedTable[]>();
 

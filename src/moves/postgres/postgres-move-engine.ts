@@ -9,6 +9,7 @@ import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
 import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
 import { readSequences } from './sequences.js';
+import { tableWrites } from './table-writes.js';
 import { bucketAggregates } from './chunk-settle.js';
 import { dropOwnSlot, dropSchemaIfEmpty, dropSlot, dropSubscription } from './drop.js';
 
@@ -106,6 +107,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     await this.step('prepare: source count, marker, publication', () => this.withConn(move.source.master, async (src) => {
       // For the progress shown while the copy runs (a count, not the planner's estimate).
       rowsTotal = await countRows(src, quoted);
+      this.writesAtPrepare.set(move.id, await tableWrites(src, moveShards(move).map((s) => shardDatabaseName(s))));
       await this.createMarker(src, move);
       await src.query(`INSERT INTO ${this.markerTable(move)} (id, n) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
       // Before the slot: pgoutput reads the publication as of each change it decodes.
@@ -307,6 +309,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     this.fenced.delete(move.id);
     this.fencedTables.delete(move.id);
     this.targetSequences.delete(move.id);
+    this.writesAtPrepare.delete(move.id);
     const name = replicationName(move.id);
     await undoTargetThenSource(move, () => this.undoTarget(move), () => this.withConn(move.source.master, async (c) => {
       await c.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
