@@ -49,6 +49,9 @@ export function encodeData(data: unknown, what = 'data', maxDepth = MAX_DATA_DEP
     // First: it refuses cycles (which the walk below would never finish) and BigInt.
     text = JSON.stringify(data);
   } catch (err) {
+    // Nesting deep enough to overflow JSON.stringify's stack (about 4,500 arrays in a request's
+    // JSON) is what the depth limit refuses; V8's "Maximum call stack size exceeded" says neither.
+    if (err instanceof RangeError) throw new ShardKitError('INVALID_ARGUMENT', `${what} nests deeper than ${Number.isFinite(maxDepth) ? maxDepth : 'JSON can be written'} levels`);
     throw new ShardKitError('INVALID_ARGUMENT', `${what} is not serializable as JSON: ${(err as Error).message}`);
   }
   checkJsonValue(data, what, maxDepth);

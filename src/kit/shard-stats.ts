@@ -70,8 +70,9 @@ export class ShardStatsSource {
     for (const [what, v] of [['first', first], ['last', last]] as const) {
       if (!Number.isInteger(v) || v < 0) throw new ShardKitError('INVALID_ARGUMENT', `${what} must be a shard number (an integer >= 0), got ${String(v).slice(0, 20)}`);
     }
+    // Past the map first: `first=5000` alone is a shard the map lacks, not an order mistake.
+    for (const s of [first, last]) if (s >= map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shard ${s} is not in the shard map (0..${map.shardCount - 1})`);
     if (first > last) throw new ShardKitError('INVALID_ARGUMENT', `first (${first}) is after last (${last})`);
-    if (last >= map.shardCount) throw new ShardKitError('UNKNOWN_SHARD', `shard ${last} is not in the shard map (0..${map.shardCount - 1})`);
 
     if (options.refresh === true) await this.recount(map, first, last);
     else if (this.stale(first, last, Date.now()) && this.running === undefined) {

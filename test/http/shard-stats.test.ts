@@ -71,6 +71,8 @@ test('bad parameters get 4xx with a stable code', async () => {
       ['first after last', get('first=5&last=2'), 400, 'INVALID_ARGUMENT'],
       ['past the map', get('last=16'), 404, 'UNKNOWN_SHARD'],
       ['past the map, first', get('first=20&last=30'), 404, 'UNKNOWN_SHARD'],
+      ['past the map, first alone (last defaults to the map\'s end)', get('first=20'), 404, 'UNKNOWN_SHARD'],
+      ['past the map, first after last', get('first=20&last=3'), 404, 'UNKNOWN_SHARD'],
       ['refresh not a boolean', get('refresh=maybe'), 400, 'INVALID_ARGUMENT'],
       ['unknown parameter', get('shards=1'), 400, 'INVALID_ARGUMENT'],
       ['not a GET', { method: 'POST', url: '/v1/admin/shards/stats', payload: {} }, 405, 'METHOD_NOT_ALLOWED'],

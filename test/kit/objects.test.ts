@@ -234,6 +234,11 @@ test('new data and patches may nest 100 levels deep, not 101; numbers JSON canno
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     await assert.rejects(f.kit.objects.create('pin', cyclic as never), /not serializable as JSON: .*circular/i);
+    // Nesting that overflows JSON.stringify's stack (as a request's JSON can: it parses 10,000
+    // levels of arrays) is named as the depth limit, not as V8's stack message.
+    const tower = JSON.parse(`{"x":${'['.repeat(10_000)}${']'.repeat(10_000)}}`) as never;
+    await assert.rejects(f.kit.objects.create('pin', tower), (err: Error & { code?: string }) => err.code === 'INVALID_ARGUMENT' && err.message === 'data nests deeper than 100 levels');
+    await assert.rejects(f.kit.objects.createMany('pin', [{ data: { ok: 1 } }, { data: tower }]), (err: Error & { code?: string }) => err.code === 'INVALID_ARGUMENT' && /nests deeper than 100 levels/.test(err.message));
     for (const n of [Infinity, -Infinity, NaN]) {
       await expectCode(f.kit.objects.create('pin', { n }), 'INVALID_ARGUMENT');
       await expectCode(f.kit.objects.update(pin.id, (d) => ({ ...d, n })), 'INVALID_ARGUMENT');

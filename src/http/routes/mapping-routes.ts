@@ -4,6 +4,7 @@ import { formatId } from '../../ids/codec.js';
 import type { ShardKit } from '../../kit/shard-kit.js';
 import type { ListOrder } from '../../kit/types.js';
 import { errorResponses, idString, listQuery, nameParam, objectBody } from '../schemas.js';
+import { objectsJson } from '../limits.js';
 
 interface PairParams {
   name: string;
@@ -108,8 +109,7 @@ export function mappingRoutes(kit: ShardKit) {
     }, async (request, reply) => {
       const { name, from } = request.params;
       const page = await kit.join(name, from, request.query);
-      const objects = page.objects.map((o) => o.toWireJson());
-      return reply.type('application/json; charset=utf-8').send(`{"objects":[${objects.join(',')}],"next":${JSON.stringify(page.next)}}`);
+      return reply.type('application/json; charset=utf-8').send(`{"objects":${objectsJson(page.objects)},"next":${JSON.stringify(page.next)}}`);
     });
 
     app.get<{ Params: { name: string; from: string } }>('/v1/mappings/:name/:from/count', {
