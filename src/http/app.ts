@@ -174,7 +174,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     },
   });
   // staticCSP: hashes of the page's own inline code; no other origin may frame it.
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, transformStaticCSP: (header) => `${header}; frame-ancestors 'none'` });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, transformStaticCSP: noFraming });
   // Every route's JSON bodies (the modules' plugins' too) parse with the data API's parsers.
   installJsonParsers(app, bodyLimit);
 
@@ -187,4 +187,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }
   await app.ready();
   return app;
+}
+
+/**
+ * swagger-ui's policy with its `frame-ancestors 'self'` replaced by 'none': a second
+ * frame-ancestors directive appended after it is ignored by browsers (the first one counts).
+ */
+export function noFraming(header: string): string {
+  const directives = header.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^frame-ancestors\b/i.test(d));
+  return [...directives, "frame-ancestors 'none'"].join('; ');
 }

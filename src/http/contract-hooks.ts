@@ -67,7 +67,8 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     methodNotAllowed(request, reply) {
       const path = request.url.split('?')[0]!;
       const allowed = METHODS.filter((m) => routes.find(m, path) !== null);
-      if (allowed.length === 0) return false;
+      // A route of this very method that found nothing (a file the docs' static route lacks) is a 404.
+      if (allowed.length === 0 || allowed.includes(request.method as (typeof METHODS)[number])) return false;
       void reply.code(405).header('allow', allowed.join(', ')).send({ error: { code: 'METHOD_NOT_ALLOWED', message: `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}` } });
       return true;
     },

@@ -51,8 +51,15 @@ test('no page may frame /docs or any answer; /docs has a CSP', async () => {
       assert.equal(res.headers['x-content-type-options'], 'nosniff', url);
     }
     const page = await f.app.inject({ method: 'GET', url: '/docs/static/index.html' });
-    assert.match(String(page.headers['content-security-policy']), /frame-ancestors 'none'/);
-    assert.match(String(page.headers['content-security-policy']), /script-src/);
+    const csp = String(page.headers['content-security-policy']);
+    // Exactly one frame-ancestors, 'none': browsers obey the first of two and ignore the rest.
+    assert.deepEqual(csp.match(/frame-ancestors[^;]*/g), ["frame-ancestors 'none'"], csp);
+    assert.match(csp, /script-src/);
+    assert.ok(!csp.includes(';;'), csp);
+    // A file the docs do not have is 404 NOT_FOUND (it was 405, "GET is not allowed ... allowed: GET").
+    const missing = await f.app.inject({ method: 'GET', url: '/docs/static/nonexistent.js' });
+    assert.equal(missing.statusCode, 404, missing.body);
+    assert.equal((missing.json() as { error: { code: string } }).error.code, 'NOT_FOUND');
   } finally {
     await f.cleanup();
   }
