@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import { autoIncrements, dumpCopy, type DumpAdmin } from '../../moves/mariadb/index.js';
+import { autoIncrements, tsvCopy, type DumpAdmin } from '../../moves/mariadb/index.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
 import { adminQuery, type HostAdmin } from '../failover/host-admin.js';
 import { MariadbInstance } from '../mariadb/mariadb-instance.js';
@@ -19,13 +19,14 @@ import { ASIDE_HOST, requested, type AsideRequest } from './restore-aside.js';
 /**
  * Restores shards of one MariaDB pair's backup aside: the pair's dump loaded into a scratch server
  * on this machine (binlog off), the archived binlog replayed there up to the time asked, then the
- * shards' object tables copied onto the spare pair by the move's own copy (dump-copy.ts: one
- * consistent dump loaded into its master and its slave). Returns what the scratch server held of
+ * shards' object tables copied onto the spare pair by the move's own copy (tsv-copy.ts: one
+ * consistent snapshot's rows as text into LOAD DATA on its master and its slave; tables the text
+ * cannot carry go the mariadb-dump way). Returns what the scratch server held of
  * them (rows, CHECKSUM TABLE): what the spare must hold.
  */
 export async function mariadbRestoreAside(admin: HostAdmin, unit: UnitBackup, target: BackupTarget, prefix: string, req: AsideRequest): Promise<Record<string, TableSummary>> {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-aside-'));
-  // Its binlog on: the move's copy dumps with --master-data, which needs one.
+  // Its binlog on: the move's copy reads its snapshot's GTID position (and its mariadb-dump way dumps with --master-data).
   const inst = await MariadbInstance.create({ name: ASIDE_HOST, dir: join(dir, 'm'), serverId: 4243, settings: { log_bin: 'aside-bin' } });
   try {
     await inst.init();
@@ -45,7 +46,8 @@ export async function mariadbRestoreAside(admin: HostAdmin, unit: UnitBackup, ta
     const hosts = [req.into.master, ...(req.into.slave !== undefined ? [req.into.slave] : [])];
     // In place, the dump's DROP and CREATE TABLE would set each counter back to the restore point's.
     const counters = req.replace === true ? await countersOn(admin, req.into.master, Object.keys(expected)) : new Map<string, bigint>();
-    await dumpCopy(both, ASIDE_HOST, hosts, present, {
+    // One session: the scratch server has no writer, and one stream takes no lock on it.
+    await tsvCopy(both, ASIDE_HOST, hosts, present, 1, {
       ignoreTables: Object.keys(all).filter((n) => !(n in expected)),
       onBytes: (_bytes, rows) => req.onRows?.(Math.min(rows, total), total),
     });
