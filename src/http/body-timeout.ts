@@ -41,8 +41,14 @@ export function installBodyTimeout(app: FastifyInstance, ms: number): void {
     // Not cleared when the answer goes out: a request answered before its body arrived (shed with
     // 503, refused with 4xx) keeps its connection while Node reads and drops the rest of the body,
     // and a trickling client held that socket for ever (found by test/http/abuse-swarm).
-    req.once('end', () => clearTimeout(timer));
-    socket.once('close', () => clearTimeout(timer));
+    // The socket outlives its request on a kept-alive connection: a listener left on it per
+    // request grew without bound (MaxListenersExceededWarning after 10 uploads).
+    const stop = () => {
+      clearTimeout(timer);
+      socket.removeListener('close', stop);
+    };
+    req.once('end', stop);
+    socket.once('close', stop);
     done();
   });
 }

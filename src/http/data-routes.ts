@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { ShardKit } from '../kit/shard-kit.js';
 import { checkIntegerLiterals } from './safe-numbers.js';
+import { MAX_HEADER_BYTES } from './error-handler.js';
 import { lookupRoutes } from './routes/lookup-routes.js';
 import { mappingRoutes } from './routes/mapping-routes.js';
 import { objectRoutes } from './routes/object-routes.js';
@@ -10,8 +11,13 @@ import { systemRoutes } from './routes/system-routes.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
-/** Longest path parameter: lookup keys travel in the path (1024 UTF-8 bytes, percent-encoded three times longer). */
-export const MAX_PARAM_LENGTH = 16 * 1024;
+/**
+ * Longest path parameter the router takes: the longest request line, so that every parameter
+ * reaches its route's own checks (an over-long ID is INVALID_ID like any malformed one). With 16
+ * KiB, the router's own refusal answered 414 with the whole URL in its message. Lookup keys need
+ * ~3 KiB (1024 UTF-8 bytes, percent-encoded).
+ */
+export const MAX_PARAM_LENGTH = MAX_HEADER_BYTES;
 
 /**
  * The data API (objects, mappings, lookups, topology and health, shard stats) with its JSON

@@ -19,6 +19,8 @@ export interface EntityTag {
 /**
  * The entity tags of an If-Match / If-None-Match header. A header that is not a list of
  * well-formed tags is INVALID_ARGUMENT (400): an unquoted tag must not read as "has changed".
+ * `*` is the whole field or nothing (RFC 9110: `"*" / #entity-tag`): in `"zz", *` it made the
+ * condition hold whatever the other tags said, and a lost update went through.
  */
 export function parseEntityTags(header: string | string[] | undefined, name: string): EntityTag[] | undefined {
   if (header === undefined) return undefined;
@@ -37,6 +39,8 @@ export function parseEntityTags(header: string | string[] | undefined, name: str
     out.push(m[1] !== undefined ? { opaque: '', weak: false, any: true } : { opaque: m[3]!, weak: m[2] !== undefined, any: false });
   }
   if (out.length === 0) throw new ShardKitError('INVALID_ARGUMENT', `${name} must be * or a list of quoted entity tags`);
+  // Two header lines (`"zz"` and `*`) arrive joined into one list, and are refused the same way.
+  if (out.length > 1 && out.some((t) => t.any)) throw new ShardKitError('INVALID_ARGUMENT', `${name} must be * alone or a list of quoted entity tags, not both`);
   return out;
 }
 
@@ -48,8 +52,15 @@ export function ifMatchTags(header: string | string[] | undefined): string[] | u
   return tags?.map((t) => (t.any ? '*' : t.weak || t.opaque === '*' ? `W/${t.opaque}` : t.opaque));
 }
 
-/** If-None-Match uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches the etag "x". */
-export function ifNoneMatchHits(header: string | string[] | undefined, etag: string): boolean {
+/** If-None-Match uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches the etag "x". Strings for the kit. */
+export function ifNoneMatchTags(header: string | string[] | undefined): string[] | undefined {
   const tags = parseEntityTags(header, 'If-None-Match');
-  return tags !== undefined && tags.some((t) => t.any || t.opaque === etag);
+  // A quoted "*" is a tag, not the wildcard: its quoted form is a value no etag equals.
+  return tags?.map((t) => (t.any ? '*' : t.opaque === '*' ? '"*"' : t.opaque));
+}
+
+/** Whether If-None-Match names `etag` (or is `*`): a GET answers 304, a write 412. */
+export function ifNoneMatchHits(header: string | string[] | undefined, etag: string): boolean {
+  const tags = ifNoneMatchTags(header);
+  return tags !== undefined && (tags.includes('*') || tags.includes(etag));
 }

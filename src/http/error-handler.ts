@@ -43,6 +43,9 @@ export function installErrorHandler(app: FastifyInstance, options: { notFoundPre
   });
 }
 
+/** Codes for the 4xx statuses plugins answer with besides 400 (errors.ts gives these codes the same statuses). */
+const PLUGIN_CODES: Readonly<Record<number, string>> = { 403: 'FORBIDDEN', 404: 'NOT_FOUND', 413: 'PAYLOAD_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE' };
+
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
   if (err instanceof ShardKitError) return { status: err.status, body: { error: { code: err.code, message: err.message } } };
   const e = err as FastifyError & { validation?: unknown };
@@ -57,9 +60,16 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
       return { status: 415, body: { error: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'unsupported content type' } } };
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return { status: 400, body: { error: { code: 'INVALID_ARGUMENT', message: 'invalid content length' } } };
+    // Fastify's own messages of these two quote the whole URL, up to the 64 KiB of a request line.
+    case 'FST_ERR_BAD_URL':
+      return { status: 400, body: { error: { code: 'INVALID_ARGUMENT', message: 'the URL path is not valid percent-encoded UTF-8' } } };
+    // Only app.inject, which has no request-line limit, gets past MAX_PARAM_LENGTH (data-routes.ts).
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return { status: 400, body: { error: { code: 'INVALID_ARGUMENT', message: 'a path parameter is too long' } } };
   }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return { status: e.statusCode, body: { error: { code: 'INVALID_ARGUMENT', message: e.message } } };
+    // A plugin's own 4xx (the docs' static files refuse `..` with 403) keeps a code of its status.
+    return { status: e.statusCode, body: { error: { code: PLUGIN_CODES[e.statusCode] ?? 'INVALID_ARGUMENT', message: e.message } } };
   }
   return { status: 500, body: { error: { code: 'INTERNAL', message: 'internal error' } } };
 }

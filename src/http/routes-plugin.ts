@@ -21,7 +21,9 @@ export interface ShardkitRoutesOptions {
  * round), body validation without type coercion and `{"error":{"code","message"}}` errors apply
  * to our routes only, and your hooks (auth, logging, rate limits) apply to ours. buildApp adds
  * what a standalone service needs: OpenAPI and /docs, /metrics, the dashboard, auth files,
- * limits and 405s. The host router's maxParamLength should be 16384 for long lookup keys.
+ * limits and 405s. The host router's maxParamLength should be at least 16384 for long lookup
+ * keys; past it, the host's router answers 414 in its own shape, quoting the URL (buildApp's
+ * router takes any parameter that fits its request line: MAX_PARAM_LENGTH).
  */
 export const shardkitRoutes: FastifyPluginAsync<ShardkitRoutesOptions> = async (api, options) => {
   if (options?.kit === undefined) throw new ShardKitError('INVALID_ARGUMENT', 'shardkitRoutes needs { kit }: app.register(shardkitRoutes, { kit })');

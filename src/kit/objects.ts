@@ -1,4 +1,4 @@
-import { ShardKitError } from '../errors.js';
+import { ShardKitError, isShardKitError } from '../errors.js';
 import { parseField } from '../ids/codec.js';
 import { PINTEREST_MAX_LOCAL_ID, PINTEREST_MAX_SHARD, pinterestId } from '../ids/pinterest-id.js';
 import type { ObjectKey, ObjectRecord } from '../storage/shard-backend.js';
@@ -16,8 +16,8 @@ import { checkMethodOptions } from './kit-options.js';
 
 const CREATE_OPTIONS: ReadonlySet<string> = new Set(['near', 'shard']);
 const GET_MANY_OPTIONS: ReadonlySet<string> = new Set(['skipInvalid']);
-const UPDATE_OPTIONS: ReadonlySet<string> = new Set(['ifMatch']);
-const DELETE_OPTIONS: ReadonlySet<string> = new Set(['hard', 'ifMatch']);
+const UPDATE_OPTIONS: ReadonlySet<string> = new Set(['ifMatch', 'ifNoneMatch']);
+const DELETE_OPTIONS: ReadonlySet<string> = new Set(['hard', 'ifMatch', 'ifNoneMatch']);
 
 /** Thrown inside an update transaction to roll it back; never leaves this module. */
 class Abort {
@@ -244,7 +244,7 @@ export class Objects {
   async update(id: bigint | string, fn: (data: JsonObject) => JsonObject | undefined | void, options: UpdateOptions = {}): Promise<KitObject> {
     if (typeof fn !== 'function') throw new ShardKitError('INVALID_ARGUMENT', 'update needs a function');
     checkMethodOptions(options, UPDATE_OPTIONS, 'objects.update');
-    const ifMatch = normalizeIfMatch(options.ifMatch);
+    const conditions = preconditions(options);
     const map = await this.ctx.map();
     const loc = this.ctx.locate(map, id);
     let callerError: { error: unknown } | undefined;
@@ -253,9 +253,7 @@ export class Objects {
       row = await this.ctx.call(loc.ref, 'update', (r) => this.ctx.backend.updateObject(r, loc.type.table, loc.localId, (text) => {
         const data = decodeActive(text);
         if (data === undefined) throw new Abort(notFound(loc.id));
-        if (ifMatch !== undefined && !ifMatch.includes('*') && !ifMatch.includes(etagOf(text))) {
-          throw new Abort(new ShardKitError('PRECONDITION_FAILED', `object ${loc.id} has changed (etag mismatch)`));
-        }
+        checkPreconditions(loc.id, text, conditions);
         let next: JsonObject | undefined | void;
         try {
           next = fn(data);
@@ -297,18 +295,27 @@ export class Objects {
   /** Soft delete by default (`"active": false`, reads then see NOT_FOUND); `hard` removes the row. */
   async delete(id: bigint | string, options: DeleteOptions = {}): Promise<void> {
     checkMethodOptions(options, DELETE_OPTIONS, 'objects.delete');
-    const ifMatch = normalizeIfMatch(options.ifMatch);
+    const conditions = preconditions(options);
     const map = await this.ctx.map();
     const loc = this.ctx.locate(map, id);
     // A conditional hard delete first soft-deletes under the row lock (the etag checked there, so
     // no concurrent patch slips between check and delete), then removes the row.
-    if (options.hard === true && ifMatch !== undefined) {
-      await this.delete(id, { ifMatch });
+    if (options.hard === true && (conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined)) {
+      const { hard: _hard, ...conditional } = options;
+      let softDeleted = true;
+      try {
+        await this.delete(id, conditional);
+      } catch (err) {
+        // If-None-Match alone holds when there is no current object (RFC 9110 §13.1.2): a row
+        // already soft-deleted is purged as by an unconditional hard delete.
+        if (conditions.ifMatch !== undefined || !isShardKitError(err, 'NOT_FOUND')) throw err;
+        softDeleted = false;
+      }
       try {
         await this.delete(id, { hard: true });
       } catch (err) {
         // Removed by someone else in between: gone either way, and this call's delete happened.
-        if (!(err instanceof ShardKitError && err.code === 'NOT_FOUND')) throw err;
+        if (!(softDeleted && isShardKitError(err, 'NOT_FOUND'))) throw err;
       }
       return;
     }
@@ -329,9 +336,7 @@ export class Objects {
       row = await this.ctx.call(loc.ref, 'delete', (r) => this.ctx.backend.updateObject(r, loc.type.table, loc.localId, (text) => {
         const data = decodeActive(text);
         if (data === undefined) throw new Abort(notFound(loc.id));
-        if (ifMatch !== undefined && !ifMatch.includes('*') && !ifMatch.includes(etagOf(text))) {
-          throw new Abort(new ShardKitError('PRECONDITION_FAILED', `object ${loc.id} has changed (etag mismatch)`));
-        }
+        checkPreconditions(loc.id, text, conditions);
         return JSON.stringify({ ...data, active: false });
       }), (err) => err instanceof Abort);
     } catch (err) {
@@ -394,9 +399,30 @@ function notFound(id: bigint): ShardKitError {
   return new ShardKitError('NOT_FOUND', `object ${id} not found`);
 }
 
-function normalizeIfMatch(ifMatch: UpdateOptions['ifMatch']): readonly string[] | undefined {
-  if (ifMatch === undefined) return undefined;
-  const list = typeof ifMatch === 'string' ? [ifMatch] : ifMatch;
-  if (!Array.isArray(list) || list.some((e) => typeof e !== 'string')) throw new ShardKitError('INVALID_ARGUMENT', 'ifMatch must be a string or strings');
+interface Preconditions {
+  ifMatch: readonly string[] | undefined;
+  ifNoneMatch: readonly string[] | undefined;
+}
+
+function preconditions(options: UpdateOptions): Preconditions {
+  return { ifMatch: etagList(options.ifMatch, 'ifMatch'), ifNoneMatch: etagList(options.ifNoneMatch, 'ifNoneMatch') };
+}
+
+function etagList(value: UpdateOptions['ifMatch'], name: string): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list) || list.some((e) => typeof e !== 'string')) throw new ShardKitError('INVALID_ARGUMENT', `${name} must be a string or strings`);
   return list;
+}
+
+/** Under the row lock, with the object's current stored text: a failed condition aborts the write. */
+function checkPreconditions(id: bigint, text: string, { ifMatch, ifNoneMatch }: Preconditions): void {
+  if (ifMatch === undefined && ifNoneMatch === undefined) return;
+  const etag = etagOf(text);
+  if (ifMatch !== undefined && !ifMatch.includes('*') && !ifMatch.includes(etag)) {
+    throw new Abort(new ShardKitError('PRECONDITION_FAILED', `object ${id} has changed (etag mismatch)`));
+  }
+  if (ifNoneMatch !== undefined && (ifNoneMatch.includes('*') || ifNoneMatch.includes(etag))) {
+    throw new Abort(new ShardKitError('PRECONDITION_FAILED', ifNoneMatch.includes('*') ? `object ${id} exists (If-None-Match: *)` : `object ${id} still has an etag If-None-Match names`));
+  }
 }

@@ -29,6 +29,8 @@ export interface CreateManyItem extends CreateOptions {
 export interface UpdateOptions {
   /** Only update when the current etag is one of these ('*' matches any existing object). */
   ifMatch?: string | readonly string[];
+  /** Only update when the current etag is none of these ('*': never, the object exists); else PRECONDITION_FAILED. */
+  ifNoneMatch?: string | readonly string[];
 }
 
 export interface DeleteOptions {
@@ -36,6 +38,11 @@ export interface DeleteOptions {
   hard?: boolean;
   /** Only delete when the current etag is one of these (else PRECONDITION_FAILED, nothing deleted). */
   ifMatch?: string | readonly string[];
+  /**
+   * Only delete when the current etag is none of these (else PRECONDITION_FAILED, nothing
+   * deleted). '*' never deletes a current object; a hard delete still purges a soft-deleted one.
+   */
+  ifNoneMatch?: string | readonly string[];
 }
 
 export type ListOrder = 'asc' | 'desc';

@@ -154,6 +154,26 @@ test('every route answers bad input with 4xx, a stable code, no stack trace, and
       ['DELETE hard stale If-Match', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=true`, headers: { 'if-match': '"stale"' } }, 412, 'PRECONDITION_FAILED'],
       ['DELETE weak If-Match', { method: 'DELETE', url: `/v1/objects/${pin.id}`, headers: { 'if-match': `W/${pin.etag}` } }, 412, 'PRECONDITION_FAILED'],
       ['DELETE unquoted If-Match', { method: 'DELETE', url: `/v1/objects/${pin.id}`, headers: { 'if-match': 'stale' } }, 400, 'INVALID_ARGUMENT'],
+      // `*` is the whole header or nothing: mixed with tags it skipped the check (a lost update).
+      ['PATCH If-Match of a tag and *', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': '"zz", *' }), 400, 'INVALID_ARGUMENT'],
+      ['PATCH If-Match of * and a tag', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': '*, "zz"' }), 400, 'INVALID_ARGUMENT'],
+      ['PATCH If-Match *,*', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': '*,*' }), 400, 'INVALID_ARGUMENT'],
+      ['PATCH two If-Match headers, a tag and *', { ...json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }), headers: { 'content-type': 'application/json', 'if-match': ['"zz"', '*'] } }, 400, 'INVALID_ARGUMENT'],
+      ['DELETE If-Match of a tag and *', { method: 'DELETE', url: `/v1/objects/${pin.id}`, headers: { 'if-match': '"zz", *' } }, 400, 'INVALID_ARGUMENT'],
+      ['DELETE hard If-Match of * and a tag', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=true`, headers: { 'if-match': '*, "zz"' } }, 400, 'INVALID_ARGUMENT'],
+      ['GET If-None-Match of a tag and *', { method: 'GET', url: `/v1/objects/${pin.id}`, headers: { 'if-none-match': '"zz", *' } }, 400, 'INVALID_ARGUMENT'],
+      // If-None-Match on writes: validated (400), and a match is 412 with nothing changed.
+      ['DELETE garbage If-None-Match', { method: 'DELETE', url: `/v1/objects/${pin.id}`, headers: { 'if-none-match': 'garbage' } }, 400, 'INVALID_ARGUMENT'],
+      ['DELETE hard garbage If-None-Match', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=true`, headers: { 'if-none-match': 'garbage' } }, 400, 'INVALID_ARGUMENT'],
+      ['PATCH garbage If-None-Match', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-none-match': 'garbage' }), 400, 'INVALID_ARGUMENT'],
+      ['PATCH If-None-Match of * and a tag', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-none-match': '*, "zz"' }), 400, 'INVALID_ARGUMENT'],
+      ['DELETE If-None-Match *', { method: 'DELETE', url: `/v1/objects/${pin.id}`, headers: { 'if-none-match': '*' } }, 412, 'PRECONDITION_FAILED'],
+      ['DELETE hard If-None-Match *', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=true`, headers: { 'if-none-match': '*' } }, 412, 'PRECONDITION_FAILED'],
+      ['DELETE If-None-Match of the current tag', { method: 'DELETE', url: `/v1/objects/${pin.id}`, headers: { 'if-none-match': `"other", ${pin.etag}` } }, 412, 'PRECONDITION_FAILED'],
+      ['DELETE hard If-None-Match of the current tag, weak', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=true`, headers: { 'if-none-match': `W/${pin.etag}` } }, 412, 'PRECONDITION_FAILED'],
+      ['PATCH If-None-Match *', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-none-match': '*' }), 412, 'PRECONDITION_FAILED'],
+      ['PATCH If-None-Match of the current tag', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-none-match': pin.etag }), 412, 'PRECONDITION_FAILED'],
+      ['PATCH matching If-Match, matching If-None-Match', json('PATCH', `/v1/objects/${pin.id}`, { a: 1 }, { 'if-match': pin.etag, 'if-none-match': pin.etag }), 412, 'PRECONDITION_FAILED'],
       ['DELETE hard=maybe', { method: 'DELETE', url: `/v1/objects/${pin.id}?hard=maybe` }, 400, 'INVALID_ARGUMENT'],
       ['DELETE unknown param', { method: 'DELETE', url: `/v1/objects/${pin.id}?force=1` }, 400, 'INVALID_ARGUMENT'],
       // Mappings.
@@ -247,6 +267,53 @@ test('a body over the default 1 MiB limit is 413', async () => {
     assertError(res, 413, 'PAYLOAD_TOO_LARGE');
     const ok = await f.app.inject({ method: 'POST', url: '/v1/objects/pin', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ data: { big: 'x'.repeat(1000 * 1000) } }) });
     assert.equal(ok.statusCode, 201);
+  } finally {
+    await f.cleanup();
+  }
+});
+
+test('a path parameter of any length gets its route\'s own 400, with a short message', async () => {
+  // Over 16384 characters, the router refused it first: 414 INVALID_ARGUMENT, the whole URL
+  // (16 KB and more) echoed in the message. The request line's own limit is 64 KiB (431).
+  const f = await makeApp();
+  try {
+    const board = await createObject(f.app, 'board', { name: 'b' });
+    const before = snapshot(f.root);
+    const cases: Array<[InjectOptions, number, string]> = [];
+    for (const n of [16_385, 60_000]) {
+      const digits = '9'.repeat(n);
+      const word = 'k'.repeat(n);
+      cases.push(
+        [{ method: 'GET', url: `/v1/objects/${digits}` }, 400, 'INVALID_ID'],
+        [{ method: 'DELETE', url: `/v1/objects/${digits}` }, 400, 'INVALID_ID'],
+        [{ method: 'PATCH', url: `/v1/objects/${digits}`, payload: { a: 1 } }, 400, 'INVALID_ID'],
+        [{ method: 'POST', url: `/v1/objects/${word}`, payload: { data: {} } }, 400, 'INVALID_ARGUMENT'],
+        [{ method: 'GET', url: `/v1/mappings/board_has_pins/${digits}` }, 400, 'INVALID_ID'],
+        [{ method: 'GET', url: `/v1/mappings/board_has_pins/${digits}/count` }, 400, 'INVALID_ID'],
+        [{ method: 'PUT', url: `/v1/mappings/board_has_pins/${board.id}/${digits}`, payload: {} }, 400, 'INVALID_ID'],
+        [{ method: 'DELETE', url: `/v1/mappings/board_has_pins/${board.id}/${digits}` }, 400, 'INVALID_ID'],
+        [{ method: 'GET', url: `/v1/mappings/${word}/${board.id}` }, 400, 'INVALID_ARGUMENT'],
+        [{ method: 'GET', url: `/v1/lookups/email/${word}` }, 400, 'INVALID_ARGUMENT'],
+        [{ method: 'PUT', url: `/v1/lookups/email/${word}`, payload: { id: board.id } }, 400, 'INVALID_ARGUMENT'],
+        [{ method: 'DELETE', url: `/v1/lookups/email/${word}` }, 400, 'INVALID_ARGUMENT'],
+        [{ method: 'GET', url: `/v1/lookups/${word}/k` }, 400, 'INVALID_ARGUMENT'],
+        [{ method: 'GET', url: `/v1/objects/%E0%A4%A${word}` }, 400, 'INVALID_ARGUMENT'],
+      );
+    }
+    const failures: string[] = [];
+    for (const [request, status, code] of cases) {
+      const res = await f.app.inject(request);
+      const what = `${request.method} ${String(request.url).slice(0, 40)}… (${String(request.url).length})`;
+      try {
+        assertError(res, status, code, what);
+        const message = (res.json() as { error: { message: string } }).error.message;
+        assert.ok(message.length <= 200, `${what}: a message of ${message.length} characters: ${message.slice(0, 120)}…`);
+      } catch (err) {
+        failures.push((err as Error).message.split('\n')[0]!);
+      }
+    }
+    assert.deepEqual(failures, []);
+    assert.equal(snapshot(f.root), before, 'nothing written');
   } finally {
     await f.cleanup();
   }

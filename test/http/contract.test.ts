@@ -49,6 +49,43 @@ test('contract: multi-get, ETags, DELETE If-Match, 405 with Allow, optional bodi
     assertError(await app.inject({ method: 'DELETE', url: `/v1/objects/${soft.id}`, headers: { 'if-match': '*' } }), 404, 'NOT_FOUND');
   });
 
+  await t.test('If-Match is `*` alone or a list of tags: mixed, the write is refused (400) and nothing changes', async () => {
+    const victim = await createObject(app, 'pin', { name: 'v' }, { near: board.id });
+    // Two If-Match lines reach the service as one list, as Node joins them.
+    for (const ifMatch of ['"zz", *', '*, "zz"', '*,*', ['"zz"', '*']]) {
+      assertError(await app.inject({ method: 'PATCH', url: `/v1/objects/${victim.id}`, headers: { 'if-match': ifMatch }, payload: { name: 'lost' } }), 400, 'INVALID_ARGUMENT', String(ifMatch));
+      for (const hard of [false, true]) {
+        assertError(await app.inject({ method: 'DELETE', url: `/v1/objects/${victim.id}${hard ? '?hard=true' : ''}`, headers: { 'if-match': ifMatch } }), 400, 'INVALID_ARGUMENT', String(ifMatch));
+      }
+    }
+    const after = await app.inject({ method: 'GET', url: `/v1/objects/${victim.id}` });
+    assert.equal(after.statusCode, 200, after.body);
+    assert.deepEqual((after.json() as { data: unknown }).data, { name: 'v' });
+    assert.equal(after.headers.etag, victim.etag);
+  });
+
+  await t.test('If-None-Match on PATCH and DELETE: a match is 412 and changes nothing, a miss lets the write through', async () => {
+    const o = await createObject(app, 'pin', { name: 'o' }, { near: board.id });
+    for (const ifNoneMatch of ['*', o.etag, `W/${o.etag}`, `"other", ${o.etag}`]) {
+      assertError(await app.inject({ method: 'PATCH', url: `/v1/objects/${o.id}`, headers: { 'if-none-match': ifNoneMatch }, payload: { name: 'x' } }), 412, 'PRECONDITION_FAILED', ifNoneMatch);
+      for (const hard of [false, true]) {
+        assertError(await app.inject({ method: 'DELETE', url: `/v1/objects/${o.id}${hard ? '?hard=true' : ''}`, headers: { 'if-none-match': ifNoneMatch } }), 412, 'PRECONDITION_FAILED', ifNoneMatch);
+      }
+    }
+    const same = await app.inject({ method: 'GET', url: `/v1/objects/${o.id}` });
+    assert.deepEqual((same.json() as { data: unknown }).data, { name: 'o' });
+    assert.equal(same.headers.etag, o.etag);
+    // A tag the object no longer has: the write goes through.
+    const patched = await app.inject({ method: 'PATCH', url: `/v1/objects/${o.id}`, headers: { 'if-none-match': '"other"' }, payload: { name: 'p' } });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.deepEqual((patched.json() as { data: unknown }).data, { name: 'p' });
+    assert.equal((await app.inject({ method: 'DELETE', url: `/v1/objects/${o.id}`, headers: { 'if-none-match': o.etag } })).statusCode, 204);
+    assertError(await app.inject({ method: 'GET', url: `/v1/objects/${o.id}` }), 404, 'NOT_FOUND');
+    // Soft-deleted, it has no current representation: `*` holds and a hard delete purges the row.
+    assert.equal((await app.inject({ method: 'DELETE', url: `/v1/objects/${o.id}?hard=true`, headers: { 'if-none-match': '*' } })).statusCode, 204);
+    assertError(await app.inject({ method: 'DELETE', url: `/v1/objects/${o.id}?hard=true`, headers: { 'if-none-match': '*' } }), 404, 'NOT_FOUND');
+  });
+
   await t.test('defect 5: a wrong method on an existing path is 405 with Allow', async () => {
     const res = await app.inject({ method: 'PUT', url: `/v1/objects/${pin.id}`, payload: { data: {} } });
     assertError(res, 405, 'METHOD_NOT_ALLOWED');

@@ -6,7 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
+import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listeningApp } from './http-fixture.js';
 
@@ -87,6 +88,36 @@ test('a body still trickling after its request was answered (shed, refused) has 
     assert.equal(text.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, 'one answer per request');
     assert.doesNotMatch(text, /HTTP\/1\.1 408 /, 'one answer per request');
   } finally {
+    f.app.server.closeAllConnections();
+    await f.cleanup();
+  }
+});
+
+test('uploads on one kept-alive connection leave no listener behind on its socket', async () => {
+  // Each request with a body added a 'close' listener to the socket and never removed it: 11
+  // uploads on one connection printed MaxListenersExceededWarning, and the socket held them all.
+  const f = await listeningApp();
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const sockets: Socket[] = [];
+    f.app.server.on('connection', (s: Socket) => sockets.push(s));
+    const counts: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request({ agent, host: '127.0.0.1', port: f.port, method: 'POST', path: '/v1/objects/board', headers: { 'content-type': 'application/json' } }, (res) => {
+          res.resume();
+          res.once('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.once('error', reject);
+        req.end(JSON.stringify({ data: { name: `b${i}` } }));
+      });
+      assert.equal(status, 201);
+      counts.push(sockets[0]!.listenerCount('close'));
+    }
+    assert.equal(sockets.length, 1, 'all 30 uploads went over one connection');
+    assert.equal(counts.at(-1), counts[0], `close listeners on the socket after each upload: ${counts.join(' ')}`);
+  } finally {
+    agent.destroy();
     f.app.server.closeAllConnections();
     await f.cleanup();
   }

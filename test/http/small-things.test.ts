@@ -60,6 +60,9 @@ test('no page may frame /docs or any answer; /docs has a CSP', async () => {
     const missing = await f.app.inject({ method: 'GET', url: '/docs/static/nonexistent.js' });
     assert.equal(missing.statusCode, 404, missing.body);
     assert.equal((missing.json() as { error: { code: string } }).error.code, 'NOT_FOUND');
+    // A path the static files refuse (403) keeps a code of that status, not 400's INVALID_ARGUMENT.
+    const dots = await f.app.inject({ method: 'GET', url: '/docs/static/%00' });
+    assert.deepEqual([dots.statusCode, (dots.json() as { error: { code: string } }).error.code], [403, 'FORBIDDEN'], dots.body);
   } finally {
     await f.cleanup();
   }

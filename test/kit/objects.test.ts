@@ -148,6 +148,28 @@ test('update: read-modify-write; undefined keeps the object; ifMatch guards agai
   }
 });
 
+test('ifNoneMatch: an etag it names, or \'*\' on a current object, refuses the update or delete; nothing changes', async () => {
+  const f = makeKit();
+  try {
+    const o = await f.kit.objects.create('pin', { n: 1 });
+    for (const ifNoneMatch of ['*', o.etag, ['other', o.etag]]) {
+      await expectCode(f.kit.objects.update(o.id, () => ({ n: 2 }), { ifNoneMatch }), 'PRECONDITION_FAILED');
+      await expectCode(f.kit.objects.delete(o.id, { ifNoneMatch }), 'PRECONDITION_FAILED');
+      await expectCode(f.kit.objects.delete(o.id, { hard: true, ifNoneMatch }), 'PRECONDITION_FAILED');
+    }
+    assert.equal((await f.kit.objects.get(o.id)).etag, o.etag);
+    const u = await f.kit.objects.update(o.id, () => ({ n: 2 }), { ifNoneMatch: 'other' });
+    assert.deepEqual(u.data, { n: 2 });
+    await f.kit.objects.delete(o.id, { ifNoneMatch: o.etag });
+    await expectCode(f.kit.objects.get(o.id), 'NOT_FOUND');
+    // A soft-deleted object has no current etag: '*' holds, and a hard delete purges its row.
+    await f.kit.objects.delete(o.id, { hard: true, ifNoneMatch: '*' });
+    await expectCode(f.kit.objects.delete(o.id, { hard: true }), 'NOT_FOUND');
+  } finally {
+    await f.cleanup();
+  }
+});
+
 test('100 concurrent update increments give exactly 100', async () => {
   const f = makeKit();
   try {

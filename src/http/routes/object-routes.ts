@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { ShardKitError } from '../../errors.js';
 import type { ShardKit } from '../../kit/shard-kit.js';
@@ -7,7 +8,7 @@ import { MAX_CREATE_MANY } from '../../kit/index.js';
 import { MAX_ANSWER_BYTES } from '../limits.js';
 import { parseId } from '../../ids/codec.js';
 import { pinterestId } from '../../ids/pinterest-id.js';
-import { formatEtag, ifMatchTags, ifNoneMatchHits } from '../entity-tags.js';
+import { formatEtag, ifMatchTags, ifNoneMatchHits, ifNoneMatchTags } from '../entity-tags.js';
 import { errorResponses, idInBody, idString, nameParam, objectBody } from '../schemas.js';
 
 /** Most IDs one GET /v1/objects?ids= may ask for. */
@@ -33,12 +34,14 @@ const batchCreateBody = {
   additionalProperties: false,
 } as const;
 
+const conditionalHeaders = { type: 'object', properties: { 'if-match': { type: 'string' }, 'if-none-match': { type: 'string' } } } as const;
+
 /** A JSON merge patch: any JSON values (null removes a field), so only its shape is checked. */
 const patchBody = { type: 'object', additionalProperties: true } as const;
 
 /**
- * Objects: create, get, multi-get, merge-patch with If-Match, delete. Bodies with a value of the
- * wrong JSON type are refused, not coerced (bodyStrictValidator, app.ts).
+ * Objects: create, get, multi-get, merge-patch and delete with If-Match / If-None-Match. Bodies
+ * with a value of the wrong JSON type are refused, not coerced (bodyStrictValidator, app.ts).
  */
 export function objectRoutes(kit: ShardKit) {
   return async (app: FastifyInstance): Promise<void> => {
@@ -130,15 +133,14 @@ export function objectRoutes(kit: ShardKit) {
         tags: ['objects'],
         summary: 'Update an object with a JSON merge patch (RFC 7396)',
         consumes: ['application/merge-patch+json', 'application/json'],
-        description: 'Content-Type application/merge-patch+json or application/json. `null` removes a field. With If-Match, the patch applies only if the object still has that ETag (strong comparison; else 412 PRECONDITION_FAILED); a malformed If-Match is 400. Read, patch and write happen in one transaction.',
+        description: 'Content-Type application/merge-patch+json or application/json. `null` removes a field. With If-Match, the patch applies only if the object still has that ETag (strong comparison; else 412 PRECONDITION_FAILED). With If-None-Match, only if it does not (weak comparison; `*`: never, the object exists; else 412). A malformed If-Match or If-None-Match is 400. Read, check and write happen in one transaction.',
         params: { type: 'object', properties: { id: idString }, required: ['id'] },
-        headers: { type: 'object', properties: { 'if-match': { type: 'string' } } },
+        headers: conditionalHeaders,
         body: patchBody,
         response: { 200: objectBody, ...errorResponses },
       },
     }, async (request, reply) => {
-      const ifMatch = ifMatchTags(request.headers['if-match']);
-      const obj = await kit.objects.patch(request.params.id, request.body, ifMatch !== undefined ? { ifMatch } : {});
+      const obj = await kit.objects.patch(request.params.id, request.body, conditions(request.headers));
       return sendObject(reply, obj);
     });
 
@@ -146,18 +148,27 @@ export function objectRoutes(kit: ShardKit) {
       schema: {
         tags: ['objects'],
         summary: 'Delete an object',
-        description: 'Soft by default (`"active": false` in its JSON; reads then answer 404); `?hard=true` removes the row. 404 NOT_FOUND when nothing was there (the rule of every DELETE). With If-Match, deletes only if the object still has that ETag (else 412, nothing deleted).',
+        description: 'Soft by default (`"active": false` in its JSON; reads then answer 404); `?hard=true` removes the row. 404 NOT_FOUND when nothing was there (the rule of every DELETE). With If-Match, deletes only if the object still has that ETag; with If-None-Match, only if it does not (`*`: never a current object); else 412, nothing deleted. A malformed If-Match or If-None-Match is 400.',
         params: { type: 'object', properties: { id: idString }, required: ['id'] },
-        headers: { type: 'object', properties: { 'if-match': { type: 'string' } } },
+        headers: conditionalHeaders,
         querystring: { type: 'object', properties: { hard: { type: 'boolean', default: false } }, additionalProperties: false },
         response: { 204: { type: 'null', description: 'Deleted' }, ...errorResponses },
       },
     }, async (request, reply) => {
-      const ifMatch = ifMatchTags(request.headers['if-match']);
-      await kit.objects.delete(request.params.id, { hard: request.query.hard === true, ...(ifMatch !== undefined ? { ifMatch } : {}) });
+      await kit.objects.delete(request.params.id, { hard: request.query.hard === true, ...conditions(request.headers) });
       return reply.code(204).send();
     });
   };
+}
+
+/**
+ * The preconditions of a write (RFC 9110 §13.1.1-2), both parsed before anything is touched so
+ * a malformed one is 400 with nothing changed; the kit checks them under the row lock.
+ */
+function conditions(headers: IncomingHttpHeaders): { ifMatch?: string[]; ifNoneMatch?: string[] } {
+  const ifMatch = ifMatchTags(headers['if-match']);
+  const ifNoneMatch = ifNoneMatchTags(headers['if-none-match']);
+  return { ...(ifMatch !== undefined ? { ifMatch } : {}), ...(ifNoneMatch !== undefined ? { ifNoneMatch } : {}) };
 }
 
 /** Sends the stored JSON as is (no parse/serialize round trip), with its ETag. */
