@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { ShardKitError } from '../../errors.js';
+import { ShardKitError, isShardKitError } from '../../errors.js';
 import type { ShardKit } from '../../kit/shard-kit.js';
 import type { KitObject } from '../../kit/kit-object.js';
 import type { JsonObject } from '../../kit/types.js';
@@ -112,7 +112,15 @@ export function objectRoutes(kit: ShardKit) {
       if (ids.length > MAX_MULTI_GET) throw new ShardKitError('INVALID_ARGUMENT', `at most ${MAX_MULTI_GET} ids per request`);
       // Malformed IDs are the client's mistake and named; a well-formed ID of an unknown type or
       // shard names nothing, like a missing object, and is left out.
-      ids.forEach((id, i) => pinterestId.decode(parseId(id, `ids[${i}]`)));
+      ids.forEach((id, i) => {
+        try {
+          pinterestId.decode(parseId(id, `ids[${i}]`));
+        } catch (err) {
+          // The decoder does not know the position: an ID with reserved bits is named like any other bad one.
+          if (isShardKitError(err, 'INVALID_ID') && !err.message.startsWith('ids[')) throw new ShardKitError('INVALID_ID', `ids[${i}]: ${err.message}`);
+          throw err;
+        }
+      });
       // A repeated ID is answered each time (request order), but the answer stops at
       // MAX_ANSWER_BYTES: 400 copies of a 1 MiB object made a 416 MB answer.
       const objects = await kit.objects.getMany(ids, { skipInvalid: true });
