@@ -21,6 +21,9 @@ const METHODS: readonly Method[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELE
  * - a method the path does not have is 405 METHOD_NOT_ALLOWED with `Allow`, not 404.
  * Returns the not-found handler's check for 405.
  */
+const ANY_ROUTE = { 400: errorBody, 401: errorBody, 403: errorBody, 405: errorBody, 408: errorBody, 421: errorBody, 429: errorBody, 431: errorBody, 500: errorBody, 503: errorBody } as const;
+const BODY_ROUTE = { 413: errorBody, 415: errorBody } as const;
+
 export function installContractHooks(app: FastifyInstance, maxParamLength: number, options: { statusSchemas?: boolean } = {}): { methodNotAllowed: (request: FastifyRequest, reply: FastifyReply) => boolean } {
   // A copy of the route table, only to ask "which methods does this path have?" on a 404.
   const routes = Router({ maxParamLength });
@@ -30,11 +33,14 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     }
     if (!route.url.startsWith(API_PREFIX)) return;
     if ([route.method].flat().includes('POST')) route.preValidation = [...[route.preValidation ?? []].flat(), needsContentType];
-    // Statuses any /v1/ route can answer whatever it does: a missing or weak token (auth file),
-    // the rate limit, an internal error, the concurrency cap (docs/security.md).
+    // Statuses any /v1/ route can answer whatever it does, so the OpenAPI document lists them:
+    // bad query parameters, a missing or weak token (auth file), another method (405), a slow or
+    // oversized request head, a foreign Host, the rate limit, an internal error, the concurrency
+    // cap (docs/security.md); a route with a body also a too-large body and a wrong content type.
     // Not inside another app (shardkitRoutes): its own auth and limits answer in their own shape.
     const answered = route.schema ?? {};
-    const schema = options.statusSchemas === false ? answered : { ...answered, response: { ...(answered.response as object | undefined), 401: errorBody, 403: errorBody, 429: errorBody, 500: errorBody, 503: errorBody } };
+    const withBody = [route.method].flat().some((m) => m === 'POST' || m === 'PUT' || m === 'PATCH');
+    const schema = options.statusSchemas === false ? answered : { ...answered, response: { ...(answered.response as object | undefined), ...ANY_ROUTE, ...(withBody ? BODY_ROUTE : {}) } };
     route.schema = schema;
     const query = schema.querystring as { type?: string; additionalProperties?: unknown; properties?: object } | undefined;
     if (query === undefined) {

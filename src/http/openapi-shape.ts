@@ -67,9 +67,12 @@ const HEADER_COMPONENTS = {
   RequestId: { description: 'The request\'s id: the X-Request-Id it sent when sane (1-128 of A-Za-z0-9._:@/+=-), else a UUID; the reqId of its log lines', schema: { type: 'string' } },
   // The retryable refusals (limits.ts, the SHARD_MOVING answer).
   RetryAfter: { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+  // 405 METHOD_NOT_ALLOWED (contract-hooks.ts).
+  Allow: { description: 'The methods the path has', schema: { type: 'string' } },
 };
 const ANSWER_HEADERS = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
 const RETRY_HEADERS = { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } };
+const ALLOW_HEADERS = { Allow: { $ref: '#/components/headers/Allow' } };
 
 /**
  * A wildcard route (`/v1/datasets/:ds/rows/*`: row keys may hold slashes) as fastify-swagger
@@ -99,7 +102,7 @@ export function shapeDocument<T extends { paths?: Record<string, Record<string, 
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         if (response.description === 'Default Response') response.description = STATUS_CODES[Number(status)] ?? 'Response';
-        response.headers = { ...response.headers, ...ANSWER_HEADERS, ...(status === '429' || status === '503' ? RETRY_HEADERS : {}) };
+        response.headers = { ...response.headers, ...ANSWER_HEADERS, ...(status === '429' || status === '503' ? RETRY_HEADERS : {}), ...(status === '405' ? ALLOW_HEADERS : {}) };
         for (const media of Object.values(response.content ?? {})) {
           if (JSON.stringify(media.schema) === INLINE_ERROR) media.schema = ERROR_REF;
         }

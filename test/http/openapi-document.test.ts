@@ -85,3 +85,38 @@ test('every route the service registers is in the document, method by method, an
     await f.cleanup();
   }
 });
+
+test('every operation lists the statuses any route answers (bad query 400, 405, 408, 421, 431), a route with a body 413 and 415, the wide-column routes 501; and what a service answers is listed', async () => {
+  type Op = { responses: Record<string, unknown> };
+  const doc = (await openapiDocument()) as { paths: Record<string, Record<string, Op>> };
+  const missing: string[] = [];
+  for (const [path, operations] of Object.entries(doc.paths)) {
+    if (!path.startsWith('/v1/')) continue;
+    for (const [method, op] of Object.entries(operations)) {
+      const want = ['400', '405', '408', '421', '431', ...(['post', 'put', 'patch'].includes(method) ? ['413', '415'] : []), ...(path.startsWith('/v1/datasets') ? ['501'] : [])];
+      for (const s of want) if (!(s in op.responses)) missing.push(`${method.toUpperCase()} ${path}: ${s}`);
+    }
+  }
+  assert.deepEqual(missing, []);
+  // The answers themselves, on paths without parameters: an unknown query parameter, another method.
+  const kit = makeKit();
+  // As `serve` mounts them: tickets unconfigured (501) and the wide-column store off (501).
+  const app = await buildApp({ kit: kit.kit, plugins: [ticketsRoutes(), widecolumnDisabledRoutes()] });
+  try {
+    const unlisted: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      if (!path.startsWith('/v1/') || path.includes('{')) continue;
+      for (const [method, op] of Object.entries(operations)) {
+        const res = await app.inject({ method: method.toUpperCase() as 'GET', url: `${path}?zz=1`, ...(method === 'get' ? {} : { payload: {} }) });
+        if (!(String(res.statusCode) in op.responses)) unlisted.push(`${method.toUpperCase()} ${path}?zz=1: ${res.statusCode}`);
+        const other = method === 'delete' ? 'TRACE' : 'DELETE';
+        const res405 = await app.inject({ method: other as 'DELETE', url: path });
+        if (res405.statusCode === 405 && !('405' in op.responses)) unlisted.push(`${other} ${path}: 405`);
+      }
+    }
+    assert.deepEqual(unlisted, []);
+  } finally {
+    await app.close();
+    await kit.cleanup();
+  }
+});

@@ -21,7 +21,7 @@ export async function registerDataRoutes(app: FastifyInstance, store: WideColumn
       schema: {
         tags: ['widecolumn'],
         summary: 'Wide-column datasets and their settings',
-        response: { 200: { type: 'object', properties: { datasets: { type: 'array', items: datasetJson } }, required: ['datasets'] } },
+        response: { 200: { type: 'object', properties: { datasets: { type: 'array', items: datasetJson } }, required: ['datasets'] }, ...errors },
       },
     }, async () => ({ datasets: (await store.listDatasets()).map(publicDataset) }));
 
