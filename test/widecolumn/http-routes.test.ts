@@ -192,6 +192,11 @@ test('HTTP: bad input is 4xx with a stable code, never 500, and changes nothing'
       assert.equal(res.statusCode, status, `${method} ${url.slice(0, 80)} ${JSON.stringify(payload)?.slice(0, 80)}: ${res.body.slice(0, 200)}`);
       assert.equal(res.json().error.code, code, `${method} ${url.slice(0, 80)}`);
     }
+    // A timestamp past 2^53-1 is refused as sent, not as the number the query's coercion rounded it to.
+    const huge = await s.app.inject({ method: 'GET', url: '/v1/datasets/d/rows/keep?end=99999999999999999999' });
+    assert.equal(huge.statusCode, 400);
+    assert.doesNotMatch(huge.body, /100000000000000000000/);
+    assert.match(huge.body, /end must be <= 9007199254740991/);
     assert.deepEqual((await s.store.getRow('d', 'keep', { versions: 2 })).columns.map((c) => c.cells.length), [1], 'nothing changed');
     assert.equal(existsSync(join(s.dir, 'widecolumn-exports')), false, 'a refused export creates nothing');
   } finally {

@@ -5,7 +5,7 @@ import { ShardKitError } from '../../../errors.js';
 import { publicDataset } from '../../../widecolumn/dataset-config.js';
 import type { WideColumnEngine } from '../../../widecolumn/engine.js';
 import type { GetRowRequest } from '../../../widecolumn/types.js';
-import { batchDeleteBody, batchGetBody, batchPutBody, datasetBody, datasetJson, encodingParam, errors, putRowBody, rowJson } from './schemas.js';
+import { batchDeleteBody, batchGetBody, batchPutBody, datasetBody, datasetJson, encodingParam, errors, putRowBody, readParams, rowJson } from './schemas.js';
 import { decodeItem, rowToJson, type Encoding, type JsonItem } from './value-encoding.js';
 
 function splitColumns(columns: string | undefined): string[] | undefined {
@@ -59,8 +59,8 @@ export async function registerDataRoutes(app: FastifyInstance, store: WideColumn
           properties: {
             columns: { type: 'string' },
             versions: { type: 'integer', minimum: 1 },
-            start: { type: 'integer', minimum: 0 },
-            end: { type: 'integer', minimum: 0 },
+            start: readParams.start,
+            end: readParams.end,
             limit: { type: 'integer', minimum: 1 },
             marker: { type: 'string' },
             encoding: encodingParam,

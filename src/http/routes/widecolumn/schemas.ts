@@ -39,7 +39,7 @@ export const itemJson = {
   properties: {
     column: { type: 'string' },
     value: { type: 'string' },
-    timestamp: { type: 'integer', minimum: 0 },
+    timestamp: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     encoding: { type: 'string', enum: ['utf8', 'base64'] },
   },
   required: ['column', 'value'],
@@ -49,8 +49,9 @@ export const itemJson = {
 export const readParams = {
   columns: { type: 'array', items: { type: 'string' } },
   versions: { type: 'integer', minimum: 1 },
-  start: { type: 'integer', minimum: 0 },
-  end: { type: 'integer', minimum: 0 },
+  // A timestamp past 2^53-1 would be rounded by the query's number coercion before any check: refused as itself.
+  start: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+  end: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
   limit: { type: 'integer', minimum: 1 },
   marker: { type: ['string', 'null'] },
 } as const;
