@@ -5,7 +5,7 @@ import type { ShardKit } from '../../kit/shard-kit.js';
 import type { KitObject } from '../../kit/kit-object.js';
 import type { JsonObject } from '../../kit/types.js';
 import { MAX_CREATE_MANY } from '../../kit/index.js';
-import { MAX_ANSWER_BYTES } from '../limits.js';
+import { objectsJson } from '../limits.js';
 import { parseId } from '../../ids/codec.js';
 import { pinterestId } from '../../ids/pinterest-id.js';
 import { formatEtag, ifMatchTags, ifNoneMatchHits, ifNoneMatchTags } from '../entity-tags.js';
@@ -122,18 +122,9 @@ export function objectRoutes(kit: ShardKit) {
         }
       });
       // A repeated ID is answered each time (request order), but the answer stops at
-      // MAX_ANSWER_BYTES: 400 copies of a 1 MiB object made a 416 MB answer.
+      // MAX_ANSWER_BYTES (objectsJson).
       const objects = await kit.objects.getMany(ids, { skipInvalid: true });
-      const parts: string[] = [];
-      let bytes = 0;
-      for (const o of objects) {
-        if (o === undefined) continue;
-        const json = o.toWireJson();
-        bytes += json.length;
-        if (bytes > MAX_ANSWER_BYTES) throw new ShardKitError('RESPONSE_TOO_LARGE', `the objects asked for exceed ${MAX_ANSWER_BYTES} bytes: ask for fewer per request`);
-        parts.push(json);
-      }
-      return reply.type(JSON_TYPE).send(`{"objects":[${parts.join(',')}]}`);
+      return reply.type(JSON_TYPE).send(`{"objects":${objectsJson(objects)}}`);
     });
 
     app.patch<{ Params: { id: string }; Body: JsonObject }>('/v1/objects/:id', {
