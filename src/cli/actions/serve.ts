@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { pino, type Logger } from 'pino';
 import { defaultConfig, loadConfigFile, type ShardKitConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
@@ -52,11 +53,26 @@ export function tlsOptions(options: Pick<ServeOptions, 'tlsCert' | 'tlsKey' | 't
       throw new ShardKitError('INVALID_CONFIG', `cannot read the ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   };
+  const cert = read(tlsCert, 'TLS certificate');
+  const key = read(tlsKey, 'TLS key');
+  // Parsed now, one file at a time, so that a wrong file is named: the server would only say
+  // "PEM routines::no start line" when it starts, after the shards are open.
+  checkPem({ cert }, `--tls-cert ${tlsCert} is not a PEM certificate`);
+  checkPem({ key }, `--tls-key ${tlsKey} is not a PEM private key`);
+  checkPem({ cert, key }, `--tls-key ${tlsKey} is not the private key of --tls-cert ${tlsCert}`);
   return {
-    cert: read(tlsCert, 'TLS certificate'),
-    key: read(tlsKey, 'TLS key'),
+    cert,
+    key,
     ...(tlsClientCa !== undefined ? { ca: read(tlsClientCa, 'client CA bundle'), requestCert: true, rejectUnauthorized: true } : {}),
   };
+}
+
+function checkPem(material: SecureContextOptions, problem: string): void {
+  try {
+    createSecureContext(material);
+  } catch (err) {
+    throw new ShardKitError('INVALID_ARGUMENT', `${problem} (${(err as { reason?: string }).reason ?? (err as Error).message})`, { cause: err });
+  }
 }
 
 /**

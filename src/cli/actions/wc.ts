@@ -54,19 +54,19 @@ export async function callService(url: string, path: string, body: unknown, meth
     if (sent !== undefined) headers['content-type'] = 'application/json';
     res = await fetch(target, sent === undefined ? { method, headers } : { method, headers, body: JSON.stringify(sent) });
   } catch (err) {
-    throw new Error(`cannot reach the service at ${url}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
+    throw new ShardKitError('SHARD_UNAVAILABLE', `cannot reach the service at ${url}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, { cause: err });
   }
   const text = await res.text();
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error(`the service at ${url} answered ${res.status} with a body that is not JSON`);
+    throw new ShardKitError('INTERNAL', `the service at ${url} answered ${res.status} with a body that is not JSON`);
   }
   if (!res.ok) {
     const e = (json as { error?: { code?: string; message?: string } }).error;
     if (e?.code && e.code in ERROR_CODES) throw new ShardKitError(e.code as ErrorCode, `${e.message ?? 'error'} (from ${url})`);
-    throw new Error(`the service at ${url} answered ${res.status}: ${e?.message ?? text.slice(0, 200)}`);
+    throw new ShardKitError('INTERNAL', `the service at ${url} answered ${res.status}: ${e?.message ?? text.slice(0, 200)}`);
   }
   return json;
 }

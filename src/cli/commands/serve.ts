@@ -1,7 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ServeOptions } from '../actions/serve.js';
-import { action, intOption } from '../run-action.js';
+import { action, choiceOption, intOption } from '../run-action.js';
+
+// pino's levels, checked here: pino itself refuses an unknown one with a message about custom levels.
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 // Only definitions here: fastify, SQLite and the other modules load when a command runs.
 export function register(program: Command): void {
@@ -23,7 +26,7 @@ export function register(program: Command): void {
     .option('--data <dir>', 'data directory (SQLite shard files, topology, wide-column store)', './data')
     .option('--port <n>', 'TCP port (0 picks a free one)', intOption('--port', 0, 65535), 7070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
-    .option('--log-level <level>', 'pino log level (fatal, error, warn, info, debug, trace, silent)', 'info')
+    .option('--log-level <level>', `pino log level (${LOG_LEVELS.join(', ')})`, choiceOption('--log-level', LOG_LEVELS), 'info')
     .option('--no-widecolumn', 'do not open the wide-column store (its routes then answer 501 WIDECOLUMN_DISABLED)')
     .option('--no-dashboard', 'do not serve the web dashboard at / and /dashboard/ (docs/dashboard.md)')
     .option('--admin-token-file <file>', 'file holding the token the /v1/admin/ routes require as "Authorization: Bearer <token>" (or set SHARDKIT_ADMIN_TOKEN); with --auth-file it is one more admin-scope token')

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { TargetOptions } from '../actions/wc.js';
-import { action } from '../run-action.js';
+import { action, urlOption } from '../run-action.js';
 
 const DATA_HELP = 'data directory of the service (the store is <data>/widecolumn)';
 const URL_HELP = 'ask the running service at this URL instead (e.g. http://127.0.0.1:7070)';
@@ -20,7 +20,7 @@ SHARDKIT_ADMIN_TOKEN (sent as Authorization: Bearer).`);
   wc.command('compact')
     .description('Remove expired cells and versions beyond each dataset\'s maxVersions from the disk (range deletes, then a RocksDB compaction); reads never return them anyway')
     .option('--data <dir>', DATA_HELP, './data')
-    .option('--url <url>', URL_HELP)
+    .option('--url <url>', URL_HELP, urlOption('--url'))
     .option('--json', 'print the report as JSON')
     .action(action(async (opts: TargetOptions) => (await import('../actions/wc.js')).wcCompactCommand(opts)));
 
@@ -28,7 +28,7 @@ SHARDKIT_ADMIN_TOKEN (sent as Authorization: Bearer).`);
     .description('Write a consistent backup (from a RocksDB snapshot, while writes go on) of every dataset into a new or empty directory')
     .argument('<dir>', 'backup directory (new or empty); with --url, a new name in the service\'s export directory')
     .option('--data <dir>', DATA_HELP, './data')
-    .option('--url <url>', URL_OUTPUT_HELP)
+    .option('--url <url>', URL_OUTPUT_HELP, urlOption('--url'))
     .option('--json', 'print the result as JSON')
     .action(action(async (dir: string, opts: TargetOptions) => (await import('../actions/wc.js')).wcBackupCommand(dir, opts)));
 
@@ -45,7 +45,7 @@ SHARDKIT_ADMIN_TOKEN (sent as Authorization: Bearer).`);
     .argument('<dataset>', 'dataset name')
     .argument('<file>', 'Parquet file to write (refused if it exists, unless --overwrite); with --url, a name in the service\'s export directory')
     .option('--data <dir>', DATA_HELP, './data')
-    .option('--url <url>', URL_OUTPUT_HELP)
+    .option('--url <url>', URL_OUTPUT_HELP, urlOption('--url'))
     .option('--overwrite', 'replace an existing file')
     .option('--json', 'print the result as JSON')
     .action(action(async (dataset: string, file: string, opts: TargetOptions & { overwrite?: boolean }) => (await import('../actions/wc.js')).wcExportCommand(dataset, file, opts)));
@@ -53,7 +53,7 @@ SHARDKIT_ADMIN_TOKEN (sent as Authorization: Bearer).`);
   wc.command('datasets')
     .description('List the datasets and their settings (maxVersions, ttlSeconds)')
     .option('--data <dir>', DATA_HELP, './data')
-    .option('--url <url>', URL_HELP)
+    .option('--url <url>', URL_HELP, urlOption('--url'))
     .option('--json', 'print JSON')
     .action(action(async (opts: TargetOptions) => (await import('../actions/wc.js')).wcDatasetsCommand(opts)));
 }
