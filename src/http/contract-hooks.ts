@@ -66,7 +66,9 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
       done(new ShardKitError('UNSUPPORTED_MEDIA_TYPE', 'application/merge-patch+json is for PATCH only; send application/json'));
       return;
     }
-    done();
+    // Bodies are read as UTF-8 text as they come: a compressed or UTF-16 body was parsed as if it
+    // were neither (RFC 9110 §8.4: a content coding the server cannot decode is 415).
+    done(unreadableBody(request.headers['content-encoding'], request.headers['content-type']));
   });
 
   return {
@@ -95,6 +97,19 @@ const needsContentType: preValidationHookHandler = (request, _reply, done) => {
   }
   done();
 };
+
+/** A body this service would misread: any content coding but identity, a charset but UTF-8. */
+function unreadableBody(encoding: string | undefined, type: string | undefined): ShardKitError | undefined {
+  const coding = encoding?.trim().toLowerCase();
+  if (coding !== undefined && coding !== '' && coding !== 'identity') {
+    return new ShardKitError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding!.slice(0, 40))} is not supported: send the body uncompressed`);
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(type ?? '')?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    return new ShardKitError('UNSUPPORTED_MEDIA_TYPE', `charset ${JSON.stringify(charset.slice(0, 40))} is not supported: send UTF-8`);
+  }
+  return undefined;
+}
 
 function mediaType(header: string | undefined): string | undefined {
   return header?.split(';')[0]!.trim().toLowerCase();

@@ -104,6 +104,11 @@ test('every route answers bad input with 4xx, a stable code, no stack trace, and
       ['POST constructor.prototype in data', json('POST', '/v1/objects/pin', '{"data":{"constructor":{"prototype":{"x":1}}}}'), 400, 'INVALID_JSON'],
       ['POST oversize body', json('POST', '/v1/objects/pin', { data: { big } }), 413, 'PAYLOAD_TOO_LARGE'],
       ['POST text/plain', { method: 'POST', url: '/v1/objects/pin', payload: '{"data":{}}', headers: { 'content-type': 'text/plain' } }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      // A body the service would misread (a review, session 12): compressed, or not UTF-8.
+      ['POST Content-Encoding gzip', json('POST', '/v1/objects/pin', { data: {} }, { 'content-encoding': 'gzip' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['PATCH Content-Encoding br', json('PATCH', `/v1/objects/${pin.id}`, { a: 2 }, { 'content-encoding': 'br' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['POST charset=utf-16', json('POST', '/v1/objects/pin', { data: {} }, { 'content-type': 'application/json; charset=utf-16' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['PUT lookup charset="latin1"', json('PUT', '/v1/lookups/email/cs', { id: user.id }, { 'content-type': 'application/json; charset="latin1"' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
       // Defect 8 of issue 16: merge-patch+json is for PATCH only.
       ['POST merge-patch content type', json('POST', '/v1/objects/pin', { data: {} }, { 'content-type': 'application/merge-patch+json' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
       ['POST merge-patch content type with bad JSON', json('POST', '/v1/objects/pin', '{', { 'content-type': 'application/merge-patch+json' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
