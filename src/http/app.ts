@@ -14,7 +14,7 @@ import { childLoggerFactory, installAnswerHeaders, requestId } from './request-i
 import { hardenedTls, HSTS } from './tls.js';
 import { installOperationIds, shapeDocument } from './openapi-shape.js';
 import { installScopeAuth, TOKEN_SECURITY_SCHEME } from './scope-auth.js';
-import { clientErrorHandler, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
+import { clientErrorHandler, expectationFailed, installErrorHandler, MAX_HEADER_BYTES, toErrorResponse } from './error-handler.js';
 import { installMetrics } from './metrics.js';
 import { installTracing } from './trace-context.js';
 import type { KitTracer } from '../kit/operation-events.js';
@@ -96,7 +96,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     ...(options.loggerInstance !== undefined ? { loggerInstance: options.loggerInstance } : { logger: options.logger ?? false }),
     bodyLimit,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    // Host is checked in a hook (contract-hooks.ts), so that its absence gets our error body too.
+    http: { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false },
     // Requests the HTTP parser refuses (malformed, headers too large) get our error body too.
     clientErrorHandler,
     // Malformed URLs and headers are answered before routing; keep the same error body.
@@ -113,6 +114,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     schemaController: { compilersFactory: { buildValidator: bodyStrictValidator } },
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
+  app.server.on('checkExpectation', expectationFailed);
   app.decorate('kit', kit);
   // No page may frame an answer of this service (clickjacking of /docs and the dashboard), nor a
   // browser guess another type than the one sent; over HTTPS, browsers come back only over HTTPS.

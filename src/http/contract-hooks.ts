@@ -51,6 +51,11 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
   });
 
   app.addHook('onRequest', (request, _reply, done) => {
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is 400 (Node's own check answers with no body).
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      done(new ShardKitError('MALFORMED_REQUEST', 'an HTTP/1.1 request needs a Host header'));
+      return;
+    }
     const q = request.url.indexOf('?');
     if (q >= 0 && request.url.includes('%', q)) {
       for (const part of request.url.slice(q + 1).split('&')) {

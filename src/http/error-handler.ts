@@ -1,4 +1,4 @@
-import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import { ShardKitError } from '../errors.js';
@@ -119,4 +119,14 @@ export function rawErrorAnswer(error: ShardKitError): string {
   const { status, body } = toErrorResponse(error);
   const text = JSON.stringify(body);
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`;
+}
+
+/**
+ * An Expect other than 100-continue: Node answers those itself (417, an empty body) unless the
+ * server listens for them; this answers with the usual error body instead.
+ */
+export function expectationFailed(request: IncomingMessage, response: ServerResponse): void {
+  const { status, body } = toErrorResponse(new ShardKitError('EXPECTATION_FAILED', `Expect: ${JSON.stringify(String(request.headers.expect).slice(0, 40))} is not supported (only 100-continue)`));
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), connection: 'close' }).end(text);
 }

@@ -41,6 +41,9 @@ test('requests the HTTP parser refuses get 4xx with a stable code and our error 
       ['a raw space in the path', `GET /v1/lookups/email/a b HTTP/1.1\r\nHost: x\r\n\r\n`, 400, 'MALFORMED_REQUEST'],
       ['a raw NUL in the path', Buffer.from(`GET /v1/lookups/email/a\u0000b HTTP/1.1\r\nHost: x\r\n\r\n`, 'latin1'), 400, 'MALFORMED_REQUEST'],
       ['a header without a colon', `GET /healthz HTTP/1.1\r\nHost: x\r\nnot a header\r\n\r\n`, 400, 'MALFORMED_REQUEST'],
+      // Answered by Node with an empty body before (a review, session 12).
+      ['HTTP/1.1 without a Host header', 'GET /healthz HTTP/1.1\r\n\r\n', 400, 'MALFORMED_REQUEST'],
+      ['an Expect other than 100-continue', `PUT /v1/lookups/email/k HTTP/1.1\r\nHost: x\r\nExpect: garbage\r\nContent-Type: application/json\r\nContent-Length: ${`{"id":"${user.id}"}`.length}\r\n\r\n{"id":"${user.id}"}`, 417, 'EXPECTATION_FAILED'],
       ['not HTTP at all', '\u0016\u0003\u0001\u0002\u0000\u0001\u0000\u0001\u00fc\u0003\u0003', 400, 'MALFORMED_REQUEST'],
     ];
     for (const [what, bytes, status, code] of cases) {
