@@ -251,3 +251,21 @@ test('defect 4: the HTTP answer loses the documented column order (integer-like 
     await s.close();
   }
 });
+
+test('a row key with a slash reads the same encoded (a%2Fb) or not (a/b): everything after /rows/ is the key', async () => {
+  const s = await setup();
+  try {
+    await s.store.putDataset('d');
+    const put = await s.app.inject({ method: 'PUT', url: '/v1/datasets/d/rows/a%2Fb', payload: { items: [{ column: 'c', value: 'slash' }] } });
+    assert.equal(put.statusCode, 200, put.body);
+    for (const url of ['/v1/datasets/d/rows/a%2Fb', '/v1/datasets/d/rows/a/b']) {
+      const res = await s.app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 200, url);
+      const body = res.json() as { row: string; columns: Array<{ column: string; cells: Array<{ value: string }> }> };
+      assert.deepEqual([body.row, body.columns[0]?.cells[0]?.value], ['a/b', 'slash'], url);
+    }
+    assert.deepEqual((await s.store.getRow('d', 'a')).columns, [], 'no row "a" was touched');
+  } finally {
+    await s.close();
+  }
+});
