@@ -67,6 +67,12 @@ export function fromNodeError(err: unknown): ShardKitError | undefined {
     if (code === 'EADDRNOTAVAIL') return new ShardKitError('INVALID_ARGUMENT', `cannot listen on ${where}: not an address of this machine`, { cause: err });
     if (code === 'EACCES') return new ShardKitError('INVALID_ARGUMENT', `cannot listen on ${where}: permission denied (ports below 1024 need privileges)`, { cause: err });
   }
+  // A server of the fleet that does not answer (stopped, killed, its socket gone): the operation
+  // cannot go on, as when the topology or a shard is unavailable; retry once it is back.
+  if (e.syscall === 'connect' && ['ECONNREFUSED', 'ENOENT', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET'].includes(code)) {
+    const where = e.port !== undefined ? `${e.address}:${e.port}` : e.address ?? '?';
+    return new ShardKitError('SHARD_UNAVAILABLE', `cannot reach the server at ${where} (${code}): is it running?`, { cause: err });
+  }
   if (code === 'ENOTFOUND' && e.hostname !== undefined) return new ShardKitError('INVALID_ARGUMENT', `cannot resolve the host name ${e.hostname}: no such host`, { cause: err });
   if (code === 'ERR_INVALID_URL') return new ShardKitError('INVALID_ARGUMENT', `not a valid URL: ${JSON.stringify(String(e.input ?? '').slice(0, 80))}`, { cause: err });
   // OpenSSL refused a certificate or key: only TLS material the command was given gets parsed.

@@ -8,7 +8,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ShardKitError } from '../../src/errors.js';
@@ -109,6 +109,15 @@ test('a service that does not answer is one coded line and exit 1: retry, not fi
   const r = await cli(['wc', 'datasets', '--url', `http://127.0.0.1:${port}`]);
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, new RegExp(`^shardkit: SHARD_UNAVAILABLE: cannot reach the service at http://127\\.0\\.0\\.1:${port}: .*\\n$`));
+});
+
+test('a fleet server that does not answer (refused port, gone socket) is SHARD_UNAVAILABLE naming it, not an untyped connect error', async () => {
+  const { server, port } = await listening();
+  await new Promise((resolve) => server.close(resolve));
+  const refused = await new Promise<Error>((resolve) => connect(port, '127.0.0.1').on('error', resolve));
+  assert.deepEqual(fromNodeError(refused)?.toJSON(), { code: 'SHARD_UNAVAILABLE', message: `cannot reach the server at 127.0.0.1:${port} (ECONNREFUSED): is it running?` });
+  const gone = await new Promise<Error>((resolve) => connect('/nonexistent/mysqld.sock').on('error', resolve));
+  assert.deepEqual(fromNodeError(gone)?.toJSON(), { code: 'SHARD_UNAVAILABLE', message: 'cannot reach the server at /nonexistent/mysqld.sock (ENOENT): is it running?' });
 });
 
 test('Node errors from TLS and URL parsing are typed as bad input; others stay unexpected failures', () => {

@@ -109,8 +109,11 @@ export function locations(opts: Pick<CommonOptions, 'dir' | 'data' | 'config'>):
 }
 
 /** The move recorded for exactly this span. */
-function moveFor(map: ShardMap, span: { first: number; last: number }): MoveRecord {
-  const m = map.moves().find((x) => x.range[0] === span.first && x.range[1] === span.last);
+export function moveFor(map: ShardMap, span: { first: number; last: number }): MoveRecord {
+  const same = map.moves().filter((x) => x.range[0] === span.first && x.range[1] === span.last);
+  // A switched move waits for drop-moved and may share its range with a later move back: the
+  // unfinished one is what --resume and --abort are for (the first match was the old one).
+  const m = same.find((x) => x.phase !== 'switched') ?? same.at(-1);
   if (m === undefined) {
     const listed = map.moves().map((x) => `${x.range[0]}..${x.range[1]} (${x.id}, ${x.phase})`);
     throw new ShardKitError('UNKNOWN_MOVE', `no move of shards ${span.first}..${span.last} is recorded${listed.length > 0 ? `; recorded: ${listed.join(', ')}` : ''}`);
@@ -159,6 +162,9 @@ export async function moveCommand(spanText: string, opts: MoveCommandOptions): P
   };
   try {
     const recorded = existing ? moveFor(ctx.map, span) : undefined;
+    // A resumed copy reports progress before its first phase event: name the move from the start.
+    moveId = recorded?.id ?? '';
+    phase = recorded?.phase ?? '';
     // A restore's move copies from a backup: only its own command knows where (src/ops/backup/restore-into.ts).
     if (recorded !== undefined && recorded.id.startsWith('restore-')) throw new ShardKitError('INVALID_ARGUMENT', `move ${recorded.id} is a restore's: take it up with shardkit backup restore --from PATH ${opts.abort ? '--abort' : '--resume'} ${recorded.id}`);
     const hook = stopHook();
