@@ -91,6 +91,8 @@ describe('shardkit backup on the embedded default (SQLite online backup API)', (
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^\d{8}T\d{9}Z {2}sqlite 1 pair\(s\)/);
     assert.equal(readdirSync(to).length, 1);
+    // A mistyped --from is named, not listed as an empty directory.
+    assertBadInput(await cli(['backup', 'list', '--from', `${to}-typo`]), 'a --from that does not exist', /NOT_FOUND: no directory .*-typo/);
   });
 
   test('restore --to-time is refused, saying why (no log to archive) and what to do instead; nothing changed', async () => {

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { ShardKitError } from '../../errors.js';
 import { archiveLogs, createBackup, parseKeep, parseTime, pruneBackups, DirectoryTarget, listBackups, openBackupEngine, restoreBackup, verifyBackup, type BackupEngine } from '../../ops/backup/index.js';
 
 export interface BackupCliOptions {
@@ -34,6 +36,8 @@ export async function backupCreateCommand(opts: BackupCliOptions & { to: string;
 }
 
 export async function backupListCommand(opts: { from: string; json?: boolean }): Promise<void> {
+  // A mistyped --from is not an empty backup directory.
+  if (!existsSync(opts.from)) throw new ShardKitError('NOT_FOUND', `no directory ${opts.from}: give --from the directory backups were written to (backup create --to)`);
   const all = await listBackups(new DirectoryTarget(opts.from));
   const rows = all.map((b) => ({ id: b.id, complete: b.complete, engine: b.manifest?.engine ?? b.start?.engine, mapVersion: b.manifest?.mapVersion ?? b.start?.mapVersion, units: b.manifest?.units.length, bytes: b.manifest?.units.reduce((n, u) => n + u.bytes, 0) }));
   print(opts.json, { backups: rows }, rows.length === 0 ? `no backups in ${opts.from}` : rows.map((r) => `${r.id}  ${r.complete ? `${r.engine} ${r.units} pair(s) ${r.bytes} bytes map v${r.mapVersion}` : 'INCOMPLETE (no manifest)'}`).join('\n'));

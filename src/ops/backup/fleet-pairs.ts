@@ -33,5 +33,5 @@ export function pairNow(map: ShardMap, unit: string): { master: string; slave?: 
 export function refuseMovesInProgress(map: ShardMap): void {
   // A failover is recorded as a move of kind 'failover': the operator is told which one waits.
   const moves = map.moves();
-  if (moves.length > 0) throw new ShardKitError('PRECONDITION_FAILED', `${moves.map((m) => `${m.kind === 'failover' ? 'a failover' : 'a shard move'} (${m.id}, ${m.source.master} -> ${m.target.master}, ${m.phase})`).join(' and ')} is in progress at map version ${map.version}: back up after it finished: nothing written`);
+  if (moves.length > 0) throw new ShardKitError('PRECONDITION_FAILED', `${moves.map((m) => `${m.kind === 'failover' ? 'a failover' : 'a shard move'} (${m.id}, ${m.source.master} -> ${m.target.master}, ${m.phase})`).join(' and ')} is in progress at map version ${map.version}: back up after it finished${moves.some((m) => m.phase === 'switched') ? ' (a switched move ends with `shardkit shards drop-moved`)' : ''}: nothing written`);
 }
