@@ -52,19 +52,3 @@ export function tooLarge(what: string, bytes: number, limit: number): ShardKitEr
 export function checkCount(what: string, n: number, max: number): void {
   if (n > max) throw new ShardKitError('PAYLOAD_TOO_LARGE', `${what}: ${n}; the limit is ${max}`, { details: { count: n, limit: max } });
 }
-
-/** checkRowsOnce's hint for a batch delete. */
-export const DELETE_ONCE = 'name its columns in one request';
-
-/**
- * A batch names each row once (validated row keys): a repeat is the client's mistake, and a
- * delete counted it twice in its answer. INVALID_ARGUMENT naming the row; `hint` says what to do.
- */
-export function checkRowsOnce(rows: ReadonlyArray<{ row: string }>, hint: string): void {
-  if (rows.length < 2) return;
-  const seen = new Set<string>();
-  for (const r of rows) {
-    if (seen.has(r.row)) throw new ShardKitError('INVALID_ARGUMENT', `row ${JSON.stringify(r.row.slice(0, 80))} appears twice in one batch; ${hint}`);
-    seen.add(r.row);
-  }
-}

@@ -30,7 +30,7 @@ import {
   prefixEnd,
   readInvertedTimestamp,
 } from './key-codec.js';
-import { checkCount, checkName, checkRowsOnce, DEFAULT_LIMITS, DELETE_ONCE, type WideColumnLimits } from './limits.js';
+import { checkCount, checkName, DEFAULT_LIMITS, type WideColumnLimits } from './limits.js';
 import type { RowContext } from './row-context.js';
 import { RowLocks } from './row-locks.js';
 import { readRow, type ReadQuery } from './row-reader.js';
@@ -409,7 +409,6 @@ export class WideColumnStore implements WideColumnEngine, StoreInternals {
         checkCount('columns in one request', r.columns.length, this.limits.maxItemsPerRow);
         return { ctx, columns: uniqueSorted(r.columns.map((c) => checkName('column name', c, this.limits.maxColumnBytes))) };
       });
-      checkRowsOnce(rows, DELETE_ONCE);
       // Deleting columns folds the row's write log first (it may hold cells of those columns),
       // which needs the row to itself; whole rows go with two range deletes.
       const someColumns = prepared.some((p) => p.columns !== null);

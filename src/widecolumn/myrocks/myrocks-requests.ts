@@ -1,6 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import type { DatasetConfig } from '../dataset-config.js';
-import { checkCount, checkName, checkRowsOnce, checkTimestamp, DELETE_ONCE, tooLarge, type WideColumnLimits } from '../limits.js';
+import { checkCount, checkName, checkTimestamp, tooLarge, type WideColumnLimits } from '../limits.js';
 import { readQuery, uniqueSorted } from '../request-checks.js';
 import type { ReadQuery } from '../row-reader.js';
 import type { DeleteRowRequest, GetRowRequest, PutRowRequest } from '../types.js';
@@ -95,7 +95,7 @@ export function validatePuts(rows: PutRowRequest[], limits: WideColumnLimits, ma
 }
 
 export function validateDeletes(rows: DeleteRowRequest[], limits: WideColumnLimits): ValidDelete[] {
-  const out = rows.map((r) => {
+  return rows.map((r) => {
     if (r === null || typeof r !== 'object') throw new ShardKitError('INVALID_ARGUMENT', 'each row must be an object');
     const rowRaw = checkName('row key', r.row, limits.maxRowKeyBytes);
     if (r.columns === undefined || r.columns === null) return { row: r.row, rowRaw, columns: null };
@@ -103,6 +103,4 @@ export function validateDeletes(rows: DeleteRowRequest[], limits: WideColumnLimi
     checkCount('columns in one request', r.columns.length, limits.maxItemsPerRow);
     return { row: r.row, rowRaw, columns: uniqueSorted(r.columns.map((c) => checkName('column name', c, limits.maxColumnBytes))) };
   });
-  checkRowsOnce(out, DELETE_ONCE);
-  return out;
 }
