@@ -138,6 +138,15 @@ for (const engine of ['mariadb', 'postgres'] as Engine[]) {
       const held = await restore('--shards', '3', '--into', spare[0]!, '--into-slave', spare[1]!);
       assert.notEqual(held.code, 0);
       assert.match(held.stderr, /ALREADY_EXISTS: .*db00003\.pins on the target .* already holds rows/);
+      // The refusal is all it did: the abort behind it dropped nothing of what it found on the spare.
+      const stray = engine === 'mariadb'
+        ? (await cluster.instance(spare[0]!).admin<Array<{ n: number | string }>>("SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'db00003' AND TABLE_NAME = 'pins'"))[0]!.n
+        : (await pgServer(cluster, spare[0]!).sql<{ n: string }>("SELECT count(*)::text AS n FROM pg_tables WHERE schemaname = 'db00003' AND tablename = 'pins'", [], 'shardkit'))[0]!.n;
+      assert.equal(Number(stray), 1, 'the spare keeps its own table of shard 3');
+      const strayRows = engine === 'mariadb'
+        ? (await cluster.instance(spare[0]!).admin<Array<{ n: number | string }>>('SELECT COUNT(*) AS n FROM db00003.pins'))[0]!.n
+        : (await pgServer(cluster, spare[0]!).sql<{ n: string }>('SELECT count(*)::text AS n FROM db00003.pins', [], 'shardkit'))[0]!.n;
+      assert.equal(Number(strayRows), 1, 'the spare keeps its own row of shard 3');
       assert.equal(held.stderr.trim().split('\n').at(-1)!.includes('at '), false, held.stderr);
       assertBadInput(await restore('--shards', '99', '--into', spare[0]!), 'an unknown shard', /UNKNOWN_SHARD: shards 99\.\.99 are not all in the shard map/);
       assertBadInput(await restore('--shards', '1..2', '--into', spare[0]!), 'shards on two pairs', /INVALID_ARGUMENT: shards 1\.\.2 are not all on one pair/);

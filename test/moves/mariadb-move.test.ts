@@ -25,6 +25,7 @@ import { MariadbReplicatedMoveEngine } from '../../src/moves/mariadb/replicated-
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { adminProbe, userConnection, userProbe } from './mariadb-probe.js';
 import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.js';
+import { gtidWait } from '../../src/ops/failover/index.js';
 import { moveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import type { MoveEvent } from '../../src/moves/move-runner.js';
 // The built binary, as before: these movers run against MariaDB servers (cli() would run them in this process).
@@ -67,7 +68,7 @@ describe('moves on MariaDB: the mover', () => {
       await c.end();
     }
   };
-  const { query: adminQuery, moveConnections } = adminProbe(() => admin);
+  const { query: adminQuery, tablesIn: adminTablesIn, moveConnections } = adminProbe(() => admin);
 
   before(async () => {
     const started = await startTestCluster({ pairs: 2, shards: 8, prefix: 'shardkit-mariamove-' });
@@ -320,23 +321,39 @@ describe('moves on MariaDB: the mover', () => {
     assert.deepEqual(await moveConnections(TARGET.master), []);
   });
 
-  test('a target that already holds rows of a moving shard is refused (ALREADY_EXISTS), and the abort leaves those rows alone', async () => {
+  test('a target that already holds rows of a moving shard is refused (ALREADY_EXISTS) by either engine, and the abort leaves those rows alone on both hosts of the target pair, whose replication runs on', async () => {
+    // Without admin access the factory gives the engine that copies under the freeze; both refuse in prepare.
+    const copying = createMariadbMoveEngine({ hosts, ...storage, tables: objectTables });
+    const pins = `\`${db(3)}\`.\`pins\``;
+    const rows = async (host: string) => ((await adminTablesIn(host, db(3))).includes('pins') ? (await adminQuery<{ data: string }>(host, `SELECT data FROM ${pins} ORDER BY local_id`)).map((r) => r.data) : 'no table');
+    const slaveCaughtUp = async () => gtidWait(admin, TARGET.slave, (await adminQuery<{ p: string }>(TARGET.master, 'SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0]!.p, 60_000);
+    const slaveError = async () => (await adminQuery<{ Last_SQL_Error: string }>(TARGET.slave, 'SHOW ALL SLAVES STATUS')).map((r) => r.Last_SQL_Error).join('; ');
     const c = await admin.connect(TARGET.master);
     try {
-      await c.query(`CREATE DATABASE IF NOT EXISTS \`${db(3)}\``);
-      await c.query(`CREATE TABLE \`${db(3)}\`.\`pins\` (local_id BIGINT PRIMARY KEY, data TEXT)`);
-      await c.query(`INSERT INTO \`${db(3)}\`.\`pins\` VALUES (1, 'not ours')`);
-      await assert.rejects(
-        runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 } }),
-        (err) => isShardKitError(err, 'ALREADY_EXISTS'),
-      );
-      const [rows] = await c.query(`SELECT data FROM \`${db(3)}\`.\`pins\``);
-      assert.deepEqual((rows as Array<{ data: string }>).map((r) => r.data), ['not ours']);
-      assert.equal((await kit.shardMap()).locate(3).master, SOURCE);
-      assert.deepEqual(await moveConnections(TARGET.master), []);
+      for (const [kind, mover] of [['replicated', engine], ['copy under the freeze', copying]] as const) {
+        await c.query(`CREATE DATABASE IF NOT EXISTS \`${db(3)}\``);
+        await c.query(`CREATE TABLE ${pins} (local_id BIGINT PRIMARY KEY, data TEXT)`);
+        await c.query(`INSERT INTO ${pins} VALUES (1, 'not ours')`);
+        // The slave holds them before the move: what it holds afterwards is what the refusal left.
+        assert.ok(await slaveCaughtUp(), `${kind}: the target's slave got the table before the move`);
+        await assert.rejects(
+          runMove({ store: store(), engine: mover, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: TARGET, holdMs: 30_000 } }),
+          (err) => isShardKitError(err, 'ALREADY_EXISTS') && /db00003\.pins on the target MySQL002A already holds rows/.test(err.message),
+        );
+        assert.deepEqual(await rows(TARGET.master), ['not ours'], `${kind}: the target's master keeps its rows`);
+        assert.deepEqual(await rows(TARGET.slave), ['not ours'], `${kind}: the target's slave keeps its table and rows`);
+        // The target pair still replicates: a write on its master is applied on its slave.
+        await c.query(`INSERT INTO ${pins} VALUES (2, 'after the refusal')`);
+        assert.ok(await slaveCaughtUp(), `${kind}: the target's slave applies its master's writes (${await slaveError()})`);
+        assert.deepEqual(await rows(TARGET.slave), ['not ours', 'after the refusal']);
+        assert.equal((await kit.shardMap()).locate(3).master, SOURCE);
+        assert.deepEqual(await moveConnections(TARGET.master), []);
+        await c.query(`DROP TABLE ${pins}`);
+      }
     } finally {
-      await c.query(`DROP TABLE IF EXISTS \`${db(3)}\`.\`pins\``);
+      await c.query(`DROP TABLE IF EXISTS ${pins}`);
       await c.end();
+      await copying.close();
     }
   });
 

@@ -7,9 +7,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { isShardKitError, ShardKitError } from '../../src/errors.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
@@ -395,6 +395,40 @@ test('verify finds a row changed by hand on the target and the mover refuses to 
     assert.equal(existsSync(w.path('MySQL002A', 1)), false);
     assert.deepEqual((await kit.objects.get(board.id)).data, { n: 1 });
     await kit.objects.patch(board.id, { n: 2 });
+  } finally {
+    await w.cleanup();
+  }
+});
+
+test('a target that already holds a file of a moving shard is refused (ALREADY_EXISTS), and the abort leaves that file and its rows alone', async () => {
+  const w = await world();
+  try {
+    const kit = w.services[0]!;
+    const board = await kit.objects.create('board', { n: 1 }, { shard: 1 });
+    const before = localIdsIn(w.path('MySQL001A', 1), 'boards');
+    // Someone else's data for shard 1 on the target (an earlier copy restored by hand, say).
+    const theirs = w.path(TARGET.master, 1);
+    mkdirSync(dirname(theirs), { recursive: true });
+    const src = new Database(w.path('MySQL001A', 1), { readonly: true });
+    try {
+      await src.backup(theirs);
+    } finally {
+      src.close();
+    }
+    const rowsBefore = rowsIn(theirs, 'boards');
+    assert.ok(rowsBefore > 0);
+    await assert.rejects(
+      runMove({ store: w.store, engine: w.engine, start: { span: SPAN, target: TARGET } }),
+      (e) => isShardKitError(e, 'ALREADY_EXISTS') && /already exists on the target MySQL002A/.test(e.message),
+    );
+    assert.equal(existsSync(theirs), true, 'the target\'s own file is still there');
+    assert.equal(rowsIn(theirs, 'boards'), rowsBefore);
+    const map = (await w.store.read())!;
+    assert.equal(map.locate(1).master, 'MySQL001A');
+    assert.equal(map.moves().length, 0);
+    assert.deepEqual(localIdsIn(w.path('MySQL001A', 1), 'boards'), before);
+    await kit.objects.patch(board.id, { n: 2 });
+    assert.deepEqual((await kit.objects.get(board.id)).data, { n: 2 });
   } finally {
     await w.cleanup();
   }

@@ -124,8 +124,10 @@ export class MariadbCopyMoveEngine extends MariadbMoveEngine {
 
   /** The target's part of an abort: the move's connection and copy go. Re-runnable. */
   protected override async undoTarget(move: MoveRecord): Promise<void> {
-    // Only after a completed prepare (it records detail): one that refused the target's rows made nothing to drop.
-    if (move.detail === undefined) return;
+    // Only after a completed prepare (its detail.tables; an abort records detail.abortReason of
+    // its own, so any detail is not enough): one that refused the target's rows made nothing to
+    // drop, and those rows (and the target slave's replicas of them) are someone else's.
+    if (move.detail?.tables === undefined) return;
     await this.withConn(move.target.master, async (c) => {
       for (const d of this.databases(move)) {
         const tables = await this.present(c, d.live);

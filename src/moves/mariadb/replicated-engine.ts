@@ -433,24 +433,22 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
 
   /** The target's part of an abort: the move's connection and copy go. Re-runnable. */
   protected override async undoTarget(move: MoveRecord): Promise<void> {
+    const name = moveConnectionName(move);
     // The connection stops before the source's tables are renamed back (that RENAME must not reach the target).
-    let masterPos: string | undefined;
-    await this.withAdmin(move.target.master, async (c) => {
-      const name = moveConnectionName(move);
+    const ours = await this.withAdmin(move.target.master, async (c) => {
       const st = await connectionStatus(c, name);
-      // Only a copy this move made: a prepare that refused the target (ALREADY_EXISTS) created
-      // no connection and recorded nothing, and the rows it found are not ours to drop.
-      if (st === undefined && move.detail?.connection === undefined) return;
+      // Only a copy this move made, on either host of the target pair: a prepare that refused the
+      // target (ALREADY_EXISTS) created no connection and recorded nothing, and the tables it
+      // found (replicated to the target's slave too) are not ours to drop.
+      if (st === undefined && move.detail?.connection === undefined) return undefined;
       if (st !== undefined) await c.query(`STOP SLAVE '${name}'`);
       // The source's domain without asking the source (it may be the server that died).
       const domain = st?.doDomains[0] ?? (typeof move.detail?.domain === 'number' ? move.detail.domain : await this.withAdmin(move.source.master, sourceDomain));
-      // The copy goes while the (stopped) connection still marks it as ours: an abort that
-      // fails after this and is run again still knows what to drop.
       await this.dropTargetCopy(c, move);
-      if (st !== undefined) await removeConnection(c, name);
-      await restoreSlavePosition(c, domain);
-      masterPos = String(((await c.query('SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0] as Array<{ p: string }>)[0]!.p);
+      const masterPos = String(((await c.query('SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0] as Array<{ p: string }>)[0]!.p);
+      return { domain, masterPos };
     });
+    if (ours === undefined) return;
     // The copy was loaded into the target's slave by a loader of its own (sql_log_bin=0), so a
     // target master killed mid-copy can leave the slave holding tables the master never had:
     // the master's binlogged drops cannot reach those.
@@ -459,10 +457,17 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const slave = move.target.slave;
     if (slave !== undefined) {
       await this.withAdmin(slave, async (c) => {
-        if (masterPos) await c.query('SELECT MASTER_GTID_WAIT(?, 30)', [masterPos]);
+        if (ours.masterPos) await c.query('SELECT MASTER_GTID_WAIT(?, 30)', [ours.masterPos]);
         await this.dropSlaveCopy(c, move);
       });
     }
+    // The (stopped) connection marks the copy as ours until both hosts are clean: an abort that
+    // failed on the slave (a mover killed mid-copy records no detail) is run again and still drops
+    // the slave's copy, where without the mark it would have to leave it as someone else's.
+    await this.withAdmin(move.target.master, async (c) => {
+      await removeConnection(c, name);
+      await restoreSlavePosition(c, ours.domain);
+    });
   }
 
   /** The target slave's own copy of the moving shards, dropped there unlogged (the target was empty before the move: nothing else of these databases is on it). */

@@ -90,7 +90,10 @@ export class SqliteMoveEngine implements MoveEngine {
     for (const s of moveShards(move)) {
       unfenceFile(this.shardPath(move.source.master, s), this.busyTimeoutMs);
       // Only copies this move made: the target never served them (the switch did not happen).
-      removeShardFile(this.shardPath(move.target.master, s));
+      // Without a completed prepare (its detail.files; an abort records detail.abortReason of its
+      // own) there are none: a prepare that refused the target's own file (ALREADY_EXISTS) leaves
+      // that file, which is someone else's data.
+      if (move.detail?.files !== undefined) removeShardFile(this.shardPath(move.target.master, s));
     }
   }
 
