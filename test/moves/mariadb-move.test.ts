@@ -366,6 +366,22 @@ describe('moves on MariaDB: the mover', () => {
     assert.equal((await store().read())!.moves().length, moves);
   });
 
+  test('a target master with a slave replicating from it, and no target slave named: refused before anything is created; the target pair replicates on', async () => {
+    const before = (await store().read())!;
+    await assert.rejects(runMove({ store: store(), engine, hosts: hostNames(), start: { span: { first: 3, last: 3 }, target: { master: TARGET.master } } }),
+      (err) => isShardKitError(err, 'INVALID_ARGUMENT') && /has a slave replicating from it: name it with --to-slave/.test(err.message));
+    const after = (await store().read())!;
+    assert.equal(after.moves().length, before.moves().length);
+    assert.equal(after.locate(3).master, SOURCE);
+    assert.deepEqual(await adminTablesIn(TARGET.master, db(3)), []);
+    assert.deepEqual(await moveConnections(TARGET.master), []);
+    // Its slave still applies what its master writes.
+    await adminQuery(TARGET.master, 'CREATE DATABASE IF NOT EXISTS unnamed_slave_check');
+    assert.ok(await gtidWait(admin, TARGET.slave, (await adminQuery<{ p: string }>(TARGET.master, 'SELECT @@GLOBAL.gtid_binlog_pos AS p'))[0]!.p, 60_000));
+    assert.deepEqual((await adminQuery<{ n: string }>(TARGET.slave, "SELECT SCHEMA_NAME AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'unnamed_slave_check'")).map((r) => r.n), ['unnamed_slave_check']);
+    await adminQuery(TARGET.master, 'DROP DATABASE unnamed_slave_check');
+  });
+
   test('the CLI moves shards 4..5 on the dev cluster config: move, verify (exit 0), drop-moved; bad input is one line, exit 2', async () => {
     const args = ['--config', configPath, '--data', clusterDir];
     await kit.objects.create('pin', { cli: true }, { shard: 4 });

@@ -181,3 +181,15 @@ export async function slaveCaughtUp(admin: MoveAdmin, master: string, slave: str
   const w = await on(slave, async (c) => Number(((await c.query('SELECT MASTER_GTID_WAIT(?, ?) AS w', [pos, timeoutS]))[0] as Array<{ w: number | string }>)[0]!.w));
   if (w !== 0) throw new ShardKitError('SHARD_UNAVAILABLE', `the target's slave ${slave} did not reach its master ${master}'s position ${pos} within ${timeoutS} s: it must replicate its master before a move loads a copy into it`);
 }
+
+/**
+ * A move without a target slave loads its copy into the target master alone, binlog off: a slave
+ * replicating from that master would never get the tables and stop at the first write to them
+ * (an operator's review: `shards move --to X` without `--to-slave` broke X's slave). Refused
+ * while one is attached, before anything is created.
+ */
+export async function refuseUnnamedSlave(c: Conn, master: string): Promise<void> {
+  const [rows] = await c.query("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'");
+  const n = Number((rows as Array<{ n: number | string }>)[0]!.n);
+  if (n > 0) throw new ShardKitError('INVALID_ARGUMENT', `the target ${master} has ${n === 1 ? 'a slave' : `${n} slaves`} replicating from it: name it with --to-slave (the copy is loaded into each host of the target pair, outside the binlog, so a slave not named would never get it): nothing changed`);
+}

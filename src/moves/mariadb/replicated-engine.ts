@@ -6,7 +6,7 @@ import { copySource, dumpProgress, moveCopyThrottle } from './copy-throttle.js';
 import { moveShards } from '../move-shared.js';
 import { armLockFence, completeLockFence, lockFence, waitFenceSessions, type LockFence, type LockedGroup, type LockedTable } from './lock-fence.js';
 import {
-  binlogPos, connectionStatus, slaveCaughtUp, createConnection, filterMatches, gtidByDomain, moveConnectionName, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
+  binlogPos, connectionStatus, slaveCaughtUp, createConnection, filterMatches, gtidByDomain, moveConnectionName, refuseUnnamedSlave, removeConnection, restoreSlavePosition, runningConnections, setMovePosition, slavePos, sourceDomain, startFiltered,
 } from './move-replication.js';
 import { autoIncrementPast, autoIncrements, autoIncrementsIn } from './auto-increment.js';
 import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.js';
@@ -160,6 +160,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     const domain = await this.withAdmin(move.source.master, sourceDomain);
     if (domain === this.fenceDomain) throw new ShardKitError('INVALID_CONFIG', `the source ${move.source.master} runs with gtid_domain_id ${domain}, the move's fence domain: give the mover another fenceDomainId`);
     await this.step('copy: target empty, replication connection created', () => this.withAdmin(move.target.master, async (c) => {
+      if (move.target.slave === undefined) await refuseUnnamedSlave(c, move.target.master);
       if ((await connectionStatus(c, name)) !== undefined) {
         // A mover killed during an earlier prepare: the connection marks the target's copy as ours.
         await removeConnection(c, name);
