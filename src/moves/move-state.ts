@@ -104,9 +104,9 @@ function replaceMove(json: ShardMapJson, id: string, edit: (m: MoveRecord) => Mo
     const next = edit(m);
     return next === undefined ? [] : [next];
   });
-  const out: ShardMapJson = { version: json.version, ranges: json.ranges, modShards: json.modShards };
-  if (moves.length > 0) out.moves = moves;
-  return out;
+  // Everything else the map carries (a read-only mark) stays: failovers edit through here too.
+  const { moves: _replaced, ...rest } = json;
+  return moves.length > 0 ? { ...rest, moves } : rest;
 }
 
 /** Moves a record from one of `from` to `to`, merging `detail`. Idempotent when already at `to`. */
@@ -128,6 +128,26 @@ function onSource(map: ShardMap, m: MoveRecord): boolean {
 }
 
 /**
+ * Failover edits carry a move's record untouched (map-edits.ts withPairRanges), so a failover of
+ * the target pair, planned or emergency, leaves a record naming the old target master, which now
+ * serves the pair as its slave or not at all while the copy is on it: the range must never switch
+ * there. The map shows it: the target's slave masters ranges, or its master is a slave. Failover
+ * records are exempt: their target is their source turned round by design.
+ */
+function refuseTurnedTarget(map: ShardMap, m: MoveRecord, what: string): void {
+  if (m.kind !== 'move') return;
+  const { master, slave } = m.target;
+  const promoted = slave !== undefined && (map.rangesOf(slave).length > 0 || map.modShardRanges().some((r) => r.master === slave));
+  const demoted = map.objectRanges().some((r) => r.slave === master) || map.modShardRanges().some((r) => r.slave === master);
+  if (!promoted && !demoted) return;
+  throw new ShardKitError(
+    'VERSION_CONFLICT',
+    `move ${m.id} cannot ${what}: its target pair ${master}/${slave ?? '-'} was failed over since the move started (${promoted ? `${slave} is a master` : `${master} is a slave`} in map version ${map.version}) and its range never switches to a host failed away from; once the move is aborted (the mover does it, else shards move --abort), move again to the pair's master`,
+    { details: { moveId: m.id } },
+  );
+}
+
+/**
  * Freezes the move's range (phase copied -> frozen). Again on a frozen move: a fresh frozenAt
  * (a resumed mover re-freezes instead of relying on an expired freeze).
  */
@@ -137,6 +157,7 @@ export function freezeMove(map: ShardMap, id: string, now = Date.now(), from: re
     throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}: it can only be frozen from ${from.join(' or ')}`, { details: { moveId: id, phase: m.phase } });
   }
   if (!onSource(map, m)) throw new ShardKitError('VERSION_CONFLICT', `shards ${spanText({ first: m.range[0], last: m.range[1] })} are no longer all on ${m.source.master}: move ${id} cannot freeze them`);
+  refuseTurnedTarget(map, m, 'freeze');
   const freeze: RangeFreeze = { id, source: m.source, target: m.target, frozenAt: now, holdMs: m.holdMs };
   const json = map.toJSON();
   const ranges = carveSpan(json.ranges, { first: m.range[0], last: m.range[1] }, (r) => ({ ...r, frozen: freeze }));
@@ -158,6 +179,7 @@ export function switchMove(map: ShardMap, id: string, now = Date.now()): ShardMa
     throw new ShardKitError('VERSION_CONFLICT', `shards ${spanText(span)} are not frozen by move ${id} on ${m.source.master} any more: the cutover is refused`, { details: { moveId: id } });
   }
   if (m.phase !== 'fenced') throw new ShardKitError('VERSION_CONFLICT', `move ${id} is in phase ${m.phase}: the cutover needs the source fenced first`, { details: { moveId: id, phase: m.phase } });
+  refuseTurnedTarget(map, m, 'switch');
   const json = map.toJSON();
   const toTarget = (x: ShardRange): ShardRange => {
     const out: ShardRange = { range: x.range, master: m.target.master };

@@ -124,10 +124,22 @@ export function promoteSlave(map: ShardMap, host: string, options: { dropOldMast
     if (r.open !== undefined) out.open = r.open;
     return out;
   };
+  return withPairRanges(json, promote);
+}
+
+/**
+ * `json` with `edit` applied to every range, object and mod shards, and every other part of the
+ * map carried as it was: a pair's failover or new slave must not lose the moves recorded in the
+ * map (a running mover would meet UNKNOWN_MOVE, a switched move could never be dropped) nor a
+ * read-only mark. The records are not rewritten either, as a planned failover leaves them
+ * (failover-freeze.ts): a move whose target pair was failed over is refused by the move's own
+ * freeze and switch (move-state.ts), not redirected to hosts that do not hold its copy.
+ */
+export function withPairRanges(json: ShardMapJson, edit: (r: ShardRange) => ShardRange): ShardMapJson {
   return {
-    version: json.version,
-    ranges: mergeAdjacent(json.ranges.map(promote)),
-    modShards: { count: json.modShards.count, ranges: mergeAdjacent(json.modShards.ranges.map(promote)) },
+    ...json,
+    ranges: mergeAdjacent(json.ranges.map(edit)),
+    modShards: { count: json.modShards.count, ranges: mergeAdjacent(json.modShards.ranges.map(edit)) },
   };
 }
 

@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
 import { ShardKit } from '../../src/kit/shard-kit.js';
-import { devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { casMoveState } from '../../src/moves/move-state.js';
+import { devAddPair, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
+import { createTopologyStore } from '../../src/topology/index.js';
+import type { MoveRecord, ShardMap } from '../../src/topology/shard-map.js';
 import { startTestCluster } from '../mysql/cluster-fixture.js';
 import { shardkit } from '../mysql/helpers.js';
 import { ackedAfter, missingOn, newLedger, writeLoad, type Ledger } from './ledger.js';
@@ -61,6 +64,33 @@ async function appWrite(cluster: DevCluster, server: string): Promise<void> {
     await conn.end();
   }
 }
+
+/** The cluster's live map, read from its topology store as the next command would. */
+async function liveMap(fx: Fixture): Promise<ShardMap> {
+  const store = createTopologyStore(fx.cluster.config().topologyStore, { dataDir: fx.dir });
+  try {
+    return (await store.read())!;
+  } finally {
+    await store.close();
+  }
+}
+
+/** Sets the moves recorded in the cluster's map (pair 2, `dev add-pair`, is the other end of each); returns them as stored. */
+async function recordMoves(fx: Fixture, moves: MoveRecord[]): Promise<readonly MoveRecord[]> {
+  const config = fx.cluster.config();
+  const store = createTopologyStore(config.topologyStore, { dataDir: fx.dir });
+  try {
+    const map = await casMoveState(store, (m) => {
+      const { moves: _recorded, ...rest } = m.toJSON();
+      return moves.length > 0 ? { ...rest, moves } : rest;
+    }, { hosts: Object.keys(config.hosts) });
+    return map.moves();
+  } finally {
+    await store.close();
+  }
+}
+
+const toPair2 = { source: { master: 'MySQL001A', slave: 'MySQL001B' }, target: { master: 'MySQL002A', slave: 'MySQL002B' } };
 
 describe('failover --emergency with semi-sync: kill -9 under load loses nothing; the old master is fenced and rebuilt (real mariadbd)', () => {
   let fx: Fixture;
@@ -130,6 +160,8 @@ describe('failover with async replication: bad input changes nothing; kill -9 lo
   let kits: ShardKit[] = [];
   before(async () => {
     fx = await startTestCluster({ pairs: 1, shards: 2, modShards: 2, prefix: 'shardkit-ers-async-' });
+    // The other end of the shard moves recorded below.
+    await devAddPair(fx.dir);
     kits = await openKits(fx);
   });
   after(async () => {
@@ -168,9 +200,37 @@ describe('failover with async replication: bad input changes nothing; kill -9 lo
     assert.equal(Number(ro!.v), 1);
   });
 
-  test('kill -9 under load, failover --emergency: lost acknowledged writes are counted, and rebuild-slave reports what the old master held', async (t) => {
+  test('a running shard move holds a range of the master: failover, planned or --emergency, is refused before anything is touched', async () => {
+    const now = Date.now();
+    await recordMoves(fx, [{ id: 'move-0-0-running', kind: 'move', range: [0, 0], ...toPair2, phase: 'copied', holdMs: 400, startedAt: now, updatedAt: now }]);
+    const v = (await liveMap(fx)).version;
+    try {
+      for (const args of [['--emergency'], []]) {
+        const res = await shardkit(['failover', 'MySQL001A', '--dir', fx.dir, ...args]);
+        assert.equal(res.code, 2, res.stderr);
+        assert.match(res.stderr, /^shardkit: SHARD_FROZEN: .*move-0-0-running/);
+      }
+      assert.equal((await liveMap(fx)).version, v);
+      // Had the emergency failover fenced the master and stopped the slave before the map refused
+      // it, the pair would have no writable master and no slave a second failover could promote.
+      await appWrite(fx.cluster, 'MySQL001A');
+      const [status] = await fx.cluster.instance('MySQL001B').admin<Array<{ Slave_IO_Running: string; Slave_SQL_Running: string }>>('SHOW SLAVE STATUS');
+      assert.deepEqual([status?.Slave_IO_Running, status?.Slave_SQL_Running], ['Yes', 'Yes']);
+    } finally {
+      await recordMoves(fx, []);
+    }
+  });
+
+  test('kill -9 under load, failover --emergency: lost acknowledged writes are counted, and rebuild-slave reports what the old master held; a switched move from another pair stays recorded', async (t) => {
+    // Shard 1 came from pair 2; its old copy there waits for `shards drop-moved`.
+    const moves = await recordMoves(fx, [{
+      id: 'move-1-1-earlier', kind: 'move', range: [1, 1], source: toPair2.target, target: toPair2.source,
+      phase: 'switched', holdMs: 400, startedAt: Date.now() - 60_000, updatedAt: Date.now() - 30_000, detail: { tables: 4 },
+    }]);
     const { ledger, result } = await killAndFailOver(fx, kits);
     assert.equal(result.newMaster, 'MySQL001B');
+    // Lost, `shards drop-moved` would find nothing to clean and the old copy on pair 2 would stay for good.
+    assert.deepEqual((await liveMap(fx)).moves(), moves, 'the moves after failover --emergency');
     const missing = await missingOn(fx.cluster, 'MySQL001B', ledger.acked);
     await devUp({ dir: fx.dir, skipInit: true });
     await assert.rejects(appWrite(fx.cluster, 'MySQL001A'), (err: { code?: string }) => err.code === 'ER_OPTION_PREVENTS_STATEMENT');

@@ -7,6 +7,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { devClusterDown, devClusterStatus, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
+import { casMoveState } from '../../src/moves/move-state.js';
+import { createTopologyStore } from '../../src/topology/index.js';
+import type { MoveRecord } from '../../src/topology/shard-map.js';
 import { shardkit } from '../mysql/helpers.js';
 import { ackedAfter, newLedger, writeLoad } from './ledger.js';
 import { missingOnPg } from './pg-ledger.js';
@@ -60,6 +63,33 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     await sleep(1600);
     for (let i = 0; i < 100 && (await devClusterStatus(DevCluster.require(dir)))[1]!.replicationLagSeconds !== 0; i++) await sleep(100);
     assert.equal((await devClusterStatus(DevCluster.require(dir)))[1]!.replicationLagSeconds, 0);
+  });
+
+  test('a running shard move holds a range of the master: failover, planned or --emergency, is refused before the master is stopped or its standby promoted', async () => {
+    const c = DevCluster.require(dir);
+    const store = createTopologyStore(c.config().topologyStore, { dataDir: dir });
+    const now = Date.now();
+    const move: MoveRecord = { id: 'move-0-0-running', kind: 'move', range: [0, 0], source: { master: 'PG001A', slave: 'PG001B' }, target: { master: 'PG002A', slave: 'PG002B' }, phase: 'copied', holdMs: 400, startedAt: now, updatedAt: now };
+    try {
+      const held = await casMoveState(store, (m) => ({ ...m.toJSON(), moves: [move] }));
+      for (const args of [['--emergency'], []]) {
+        const res = await shardkit(['failover', 'PG001A', '--dir', dir, ...args]);
+        assert.equal(res.code, 2, res.stderr);
+        assert.match(res.stderr, /^shardkit: SHARD_FROZEN: .*move-0-0-running/);
+      }
+      assert.equal((await store.read())!.version, held.version);
+      const st = await devClusterStatus(c);
+      assert.deepEqual(st.map((r) => [r.name, r.role, r.replication]), [['PG001A', 'master', '-'], ['PG001B', 'slave', 'running']]);
+      const [rec] = await pgServer(c, 'PG001B').sql<{ rec: boolean }>('SELECT pg_is_in_recovery() AS rec');
+      assert.equal(rec?.rec, true, 'PG001B is still a standby');
+      await kit.objects.create('pin', { refused: 'failover' }, { shard: 1 });
+    } finally {
+      await casMoveState(store, (m) => {
+        const { moves: _recorded, ...rest } = m.toJSON();
+        return rest;
+      });
+      await store.close();
+    }
   });
 
   test('planned failover under load: 0 acknowledged writes lost, the old master streams from the new one', async () => {

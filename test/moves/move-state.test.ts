@@ -4,6 +4,7 @@ import {
   MemoryTopologyStore, ShardKitError, ShardMap, abortMove, activeFreeze, addMove, advanceMove, casMoveState, forgetMove, freezeMove,
   moveShards, promoteSlave, setOpen, switchMove, type ShardMapJson, type TopologyStore,
 } from '../../src/index.js';
+import { failoverIds, freezeForFailover, switchFailover } from '../../src/ops/failover/failover-freeze.js';
 import { mulberry32 } from '../../src/util/prng.js';
 
 const HOSTS = ['A1', 'A2', 'B1', 'B2', 'C1', 'C2', 'M1', 'M2'];
@@ -145,6 +146,41 @@ test('a whole move: freeze carves the range, the switch names the target, forget
   const aborted = await casMoveState(store2, (m) => abortMove(m, 'm2'));
   assert.deepEqual(aborted.toJSON().ranges, baseJson().ranges, 'abort merges the carved range back');
   assert.equal(aborted.toJSON().moves, undefined);
+});
+
+test('a move whose target pair was failed over since it started is refused at the freeze and at the cutover, its record kept: the range never switches to the old master', async () => {
+  // The target pair B1/B2 serves 8..15 already, so it can be failed over while the move runs.
+  const onB = { master: 'B1', slave: 'B2' };
+  const failovers: Array<[string, (m: ShardMap) => ShardMapJson]> = [
+    ['emergency', (m) => promoteSlave(m, 'B1')],
+    ['promote --drop-old-master', (m) => promoteSlave(m, 'B1', { dropOldMaster: true })],
+    ['planned', (m) => {
+      const held = ShardMap.fromJSON(freezeForFailover(m, 'B1', 'B2', { holdMs: 2000 }));
+      return switchFailover(held, 'B1', failoverIds(held, 'B1'));
+    }],
+  ];
+  for (const [how, failover] of failovers) {
+    const store = await storeWith();
+    await casMoveState(store, (m) => addMove(m, { id: 'm1', span: { first: 0, last: 3 }, target: onB }), { hosts: HOSTS });
+    await casMoveState(store, (m) => advanceMove(m, 'm1', ['started'], 'copied'));
+    await casMoveState(store, failover);
+    assert.equal(await code(casMoveState(store, (m) => freezeMove(m, 'm1'))), 'VERSION_CONFLICT', how);
+    const kept = (await store.read())!;
+    assert.deepEqual([kept.move('m1')?.phase, kept.move('m1')?.target], ['copied', onB], how);
+    assert.equal(kept.freezeOf(0), undefined, how);
+
+    // Failed over under the freeze: the switch refuses, the abort gives the range back to the source.
+    const frozen = await storeWith();
+    await casMoveState(frozen, (m) => addMove(m, { id: 'm1', span: { first: 0, last: 3 }, target: onB }), { hosts: HOSTS });
+    await casMoveState(frozen, (m) => advanceMove(m, 'm1', ['started'], 'copied'));
+    await casMoveState(frozen, (m) => freezeMove(m, 'm1'));
+    await casMoveState(frozen, (m) => advanceMove(m, 'm1', ['frozen'], 'fenced'));
+    await casMoveState(frozen, failover);
+    assert.equal(await code(casMoveState(frozen, (m) => switchMove(m, 'm1'))), 'VERSION_CONFLICT', how);
+    assert.equal((await frozen.read())!.locate(0).master, 'A1', how);
+    const aborted = await casMoveState(frozen, (m) => abortMove(m, 'm1'));
+    assert.deepEqual([aborted.locate(0).master, aborted.freezeOf(0), aborted.moves().length], ['A1', undefined, 0], how);
+  }
 });
 
 test('the map refuses inconsistent move state in its JSON', () => {

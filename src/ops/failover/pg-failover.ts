@@ -74,7 +74,11 @@ function recordRoles(c: DevCluster, master: string, slave: string, rebuild: bool
  * standby of the new one (it follows the new timeline).
  */
 export async function pgPlannedFailover(c: DevCluster, master: string, options: { timeoutMs?: number } = {}): Promise<FailoverResult> {
-  const slave = slaveOf(await liveShardMap(c), master);
+  const map = await liveShardMap(c);
+  const slave = slaveOf(map, master);
+  // The map edit is tried first (a running shard move holding a range of the master refuses it):
+  // nothing is stopped or promoted for a failover that could not be recorded.
+  promoteSlave(map, master);
   const old = pgServer(c, master);
   const next = pgServer(c, slave);
   await requireStandbyOf(next, old, true);
@@ -135,7 +139,10 @@ async function answers(server: PostgresServer, ms: number): Promise<boolean> {
 /** Emergency: the master is gone; promote the standby, compare-and-set the map; the old master needs a rebuild. */
 export async function pgEmergencyFailover(c: DevCluster, master: string): Promise<FailoverResult> {
   const started = Date.now();
-  const slave = slaveOf(await liveShardMap(c), master);
+  const map = await liveShardMap(c);
+  const slave = slaveOf(map, master);
+  // As in the planned failover: refused before the old master is stopped and its standby promoted.
+  promoteSlave(map, master);
   const old = pgServer(c, master);
   const next = pgServer(c, slave);
   await requireStandbyOf(next, old, false);
