@@ -25,9 +25,9 @@ export function joinHalves(hi: number, lo: number): bigint {
  * Validates an ID (bigint or decimal string) and loads it into the shared buffer, for decoders
  * that then read `idWords[ID_HI]` and `idWords[ID_LO]` before anything else touches the buffer.
  */
-export function loadId(input: IdInput): bigint {
+export function loadId(input: IdInput, what = 'id'): bigint {
   // asUintN(64, x) === x is the 0..2^64-1 check; two BigInt comparisons cost ~2x more (bench/ids).
-  const id = typeof input === 'bigint' && BigInt.asUintN(64, input) === input ? input : parseId(input);
+  const id = typeof input === 'bigint' && BigInt.asUintN(64, input) === input ? input : parseId(input, what);
   u64[0] = id;
   return id;
 }

@@ -29,11 +29,12 @@ export const pinterestId = {
     }
     return codec.encode(parts as unknown as Record<string, number>);
   },
-  decode(input: IdInput): PinterestIdParts {
-    const id = loadId(input);
+  /** `what` names the input in errors (`ids[3]` in a multi-get). */
+  decode(input: IdInput, what = 'id'): PinterestIdParts {
+    const id = loadId(input, what);
     const hi = idWords[ID_HI]!;
     const lo = idWords[ID_LO]!;
-    if (hi > 0x3fffffff) throw new ShardKitError('INVALID_ID', `id ${id} has reserved bits set (not a pinterest id)`);
+    if (hi > 0x3fffffff) throw new ShardKitError('INVALID_ID', `${what} ${id} has reserved bits set (not a pinterest id)`);
     return { shard: hi >>> 14, type: (hi >>> 4) & 0x3ff, localId: (hi & 0xf) * TWO32 + lo };
   },
 };
