@@ -48,6 +48,8 @@ export function installContractHooks(app: FastifyInstance, maxParamLength: numbe
     } else if (query.additionalProperties === undefined) {
       route.schema = { ...schema, querystring: { ...query, additionalProperties: false } };
     }
+    const integers = Object.entries(query?.properties ?? {}).filter(([, p]) => (p as { type?: unknown }).type === 'integer').map(([name]) => name);
+    if (integers.length > 0) route.preValidation = [...[route.preValidation ?? []].flat(), decimalIntegers(integers)];
   });
 
   app.addHook('onRequest', (request, _reply, done) => {
@@ -102,6 +104,25 @@ const needsContentType: preValidationHookHandler = (request, _reply, done) => {
   }
   done();
 };
+
+/**
+ * Integer query parameters are plain decimal: the validator's coercion reads its input as
+ * JavaScript does (`+"1e1"`, `+"0x10"`, `+" 10"` are all numbers), so `?limit=0x10` meant 16. A
+ * hook of the routes that declare an integer parameter, before the validator coerces it.
+ */
+function decimalIntegers(names: readonly string[]): preValidationHookHandler {
+  return (request, _reply, done) => {
+    const query = request.query as Record<string, unknown>;
+    for (const name of names) {
+      const value = query[name];
+      if (typeof value === 'string' && !/^-?[0-9]{1,16}$/.test(value)) {
+        done(new ShardKitError('INVALID_ARGUMENT', `query parameter ${name} must be a decimal integer, not ${JSON.stringify(value.slice(0, 40))}`));
+        return;
+      }
+    }
+    done();
+  };
+}
 
 /** A body this service would misread: any content coding but identity, a charset but UTF-8. */
 function unreadableBody(encoding: string | undefined, type: string | undefined): ShardKitError | undefined {

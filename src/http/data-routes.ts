@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { ShardKit } from '../kit/shard-kit.js';
 import { checkIntegerLiterals } from './safe-numbers.js';
+import { checkDuplicateKeys } from './duplicate-keys.js';
 import { MAX_HEADER_BYTES } from './error-handler.js';
 import { lookupRoutes } from './routes/lookup-routes.js';
 import { mappingRoutes } from './routes/mapping-routes.js';
@@ -40,7 +41,8 @@ export async function registerDataRoutes(api: FastifyInstance, kit: ShardKit, op
 export function installJsonParsers(api: FastifyInstance, bodyLimit: number): void {
   // RFC 7396 patches arrive as application/merge-patch+json and parse like JSON (PATCH only:
   // contract-hooks.ts refuses the type on other methods).
-  // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts); a
+  // Every JSON body: integer literals JSON.parse would round are refused (safe-numbers.ts), and so
+  // is a name given twice in one object (duplicate-keys.ts); a
   // route whose body is optional (config.optionalBody) takes an empty body as none.
   const parseJson = api.getDefaultJsonParser('error', 'error');
   const parser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
@@ -56,6 +58,7 @@ export function installJsonParsers(api: FastifyInstance, bodyLimit: number): voi
       }
       try {
         checkIntegerLiterals(text);
+        checkDuplicateKeys(text);
       } catch (refused) {
         done(refused as Error);
         return;
