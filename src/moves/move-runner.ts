@@ -5,7 +5,7 @@ import type { TopologyStore } from '../topology/topology-store.js';
 import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
 import { refuseUnknownTarget, waitForServices } from './service-gate.js';
-import { addMove, advanceMove, abortMove, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
+import { addMove, advanceMove, abortMove, asMappedSource, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
 
 /** What the runner reports as it goes (the CLI prints these as JSON lines or a bar). */
 export interface MoveEvent {
@@ -292,7 +292,7 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     const m = requireMove(map, moveId);
     emit(moveId, 'aborting');
     await options.afterPhase?.('aborting');
-    await engine.undo(m);
+    await engine.undo(asMappedSource(map, m));
     map = await cas((x) => abortMove(x, moveId));
     emit(moveId, 'aborted');
     return { move: m, outcome: 'aborted' };

@@ -198,6 +198,17 @@ export function switchMove(map: ShardMap, id: string, now = Date.now()): ShardMa
   return replaceMove({ ...json, ranges, modShards }, id, (x) => ({ ...x, phase: 'switched', updatedAt: now }));
 }
 
+/**
+ * The move with its source pair as the map names it now. A source pair failed over while the move
+ * was being aborted (its master died: promoteSlave allows that once the move is 'aborting') is
+ * undone on its new master, which holds what the old one replicated (a fence's renames included).
+ */
+export function asMappedSource(map: ShardMap, m: MoveRecord): MoveRecord {
+  const r = map.rangeOf(m.range[0]);
+  if (r === undefined || r.master === m.source.master) return m;
+  return { ...m, source: { master: r.master, ...(r.slave !== undefined ? { slave: r.slave } : {}) } };
+}
+
 /** Marks a move as being aborted (before its engine undoes the fence): from then on it can never switch. */
 export function beginAbort(map: ShardMap, id: string, now = Date.now(), reason?: string): ShardMapJson {
   const m = requireMove(map, id);
@@ -205,6 +216,23 @@ export function beginAbort(map: ShardMap, id: string, now = Date.now(), reason?:
   // Why, in the record the dashboard and `topology show` read while the abort runs (#28).
   const detail = reason === undefined || m.detail?.abortReason !== undefined ? undefined : { abortReason: reason.slice(0, 4096) };
   return advanceMove(map, id, ['started', 'copied', 'frozen', 'fenced'], 'aborting', detail, now);
+}
+
+/**
+ * Every move of shards `master` serves that has not switched, marked 'aborting' (the supervisor,
+ * before it fails a dead master over): none can switch from here, and promoteSlave lets the pair
+ * fail over. The engines' undo is left to `shards move --abort`, which then runs on the new master.
+ * Returns the map unchanged (and no ids) when there is none.
+ */
+export function abortMovesFrom(map: ShardMap, master: string, reason: string, now = Date.now()): { json: ShardMapJson; ids: string[] } {
+  let current = map;
+  const ids: string[] = [];
+  for (const m of map.moves()) {
+    if (m.kind !== 'move' || m.phase === 'switched' || m.phase === 'aborting' || map.rangeOf(m.range[0])?.master !== master) continue;
+    current = ShardMap.fromJSON(beginAbort(current, m.id, now, reason));
+    ids.push(m.id);
+  }
+  return { json: current.toJSON(), ids };
 }
 
 /** Before the switch: lifts the freeze and forgets the move, so the source serves as before. */

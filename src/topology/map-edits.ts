@@ -47,9 +47,10 @@ function copyRange(r: ShardRange, lo: number, hi: number): ShardRange {
  * Map edits never touch shards a move holds (frozen, or being copied): the move's cutover
  * compare-and-set expects the range where it left it. Finish or abort the move first.
  */
-export function refuseMoving(map: ShardMap, span: ShardSpan, what = 'shards'): void {
+export function refuseMoving(map: ShardMap, span: ShardSpan, what = 'shards', options: { aborting?: 'allowed' } = {}): void {
   for (const m of map.moves()) {
     if (m.phase === 'switched' || m.range[1] < span.first || m.range[0] > span.last) continue;
+    if (m.phase === 'aborting' && options.aborting === 'allowed' && m.kind === 'move') continue;
     throw new ShardKitError(
       'SHARD_FROZEN',
       `${what} ${spanText(span)} overlap ${m.range[0]}..${m.range[1]}, which ${m.kind === 'move' ? 'move' : 'failover'} ${m.id} holds (phase ${m.phase}): finish or abort it first (shardkit shards move --resume/--abort)`,
@@ -111,7 +112,10 @@ export function promoteSlave(map: ShardMap, host: string, options: { dropOldMast
   const json = map.toJSON();
   const mastered = [...json.ranges, ...json.modShards.ranges].filter((r) => r.master === host);
   if (mastered.length === 0) bad(`host ${host} is master of no range: nothing to promote`);
-  for (const r of json.ranges) if (r.master === host) refuseMoving(map, { first: r.range[0], last: r.range[1] }, `host ${host} masters shards`);
+  // A move being aborted can never switch, and its undo follows the range to its new master
+  // (move-state.ts asMappedSource): a source whose master died mid-move is failed over, not left
+  // down until both hosts come back for the abort.
+  for (const r of json.ranges) if (r.master === host) refuseMoving(map, { first: r.range[0], last: r.range[1] }, `host ${host} masters shards`, { aborting: 'allowed' });
   const lonely = mastered.filter((r) => r.slave === undefined);
   if (lonely.length > 0) {
     const which = lonely.map((r) => `${json.ranges.includes(r) ? 'object' : 'mod'} shards ${spanText({ first: r.range[0], last: r.range[1] })}`);

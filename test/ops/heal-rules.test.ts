@@ -67,8 +67,68 @@ test('the supervisor fails over once per confirmed death, reports changes only, 
     await sup.round();
   }
   assert.deepEqual(failedOver, ['MySQL001A']);
-  assert.deepEqual(decisions.map((d) => d.verdict), ['suspect', 'suspect', 'failover']);
+  // One suspect line for the run of missed probes ("1 of 3", "2 of 3" are one cause), then the failover.
+  assert.deepEqual(decisions.map((d) => d.verdict), ['suspect', 'failover']);
   assert.equal(sup.failovers, 1);
+});
+
+test('a failover that is refused is not a failover: no flap window, tried again with backoff, reported once per error, and done once the cause is gone', async () => {
+  let current = ShardMap.fromJSON(defaultShardMapJson({ shards: 8, pairs: 2, modShards: 8 }));
+  let refusal: string | undefined = 'host MySQL001A masters shards 0..3 overlap 0..1, which move m1 holds (phase copied)';
+  const tried: number[] = [];
+  const decisions: HealDecision[] = [];
+  let now = 0;
+  const sup = new HealSupervisor({
+    map: async () => current,
+    observe: async (master, slave) => (master === 'MySQL001A' ? { ...dead, master, slave } : { master, slave, masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 }),
+    failover: async (master) => {
+      tried.push(now);
+      if (refusal !== undefined) throw new Error(refusal);
+      const json = current.toJSON();
+      for (const r of [...json.ranges, ...json.modShards.ranges]) if (r.master === master) {
+        r.master = r.slave!;
+        delete r.slave;
+      }
+      current = ShardMap.fromJSON({ ...json, version: json.version + 1 });
+      return { kind: 'emergency', oldMaster: master, newMaster: 'MySQL001B', position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
+    },
+  }, SETTINGS, (d) => decisions.push(d), () => now);
+  // 2 s probes for a minute: the failover is tried at the third probe, then after 1, 2, 4, 8, 16, 32 s.
+  for (let i = 0; i < 30; i++) {
+    now += 2000;
+    await sup.round();
+  }
+  assert.equal(sup.failovers, 0);
+  assert.ok(tried.length >= 5 && tried.length <= 8, `tried ${tried.length} times in a minute: ${tried.join(' ')}`);
+  for (let i = 2; i < tried.length; i++) assert.ok(tried[i]! - tried[i - 1]! >= tried[i - 1]! - tried[i - 2]!, `backing off: ${tried.join(' ')}`);
+  // One suspect line, then one line for the refusal however many times it is tried.
+  assert.deepEqual(decisions.map((d) => d.verdict), ['suspect', 'failover']);
+  assert.match(decisions[1]!.error ?? '', /which move m1 holds/);
+  // Another error is another line.
+  refusal = 'the topology store is unavailable';
+  for (let i = 0; i < 40 && decisions.length < 3; i++) {
+    now += 2000;
+    await sup.round();
+  }
+  assert.equal(decisions.length, 3);
+  assert.match(decisions[2]!.error ?? '', /topology store/);
+  // The cause is gone (the move was aborted): the next try fails over, although a try "happened" seconds ago.
+  refusal = undefined;
+  for (let i = 0; i < 40 && sup.failovers === 0; i++) {
+    now += 2000;
+    await sup.round();
+  }
+  assert.equal(sup.failovers, 1);
+  assert.equal(decisions.at(-1)!.verdict, 'failover');
+  assert.equal(decisions.at(-1)!.error, undefined);
+});
+
+test('a master that answers again forgets its failed failover; the next death is judged afresh', () => {
+  const memory = { failedProbes: 5, suspectSince: 1, failoverFailed: { attempts: 3, error: 'refused', retryAt: 10_000 } };
+  const back = remember(memory, { ...dead, masterReachable: true }, 2_000);
+  assert.equal(back.failoverFailed, undefined);
+  assert.equal(judge(dead, { ...memory, failedProbes: 3 }, SETTINGS, 5_000).kind, 'refuse');
+  assert.equal(judge(dead, { ...back, failedProbes: 3 }, SETTINGS, 5_000).kind, 'failover');
 });
 
 test('--rebuild: after a failover the pair gets a slave by itself, the first spare the map does not name (else the old master); a failed rebuild is reported', async () => {
@@ -152,4 +212,25 @@ test('a supervisor without the lease observes (recommends only); elected, it act
   for (let i = 0; i < 4; i++) await sup.round();
   assert.equal(failedOver.length, 2, 'no action after the lease is lost');
   current = ShardMap.fromJSON(current.toJSON());
+});
+
+test('act mode: the moves of a dead master\'s shards are marked aborting before its failover, and the decision names them', async () => {
+  const current = ShardMap.fromJSON(defaultShardMapJson({ shards: 8, pairs: 2, modShards: 8 }));
+  const calls: string[] = [];
+  const decisions: HealDecision[] = [];
+  const sup = new HealSupervisor({
+    map: async () => current,
+    observe: async (master, slave) => (master === 'MySQL001A' ? { ...dead, master, slave } : { master, slave, masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 }),
+    abortMoves: async (master, reason) => {
+      calls.push(`abort ${master}: ${reason.split(':')[0]}`);
+      return ['move-0-1-x'];
+    },
+    failover: async (master) => {
+      calls.push(`failover ${master}`);
+      return { kind: 'emergency', oldMaster: master, newMaster: 'MySQL001B', position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
+    },
+  }, SETTINGS, (d) => decisions.push(d));
+  for (let i = 0; i < 3; i++) await sup.round();
+  assert.deepEqual(calls, ['abort MySQL001A: MySQL001A died (MySQL001A unreachable for 3 probes and its slave MySQL001B lost it too)', 'failover MySQL001A']);
+  assert.deepEqual(decisions.at(-1)!.abortedMoves, ['move-0-1-x']);
 });

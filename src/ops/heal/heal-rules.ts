@@ -61,39 +61,58 @@ export interface PairMemory {
   suspectSince?: number;
   /** When this supervisor last failed over a pair with this master or slave (ms). */
   lastFailoverAt?: number;
+  /**
+   * This master's failover was tried and refused or failed (a move held its range, a store was
+   * down): not a failover for the flap window, tried again from `retryAt` (backing off).
+   */
+  failoverFailed?: { attempts: number; error: string; retryAt: number };
 }
 
+/**
+ * `cause` names the rule that decided, without the figures of the reason (probe counts, seconds):
+ * the supervisor reports a pair again only when its verdict or cause changes.
+ */
 export type Verdict =
-  | { kind: 'healthy' }
-  | { kind: 'suspect'; reason: string }
-  | { kind: 'failover'; reason: string }
-  | { kind: 'recommend'; reason: string; command: string }
-  | { kind: 'refuse'; reason: string };
+  | { kind: 'healthy'; cause: 'healthy' }
+  | { kind: 'suspect'; cause: string; reason: string }
+  | { kind: 'failover'; cause: 'dead'; reason: string }
+  | { kind: 'recommend'; cause: 'dead'; reason: string; command: string }
+  | { kind: 'refuse'; cause: string; reason: string };
+
+/** How long to wait before trying a failed failover again (ms): 1, 2, 4 ... s, up to a minute. */
+export function failoverRetryMs(attempts: number): number {
+  return Math.min(60_000, 1000 * 2 ** Math.max(0, attempts - 1));
+}
 
 export function judge(obs: PairObservation, memory: PairMemory, settings: HealSettings, now: number): Verdict {
-  if (obs.masterReachable) return { kind: 'healthy' };
+  if (obs.masterReachable) return { kind: 'healthy', cause: 'healthy' };
   const failed = memory.failedProbes;
-  if (failed < settings.deadAfterProbes) return { kind: 'suspect', reason: `${obs.master} unreachable (${failed} of ${settings.deadAfterProbes} probes): ${obs.masterError ?? 'no answer'}` };
-  if (!obs.slaveReachable) return { kind: 'refuse', reason: `${obs.master} and its slave ${obs.slave} are both unreachable from here: the supervisor may be the one cut off; nothing is done (${obs.slaveError ?? 'no answer'})` };
-  if (obs.slaveIoConnected) return { kind: 'suspect', reason: `${obs.master} unreachable from here, but its slave ${obs.slave} is still connected to it: not dead (a partition between the supervisor and the master?)` };
+  if (failed < settings.deadAfterProbes) return { kind: 'suspect', cause: 'unreachable', reason: `${obs.master} unreachable (${failed} of ${settings.deadAfterProbes} probes): ${obs.masterError ?? 'no answer'}` };
+  if (!obs.slaveReachable) return { kind: 'refuse', cause: 'both-unreachable', reason: `${obs.master} and its slave ${obs.slave} are both unreachable from here: the supervisor may be the one cut off; nothing is done (${obs.slaveError ?? 'no answer'})` };
+  if (obs.slaveIoConnected) return { kind: 'suspect', cause: 'slave-connected', reason: `${obs.master} unreachable from here, but its slave ${obs.slave} is still connected to it: not dead (a partition between the supervisor and the master?)` };
   const w = obs.witness;
-  if (w !== undefined && w.reaching.length > 0) return { kind: 'suspect', reason: `${obs.master} unreachable from here and from its slave, but ${w.reaching.length} of ${w.services} live service(s) still reach it (${w.reaching[0]}): not dead (the supervisor and the slave cut off from it?)` };
-  if (w !== undefined && w.answered < w.services && w.waitedMs < w.waitMs) return { kind: 'suspect', reason: `${obs.master} unreachable from here and from its slave; waiting for the services' word (${w.answered} of ${w.services} answered, ${Math.round(w.waitedMs)} of ${w.waitMs} ms)` };
+  if (w !== undefined && w.reaching.length > 0) return { kind: 'suspect', cause: 'witness-reaching', reason: `${obs.master} unreachable from here and from its slave, but ${w.reaching.length} of ${w.services} live service(s) still reach it (${w.reaching[0]}): not dead (the supervisor and the slave cut off from it?)` };
+  if (w !== undefined && w.answered < w.services && w.waitedMs < w.waitMs) return { kind: 'suspect', cause: 'witness-waiting', reason: `${obs.master} unreachable from here and from its slave; waiting for the services' word (${w.answered} of ${w.services} answered, ${Math.round(w.waitedMs)} of ${w.waitMs} ms)` };
   const witnessed = w === undefined ? '' : w.answered === w.services ? `, as did every live service (${w.services})` : `; ${w.answered} of ${w.services} live service(s) answered within ${w.waitMs} ms, none reached it`;
   const reason = `${obs.master} unreachable for ${failed} probes and its slave ${obs.slave} lost it too${witnessed}`;
-  if (!obs.slaveSqlHealthy) return { kind: 'refuse', reason: `${reason}, but ${obs.slave} cannot apply what it received (${obs.slaveError || 'SQL thread stopped'}): promoting it would lose data; repair it or fail over by hand` };
-  if (obs.slaveLagSeconds != null && obs.slaveLagSeconds > settings.maxLagSeconds) return { kind: 'refuse', reason: `${reason}, but ${obs.slave} is ${obs.slaveLagSeconds} s behind (more than ${settings.maxLagSeconds} s): not promoted` };
+  if (!obs.slaveSqlHealthy) return { kind: 'refuse', cause: 'slave-broken', reason: `${reason}, but ${obs.slave} cannot apply what it received (${obs.slaveError || 'SQL thread stopped'}): promoting it would lose data; repair it or fail over by hand` };
+  if (obs.slaveLagSeconds != null && obs.slaveLagSeconds > settings.maxLagSeconds) return { kind: 'refuse', cause: 'slave-lagging', reason: `${reason}, but ${obs.slave} is ${obs.slaveLagSeconds} s behind (more than ${settings.maxLagSeconds} s): not promoted` };
   if (memory.lastFailoverAt !== undefined && now - memory.lastFailoverAt < settings.flapWindowMs) {
-    return { kind: 'refuse', reason: `${reason}, but this pair failed over ${Math.round((now - memory.lastFailoverAt) / 1000)} s ago (anti-flapping window ${Math.round(settings.flapWindowMs / 1000)} s): a human decides` };
+    return { kind: 'refuse', cause: 'flapping', reason: `${reason}, but this pair failed over ${Math.round((now - memory.lastFailoverAt) / 1000)} s ago (anti-flapping window ${Math.round(settings.flapWindowMs / 1000)} s): a human decides` };
   }
-  if (settings.mode === 'observe') return { kind: 'recommend', reason, command: `shardkit failover ${obs.master} --emergency` };
-  return { kind: 'failover', reason };
+  const failedBefore = memory.failoverFailed;
+  if (failedBefore !== undefined && now < failedBefore.retryAt) {
+    // The same refusal is one line however long it lasts (the cause carries the error, not the time).
+    return { kind: 'refuse', cause: `failover-failed: ${failedBefore.error}`, reason: `${reason}, but its failover failed (${failedBefore.error}): tried again from ${new Date(failedBefore.retryAt).toISOString()} (attempt ${failedBefore.attempts + 1})` };
+  }
+  if (settings.mode === 'observe') return { kind: 'recommend', cause: 'dead', reason, command: `shardkit failover ${obs.master} --emergency` };
+  return { kind: 'failover', cause: 'dead', reason };
 }
 
 /** The memory after a round: probes counted while the master stays unreachable, reset once it answers. */
 export function remember(memory: PairMemory, obs: PairObservation, now = Date.now()): PairMemory {
   if (obs.masterReachable) {
-    const { suspectSince: _s, ...rest } = memory;
+    const { suspectSince: _s, failoverFailed: _f, ...rest } = memory;
     return { ...rest, failedProbes: 0 };
   }
   return { ...memory, failedProbes: memory.failedProbes + 1, suspectSince: memory.suspectSince ?? now };

@@ -3,7 +3,7 @@ import type { ShardMap } from '../../topology/shard-map.js';
 import type { FailoverResult } from '../failover/emergency-failover.js';
 import type { HealPairState, HealStatus } from '../../topology/heal-records.js';
 import { liveServices, type ServiceHeartbeat } from '../../topology/service-records.js';
-import { judge, remember, type HealSettings, type PairMemory, type PairObservation, type Verdict, type WitnessView } from './heal-rules.js';
+import { failoverRetryMs, judge, remember, type HealSettings, type PairMemory, type PairObservation, type Verdict, type WitnessView } from './heal-rules.js';
 
 /** One decision about one pair, with the evidence it was taken on (logged as a JSON line). */
 export interface HealDecision {
@@ -16,6 +16,8 @@ export interface HealDecision {
   command?: string;
   evidence: PairObservation;
   failover?: FailoverResult;
+  /** Moves marked 'aborting' so the pair could fail over: finish each with `shards move RANGE --abort`. */
+  abortedMoves?: string[];
   /** What `pair rebuild-slave` reported (verdict `rebuild`). */
   rebuild?: unknown;
   error?: string;
@@ -26,6 +28,12 @@ export interface HealTarget {
   map(): Promise<ShardMap>;
   observe(master: string, slave: string): Promise<PairObservation>;
   failover(master: string): Promise<FailoverResult>;
+  /**
+   * Before a failover: marks 'aborting' every move of shards `master` serves that has not switched
+   * (a dead source can finish no move; an unfinished one would keep the pair from failing over).
+   * Returns the moves marked.
+   */
+  abortMoves?(master: string, reason: string): Promise<string[]>;
   /** `pair rebuild-slave`: builds `slave` (default: the one the map names, the old master) from `master`, records it in the map. */
   rebuild?(master: string, slave?: string): Promise<unknown>;
 }
@@ -128,23 +136,33 @@ export class HealSupervisor {
         ...('reason' in verdict ? { reason: verdict.reason } : {}),
         ...('command' in verdict ? { command: verdict.command } : {}),
       };
+      let key = `${verdict.kind}|${verdict.cause}`;
       if (verdict.kind === 'failover') {
         try {
+          const aborted = await this.target.abortMoves?.(master, `${master} died (${verdict.reason}): heal aborted the move to fail the pair over`);
+          if (aborted !== undefined && aborted.length > 0) decision.abortedMoves = aborted;
           decision.failover = await this.target.failover(master);
           this.failovers++;
           if (this.settings.rebuild && this.target.rebuild !== undefined) this.startRebuild(decision.failover.newMaster);
+          // Only a failover that happened counts for the flap window.
+          const at = this.now();
+          this.lastFailover.set(master, at);
+          this.lastFailover.set(slave, at);
+          this.memory.delete(master);
+          key = `failover|${at}`;
         } catch (err) {
+          // Refused or failed (a shard move held the range, the store was down): the master is
+          // still dead, so it is tried again, backing off, and reported again only with a new error.
           decision.error = (err as Error).message;
+          const attempts = (memory.failoverFailed?.attempts ?? 0) + 1;
+          memory.failoverFailed = { attempts, error: decision.error.slice(0, 500), retryAt: this.now() + failoverRetryMs(attempts) };
+          key = `refuse|failover-failed: ${memory.failoverFailed.error}`;
         }
-        const at = this.now();
-        this.lastFailover.set(master, at);
-        this.lastFailover.set(slave, at);
-        this.memory.delete(master);
       }
       const previous = this.states.get(master);
-      this.states.set(master, { master, slave, verdict: verdict.kind, ...(decision.reason !== undefined ? { reason: decision.reason.slice(0, 2000) } : {}), since: previous?.verdict === verdict.kind ? previous.since : this.now() });
-      const key = `${verdict.kind}|${decision.reason ?? ''}`;
-      if (verdict.kind === 'failover' || this.lastReported.get(master) !== key) {
+      const shown = decision.error !== undefined ? `${decision.reason ?? ''}; the failover failed: ${decision.error}` : decision.reason;
+      this.states.set(master, { master, slave, verdict: verdict.kind, ...(shown !== undefined ? { reason: shown.slice(0, 2000) } : {}), since: previous?.verdict === verdict.kind ? previous.since : this.now() });
+      if (this.lastReported.get(master) !== key) {
         if (!(verdict.kind === 'healthy' && !this.lastReported.has(master))) out.push(decision);
         this.lastReported.set(master, key);
       }
