@@ -55,8 +55,22 @@ export function encodeData(data: unknown, what = 'data', maxDepth = MAX_DATA_DEP
     throw new ShardKitError('INVALID_ARGUMENT', `${what} is not serializable as JSON: ${(err as Error).message}`);
   }
   checkJsonValue(data, what, maxDepth);
+  // Text of up to a third of the limit in UTF-16 units cannot be over it in UTF-8 bytes.
+  if (text!.length > MAX_DATA_BYTES / 3) {
+    const bytes = Buffer.byteLength(text!);
+    if (bytes > MAX_DATA_BYTES) throw new ShardKitError('PAYLOAD_TOO_LARGE', `${what} is ${bytes} bytes as JSON, more than the ${MAX_DATA_BYTES} (8 MiB) an object may hold`, { details: { bytes, limit: MAX_DATA_BYTES } });
+  }
   return text!;
 }
+
+/**
+ * The most an object's JSON may take, whatever the backend: MariaDB's column is a MEDIUMTEXT
+ * (16 MiB) and its default max_allowed_packet 16 MiB. A statement past the packet size is not
+ * refused by the server: it drops the connection, which read as the host being down (every shard
+ * of the host answered SHARD_UNAVAILABLE for a while), and a merge patch can grow an object past
+ * it 1 MiB at a time. Half the column leaves room for the statement around the value.
+ */
+export const MAX_DATA_BYTES = 8 * 1024 * 1024;
 
 /** Parses stored text; a soft-deleted object (`"active": false`) reads as absent. */
 export function decodeActive(text: string): JsonObject | undefined {

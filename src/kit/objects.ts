@@ -262,7 +262,7 @@ export class Objects {
           throw err;
         }
         if (next === undefined) return undefined;
-        if (typeof (next as { then?: unknown }).then === 'function') {
+        if (next !== null && typeof (next as { then?: unknown }).then === 'function') {
           throw new Abort(new ShardKitError('INVALID_ARGUMENT', 'update functions must be synchronous (they run inside the row lock)'));
         }
         try {

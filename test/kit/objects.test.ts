@@ -293,3 +293,23 @@ test('an object stored deeper than 100 levels (before the limit existed) can sti
     await f.cleanup();
   }
 });
+
+test('an object over 8 MiB of JSON is PAYLOAD_TOO_LARGE on create, update and patch, and nothing changes; an update function returning null is INVALID_ARGUMENT', async () => {
+  const f = makeKit();
+  try {
+    const big = 'x'.repeat(4 * 1024 * 1024);
+    await expectCode(f.kit.objects.create('pin', { a: big, b: big, c: 'x' }), 'PAYLOAD_TOO_LARGE');
+    // Multi-byte text counts in UTF-8 bytes: 3 MiB of "é" is 6 MiB, with two such fields 12 MiB.
+    const accents = 'é'.repeat(3 * 1024 * 1024);
+    await expectCode(f.kit.objects.create('pin', { a: accents, b: accents }), 'PAYLOAD_TOO_LARGE');
+    const pin = await f.kit.objects.create('pin', { a: big }, { shard: 3 });
+    await expectCode(f.kit.objects.patch(pin.id, { b: big, c: 'x' }), 'PAYLOAD_TOO_LARGE');
+    await expectCode(f.kit.objects.update(pin.id, (d) => ({ ...d, b: big, c: 'x' })), 'PAYLOAD_TOO_LARGE');
+    await expectCode(f.kit.objects.update(pin.id, () => null as unknown as undefined), 'INVALID_ARGUMENT');
+    assert.deepEqual(Object.keys((await f.kit.objects.get(pin.id)).data), ['a']);
+    // Just under the limit is fine.
+    await f.kit.objects.patch(pin.id, { b: 'x'.repeat(4 * 1024 * 1024 - 100) });
+  } finally {
+    await f.cleanup();
+  }
+});

@@ -106,6 +106,32 @@ describe('a master that dies or hangs under load (real mariadbd, kill -9 / SIGST
     }
   }
 
+  test('an object grown past 8 MiB by merge patches is refused with PAYLOAD_TOO_LARGE, and its host stays up for every other shard', async () => {
+    // Before: the statement went past max_allowed_packet, the server dropped the connection, and
+    // the host read as down (every shard of MySQL001A answered SHARD_UNAVAILABLE for a while).
+    const big = await kit.objects.create('pin', { parts: [] }, { shard: 2 });
+    const chunk = 'y'.repeat(900 * 1024);
+    let refused: unknown;
+    for (let i = 0; i < 20 && refused === undefined; i++) {
+      await kit.objects.patch(big.id, { [`p${i}`]: chunk }).catch((err: unknown) => (refused = err));
+    }
+    assert.ok(isShardKitError(refused, 'PAYLOAD_TOO_LARGE'), `the patch past the limit: ${String(refused)}`);
+    assert.deepEqual((await kit.objects.get(onA)).data, { name: 'on A' });
+    assert.equal(Object.keys((await kit.objects.get(big.id)).data).length, 1 + 9, 'the refused patch changed nothing');
+    await kit.objects.create('pin', { after: true }, { shard: 1 });
+  });
+
+  test('close() with 200 creates in flight: each is written or refused with CLOSED, none fails as INTERNAL', async () => {
+    const config = JSON.parse(JSON.stringify(cluster.config())) as ReturnType<DevCluster['config']>;
+    const other = await ShardKit.open({ config, dataDir: dir });
+    const ops = Array.from({ length: 200 }, (_, i) => other.objects.create('pin', { closing: i }, { shard: i % 8 }).then((o) => o.id, (err: unknown) => err));
+    await other.close();
+    const outcomes = await Promise.all(ops);
+    const odd = outcomes.filter((o) => typeof o !== 'bigint' && !isShardKitError(o, 'CLOSED'));
+    assert.deepEqual(odd.map(String), [], 'every create is written or CLOSED');
+    for (const id of outcomes.filter((o): o is bigint => typeof o === 'bigint')) assert.equal(((await kit.objects.get(id)).data as { closing: number }).closing >= 0, true);
+  });
+
   test('kill -9: its shards fail fast with 503 SHARD_UNAVAILABLE naming the shard, the other host is fine, then it recovers without a restart', async (t) => {
     const master = cluster.instance('MySQL001A');
     const pid = master.pid!;

@@ -154,7 +154,12 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
   }
 
   /** Acquire, run, release (or destroy after a connection failure), then `done`. */
-  private statement(sql: string, values: SqlValue[] | undefined, done: (err: unknown, raw?: unknown) => void): void {
+  private statement(sql: string, values: SqlValue[] | undefined, answer: (err: unknown, raw?: unknown) => void): void {
+    this.busy++;
+    const done = (err: unknown, raw?: unknown) => {
+      this.settle();
+      answer(err, raw);
+    };
     this.acquire((err, conn) => {
       if (err) {
         done(err);
@@ -177,10 +182,23 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
    * is destroyed after a connection-level error or timeout (its state is unknown).
    */
   async transaction<T>(fn: (run: SqlRun) => Promise<T>): Promise<T> {
-    const conn = await new Promise<PoolConnection>((resolve, reject) => this.acquire((err, c) => (err ? reject(err) : resolve(c!))));
-    const q: SqlRun = <R>(sql: string, values?: SqlValue[]) =>
-      new Promise<SqlResult<R>>((resolve, reject) => this.run<unknown>(conn, sql, values, undefined, (err, rows) => (err ? reject(err) : resolve(toResult<R>(rows)))));
-    return this.transact(q, fn, isConnectionError, (failure) => (failure ? this.discardOnFailure(conn, failure.err) : conn.release()));
+    this.busy++;
+    try {
+      const conn = await new Promise<PoolConnection>((resolve, reject) => this.acquire((err, c) => (err ? reject(err) : resolve(c!))));
+      const q: SqlRun = <R>(sql: string, values?: SqlValue[]) =>
+        new Promise<SqlResult<R>>((resolve, reject) => this.run<unknown>(conn, sql, values, undefined, (err, rows) => (err ? reject(err) : resolve(toResult<R>(rows)))));
+      return await this.transact(q, fn, isConnectionError, (failure) => (failure ? this.discardOnFailure(conn, failure.err) : conn.release()));
+    } finally {
+      this.settle();
+    }
+  }
+
+  /** Statements and transactions started and not yet answered: close() lets them finish. */
+  private busy = 0;
+  private drained: (() => void) | undefined;
+
+  private settle(): void {
+    if (--this.busy === 0) this.drained?.();
   }
 
   private discardOnFailure(conn: PoolConnection, err: unknown): void {
@@ -194,7 +212,10 @@ export class MysqlHostPool extends ServerPool implements SqlHostPool {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // New calls are refused with CLOSED from here; the ones under way finish first (ending the
+    // pool under them failed each with mysql2's "Pool is closed", which read as INTERNAL).
     this.closed = true;
+    if (this.busy > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await new Promise<void>((resolve) => this.pool.end(() => resolve()));
   }
 }
