@@ -111,7 +111,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // Fastify's Ajv coerces types, which query strings and path params need ("?limit=50") but
     // bodies must not get: `{"shard":"1"}` or `{"value":5}` are wrong JSON, not a number or a
     // string. Bodies get a validator that does not coerce; every other part keeps coercion.
-    schemaController: { compilersFactory: { buildValidator: bodyStrictValidator } },
+    schemaController: { compilersFactory: { buildValidator: bodyStrictValidator as unknown as NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']> } },
     return503OnClosing: true,
   }) as unknown as FastifyInstance;
   app.server.on('checkExpectation', expectationFailed);

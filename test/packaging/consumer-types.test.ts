@@ -15,7 +15,10 @@ import { ROOT, ensureBuilt } from '../cli/cli-harness.js';
 
 before(ensureBuilt);
 
-test('a strict consumer without skipLibCheck compiles against dist/*.d.ts', () => {
+// Bundler resolution (Vite, esbuild, webpack projects) reads a CommonJS dependency's default
+// import as its value only: a declaration naming the dependency's namespace through it failed there.
+for (const [name, resolution] of [['nodenext', { module: 'NodeNext', moduleResolution: 'NodeNext' }], ['bundler', { module: 'ESNext', moduleResolution: 'Bundler' }]] as const) {
+test(`a strict consumer without skipLibCheck compiles against dist/*.d.ts (moduleResolution ${name})`, () => {
   const dir = mkdtempSync(join(tmpdir(), 'shardkit-consumer-'));
   try {
     // Outside the repository: the package is reached through node_modules like an installed one.
@@ -24,15 +27,16 @@ test('a strict consumer without skipLibCheck compiles against dist/*.d.ts', () =
     symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(dir, 'node_modules', '@types', 'node'), 'dir');
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, noEmit: true, types: ['node'] },
+      compilerOptions: { target: 'ES2022', ...resolution, strict: true, skipLibCheck: false, noEmit: true, types: ['node'] },
       files: ['index.ts'],
     }));
     writeFileSync(join(dir, 'index.ts'), [
       "import * as shardkit from 'shardkit';",
       "import * as ids from 'shardkit/ids';",
+      "import * as http from 'shardkit/http';",
       "import { WideColumnStore, ShardKitError, buildApp } from 'shardkit';",
       'export const open: (path: string) => Promise<WideColumnStore> = (p) => WideColumnStore.open(p);',
-      'export const all = [shardkit, ids, ShardKitError, buildApp];',
+      'export const all = [shardkit, ids, http, ShardKitError, buildApp];',
       '',
     ].join('\n'));
     const res = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
@@ -41,3 +45,4 @@ test('a strict consumer without skipLibCheck compiles against dist/*.d.ts', () =
     rmSync(dir, { recursive: true, force: true });
   }
 });
+}
