@@ -87,6 +87,11 @@ console.log('ok');
     const cli = spawnSync(process.execPath, [join(installed, 'dist', 'cli', 'main.js'), 'init', '--config', 'pg.json'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
     assert.equal(cli.status, 1, cli.stderr);
     assert.equal(cli.stderr.trim(), 'shardkit: MISSING_DEPENDENCY: the PostgreSQL backend needs the npm package pg, which is not installed: npm install pg');
+    // The MariaDB dev cluster's commands (mysql2 installed, as they need) do not load pg (its module graph imported the PostgreSQL
+    // dev server's, which imported pg, so `dev up` of MariaDB asked for pg).
+    symlinkSync(join(ROOT, 'node_modules', 'mysql2'), join(dir, 'node_modules', 'mysql2'), 'dir');
+    const dev = spawnSync(process.execPath, [join(installed, 'dist', 'cli', 'main.js'), 'dev', 'status', '--dir', 'nothing'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    assert.match(dev.stderr.trim(), /^shardkit: NOT_FOUND: no dev cluster in /, dev.stderr);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

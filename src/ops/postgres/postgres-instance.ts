@@ -3,7 +3,8 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
+import { requireOptional } from '../../util/optional-dependency.js';
 import { pickFreePort } from '../free-port.js';
 
 /** Where Debian 12's `postgresql` package (PostgreSQL 15) puts the server binaries. */
@@ -87,7 +88,7 @@ export class PostgresInstance {
     try {
       await instance.initdb();
       await instance.startServer();
-      for (const db of options.databases ?? []) await instance.sql('postgres', `CREATE DATABASE ${pg.escapeIdentifier(db)}`);
+      for (const db of options.databases ?? []) await instance.sql('postgres', `CREATE DATABASE ${pgDriver().escapeIdentifier(db)}`);
       return instance;
     } catch (err) {
       await instance.destroy();
@@ -181,7 +182,7 @@ export class PostgresInstance {
 
 /** One statement as the superuser `postgres` on a short-lived connection (admin work: CREATE DATABASE, inspection). */
 export async function superuserQuery<T extends pg.QueryResultRow = pg.QueryResultRow>(at: { host: string; port: number; database: string; connectTimeoutMs: number; user?: string; password?: string; queryTimeoutMs?: number }, text: string, values?: unknown[]): Promise<T[]> {
-  const client = new pg.Client({
+  const client = new (pgDriver().Client)({
     host: at.host, port: at.port, user: at.user ?? 'postgres', database: at.database, connectionTimeoutMillis: at.connectTimeoutMs,
     ...(at.password !== undefined ? { password: at.password } : {}), ...(at.queryTimeoutMs !== undefined ? { query_timeout: at.queryTimeoutMs } : {}),
   });
@@ -192,4 +193,9 @@ export async function superuserQuery<T extends pg.QueryResultRow = pg.QueryResul
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/** pg, loaded on first use: a MariaDB dev cluster's commands import this module and must not need it. */
+function pgDriver(): typeof pg {
+  return requireOptional<typeof pg>('pg', 'a PostgreSQL dev cluster');
 }

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import { ShardKitError } from '../../errors.js';
 import { DEFAULT_POSTGRES_BIN, superuserQuery } from './postgres-instance.js';
 import { procStat, processRunning } from '../proc-stat.js';

@@ -325,7 +325,7 @@ export class EtcdTopologyStore implements TopologyStore {
       [etcd, cockatiel] = await Promise.all([import('etcd3'), import('cockatiel')]);
     } catch (err) {
       this.clientPromise = undefined;
-      throw new ShardKitError('MISSING_DEPENDENCY', 'the etcd topology store needs the npm packages etcd3 and cockatiel (npm install etcd3 cockatiel)', { cause: err });
+      throw new ShardKitError('MISSING_DEPENDENCY', 'the etcd topology store needs the npm package etcd3, which is not installed: npm install etcd3', { cause: err });
     }
     if (this.closed) throw closedError();
     this.etcd = etcd;
