@@ -28,6 +28,15 @@ export function formatId(id: bigint): string {
   return id.toString(10);
 }
 
+/**
+ * A JSON.stringify replacer that writes every bigint as its decimal string, as the HTTP API
+ * does: `JSON.stringify(await kit.mappings.list(...), idReplacer)`. Without one, JSON.stringify
+ * throws on a bigint (kit objects carry their own toJSON; list pages and lookups are plain data).
+ */
+export function idReplacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString(10) : value;
+}
+
 /** A short, log-safe rendering of hostile input for error messages. */
 export function describe(input: string): string {
   const s = input.length > 40 ? `${input.slice(0, 40)}…` : input;

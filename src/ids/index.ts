@@ -1,4 +1,4 @@
-export { parseId, formatId, U64_MAX, type IdInput } from './codec.js';
+export { parseId, formatId, idReplacer, U64_MAX, type IdInput } from './codec.js';
 export { PINTEREST_LAYOUT, INSTAGRAM_LAYOUT, INSTAGRAM_EPOCH, type IdLayout, type BitField } from './layout.js';
 export { LayoutCodec, type Fields } from './layout-codec.js';
 export { pinterestId, PINTEREST_MAX_SHARD, PINTEREST_MAX_TYPE, PINTEREST_MAX_LOCAL_ID, type PinterestIdParts } from './pinterest-id.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Snowflake } from '@sapphire/snowflake';
-import { LayoutCodec, PINTEREST_LAYOUT, INSTAGRAM_LAYOUT, ShardKitError, parseId, formatId, type IdLayout } from '../../src/index.js';
+import { LayoutCodec, PINTEREST_LAYOUT, INSTAGRAM_LAYOUT, ShardKitError, parseId, formatId, idReplacer, type IdLayout } from '../../src/index.js';
 
 function codeOf(fn: () => unknown): string {
   try {
@@ -83,4 +83,11 @@ test('parseId / formatId: canonical unsigned decimal only, exact above 2^53', ()
   assert.equal(parseId(5n), 5n);
   for (const bad of ['', '-0', '007', '1e3', '0x1f', '1 ', '١٢', '18446744073709551616', '123456789012345678901']) assert.equal(codeOf(() => parseId(bad)), 'INVALID_ID', bad);
   for (const bad of [5, null, undefined, {}, -1n, 1n << 64n]) assert.equal(codeOf(() => parseId(bad)), 'INVALID_ID', String(bad));
+});
+
+test('idReplacer writes every bigint, nested or not, as its exact decimal string; other values as JSON.stringify does', () => {
+  const page = { items: [{ id: 18446744073709551615n, sequence: 3 }, { id: 241294492511762325n, sequence: -1 }], next: null, note: 'x', n: 1.5 };
+  assert.throws(() => JSON.stringify(page), TypeError);
+  assert.equal(JSON.stringify(page, idReplacer), '{"items":[{"id":"18446744073709551615","sequence":3},{"id":"241294492511762325","sequence":-1}],"next":null,"note":"x","n":1.5}');
+  assert.equal(JSON.stringify(1n, idReplacer), '"1"');
 });
