@@ -3,6 +3,7 @@ import { createProgress, formatBytes, type ProgressOptions } from '../progress.j
 import type { BackupEngine } from './backup-engine.js';
 import { backupId, listBackups, MANIFEST_FILE, START_FILE, unitFile, type BackupManifest, type BackupStart, type UnitBackup } from './backup-manifest.js';
 import { readText, type BackupTarget } from './backup-target.js';
+import { shardLayout } from './backup-layout.js';
 
 export interface BackupCreateOptions {
   progress?: ProgressOptions['mode'];
@@ -64,12 +65,14 @@ export async function createBackup(engine: BackupEngine, target: BackupTarget, o
     progress.update(done.length, { unit: u.unit, bytes: formatBytes(b.bytes) });
     log(`${u.unit}: ${formatBytes(b.bytes)} from ${u.source} at ${b.position || '-'}`);
   }
-  const after = await engine.mapVersion();
+  // The map read once: the layout recorded is the one of the version checked.
+  const endMap = engine.shardMap === undefined ? undefined : await engine.shardMap();
+  const after = endMap === undefined ? await engine.mapVersion() : endMap.version;
   if (after !== mapVersion) {
     await target.remove(id);
     throw new ShardKitError('PRECONDITION_FAILED', `the shard map changed while the backup ran (version ${mapVersion} -> ${after}: a move or a failover): backup ${id} removed, run it again`);
   }
-  const manifest: BackupManifest = { ...start, finishedAt: Date.now(), units: done };
+  const manifest: BackupManifest = { ...start, finishedAt: Date.now(), units: done, ...(endMap !== undefined ? { layout: shardLayout(endMap) } : {}) };
   await target.put(`${id}/${MANIFEST_FILE}`, JSON.stringify(manifest, null, 2));
   progress.finish({ backup: id });
   return manifest;

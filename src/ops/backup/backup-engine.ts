@@ -1,3 +1,4 @@
+import type { ShardMap } from '../../topology/shard-map.js';
 import type { BackupTarget } from './backup-target.js';
 import type { BackupEngineKind, TableSummary, UnitBackup } from './backup-manifest.js';
 import type { AsideRequest } from './restore-aside.js';
@@ -19,6 +20,8 @@ export interface BackupEngine {
   readonly kind: BackupEngineKind;
   /** The map version now (a backup refuses when it changed while it ran). */
   mapVersion(): Promise<number>;
+  /** The live shard map: a backup records its layout, a full restore compares it (backup-layout.ts). */
+  shardMap?(): Promise<ShardMap>;
   /** What to copy; refuses (PRECONDITION_FAILED) while a shard move or a failover is in progress. */
   units(): Promise<BackupUnitSource[]>;
   /** Copies one unit into the target under `prefix/`; resolves when its files are complete. */

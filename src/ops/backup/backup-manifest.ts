@@ -1,5 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import { readText, type BackupTarget } from './backup-target.js';
+import type { ShardLayout } from './backup-layout.js';
 
 /** Row count and checksum of one table as the backup holds it; what `backup verify` checks a restore against. */
 export interface TableSummary {
@@ -39,6 +40,13 @@ export interface BackupStart {
 export interface BackupManifest extends BackupStart {
   finishedAt: number;
   units: UnitBackup[];
+  /**
+   * Which pair (master at backup time, the unit's name) served which object and mod shards, at
+   * `mapVersion`: a full restore refuses when shards are served by another pair now
+   * (backup-layout.ts). Absent in backups taken before it was recorded (and from engines
+   * without a map): those restore as before, unchecked.
+   */
+  layout?: ShardLayout;
 }
 
 export const START_FILE = 'backup.json';

@@ -3,6 +3,7 @@ import { createProgress, type ProgressOptions } from '../progress.js';
 import type { BackupEngine } from './backup-engine.js';
 import { listBackups, readManifest, type BackupManifest } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
+import { refuseMovedShards } from './backup-layout.js';
 
 export interface RestoreOptions {
   /** A backup id (default: the newest complete one). */
@@ -24,11 +25,14 @@ export interface RestoreReport {
 
 /**
  * `shardkit backup restore` (latest, in place): each unit is put back on the pair that holds its
- * ranges now. Refused before anything changes when the backup is of another engine.
+ * ranges now. Refused before anything changes when the backup is of another engine, and when
+ * shards moved to another pair since the backup (VERSION_CONFLICT, backup-layout.ts).
  */
 export async function restoreBackup(engine: BackupEngine, target: BackupTarget, options: RestoreOptions = {}): Promise<RestoreReport> {
   const manifest = options.toTime === undefined ? await readManifest(target, options.id) : await baseFor(engine, target, options.toTime);
   if (manifest.engine !== engine.kind) throw new ShardKitError('INVALID_ARGUMENT', `backup ${manifest.id} is of a ${manifest.engine} fleet, this one is ${engine.kind}: nothing changed`);
+  // Shards moved since the backup would get their old rows on their old pair: refused, nothing changed.
+  if (engine.shardMap !== undefined) refuseMovedShards(manifest, await engine.shardMap());
   const progress = createProgress(`restore ${manifest.id}`, manifest.units.length, { unit: 'pairs', ...(options.progress !== undefined ? { mode: options.progress } : {}) });
   const position: Record<string, string> = {};
   for (const [i, u] of manifest.units.entries()) {

@@ -6,6 +6,7 @@ import type { FleetContext } from '../failover/failover-context.js';
 import { gtidVariable, requireReplicating } from '../failover/replica.js';
 import { userDatabases } from '../failover/table-checksums.js';
 import { MariadbInstance } from '../mariadb/mariadb-instance.js';
+import type { ShardMap } from '../../topology/shard-map.js';
 import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
@@ -34,6 +35,10 @@ export class MariadbBackupEngine implements BackupEngine {
 
   async mapVersion(): Promise<number> {
     return (await this.fleet.map()).version;
+  }
+
+  shardMap(): Promise<ShardMap> {
+    return this.fleet.map();
   }
 
   async units(): Promise<BackupUnitSource[]> {

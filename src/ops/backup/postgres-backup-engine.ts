@@ -7,6 +7,7 @@ import { pgRebuildSlave } from '../failover/pg-failover.js';
 import { pickFreePort } from '../free-port.js';
 import { DEFAULT_POSTGRES_BIN } from '../postgres/postgres-instance.js';
 import { PostgresServer } from '../postgres/postgres-server.js';
+import type { ShardMap } from '../../topology/shard-map.js';
 import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-engine.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
@@ -38,6 +39,10 @@ export class PostgresBackupEngine implements BackupEngine {
 
   async mapVersion(): Promise<number> {
     return (await this.access.map()).version;
+  }
+
+  shardMap(): Promise<ShardMap> {
+    return this.access.map();
   }
 
   async units(): Promise<BackupUnitSource[]> {

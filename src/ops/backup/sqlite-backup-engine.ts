@@ -35,6 +35,10 @@ export class SqliteBackupEngine implements BackupEngine {
     return (await this.map()).version;
   }
 
+  shardMap(): Promise<ShardMap> {
+    return this.map();
+  }
+
   /** Each host's directory, as the SQLite backend resolves it. */
   private hostDirs(map: ShardMap): Map<string, string> {
     return sqliteHostDirs(this.config, this.dataDir, map);
@@ -82,6 +86,11 @@ export class SqliteBackupEngine implements BackupEngine {
     // Nothing on a server to undo: a killed run leaves only its own files.
   }
 
+  /**
+   * Every host directory's shard files become exactly the backup's: its files swapped in, then the
+   * shard files it lacks (first written after the backup: object or mod shards, `dbNNNNN.sqlite`
+   * by name) removed with their `-wal`/`-shm`. Other files in the directories are left alone.
+   */
   async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
     const dirs = this.hostDirs(await this.map());
     const places = unit.files.map((f) => {
@@ -90,8 +99,11 @@ export class SqliteBackupEngine implements BackupEngine {
       if (dir === undefined) throw new ShardKitError('NOT_FOUND', `the backup's host ${host} is not in the shard map: nothing changed`);
       return { from: `${prefix}/${f}`, dir, name };
     });
+    const kept = new Set(places.map((p) => resolve(p.dir, p.name)));
+    const extra = [...new Set([...dirs.values()].map((d) => resolve(d)))].filter((d) => existsSync(d)).flatMap((dir) =>
+      readdirSync(dir).filter((n) => SHARD_FILE.test(n) && !kept.has(join(dir, n))).map((name) => ({ dir, name })));
     if (!options.force) {
-      const open = places.filter((p) => existsSync(join(p.dir, `${p.name}-wal`)));
+      const open = [...places, ...extra].filter((p) => existsSync(join(p.dir, `${p.name}-wal`)));
       if (open.length > 0) throw new ShardKitError('PRECONDITION_FAILED', `${open.length} shard file(s) are open (${join(open[0]!.dir, open[0]!.name)}-wal exists): stop the service first (or --force): nothing changed`);
     }
     for (const p of places) {
@@ -101,6 +113,12 @@ export class SqliteBackupEngine implements BackupEngine {
       await pipeline(target.get(p.from), createWriteStream(`${path}.restore`));
       for (const side of ['-wal', '-shm']) rmSync(`${path}${side}`, { force: true });
       renameSync(`${path}.restore`, path);
+    }
+    // A shard first written after the backup held nothing then: its file goes, WAL first.
+    for (const p of extra) {
+      const path = join(p.dir, p.name);
+      for (const side of ['-wal', '-shm']) rmSync(`${path}${side}`, { force: true });
+      rmSync(path, { force: true });
     }
   }
 
