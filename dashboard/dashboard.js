@@ -185,7 +185,7 @@ function renderHeal(heal) {
   const now = Date.now();
   const pairs = new Map();
   for (const s of ordered) for (const p of s.pairs) if (!pairs.has(p.master)) pairs.set(p.master, p);
-  $('heal').querySelector('tbody')?.replaceChildren(...[...pairs.values()].map((p) => el('tr', { 'data-master': p.master, class: p.verdict === 'healthy' ? '' : 'warn' },
+  $('heal').querySelector('tbody')?.replaceChildren(...[...pairs.values()].map((p) => el('tr', { 'data-master': p.master, class: p.verdict === 'healthy' && p.reason === undefined ? '' : 'warn' },
     el('td', {}, p.master),
     el('td', {}, p.slave),
     el('td', {}, p.verdict),

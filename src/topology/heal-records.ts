@@ -11,7 +11,7 @@ export interface HealSuspect {
 export interface HealPairState {
   master: string;
   slave: string;
-  verdict: 'healthy' | 'suspect' | 'failover' | 'recommend' | 'refuse' | 'rebuild';
+  verdict: 'healthy' | 'degraded' | 'suspect' | 'failover' | 'recommend' | 'refuse' | 'rebuild';
   reason?: string;
   /** When this verdict was first reached (ms since the epoch). */
   since: number;
@@ -51,7 +51,7 @@ export const healStatusKind: RecordKind<HealStatus> = {
     suspects: z.array(z.object({ host, since: epochMs }).strict()).max(10_000),
     pairs: z.array(z.object({
       master: host, slave: host,
-      verdict: z.enum(['healthy', 'suspect', 'failover', 'recommend', 'refuse', 'rebuild']),
+      verdict: z.enum(['healthy', 'degraded', 'suspect', 'failover', 'recommend', 'refuse', 'rebuild']),
       reason: z.string().max(2000).optional(),
       since: epochMs,
     }).strict()).max(10_000),

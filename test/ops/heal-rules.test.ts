@@ -234,3 +234,65 @@ test('act mode: the moves of a dead master\'s shards are marked aborting before 
   assert.deepEqual(calls, ['abort MySQL001A: MySQL001A died (MySQL001A unreachable for 3 probes and its slave MySQL001B lost it too)', 'failover MySQL001A']);
   assert.deepEqual(decisions.at(-1)!.abortedMoves, ['move-0-1-x']);
 });
+
+test('a slave that is down while its master answers is degraded after --dead-after probes; a backup\'s stopped applier is not', () => {
+  const up: PairObservation = { master: 'A', slave: 'B', masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 };
+  const gone: PairObservation = { ...up, slaveReachable: false, slaveIoConnected: undefined, slaveSqlHealthy: undefined, slaveError: 'ECONNREFUSED' };
+  let memory = { failedProbes: 0 };
+  const verdicts: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    memory = remember(memory, gone, i);
+    verdicts.push(judge(gone, memory, SETTINGS, i).kind);
+  }
+  assert.deepEqual(verdicts, ['healthy', 'healthy', 'degraded', 'degraded']);
+  const degraded = judge(gone, memory, SETTINGS, 5);
+  assert.equal(degraded.kind === 'degraded' && degraded.cause, 'slave-unreachable');
+  assert.match((degraded as { reason: string }).reason, /its slave B does not answer \(ECONNREFUSED\)/);
+  // Back: the count starts again.
+  memory = remember(memory, up, 6);
+  assert.equal(judge(up, memory, SETTINGS, 6).kind, 'healthy');
+  // A backup stops the slave's SQL thread (no error): healthy however long it lasts.
+  const copying: PairObservation = { ...up, slaveSqlHealthy: false, slaveError: '' };
+  for (let i = 0; i < 5; i++) memory = remember(memory, copying, 7 + i);
+  assert.equal(judge(copying, memory, SETTINGS, 12).kind, 'healthy');
+  // An applier error or a lost IO thread is degraded.
+  const broken: PairObservation = { ...up, slaveSqlHealthy: false, slaveError: 'Duplicate entry' };
+  for (let i = 0; i < 3; i++) memory = remember(memory, broken, 13 + i);
+  assert.equal((judge(broken, memory, SETTINGS, 16) as { cause: string }).cause, 'slave-broken');
+});
+
+test('the supervisor reports a dead slave once (and its return), and in act mode with --rebuild and --spares gives the pair a slave on a spare', async () => {
+  const current = ShardMap.fromJSON(defaultShardMapJson({ shards: 8, pairs: 2, modShards: 8 }));
+  let slaveDead = true;
+  const rebuilds: Array<[string, string | undefined]> = [];
+  const decisions: HealDecision[] = [];
+  const target = {
+    map: async () => current,
+    observe: async (master: string, slave: string) => (master === 'MySQL001A' && slaveDead
+      ? { master, slave, masterReachable: true, slaveReachable: false, slaveError: 'connect ECONNREFUSED' }
+      : { master, slave, masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 }),
+    failover: async (): Promise<FailoverResult> => { throw new Error('no failover expected'); },
+    rebuild: async (master: string, slave?: string) => {
+      rebuilds.push([master, slave]);
+      return { master, slave };
+    },
+  };
+  const observing = new HealSupervisor(target, { ...SETTINGS, mode: 'observe' }, (d) => decisions.push(d));
+  for (let i = 0; i < 8; i++) await observing.round();
+  assert.deepEqual(decisions.map((d) => `${d.master} ${d.verdict}`), ['MySQL001A degraded']);
+  slaveDead = false;
+  await observing.round();
+  assert.deepEqual(decisions.map((d) => `${d.master} ${d.verdict}`), ['MySQL001A degraded', 'MySQL001A healthy']);
+  assert.deepEqual(rebuilds, [], 'observe mode rebuilds nothing');
+
+  slaveDead = true;
+  const acting = new HealSupervisor(target, { ...SETTINGS, rebuild: true, spares: ['MySQL001B', 'MySQL009A'] }, (d) => decisions.push(d));
+  for (let i = 0; i < 8; i++) await acting.round();
+  await acting.settle();
+  assert.deepEqual(rebuilds, [['MySQL001A', 'MySQL009A']], 'one rebuild, onto the spare the map does not name');
+  // No spare free: nothing is rebuilt onto the dead slave.
+  const noSpare = new HealSupervisor(target, { ...SETTINGS, rebuild: true, spares: ['MySQL002B'] }, () => {});
+  for (let i = 0; i < 5; i++) await noSpare.round();
+  await noSpare.settle();
+  assert.equal(rebuilds.length, 1);
+});

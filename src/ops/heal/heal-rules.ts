@@ -57,6 +57,8 @@ export interface HealSettings {
 /** What the supervisor remembers between rounds, per master. */
 export interface PairMemory {
   failedProbes: number;
+  /** Consecutive probes that found the master answering but its slave down or not replicating. */
+  slaveFailedProbes?: number;
   /** When the current run of failed probes began (ms). */
   suspectSince?: number;
   /** When this supervisor last failed over a pair with this master or slave (ms). */
@@ -74,6 +76,7 @@ export interface PairMemory {
  */
 export type Verdict =
   | { kind: 'healthy'; cause: 'healthy' }
+  | { kind: 'degraded'; cause: string; reason: string }
   | { kind: 'suspect'; cause: string; reason: string }
   | { kind: 'failover'; cause: 'dead'; reason: string }
   | { kind: 'recommend'; cause: 'dead'; reason: string; command: string }
@@ -85,7 +88,15 @@ export function failoverRetryMs(attempts: number): number {
 }
 
 export function judge(obs: PairObservation, memory: PairMemory, settings: HealSettings, now: number): Verdict {
-  if (obs.masterReachable) return { kind: 'healthy', cause: 'healthy' };
+  if (obs.masterReachable) {
+    // The master serves, but the pair has no slave to fail over to until this is repaired: said
+    // once (and paged with --webhook), after as many probes as a dead master takes.
+    const down = slaveDown(obs);
+    if (down !== undefined && (memory.slaveFailedProbes ?? 0) >= settings.deadAfterProbes) {
+      return { kind: 'degraded', cause: down.cause, reason: `${obs.master} answers, but its slave ${obs.slave} ${down.what} (${memory.slaveFailedProbes} probes): the pair cannot fail over until it is repaired (pair rebuild-slave; heal --rebuild does it onto a --spares host)` };
+    }
+    return { kind: 'healthy', cause: 'healthy' };
+  }
   const failed = memory.failedProbes;
   if (failed < settings.deadAfterProbes) return { kind: 'suspect', cause: 'unreachable', reason: `${obs.master} unreachable (${failed} of ${settings.deadAfterProbes} probes): ${obs.masterError ?? 'no answer'}` };
   if (!obs.slaveReachable) return { kind: 'refuse', cause: 'both-unreachable', reason: `${obs.master} and its slave ${obs.slave} are both unreachable from here: the supervisor may be the one cut off; nothing is done (${obs.slaveError ?? 'no answer'})` };
@@ -109,11 +120,24 @@ export function judge(obs: PairObservation, memory: PairMemory, settings: HealSe
   return { kind: 'failover', cause: 'dead', reason };
 }
 
+/**
+ * What is wrong with a slave whose master answers, if anything. A stopped SQL thread without an
+ * error is not (a backup stops it while it copies the slave); an error, a lost IO thread or no
+ * answer is.
+ */
+export function slaveDown(obs: PairObservation): { cause: string; what: string } | undefined {
+  if (!obs.slaveReachable) return { cause: 'slave-unreachable', what: `does not answer (${obs.slaveError ?? 'no answer'})` };
+  if (obs.slaveIoConnected === false) return { cause: 'slave-disconnected', what: `is not replicating from it (${obs.slaveError || 'IO thread not connected'})` };
+  if (obs.slaveSqlHealthy === false && obs.slaveError) return { cause: 'slave-broken', what: `cannot apply what it receives (${obs.slaveError})` };
+  return undefined;
+}
+
 /** The memory after a round: probes counted while the master stays unreachable, reset once it answers. */
 export function remember(memory: PairMemory, obs: PairObservation, now = Date.now()): PairMemory {
   if (obs.masterReachable) {
-    const { suspectSince: _s, failoverFailed: _f, ...rest } = memory;
-    return { ...rest, failedProbes: 0 };
+    const { suspectSince: _s, failoverFailed: _f, slaveFailedProbes, ...rest } = memory;
+    const slaveMissed = slaveDown(obs) === undefined ? 0 : (slaveFailedProbes ?? 0) + 1;
+    return { ...rest, failedProbes: 0, ...(slaveMissed > 0 ? { slaveFailedProbes: slaveMissed } : {}) };
   }
   return { ...memory, failedProbes: memory.failedProbes + 1, suspectSince: memory.suspectSince ?? now };
 }

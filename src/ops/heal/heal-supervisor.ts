@@ -93,6 +93,8 @@ function slaveOfMaster(map: ShardMap, master: string): string | undefined {
 export class HealSupervisor {
   private readonly memory = new Map<string, PairMemory>();
   private readonly lastFailover = new Map<string, number>();
+  /** When a degraded pair (slave down) last got a slave rebuilt onto a spare. */
+  private readonly lastSlaveRebuild = new Map<string, number>();
   private readonly lastReported = new Map<string, string>();
   /** Each master's pair as last judged, for the published status. */
   private readonly states = new Map<string, HealPairState>();
@@ -159,9 +161,20 @@ export class HealSupervisor {
           key = `refuse|failover-failed: ${memory.failoverFailed.error}`;
         }
       }
+      // A pair whose slave is down gets one on a spare (act mode, --rebuild with --spares), once a flap window.
+      if (verdict.kind === 'degraded' && this.settings.mode === 'act' && this.settings.rebuild && this.target.rebuild !== undefined && this.settings.spares.length > 0) {
+        const last = this.lastSlaveRebuild.get(master);
+        if (last === undefined || this.now() - last >= this.settings.flapWindowMs) {
+          this.lastSlaveRebuild.set(master, this.now());
+          this.startRebuild(master, { spareOnly: true });
+        }
+      }
       const previous = this.states.get(master);
       const shown = decision.error !== undefined ? `${decision.reason ?? ''}; the failover failed: ${decision.error}` : decision.reason;
-      this.states.set(master, { master, slave, verdict: verdict.kind, ...(shown !== undefined ? { reason: shown.slice(0, 2000) } : {}), since: previous?.verdict === verdict.kind ? previous.since : this.now() });
+      // Published as 'healthy' (its master is) with the reason: the status records of earlier
+      // releases' readers (services, dashboards) know no 'degraded' and would refuse the record.
+      const published = verdict.kind === 'degraded' ? 'healthy' : verdict.kind;
+      this.states.set(master, { master, slave, verdict: published, ...(shown !== undefined ? { reason: shown.slice(0, 2000) } : {}), since: previous?.verdict === published ? previous.since : this.now() });
       if (this.lastReported.get(master) !== key) {
         if (!(verdict.kind === 'healthy' && !this.lastReported.has(master))) out.push(decision);
         this.lastReported.set(master, key);
@@ -188,12 +201,14 @@ export class HealSupervisor {
    * the old master (a dev cluster restarts it; on a fleet it must be back). Reported as a `rebuild`
    * decision; a failure is reported and left to a human.
    */
-  private startRebuild(master: string): void {
+  private startRebuild(master: string, options: { spareOnly?: boolean } = {}): void {
     const run = (async () => {
       const map = await this.target.map();
       // A spare is a host the map names nowhere (no range, no move).
       const named = new Set(map.hostNames());
       const spare = this.settings.spares.find((h) => !named.has(h));
+      // A slave that is down is no host to rebuild onto: only a spare will do.
+      if (spare === undefined && options.spareOnly === true) return;
       const decision: HealDecision = { at: new Date(this.now()).toISOString(), master, slave: spare ?? slaveOfMaster(map, master) ?? '?', verdict: 'rebuild', evidence: { master, slave: spare ?? '', masterReachable: true, slaveReachable: false } };
       try {
         decision.rebuild = await this.target.rebuild!(master, spare);
