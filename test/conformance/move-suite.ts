@@ -170,7 +170,7 @@ export async function moveAgain(fx: MoveSuiteFixture, span: Span, from: HostPair
  * A new move of `span` to `to` that a crash makes fail (from `afterPhase`, or inside the engine),
  * then fail its abort too (a host is down): MOVE_ABORT_FAILED, the record left 'aborting'.
  */
-async function abortFails(fx: MoveSuiteFixture, span: Span, to: HostPair, holdMs: number, events: MoveEvent[], afterPhase: (phase: MovePhase) => Promise<void>, engine?: MoveEngine): Promise<void> {
+export async function abortFails(fx: MoveSuiteFixture, span: Span, to: HostPair, holdMs: number, events: MoveEvent[], afterPhase: (phase: MovePhase) => Promise<void>, engine?: MoveEngine): Promise<void> {
   await assert.rejects(
     suiteMove(fx, {
       ...(engine !== undefined ? { engine } : {}),

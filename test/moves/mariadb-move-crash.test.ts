@@ -38,8 +38,9 @@ import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.
 import { moveAdmin } from '../../src/moves/mariadb/move-admin.js';
 import { devUp, type DevCluster } from '../../src/ops/dev-cluster.js';
 import type { Ledger } from '../failover/ledger.js';
-import { ackedOn, startLoad } from './crash-ledger.js';
-import { forgetSwitched, noneLost, runMoveSuite, sourceDiesBeforeFreeze, suiteMove, type MoveSuiteFixture } from '../conformance/move-suite.js';
+import { ackedOn, leftAborting, startLoad } from './crash-ledger.js';
+import { abortFails, cleanlyAborted, direction, forgetSwitched, noneLost, runMoveSuite, sourceDiesBeforeFreeze, suiteMove, type MoveSuiteFixture } from '../conformance/move-suite.js';
+import { emergencyFailover } from '../../src/ops/failover/emergency-failover.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const PAIR1 = { master: 'MySQL001A', slave: 'MySQL001B' };
@@ -352,5 +353,42 @@ describe('moves on MariaDB: kill -9 of the source or the target master during a 
       await c.query(`RESET SLAVE '${name}' ALL`).catch(() => undefined);
       await c.end();
     }
+  });
+
+  // Last: it leaves pair 1 failed over, without a slave.
+  test('kill -9 of the source master inside the copy, for good: with the move aborting the pair fails over, writes go on on the new master, --abort finishes there; 0 acknowledged writes lost', async () => {
+    // Before: promoteSlave refused any unswitched move, so the pair stayed down until the dead
+    // master came back for the abort (the heal review: a night without writes to its shards).
+    await forgetSwitched(fx);
+    const span: [number, number] = [0, 1];
+    const load = [0, 1, 2, 3];
+    const { from, to } = await direction(fx, span);
+    const crashing = engine({
+      dumpCopy: async (...a) => {
+        await cluster.instance(from.master).kill();
+        return moveAdmin(admin).dumpCopy(...a);
+      },
+    });
+    engines.push(crashing);
+    const w = startLoad(fx.kits, load);
+    try {
+      await ackedOn(w.ledger, load, Date.now());
+      await abortFails(fx, span, to, 30_000, [], async () => undefined, crashing);
+      const id = leftAborting(await map(), span, from.master);
+      // The emergency failover, as heal runs it: the map edit is no longer refused.
+      const fleet = { config: cluster.config(), store: store(), admin, map: async () => map(), close: async () => undefined };
+      const result = await emergencyFailover(fleet, from.master);
+      assert.equal(result.newMaster, from.slave);
+      const failedOver = Date.now();
+      // The services follow the map: every loaded shard takes writes again, the dead host never back.
+      await ackedOn(w.ledger, load, failedOver);
+      const aborted = await suiteMove(fx, { moveId: id, abort: true });
+      assert.equal(aborted.outcome, 'aborted');
+      await cleanlyAborted(fx, span, from.slave!, to.master);
+      await ackedOn(w.ledger, load, Date.now());
+    } finally {
+      await w.stop();
+    }
+    await noneLost(fx, w.ledger, 'source killed for good, failed over with the move aborting');
   });
 });
