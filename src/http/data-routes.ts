@@ -1,4 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ShardKitError } from '../errors.js';
 import type { Registry } from 'prom-client';
 import type { ShardKit } from '../kit/shard-kit.js';
 import { checkIntegerLiterals } from './safe-numbers.js';
@@ -46,7 +48,13 @@ export function installJsonParsers(api: FastifyInstance, bodyLimit: number): voi
   // route whose body is optional (config.optionalBody) takes an empty body as none.
   const parseJson = api.getDefaultJsonParser('error', 'error');
   const parser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, value?: unknown) => void) => {
-    const text = body as string;
+    // Read as bytes: decoded as a string, bytes that are not UTF-8 became U+FFFD and were stored
+    // so (two different names could become one). RFC 8259 JSON text is UTF-8.
+    if (!isUtf8(body as Buffer)) {
+      done(new ShardKitError('INVALID_JSON', 'the body is not valid UTF-8 (JSON text must be UTF-8; send binary values as base64)'));
+      return;
+    }
+    const text = (body as Buffer).toString('utf8');
     if (text.length === 0 && request.routeOptions.config.optionalBody === true) {
       done(null, undefined);
       return;
@@ -68,6 +76,6 @@ export function installJsonParsers(api: FastifyInstance, bodyLimit: number): voi
   };
   // A context that inherited them (buildApp's routes under its server's parsers) replaces them.
   api.removeContentTypeParser(['application/json', 'application/merge-patch+json'].filter((t) => api.hasContentTypeParser(t)));
-  api.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, parser);
-  api.addContentTypeParser('application/merge-patch+json', { parseAs: 'string', bodyLimit }, parser);
+  api.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, parser);
+  api.addContentTypeParser('application/merge-patch+json', { parseAs: 'buffer', bodyLimit }, parser);
 }

@@ -33,16 +33,21 @@ export function duplicateKey(text: string): string | undefined {
     } else if (c === 0x2c) {
       expectName = open.length > 0 && open[open.length - 1] !== null;
     } else if (c === 0x22) {
+      // The closing quote: the next one not escaped (an even run of backslashes before it).
       const start = i;
-      let escaped = false;
-      for (i++; i < n && text.charCodeAt(i) !== 0x22; i++) {
-        if (text.charCodeAt(i) === 0x5c) {
-          i++;
-          escaped = true;
-        }
+      let end = text.indexOf('"', start + 1);
+      for (;;) {
+        if (end < 0) return undefined; // not JSON text (the parser refused it before this runs)
+        let back = end - 1;
+        while (text.charCodeAt(back) === 0x5c) back--;
+        if ((end - 1 - back) % 2 === 0) break;
+        end = text.indexOf('"', end + 1);
       }
+      i = end;
       if (expectName) {
-        const name = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+        let escaped = false;
+        for (let k = start + 1; k < end && !escaped; k++) escaped = text.charCodeAt(k) === 0x5c;
+        const name = escaped ? (JSON.parse(text.slice(start, end + 1)) as string) : text.slice(start + 1, end);
         const names = open[open.length - 1]!;
         if (names.has(name)) return name;
         names.add(name);

@@ -88,6 +88,11 @@ test('every route answers bad input with 4xx, a stable code, no stack trace, and
       ['POST JSON array', json('POST', '/v1/objects/pin', [1, 2]), 400, 'INVALID_ARGUMENT'],
       ['POST JSON string', json('POST', '/v1/objects/pin', '"data"'), 400, 'INVALID_ARGUMENT'],
       ['POST no data', json('POST', '/v1/objects/pin', {}), 400, 'INVALID_ARGUMENT'],
+      // Bytes that are not UTF-8 were decoded to U+FFFD and stored so ("\xff\xfe" became "\ufffd\ufffd").
+      ['POST value not UTF-8', { ...json('POST', '/v1/objects/pin', ''), payload: Buffer.concat([Buffer.from('{"data":{"n":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}}')]) }, 400, 'INVALID_JSON'],
+      ['POST name not UTF-8', { ...json('POST', '/v1/objects/pin', ''), payload: Buffer.concat([Buffer.from('{"data":{"'), Buffer.from([0xc3]), Buffer.from('":1}}')]) }, 400, 'INVALID_JSON'],
+      ['POST UTF-8 of a lone surrogate', { ...json('POST', '/v1/objects/pin', ''), payload: Buffer.concat([Buffer.from('{"data":{"n":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}}')]) }, 400, 'INVALID_JSON'],
+      ['PATCH value not UTF-8', { ...json('PATCH', `/v1/objects/${pin.id}`, ''), payload: Buffer.concat([Buffer.from('{"n":"'), Buffer.from([0x80]), Buffer.from('"}')]) }, 400, 'INVALID_JSON'],
       // A name twice in one object: JSON.parse keeps the last, a proxy may keep the first.
       ['POST data twice', json('POST', '/v1/objects/pin', '{"data":{"a":1},"data":{"b":2}}'), 400, 'INVALID_JSON'],
       ['POST nested name twice', json('POST', '/v1/objects/pin', '{"data":{"x":[{"a":1,"a":2}]}}'), 400, 'INVALID_JSON'],
