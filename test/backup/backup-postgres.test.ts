@@ -137,4 +137,37 @@ describe('shardkit backup on a PostgreSQL dev cluster (pg_basebackup from the st
     const restored = await cli(['backup', 'restore', '--dir', fx.dir, '--from', to, '--id', id]);
     assert.equal(restored.code, 0, restored.stderr);
   });
+
+  test('no id acknowledged before a restore is handed out again: the copy\'s sequences are set back to the live ones where those are higher', async () => {
+    let kit = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+    try {
+      // A write first: the previous test's restore left the standby at a WAL segment's start,
+      // from where a backup's recovery fails (a separate defect, not this test's).
+      await kit.objects.create('pin', { before: 'backup' }, { shard: 2 });
+    } finally {
+      await kit.close();
+    }
+    const r = await cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const id = (JSON.parse(r.stdout) as { id: string }).id;
+    // More than the 32 values a sequence logs ahead (the copy may hold a value past its last id).
+    const acked: bigint[] = [];
+    kit = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+    try {
+      for (let i = 0; i < 40; i++) acked.push((await kit.objects.create('pin', { i }, { shard: 2 })).id);
+    } finally {
+      await kit.close();
+    }
+    const restored = await cli(['backup', 'restore', '--dir', fx.dir, '--from', to, '--id', id]);
+    assert.equal(restored.code, 0, restored.stderr);
+    kit = await ShardKit.open({ configPath: fx.cluster.configPath, dataDir: fx.dir });
+    try {
+      assert.equal(await present(kit, acked), 0, 'the writes after the backup are undone');
+      const o = await kit.objects.create('pin', { after: 'restore' }, { shard: 2 });
+      assert.ok(!acked.includes(o.id), `the create after the restore got ${o.id}, an id acknowledged before it`);
+      assert.ok(o.id > acked.at(-1)!, 'it goes on from the live sequence');
+    } finally {
+      await kit.close();
+    }
+  });
 });

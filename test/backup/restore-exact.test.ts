@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
 import { isShardKitError } from '../../src/errors.js';
+import { pinterestId } from '../../src/ids/pinterest-id.js';
 import { ShardKit } from '../../src/kit/shard-kit.js';
 import { movedSinceBackup, refuseMovedShards, shardLayout } from '../../src/ops/backup/backup-layout.js';
 import type { BackupManifest } from '../../src/ops/backup/backup-manifest.js';
@@ -16,15 +17,16 @@ import { cli } from '../cli/cli-harness.js';
 
 /**
  * A full restore puts back exactly the backup: on the embedded default, shard files the backup
- * lacks are removed; on pair engines, it refuses (nothing changed) when shards moved to another
- * pair since the backup, since each pair's copy would land on the pair that holds its old ranges.
+ * lacks read empty (their id counters kept, as the restored files' are); on pair engines, it
+ * refuses (nothing changed) when shards moved to another pair since the backup, since each pair's
+ * copy would land on the pair that holds its old ranges.
  */
 
 describe('embedded restore: the shard files become exactly the backup\'s', () => {
   const dirs: string[] = [];
   after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-  test('a shard first written after the backup is emptied (its file removed); a patched object is back to its old value', async () => {
+  test('a shard first written after the backup is emptied; a patched object is back to its old value', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'shardkit-rs-exact-'));
     const to = mkdtempSync(join(tmpdir(), 'shardkit-rs-exact-to-'));
     dirs.push(dir, to);
@@ -53,6 +55,55 @@ describe('embedded restore: the shard files become exactly the backup\'s', () =>
     try {
       assert.equal((await kit.objects.get(old)).data.v, 'before', 'shard 5 holds the backup\'s value');
       await assert.rejects(kit.objects.get(late), (err: unknown) => isShardKitError(err, 'NOT_FOUND'), 'the object written to shard 7 after the backup is gone');
+    } finally {
+      await kit.close();
+    }
+  });
+  test('ids acknowledged after the backup are never handed out again: shard 5 (in the backup) and shard 7 (first written after it, its file emptied but its counters kept)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'shardkit-rs-ids-'));
+    const to = mkdtempSync(join(tmpdir(), 'shardkit-rs-ids-to-'));
+    dirs.push(dir, to);
+    const config = join(dir, 'shardkit.json');
+    writeFileSync(config, JSON.stringify(defaultConfig({ shards: 16, pairs: 2 })));
+    let kit = await ShardKit.open({ configPath: config, dataDir: dir });
+    let x: bigint;
+    const acked: bigint[] = [];
+    try {
+      x = (await kit.objects.create('pin', { v: 'x' }, { shard: 5 })).id;
+    } finally {
+      await kit.close();
+    }
+    const b = await cli(['backup', 'create', '--config', config, '--to', to, '--json']);
+    assert.equal(b.code, 0, b.stderr);
+    kit = await ShardKit.open({ configPath: config, dataDir: dir });
+    try {
+      for (const shard of [5, 5, 7, 7]) acked.push((await kit.objects.create('pin', { v: 'after' }, { shard })).id);
+      // The newest id of each shard deleted again: its counter, not max(id), is what must stay.
+      await kit.objects.delete(acked[1]!);
+      await kit.objects.delete(acked[3]!);
+    } finally {
+      await kit.close();
+    }
+    const r = await cli(['backup', 'restore', '--config', config, '--from', to]);
+    assert.equal(r.code, 0, r.stderr);
+    kit = await ShardKit.open({ configPath: config, dataDir: dir });
+    try {
+      assert.equal((await kit.objects.get(x)).data.v, 'x');
+      for (const id of acked) await assert.rejects(kit.objects.get(id), (err: unknown) => isShardKitError(err, 'NOT_FOUND'), `${id} is gone`);
+      const fresh = [(await kit.objects.create('pin', { v: 'new' }, { shard: 5 })).id, (await kit.objects.create('pin', { v: 'new' }, { shard: 7 })).id];
+      for (const id of fresh) assert.ok(!acked.includes(id) && id !== x, `the new id ${id} was not acknowledged before (${acked.join(', ')})`);
+      assert.deepEqual(fresh.map((id) => pinterestId.decode(id).localId), [4, 3], 'each counter goes on from the live one');
+      await assert.rejects(kit.objects.get(acked[0]!), (err: unknown) => isShardKitError(err, 'NOT_FOUND'), 'an old id still names nothing');
+    } finally {
+      await kit.close();
+    }
+    // Restored again: shard 7's file (not in the backup) is emptied again, and both counters still hold.
+    const again = await cli(['backup', 'restore', '--config', config, '--from', to]);
+    assert.equal(again.code, 0, again.stderr);
+    kit = await ShardKit.open({ configPath: config, dataDir: dir });
+    try {
+      const next = [(await kit.objects.create('pin', { v: 'n' }, { shard: 5 })).id, (await kit.objects.create('pin', { v: 'n' }, { shard: 7 })).id];
+      assert.deepEqual(next.map((id) => pinterestId.decode(id).localId), [5, 4]);
     } finally {
       await kit.close();
     }

@@ -16,6 +16,7 @@ import { archiveBinlogs, archivedBinlogs, archivedUntil, fileStartList, gtidSeqs
 import { replayBinlogs } from './mariadb-binlog-replay.js';
 import { mariadbTableSummaries } from './mariadb-tables.js';
 import { mariadbRestoreAside } from './restore-aside-mariadb.js';
+import { mariadbCounters, raiseMariadbCounters } from './restore-counters.js';
 import { scratchAdmin } from './mariadb-scratch.js';
 import type { AsideRequest } from './restore-aside.js';
 import { byteCounter, chain, toolInput, toolOutput } from './process-streams.js';
@@ -90,9 +91,13 @@ export class MariadbBackupEngine implements BackupEngine {
     const { admin } = this.fleet;
     const { master } = pairNow(await this.fleet.map(), unit.unit);
     if (!options.force) await this.requireNoServices(master);
+    // The dump's CREATE TABLE sets each AUTO_INCREMENT back to the backup's: the live ones are kept.
+    const counters = await mariadbCounters(admin, master);
     // Loaded on the master with its binlog on: the slave replays the restore and the pair stays one.
     await toolInput('mariadb', admin.clientArgs(master), chain(target.get(`${prefix}/${unit.files[0]!}`), createGunzip()));
     if (options.toMs !== undefined) await replayBinlogs(admin, master, archivedBinlogs(archiveDir(target, unit.unit)), unit.position, options.toMs);
+    // With the binlog on too: the slave follows.
+    await raiseMariadbCounters(admin, master, counters, { binlog: true });
   }
 
   async drillUnit(unit: UnitBackup, target: BackupTarget, prefix: string, scratchDir: string): Promise<Record<string, TableSummary>> {

@@ -22,6 +22,8 @@ import { restoreInto, scratchOnly } from './postgres-recovery.js';
 import { parseLsn } from '../postgres/postgres-server.js';
 import { postgresRestoreAside } from './restore-aside-postgres.js';
 import type { AsideRequest } from './restore-aside.js';
+import { PG_SHARD_SCHEMAS_SQL, raiseSequencesSql } from './restore-counters.js';
+import { SEQUENCES_SQL, type SequenceRow } from '../../moves/postgres/index.js';
 
 const PAUSED = 'paused';
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
@@ -101,18 +103,25 @@ export class PostgresBackupEngine implements BackupEngine {
   }
 
   async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean; toMs?: number }): Promise<void> {
-    const { master } = pairNow(await this.access.map(), unit.unit);
+    const { master, slave } = pairNow(await this.access.map(), unit.unit);
     const database = this.access.database;
     const dev = this.access.dev;
     if (!options.force && (dev === undefined || pgServer(dev, master).isRunning())) await this.requireNoServices(master);
     const pitr = options.toMs === undefined ? undefined : { archive: archiveDir(target, unit.unit), toMs: options.toMs };
+    // The live sequences (the restore sets them back to the copy's), kept where higher: the
+    // master's; a dev master that is down, its standby's (which replayed them).
+    const live = dev === undefined ? master : [master, slave].find((h) => h !== undefined && pgServer(dev, h).isRunning());
+    const counters = live === undefined ? [] : await liveSequences(this.access, live);
     // A fleet's datadirs are on other machines: the copy is recovered on this one and loaded through SQL.
-    if (dev === undefined) return restoreThroughSql(this.access, master, unit, target, prefix, pitr);
+    if (dev === undefined) return restoreThroughSql(this.access, master, unit, target, prefix, pitr, raiseSequencesSql(counters));
     const server = pgServer(dev, master);
     await server.stop();
     await restoreInto(server, unit, target, prefix, pitr);
     await server.start();
     await server.waitPromoted();
+    const raise = raiseSequencesSql(counters);
+    // Before the standby is rebuilt: it copies them.
+    if (raise !== '') await server.sql(raise, [], database);
     await clearRestoreSettings(server);
     // The standby followed the old history: it is rebuilt from the restored master.
     await pgRebuildSlave(dev, master);
@@ -198,6 +207,13 @@ async function pauseWithoutReplayedLocks(standby: PgSql, host: string, database:
       locked = await held();
     }
   }
+}
+
+/** SEQUENCES_SQL on `host`, over its shard schemas (restore-counters.ts). */
+async function liveSequences(access: PgAccess, host: string): Promise<SequenceRow[]> {
+  const server = access.server(host);
+  const schemas = (await server.sql<{ n: string }>(PG_SHARD_SCHEMAS_SQL, [], access.database)).map((r) => r.n);
+  return schemas.length === 0 ? [] : server.sql<SequenceRow>(SEQUENCES_SQL, [schemas], access.database);
 }
 
 /** After a restore promoted: what restoreInto added to the recovery settings, off again. */

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import { autoIncrements, tsvCopy, type DumpAdmin } from '../../moves/mariadb/index.js';
+import { tsvCopy, type DumpAdmin } from '../../moves/mariadb/index.js';
 import { shardDatabaseName } from '../../storage/shard-names.js';
-import { adminQuery, type HostAdmin } from '../failover/host-admin.js';
+import type { HostAdmin } from '../failover/host-admin.js';
 import { MariadbInstance } from '../mariadb/mariadb-instance.js';
 import { archiveDir } from './archive-dir.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
@@ -14,6 +14,7 @@ import { archivedBinlogs } from './mariadb-binlog-archive.js';
 import { replayBinlogs } from './mariadb-binlog-replay.js';
 import { mariadbTableSummaries } from './mariadb-tables.js';
 import { chain, toolInput } from './process-streams.js';
+import { mariadbCounters, raiseMariadbCounters } from './restore-counters.js';
 import { ASIDE_HOST, requested, type AsideRequest } from './restore-aside.js';
 
 /**
@@ -45,34 +46,18 @@ export async function mariadbRestoreAside(admin: HostAdmin, unit: UnitBackup, ta
     const present = schemas.filter((db) => Object.keys(expected).some((n) => n.startsWith(`${db}.`)));
     const hosts = [req.into.master, ...(req.into.slave !== undefined ? [req.into.slave] : [])];
     // In place, the dump's DROP and CREATE TABLE would set each counter back to the restore point's.
-    const counters = req.replace === true ? await countersOn(admin, req.into.master, Object.keys(expected)) : new Map<string, bigint>();
+    const counters = req.replace === true ? await mariadbCounters(admin, req.into.master, Object.keys(expected)) : new Map<string, bigint>();
     // One session: the scratch server has no writer, and one stream takes no lock on it.
     await tsvCopy(both, ASIDE_HOST, hosts, present, 1, {
       ignoreTables: Object.keys(all).filter((n) => !(n in expected)),
       onBytes: (_bytes, rows) => req.onRows?.(Math.min(rows, total), total),
     });
-    if (counters.size > 0) {
-      // Not lowered by ALTER (InnoDB keeps max(id) + 1 at least); on both hosts, as the load was.
-      const alters = [...counters].map(([name, n]) => `ALTER TABLE ${name.split('.').map(q).join('.')} AUTO_INCREMENT = ${n}`);
-      for (const host of hosts) await adminQuery(admin, host, 'SET SESSION sql_log_bin = 0', ...alters);
-    }
+    // On both hosts, as the load was.
+    for (const host of hosts) await raiseMariadbCounters(admin, host, counters, { binlog: false });
     req.onRows?.(total, total);
     return expected;
   } finally {
     await inst.stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-const q = (n: string) => `\`${n.replace(/`/g, '``')}\``;
-
-/** AUTO_INCREMENT of each `db.table` of `names` on `host` (those that have one): the move's one query per database. */
-async function countersOn(admin: HostAdmin, host: string, names: string[]): Promise<Map<string, bigint>> {
-  const c = await admin.connect(host);
-  try {
-    const all = await autoIncrements(c, names);
-    return new Map([...all].flatMap(([n, v]) => (v === undefined ? [] : [[n, v] as const])));
-  } finally {
-    await c.end().catch(() => c.destroy());
   }
 }

@@ -14,11 +14,11 @@ import type { PgAccess } from './postgres-access.js';
 import { restoreInto, scratchOnly } from './postgres-recovery.js';
 import { postgresTableSummaries } from './postgres-tables.js';
 import { toolInput, toolOutput } from './process-streams.js';
+import { raiseSequencesSql } from './restore-counters.js';
 import { requested, type AsideRequest } from './restore-aside.js';
 
 const bin = (name: string) => join(process.env.SHARDKIT_POSTGRES_BIN ?? DEFAULT_POSTGRES_BIN, name);
 const ident = (n: string) => `"${n.replace(/"/g, '""')}"`;
-const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
 /**
  * Restores shards of one PostgreSQL pair's backup aside: the base backup recovered (to its LSN, or
@@ -50,7 +50,7 @@ export async function postgresRestoreAside(access: PgAccess, unit: UnitBackup, t
     const names = Object.keys(expected).map((n) => n.split('.').map(ident).join('.'));
     const before = req.replace === true ? await access.server(req.into.master).sql<SequenceRow>(SEQUENCES_SQL, [schemas], access.database) : [];
     const head = req.replace === true && names.length > 0 ? `${preamble};\nTRUNCATE ${names.join(', ')}` : preamble;
-    const tail = before.filter((r) => r.last !== null).map((r) => `SELECT setval(${literal(`${ident(r.ns)}.${ident(r.seq)}`)}, GREATEST(${BigInt(r.last!)}, (SELECT last_value FROM ${ident(r.ns)}.${ident(r.seq)})), true);`).join('\n');
+    const tail = raiseSequencesSql(before);
     const body = tables.length === 0 ? Readable.from([]) : toolOutput(bin('pg_dump'), ['-h', server.host, '-p', String(server.port), '-U', 'postgres', '--no-password', '-d', access.database, '--data-only', ...tables]);
     await toolInput(bin('psql'), [...access.clientArgs(req.into.master), '--no-password', '-d', access.database, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], Readable.from(inOneTransaction(head, body, tail)), { env: access.toolEnv() });
     req.onRows?.(total, total);

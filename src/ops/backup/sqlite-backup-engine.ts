@@ -11,6 +11,7 @@ import type { BackupEngine, BackupUnitSource, BytesListener } from './backup-eng
 import { refuseMovesInProgress } from './fleet-pairs.js';
 import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
+import { raiseSqliteCounters, sqliteCounters } from './restore-counters.js';
 import { sqliteHostDirs } from './sqlite-host-dirs.js';
 import { sqliteTableSummaries } from './sqlite-tables.js';
 
@@ -89,7 +90,10 @@ export class SqliteBackupEngine implements BackupEngine {
   /**
    * Every host directory's shard files become exactly the backup's: its files swapped in, then the
    * shard files it lacks (first written after the backup: object or mod shards, `dbNNNNN.sqlite`
-   * by name) removed with their `-wal`/`-shm`. Other files in the directories are left alone.
+   * by name) replaced with their `-wal`/`-shm`. Other files in the directories are left alone.
+   * The id counters (sqlite_sequence, which travels inside each file) are read from each live file
+   * first and raised in what replaces it (restore-counters.ts): a file the backup lacks becomes
+   * one holding only its counters (no fleet: it reads empty), or goes when it had none.
    */
   async restoreUnit(unit: UnitBackup, target: BackupTarget, prefix: string, options: { force: boolean }): Promise<void> {
     const dirs = this.hostDirs(await this.map());
@@ -109,16 +113,19 @@ export class SqliteBackupEngine implements BackupEngine {
     for (const p of places) {
       mkdirSync(p.dir, { recursive: true });
       const path = join(p.dir, p.name);
-      // Written aside, then the stale WAL removed and the file swapped in.
+      // Written aside, its counters raised to the live file's, then the stale WAL removed and the file swapped in.
       await pipeline(target.get(p.from), createWriteStream(`${path}.restore`));
-      for (const side of ['-wal', '-shm']) rmSync(`${path}${side}`, { force: true });
-      renameSync(`${path}.restore`, path);
+      raiseSqliteCounters(`${path}.restore`, sqliteCounters(path));
+      swapIn(path);
     }
-    // A shard first written after the backup held nothing then: its file goes, WAL first.
+    // A shard first written after the backup held nothing then: it reads empty, its counters stay.
     for (const p of extra) {
       const path = join(p.dir, p.name);
-      for (const side of ['-wal', '-shm']) rmSync(`${path}${side}`, { force: true });
-      rmSync(path, { force: true });
+      const counters = sqliteCounters(path);
+      rmSync(`${path}.restore`, { force: true });
+      raiseSqliteCounters(`${path}.restore`, counters);
+      if (counters.size > 0) swapIn(path);
+      else for (const side of ['-wal', '-shm', '']) rmSync(`${path}${side}`, { force: true });
     }
   }
 
@@ -136,4 +143,10 @@ export class SqliteBackupEngine implements BackupEngine {
   async close(): Promise<void> {
     await this.store.close();
   }
+}
+
+/** `<path>.restore` becomes the shard file: the old file's WAL removed first, then the rename. */
+function swapIn(path: string): void {
+  for (const side of ['-wal', '-shm']) rmSync(`${path}${side}`, { force: true });
+  renameSync(`${path}.restore`, path);
 }

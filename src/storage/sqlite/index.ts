@@ -10,6 +10,8 @@ export { fenceShardCreation, fenceShardFile, type WriteFence } from './sqlite-wr
 export { sqliteStorageSchema, type SqliteStorageConfig } from './sqlite-config.js';
 // For the SQLite move engine: how a fenced shard file is marked.
 export { MOVED_BIT, MOVED_TABLE_PREFIX } from './moved-marks.js';
+// For a backup restore (src/ops/backup/restore-counters.ts): the id counters' statements.
+export { SEQUENCE_SQL } from './sqlite-statements.js';
 export { MAX_LOOKUP_KEY_BYTES, MAX_STORED_ID } from '../backend-args.js';
 
 /** The built-in backend's hook (src/kit/backend-factory.ts): host directories resolve against the data dir. */
