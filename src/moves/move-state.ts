@@ -280,3 +280,19 @@ export async function casMoveState(store: TopologyStore, transition: (map: Shard
     }
   }
 }
+
+/**
+ * abortMovesFrom as one compare-and-set on `store` (heal, before it fails a dead master over).
+ * Through casMoveState, not changeShardMap: that one writes only when ranges change, and a move's
+ * phase is no range, so the marks were computed, reported and never written.
+ */
+export async function casAbortMovesFrom(store: TopologyStore, master: string, reason: string): Promise<string[]> {
+  if ((await store.read()) === undefined) return [];
+  let ids: string[] = [];
+  await casMoveState(store, (map) => {
+    const out = abortMovesFrom(map, master, reason);
+    ids = out.ids;
+    return out.json;
+  });
+  return ids;
+}

@@ -7,7 +7,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ShardKitError, ShardMap, addMove, advanceMove, beginAbort, freezeMove, promoteSlave, switchMove, type ShardMapJson } from '../../src/index.js';
-import { abortMovesFrom, asMappedSource } from '../../src/moves/move-state.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { abortMovesFrom, asMappedSource, casAbortMovesFrom } from '../../src/moves/move-state.js';
+import { FileTopologyStore, MemoryTopologyStore } from '../../src/topology/index.js';
 
 const base: ShardMapJson = {
   version: 1,
@@ -67,4 +71,24 @@ test('abortMovesFrom marks the unswitched moves of the dead master\'s shards, fr
   assert.equal(refusedCode(() => promoteSlave(map(out), 'B1')), 'SHARD_FROZEN');
   // Nothing to mark: the same map, no ids.
   assert.deepEqual(abortMovesFrom(map(out), 'A1', 'again').ids, []);
+});
+
+test('casAbortMovesFrom writes the marks to the store (memory and file), so the failover that follows is allowed; an empty store marks nothing', async () => {
+  // Before: heal marked them through changeShardMap, which writes only when ranges change: the
+  // ids were reported, nothing was written, and every failover of the dead master was refused.
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-abort-marks-'));
+  try {
+    for (const store of [new MemoryTopologyStore(), new FileTopologyStore({ path: join(dir, 'topology.json') })]) {
+      assert.deepEqual(await casAbortMovesFrom(store, 'A1', 'A1 died'), []);
+      const json = advanceMove(map(addMove(map(base), { id: 'm1', span: { first: 2, last: 3 }, target })), 'm1', ['started'], 'copied');
+      await store.write(map(json), 0);
+      assert.deepEqual(await casAbortMovesFrom(store, 'A1', 'A1 died'), ['m1']);
+      const stored = (await store.read())!;
+      assert.equal(stored.moves()[0]!.phase, 'aborting');
+      assert.equal(map(promoteSlave(stored, 'A1')).locate(2).master, 'A2');
+      await store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -13,8 +13,8 @@ import { EtcdActingLease } from './etcd-lease.js';
 import { HealReporter } from './heal-report.js';
 import type { HealSettings } from './heal-rules.js';
 import { DEFAULT_HEAL_SETTINGS, HealSupervisor, type HealTarget, type HealWitness } from './heal-supervisor.js';
-import { changeShardMap, createTopologyStore } from '../../topology/index.js';
-import { abortMovesFrom } from '../../moves/move-state.js';
+import { createTopologyStore } from '../../topology/index.js';
+import { casAbortMovesFrom } from '../../moves/move-state.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import { observeMariadbPair } from './mariadb-probe.js';
 
@@ -60,7 +60,7 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<Open
       store,
       target: {
         map: () => liveShardMap(cluster), observe: (m, s) => observePgPair(cluster, m, s, timeoutMs), failover: (m) => pgEmergencyFailover(cluster, m),
-        abortMoves: (m, why) => abortMovesOf(store, m, why),
+        abortMoves: (m, why) => casAbortMovesFrom(store, m, why),
         rebuild: (m, slave) => pgRebuildSlave(cluster, m, slave !== undefined ? { slave } : {}),
       },
       lockDir: cluster.dir,
@@ -76,7 +76,7 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<Open
       target: {
         map: () => f.map(), observe: (m, s) => observePgPairBy((host, text) => f.sql(host, text, [], timeoutMs), m, s, timeoutMs),
         failover: (m) => pgFleet.pgFleetEmergencyFailover(f, m),
-        abortMoves: (m, why) => abortMovesOf(f.store, m, why),
+        abortMoves: (m, why) => casAbortMovesFrom(f.store, m, why),
         // Needs the slave's machine: SHARDKIT_REBUILD_COMMAND (docs/failover.md).
         rebuild: (m, slave) => pgFleet.pgFleetRebuildSlave(f, m, slave !== undefined ? { slave } : {}),
       },
@@ -90,7 +90,7 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<Open
   return {
     target: {
       map: () => fleet.map(), observe: (m, s) => observeMariadbPair(fleet.admin, m, s, timeoutMs), failover: (m) => emergencyFailover(fleet, m, { log }),
-      abortMoves: (m, why) => abortMovesOf(fleet.store, m, why),
+      abortMoves: (m, why) => casAbortMovesFrom(fleet.store, m, why),
       rebuild: (m, slave) => rebuildSlave(fleet, m, { log, ...(slave !== undefined ? { slave } : {}) }),
     },
     store: fleet.store,
@@ -98,17 +98,6 @@ async function openTarget(opts: HealCliOptions, timeoutMs: number): Promise<Open
     topologyStore: fleet.config.topologyStore,
     close: () => fleet.close(),
   };
-}
-
-/** One compare-and-set marking the unfinished moves of `master`'s shards 'aborting' (move-state.ts abortMovesFrom). */
-async function abortMovesOf(store: TopologyStore, master: string, reason: string): Promise<string[]> {
-  let ids: string[] = [];
-  await changeShardMap(store, (map) => {
-    const out = abortMovesFrom(map, master, reason);
-    ids = out.ids;
-    return out.json;
-  });
-  return ids;
 }
 
 /**
