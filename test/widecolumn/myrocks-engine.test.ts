@@ -177,6 +177,20 @@ describe('MyRocks wide-column engine', () => {
     assert.deepEqual(plain(ok[1]!), plain((await engine.batchGetRows('big', [{ row: 'huge', limit: 6 }]))[0]!));
   });
 
+  test('a put of 7 values of 1 MiB to one row (within the 16 MiB batch, which counts each value twice) is stored whole: several statements in one transaction, each under max_allowed_packet', async () => {
+    // Before: one INSERT per shard, its bytes inlined as hex and each value twice (cell and head):
+    // 4 MiB of values made a 16 MiB statement, and the server refused it (ER_NET_PACKET_TOO_LARGE).
+    await engine.putDataset('wide');
+    const items = Array.from({ length: 7 }, (_, i) => ({ column: `c${String(i).padStart(2, '0')}`, value: Buffer.alloc(1024 * 1024, 0x61 + i) }));
+    await engine.putRow('wide', 'r', items);
+    const [got] = await engine.batchGetRows('wide', [{ row: 'r', limit: 20 }]);
+    assert.deepEqual(got!.columns.map((c) => [c.column, c.cells.length, c.cells[0]!.value.equals(items.find((it) => it.column === c.column)!.value)]), items.map((it) => [it.column, 1, true]));
+    // The same in a batch over two rows (one shard or two): every cell, once.
+    await engine.batchPutRows('wide', [{ row: 'a', items: items.slice(0, 4) }, { row: 'b', items: items.slice(4) }]);
+    const both = await engine.batchGetRows('wide', [{ row: 'a', limit: 20 }, { row: 'b', limit: 20 }]);
+    assert.deepEqual(both.map((r) => r.columns.length), [4, 3]);
+  });
+
   test('TTL to the millisecond at read time; compaction removes expired cells and excess versions, and no read changes', async () => {
     await engine.putDataset('t', { maxVersions: 2, ttlSeconds: 10 });
     await engine.putRow('t', 'r', [{ column: 'a', value: 'old', timestamp: clock.t - 10_000 }, { column: 'b', value: 'b1', timestamp: clock.t - 3 }, { column: 'b', value: 'b2', timestamp: clock.t - 2 }, { column: 'b', value: 'b3', timestamp: clock.t - 1 }]);

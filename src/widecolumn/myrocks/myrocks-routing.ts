@@ -231,6 +231,17 @@ export class MyrocksRouting {
     return this.write(shard, () => this.onHost<T>(this.hostOf(shard), sql, values, shard));
   }
 
+  /** Write statements on `shard`'s master, all or none: one alone, several in one transaction. */
+  protected writeShardStatements(shard: number, statements: Array<{ sql: string; values: SqlValue[] }>): Promise<unknown> {
+    if (statements.length === 1) return this.writeShard(shard, statements[0]!.sql, statements[0]!.values);
+    return this.write(shard, () => {
+      const host = this.hostOf(shard);
+      return this.mapped(host, shard, () => this.pools.get(host).transaction(async (run) => {
+        for (const s of statements) await run(s.sql, s.values);
+      }));
+    });
+  }
+
   protected async onHost<T>(host: string, sql: string, values?: SqlValue[], shard?: number): Promise<T> {
     return this.mapped(host, shard, () => this.pools.get(host).query<T>(sql, values));
   }

@@ -34,11 +34,13 @@ export class MyrocksRowWrites extends MyrocksRowReads {
         if (!list) byShard.set(c.shard, (list = []));
         list.push(c.values);
       }
-      await Promise.all([...byShard].map(([shard, list]) => this.writeShard(shard,
+      await Promise.all([...byShard].map(([shard, list]) => this.writeShardStatements(shard, statementPieces(list).map((piece) => ({
         // Cells overwrite; a head record takes the put's cell only when it is at least as new
         // (assignments run left to right: v and exp compare with the old hts).
-        `INSERT INTO ${datasetTable(shard, ds.name)} (rh, col, nts, row_key, v, exp, hts) VALUES ${list.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
-         ON DUPLICATE KEY UPDATE v = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, v, VALUES(v)), exp = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, exp, VALUES(exp)), hts = GREATEST(hts, VALUES(hts))`, list.flat())));
+        sql: `INSERT INTO ${datasetTable(shard, ds.name)} (rh, col, nts, row_key, v, exp, hts) VALUES ${piece.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
+         ON DUPLICATE KEY UPDATE v = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, v, VALUES(v)), exp = IF(nts = ${HEAD_NTS} AND VALUES(hts) < hts, exp, VALUES(exp)), hts = GREATEST(hts, VALUES(hts))`,
+        values: piece.flat(),
+      })))));
       return results;
     });
   }
@@ -121,4 +123,38 @@ export class MyrocksRowWrites extends MyrocksRowReads {
   }
 
   // ---- compaction -----------------------------------------------------------------------------
+}
+
+/**
+ * Bytes of SQL one INSERT may carry. mysql2 writes the parameters into the statement's text
+ * (bytes as hex: twice their size) and each value goes in twice (its cell and its column's head),
+ * so a batch of 4 MiB of values was a 16 MiB statement, past MariaDB's default max_allowed_packet:
+ * 413 within the documented 16 MiB batch (and a server that drops the connection instead reads as
+ * a host down). Bigger batches go as several statements in one transaction.
+ */
+export const STATEMENT_BYTES = 8 * 1024 * 1024;
+
+function sqlBytes(v: SqlValue): number {
+  if (Buffer.isBuffer(v)) return 2 * v.length + 3;
+  if (typeof v === 'string') return 2 * Buffer.byteLength(v) + 2;
+  return 24;
+}
+
+/** `rows` in runs of at most STATEMENT_BYTES of SQL (a row alone may be more: it cannot be split). */
+export function statementPieces(rows: SqlValue[][]): SqlValue[][][] {
+  const pieces: SqlValue[][][] = [];
+  let piece: SqlValue[][] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const size = 32 + row.reduce((n: number, v) => n + sqlBytes(v), 0);
+    if (piece.length > 0 && bytes + size > STATEMENT_BYTES) {
+      pieces.push(piece);
+      piece = [];
+      bytes = 0;
+    }
+    piece.push(row);
+    bytes += size;
+  }
+  if (piece.length > 0) pieces.push(piece);
+  return pieces;
 }
