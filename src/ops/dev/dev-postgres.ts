@@ -28,15 +28,19 @@ export function pgServer(cluster: DevCluster, name: string): PostgresServer {
 }
 
 /**
- * Servers that start as primaries: the masters the live map names, and the masters of pairs the
- * map does not mention at all (added by `dev add-pair`, waiting to be a move's target, which
- * writes to them with a subscription). A failed master is still in the map (as a slave): it
- * starts as a standby.
+ * Servers that start as primaries: the masters the live map names, and the masters of pairs no
+ * range names (added by `dev add-pair`, waiting to be a move's target or being one, which writes
+ * to them with a subscription). A failed master is still in the map (as a slave): it starts as a
+ * standby.
  */
-function pgMasters(c: DevCluster, map: ShardMap): Set<string> {
+export function pgMasters(c: Pick<DevCluster, 'serversWithRole'>, map: ShardMap): Set<string> {
   const masters = mastersOf(map);
-  const named = new Set(map.hostNames());
-  for (const s of c.serversWithRole('master')) if (!named.has(s.name)) masters.add(s.name);
+  // Named by a range (a failed master is its range's slave): map.hostNames() also names the
+  // hosts of moves, and a move's target pair, which serves no range until the switch, came back
+  // as a standby with no primary (the mover's copy into it then failed read-only).
+  const json = map.toJSON();
+  const inRanges = new Set([...json.ranges, ...json.modShards.ranges].flatMap((r) => [r.master, ...(r.slave !== undefined ? [r.slave] : [])]));
+  for (const s of c.serversWithRole('master')) if (!inRanges.has(s.name)) masters.add(s.name);
   return masters;
 }
 
