@@ -1,4 +1,4 @@
-import { ShardKitError } from '../errors.js';
+import { isShardKitError, ShardKitError } from '../errors.js';
 import type { ShardSpan } from '../topology/map-edits.js';
 import { MAX_PROGRESS_TABLES, type HostPair, type MovePhase, type MoveRecord, type ShardMap } from '../topology/shard-map.js';
 import type { TopologyStore } from '../topology/topology-store.js';
@@ -238,10 +238,16 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     // Never roll back a switched move, and never on a state someone else changed.
     const now = await store.read();
     const m = now?.move(id);
+    // The record gone: another process aborted the move under this one (its undo ended this
+    // one's copy sessions), or forgot it. Said as such, not as the error that followed.
+    const gone = () => new ShardKitError('UNKNOWN_MOVE', `move ${id} was aborted or forgotten by another process while this one ran (${(err as Error).message ?? String(err)}): nothing left to do here`, { cause: err });
+    if (m === undefined && id !== undefined) throw gone();
     if (m === undefined || m.phase === 'switched') throw err;
     try {
       await abortRun(id, (err as Error).message ?? String(err));
     } catch (abortErr) {
+      // The other process's abort finished first and removed the record.
+      if (isShardKitError(abortErr, 'UNKNOWN_MOVE')) throw gone();
       throw new ShardKitError('MOVE_ABORT_FAILED', `move ${id} failed (${(err as Error).message}) and so did its abort (${(abortErr as Error).message}): run shards move --abort again`, { cause: err });
     }
     if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${m.source.master}: ${err.message}`, { cause: err });

@@ -42,7 +42,9 @@ import { fleetTables } from '../../src/storage/shard-names.js';
 import { runMove, type MoveEvent } from '../../src/moves/move-runner.js';
 import { createPostgresMoveEngine, POSTGRES_MOVE_MAX_LAG_BYTES, type PostgresMoveEngine } from '../../src/moves/postgres/index.js';
 import { ackedOn, startLoad } from './crash-ledger.js';
-import { cleanlyAborted, direction, forgetSwitched, noneLost, runMoveSuite, type MoveSuiteFixture } from '../conformance/move-suite.js';
+import { cleanlyAborted, direction, forgetSwitched, moveAgain, noneLost, runMoveSuite, type MoveSuiteFixture } from '../conformance/move-suite.js';
+import { copySessionName } from '../../src/moves/postgres/engine-base.js';
+import { isShardKitError } from '../../src/errors.js';
 
 const db = (shard: number) => `db${String(shard).padStart(5, '0')}`;
 const PAIR1 = { master: 'PG001A', slave: 'PG001B' };
@@ -299,6 +301,64 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       await w.stop();
     }
     await noneLost(fx, w.ledger, 'mover killed inside the copy');
+  });
+
+  test('--abort from a second process while a mover copies (held by a lock on one target table): the copy is ended and nothing of it lands on the target after the abort; the mover stops with UNKNOWN_MOVE; a new move switches; 0 acknowledged writes lost', async () => {
+    // Before: the abort dropped what the copy had committed and the marker, then the running
+    // copy committed its tables: the next move there met ALREADY_EXISTS (the PostgreSQL review).
+    await forgetSwitched(fx);
+    const span: [number, number] = [2, 3];
+    const { from, to } = await direction(fx, span);
+    const config = pgConfig();
+    const schema = resolveSchema(config);
+    const target = config.hosts[to.master]!;
+    for (const q of postgresDialect.createShard(schema, { host: to.master, shard: span[0], fleet: 'objects' })) await sql(to.master, q);
+    const holder = new pg.Client({ host: target.socket ?? target.host, port: target.port, user: config.storage.user, database: config.storage.database });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${db(span[0])}.pins IN SHARE MODE`);
+    let held = true;
+    const release = async () => {
+      if (!held) return;
+      held = false;
+      await holder.query('COMMIT');
+    };
+    const other = createPostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema });
+    const w = load([0, 1, 2, 3]);
+    let first: Promise<unknown> | undefined;
+    try {
+      await ackedOn(w.ledger, [0, 1, 2, 3], Date.now());
+      let copying!: () => void;
+      const inCopy = new Promise<void>((resolve) => (copying = resolve));
+      // The first progress report comes from inside the copy; the COPY into shard 2's pins waits for the lock.
+      first = move({ start: { span: { first: span[0], last: span[1] }, target: to, holdMs: 30_000 }, onProgress: () => copying() }).then(() => undefined, (err: unknown) => err);
+      await inCopy;
+      const id = (await map()).moves().find((m) => m.range[0] === span[0] && m.phase !== 'switched')!.id;
+      const aborting = runMove({ store, engine: other, hosts, maxLag: POSTGRES_MOVE_MAX_LAG_BYTES, moveId: id, abort: true });
+      // The abort ends the copy's sessions; then the lock goes, so the abort's DROP can run.
+      for (let i = 0; ; i++) {
+        const [row] = await sql<{ n: string }>(to.master, 'SELECT count(*)::text AS n FROM pg_stat_activity WHERE application_name = $1', [copySessionName(id)]);
+        if (row!.n === '0') break;
+        assert.ok(i < 600, `the copy's sessions on ${to.master} are still running after the abort started`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await release();
+      assert.equal((await aborting).outcome, 'aborted');
+      const err = await first;
+      assert.ok(isShardKitError(err, 'UNKNOWN_MOVE'), `the first mover stops, saying another process aborted the move: ${String(err)}`);
+      await cleanlyAborted(fx, span, from.master, to.master);
+      assert.deepEqual(await replicationLeft(), []);
+      // The target takes a new move of the same shards (before: ALREADY_EXISTS, rows left by the ended copy).
+      await moveAgain(fx, span, from, to);
+      await ackedOn(w.ledger, [span[0], span[1]], Date.now());
+    } finally {
+      await release().catch(() => undefined);
+      await holder.end().catch(() => undefined);
+      await first;
+      await other.close();
+      await w.stop();
+    }
+    await noneLost(fx, w.ledger, 'abort from a second process during the copy');
   });
 
   test('kill -9 of the target master in the middle of the copy (held there by a lock on one of its tables, which dies with it): the copy starts over once it is back and the same run switches, verify clean, no slot left, 0 acknowledged writes lost', async () => {

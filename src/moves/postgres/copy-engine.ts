@@ -4,7 +4,7 @@ import { shardDatabaseName } from '../../storage/shard-names.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveProgressFn } from '../move-engine.js';
 import { moveShards } from '../move-shared.js';
-import { MARKER_SCHEMA, qi, ql, replicationName, type Client } from './engine-base.js';
+import { copySessionName, MARKER_SCHEMA, qi, ql, replicationName, type Client } from './engine-base.js';
 import { copyThrottle } from '../copy-throttle.js';
 import { POSTGRES_SOURCE_STANDBY_MAX_LAG_BYTES, sourceStandbyLag } from './source-standby-lag.js';
 import { copyColumns, copyProgress, copyTablesInParallel, type TableCopyState } from './parallel-copy.js';
@@ -55,7 +55,12 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
         await this.step('copy: CREATE SUBSCRIPTION (target)', () => this.withConn(move.target.master, (dst) => this.subscribe(dst, move)));
         return { ...done, attempts: attempt };
       } catch (err) {
-        if (!serverGone(err)) throw err;
+        if (!serverGone(err)) {
+          // The record's abort drops the slot; an abort by another process already ran and will
+          // not come back for the one this attempt made.
+          if (!(await this.markerOnTarget(move).catch(() => true))) await this.withConn(move.source.master, (c) => dropOwnSlot(c, replicationName(move.id))).catch(() => undefined);
+          throw err;
+        }
         lastError = err;
       }
       // Both servers must answer again before the copy starts over.
@@ -74,7 +79,17 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
           }
         }
       }
+      // An abort by another process ended this copy (undoTarget): its marker is gone, so no new copy.
+      if (!(await this.markerOnTarget(move))) {
+        throw new ShardKitError('UNKNOWN_MOVE', `move ${move.id} was aborted by another process during its copy (its marker on ${move.target.master} is gone): not copying again`, { cause: lastError });
+      }
     }
+  }
+
+  /** Whether the move's marker table is on the target: prepare made it, an abort drops it. */
+  private async markerOnTarget(move: MoveRecord): Promise<boolean> {
+    const { rows } = await this.withConn(move.target.master, (c) => c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]));
+    return rows.length > 0;
   }
 
   /**
@@ -129,7 +144,15 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
           ...(this.options.onCopyWait !== undefined ? { onWait: this.options.onCopyWait } : {}),
         }),
         connectSource: () => this.connect(move.source.master),
-        connectTarget: () => this.connect(move.target.master),
+        // The move's marker on the target, held by every stream: an abort (another process) drops
+        // it only once no copy of this move can still commit, and no copy starts after it.
+        guard: `LOCK TABLE ${this.markerTable(move)} IN ACCESS SHARE MODE`,
+        // Named, so that an --abort from another process can end them (undoTarget).
+        connectTarget: async () => {
+          const c = await this.connect(move.target.master);
+          await c.query(`SET application_name = '${copySessionName(move.id)}'`);
+          return c;
+        },
       }));
       copying = false;
       await reporter;

@@ -82,6 +82,11 @@ export function replicationName(moveId: string): string {
   return `shardkit_move_${createHash('sha1').update(moveId).digest('hex').slice(0, 20)}`;
 }
 
+/** The application_name of a move's copy sessions on the target: what an abort ends. */
+export function copySessionName(moveId: string): string {
+  return `shardkit_copy_${createHash('sha1').update(moveId).digest('hex').slice(0, 20)}`;
+}
+
 export type Client = pg.Client;
 
 /** One shard in a verify: where its tables are on the source and which exist on each side. */

@@ -27,6 +27,8 @@ export interface ParallelCopyOptions {
   streams: number;
   connectSource: () => Promise<Client>;
   connectTarget: () => Promise<Client>;
+  /** Run first in each target transaction: a lock that an abort's DROP waits for (copy-engine.ts). */
+  guard?: string;
   /** Filled as the copy goes, one entry per table name. */
   state: Map<string, TableCopyState>;
   /** Awaited with the bytes of each piece before it goes on to the target (a rate limit); the pipe's back-pressure pauses the source's COPY meanwhile. */
@@ -70,6 +72,7 @@ export async function copyTablesInParallel(o: ParallelCopyOptions): Promise<void
       // One commit per stream on the target, not one per table (each waits for a synchronous
       // standby's flush; 320 small tables made the commits most of the copy).
       await dst.query('BEGIN');
+      if (o.guard !== undefined) await dst.query(o.guard);
       await src.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       await src.query(`SET TRANSACTION SNAPSHOT '${o.snapshot.replace(/'/g, "''")}'`);
       for (let g = queue.shift(); g !== undefined; g = queue.shift()) {

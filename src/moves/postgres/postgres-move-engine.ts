@@ -7,7 +7,7 @@ import { undoTargetThenSource } from '../undo-order.js';
 import { moveShards } from '../move-shared.js';
 import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
-import { MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
+import { copySessionName, MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
 import { readSequences } from './sequences.js';
 import { tableWrites } from './table-writes.js';
 import { bucketAggregates } from './chunk-settle.js';
@@ -336,11 +336,17 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
   async undoTarget(move: MoveRecord): Promise<void> {
     const name = replicationName(move.id);
     await this.withConn(move.target.master, async (c) => {
-      await dropSubscription(c, name);
       // The target's tables are this move's only if its marker table is there: prepare creates
       // both in one transaction. Without it (prepare refused a target that holds rows, or never
       // got that far) the target's tables are someone else's data and stay.
       const { rows: ours } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
+      // A copy another mover is still running (an --abort from a second process) is ended, and the
+      // marker dropped before the tables: every copy stream holds it, so the DROP waits for any
+      // stream that started since, and none starts after. Otherwise the copy committed its
+      // tables after the ones below were dropped, and the next move there met ALREADY_EXISTS.
+      await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [copySessionName(move.id)]);
+      if (ours.length > 0) await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+      await dropSubscription(c, name);
       if (ours.length === 0) return;
       for (const s of moveShards(move)) {
         const tables = await this.present(c, shardDatabaseName(s));
