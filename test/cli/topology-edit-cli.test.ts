@@ -86,13 +86,21 @@ test('topology close/open: split ranges as needed, merge them back; open past th
   const grown = await cli(['topology', 'open', '16..31', '--master', 'MySQL009A', '--slave', 'MySQL009B', '--file', d.cfg]);
   assert.equal(grown.code, 0, grown.stderr);
   assert.match(grown.stdout, /^object shards 16\.\.31: \(none\) -> MySQL009A\/MySQL009B open$/m);
+  // Open before they exist: the operator is told to init, and how to add them without that window.
+  assert.match(grown.stderr, /^next: shardkit init \(it creates shards 16\.\.31 on MySQL009A\); until then, new objects that running services place there fail with SHARD_UNAVAILABLE\. Without that window: topology close 16\.\.31 --master MySQL009A --slave MySQL009B, then init, then topology open 16\.\.31$/m);
   const map = ShardMap.fromJSON(await live(d.topo));
   assert.equal(map.shardCount, 32);
   assert.equal(map.openShardCount, 32);
+  // Added closed: in the map, not open for new objects until `topology open`.
+  const added = await cli(['topology', 'close', '32..47', '--master', 'MySQL009A', '--slave', 'MySQL009B', '--file', d.cfg]);
+  assert.equal(added.code, 0, added.stderr);
+  assert.match(added.stderr, /^next: shardkit init \(it creates shards 32\.\.47 on MySQL009A\), then topology open 32\.\.47$/m);
+  assert.deepEqual([ShardMap.fromJSON(await live(d.topo)).shardCount, ShardMap.fromJSON(await live(d.topo)).openShardCount], [48, 32]);
+  assert.equal((await cli(['topology', 'open', '32..47', '--file', d.cfg])).code, 0);
   // Re-running is a no-op: nothing written.
   const again = await cli(['topology', 'open', '4..11', '--file', d.cfg]);
-  assert.equal(again.stdout, 'no change\nnothing written (the map stays at version 4)\n');
-  assert.equal((await live(d.topo)).version, 4);
+  assert.equal(again.stdout, 'no change\nnothing written (the map stays at version 6)\n');
+  assert.equal((await live(d.topo)).version, 6);
 });
 
 test('topology edits: --dry-run prints the change and writes nothing; --data names the data dir; an empty store is seeded from the config', async () => {

@@ -261,4 +261,12 @@ export async function openTopology(spanText: string, open: boolean, opts: EditOp
   if (opts.master === undefined && opts.slave !== undefined) throw new ShardKitError('INVALID_ARGUMENT', '--slave needs --master: both name the hosts of new shards');
   const pair = opts.master === undefined ? undefined : { master: opts.master, ...(opts.slave !== undefined ? { slave: opts.slave } : {}) };
   await runEdit(opts, pair ? [pair.master, pair.slave] : [], (map) => setOpen(map, span, open, pair));
+  // New shards exist in the map before they exist on their master: running services place new
+  // objects on open ones at once, and those creates fail until init has made them.
+  if (pair !== undefined && opts.dryRun !== true && opts.json !== true) {
+    const spanText = `${span.first}..${span.last}`;
+    process.stderr.write(open
+      ? `next: shardkit init (it creates shards ${spanText} on ${pair.master}); until then, new objects that running services place there fail with SHARD_UNAVAILABLE. Without that window: topology close ${spanText} --master ${pair.master}${pair.slave !== undefined ? ` --slave ${pair.slave}` : ''}, then init, then topology open ${spanText}\n`
+      : `next: shardkit init (it creates shards ${spanText} on ${pair.master}), then topology open ${spanText}\n`);
+  }
 }

@@ -71,7 +71,7 @@ ${afterEdit}`)
     edit(topology.command(`${name} <first..last>`))
       .description(open
         ? 'Let new objects be placed on object shards first..last; with --master/--slave, add shards past the current last one'
-        : 'Stop placing new objects on object shards first..last (their objects are still read and updated)')
+        : 'Stop placing new objects on object shards first..last (their objects are still read and updated); with --master/--slave, add shards past the current last one, closed: then `init`, then `topology open` (no moment when running services place objects on shards not yet created)')
       .option('--master <host>', 'for shards past the current last shard: their master')
       .option('--slave <host>', 'for shards past the current last shard: their slave')
       .addHelpText('after', `
