@@ -250,7 +250,9 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
       if (isShardKitError(abortErr, 'UNKNOWN_MOVE')) throw gone();
       throw new ShardKitError('MOVE_ABORT_FAILED', `move ${id} failed (${(err as Error).message}) and so did its abort (${(abortErr as Error).message}): run shards move --abort again`, { cause: err });
     }
-    if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${m.source.master}: ${err.message}`, { cause: err });
+    // Their master now: a source pair failed over during the move is served by its old slave.
+    const back = now?.rangeOf(m.range[0])?.master ?? m.source.master;
+    if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${back}: ${err.message}`, { cause: err });
     throw err;
   }
 
