@@ -253,7 +253,10 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     // Their master now: a source pair failed over during the move is served by its old slave.
     const back = now?.rangeOf(m.range[0])?.master ?? m.source.master;
     if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${back}: ${err.message}`, { cause: err });
-    throw err;
+    // A driver's own error (a server that died under the engine: "Client has encountered a
+    // connection error"), said with a code; a bug in our code stays INTERNAL.
+    const code = err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError ? 'INTERNAL' : 'SHARD_UNAVAILABLE';
+    throw new ShardKitError(code, `move ${id} aborted, the shards are back on ${back}: ${(err as Error).message ?? String(err)}`, { cause: err });
   }
 
   // Under the freeze, fenced: catch-up, verify, the compare-and-set switch. `recorded`: the
