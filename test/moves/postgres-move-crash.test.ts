@@ -82,6 +82,28 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     return { ...config, storage: config.storage };
   };
   let fx: MoveSuiteFixture;
+  /**
+   * Shard `shard`'s tables made on `host` beforehand (empty: prepare takes them as its own), and
+   * its pins held in SHARE mode: a copy's COPY FROM into it waits until `release`.
+   */
+  const holdOnTarget = async (host: string, shard: number): Promise<{ release(): Promise<void>; end(): Promise<void> }> => {
+    const config = pgConfig();
+    for (const q of postgresDialect.createShard(resolveSchema(config), { host, shard, fleet: 'objects' })) await sql(host, q);
+    const address = config.hosts[host]!;
+    const holder = new pg.Client({ host: address.socket ?? address.host, port: address.port, user: config.storage.user, database: config.storage.database });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${db(shard)}.pins IN SHARE MODE`);
+    let held = true;
+    return {
+      release: async () => {
+        if (!held) return;
+        held = false;
+        await holder.query('COMMIT');
+      },
+      end: () => holder.end().catch(() => undefined),
+    };
+  };
 
   before(async () => {
     await devUp({ dir, engine: 'postgres', pairs: 1, shards: 4, modShards: 4 });
@@ -182,21 +204,9 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     const { from, to } = await direction(fx, span);
     const w = load([0, 1, 2, 3]);
     const source = pgServer(c, from.master);
-    const config = pgConfig();
-    // Shard 0's tables made on the target beforehand (empty: prepare takes them as its own), and
-    // one held in SHARE mode: the copy's COPY FROM into it waits until the source has died and
-    // come back, so the source dies inside the copy whatever the machine's speed.
-    for (const q of postgresDialect.createShard(resolveSchema(config), { host: to.master, shard: 0, fleet: 'objects' })) await sql(to.master, q);
-    const holder = new pg.Client({ host: config.hosts[to.master]!.socket ?? config.hosts[to.master]!.host, port: config.hosts[to.master]!.port, user: config.storage.user, database: config.storage.database });
-    await holder.connect();
-    await holder.query('BEGIN');
-    await holder.query(`LOCK TABLE ${db(0)}.pins IN SHARE MODE`);
-    let held = true;
-    const release = async () => {
-      if (!held) return;
-      held = false;
-      await holder.query('COMMIT');
-    };
+    // The copy's COPY FROM into shard 0's pins waits until the source has died and come back, so
+    // the source dies inside the copy whatever the machine's speed.
+    const { release, end } = await holdOnTarget(to.master, 0);
     let crash: Promise<void> | undefined;
     const events: MoveEvent[] = [];
     try {
@@ -227,7 +237,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     } finally {
       await crash?.catch(() => undefined);
       await release().catch(() => undefined);
-      await holder.end().catch(() => undefined);
+      await end();
       await source.start();
       await w.stop();
     }
@@ -311,18 +321,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
     const { from, to } = await direction(fx, span);
     const config = pgConfig();
     const schema = resolveSchema(config);
-    const target = config.hosts[to.master]!;
-    for (const q of postgresDialect.createShard(schema, { host: to.master, shard: span[0], fleet: 'objects' })) await sql(to.master, q);
-    const holder = new pg.Client({ host: target.socket ?? target.host, port: target.port, user: config.storage.user, database: config.storage.database });
-    await holder.connect();
-    await holder.query('BEGIN');
-    await holder.query(`LOCK TABLE ${db(span[0])}.pins IN SHARE MODE`);
-    let held = true;
-    const release = async () => {
-      if (!held) return;
-      held = false;
-      await holder.query('COMMIT');
-    };
+    const { release, end } = await holdOnTarget(to.master, span[0]);
     const other = createPostgresMoveEngine({ hosts: config.hosts, user: config.storage.user, database: config.storage.database, schema });
     const w = load([0, 1, 2, 3]);
     let first: Promise<unknown> | undefined;
@@ -353,7 +352,7 @@ describe('moves on PostgreSQL: kill -9 of the source or the target master during
       await ackedOn(w.ledger, [span[0], span[1]], Date.now());
     } finally {
       await release().catch(() => undefined);
-      await holder.end().catch(() => undefined);
+      await end();
       await first;
       await other.close();
       await w.stop();

@@ -86,10 +86,8 @@ export class PostgresMoveCopy extends PostgresMoveVerify {
     }
   }
 
-  /** Whether the move's marker table is on the target: prepare made it, an abort drops it. */
-  private async markerOnTarget(move: MoveRecord): Promise<boolean> {
-    const { rows } = await this.withConn(move.target.master, (c) => c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]));
-    return rows.length > 0;
+  private markerOnTarget(move: MoveRecord): Promise<boolean> {
+    return this.withConn(move.target.master, (c) => this.markerOn(c, move));
   }
 
   /**

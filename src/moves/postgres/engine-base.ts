@@ -246,6 +246,12 @@ export class PostgresMoveBase {
     return out;
   }
 
+  /** Whether `c`'s server holds the move's marker table: prepare makes it on the target, an abort drops it. */
+  protected async markerOn(c: Client, move: MoveRecord): Promise<boolean> {
+    const { rows } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
+    return rows.length > 0;
+  }
+
   protected markerTable(move: MoveRecord): string {
     return `${qi(MARKER_SCHEMA)}.${qi(replicationName(move.id))}`;
   }

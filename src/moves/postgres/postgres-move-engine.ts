@@ -83,8 +83,7 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       // With the marker there, the target's tables of the moving shards and what an interrupted
       // copy put in them are this move's (a copy tried again truncates them first): it is made
       // once they were found empty, before the copy streams make the tables (copy-engine.ts).
-      const { rows: ours } = await dst.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, name]);
-      if (ours.length > 0) {
+      if (await this.markerOn(dst, move)) {
         fresh = false;
         return;
       }
@@ -339,15 +338,15 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
       // The target's tables are this move's only if its marker table is there: prepare creates
       // both in one transaction. Without it (prepare refused a target that holds rows, or never
       // got that far) the target's tables are someone else's data and stay.
-      const { rows: ours } = await c.query('SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2', [MARKER_SCHEMA, replicationName(move.id)]);
+      const ours = await this.markerOn(c, move);
       // A copy another mover is still running (an --abort from a second process) is ended, and the
       // marker dropped before the tables: every copy stream holds it, so the DROP waits for any
       // stream that started since, and none starts after. Otherwise the copy committed its
       // tables after the ones below were dropped, and the next move there met ALREADY_EXISTS.
       await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [copySessionName(move.id)]);
-      if (ours.length > 0) await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
+      if (ours) await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
       await dropSubscription(c, name);
-      if (ours.length === 0) return;
+      if (!ours) return;
       for (const s of moveShards(move)) {
         const tables = await this.present(c, shardDatabaseName(s));
         if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);
