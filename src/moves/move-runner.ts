@@ -243,13 +243,17 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     const gone = () => new ShardKitError('UNKNOWN_MOVE', `move ${id} was aborted or forgotten by another process while this one ran (${(err as Error).message ?? String(err)}): nothing left to do here`, { cause: err });
     if (m === undefined && id !== undefined) throw gone();
     if (m === undefined || m.phase === 'switched') throw err;
+    // 'aborting' already: another process (an operator's --abort, heal) began the abort. This run
+    // helps finish it (heal leaves the undo to whoever comes next), and says whose abort it was.
+    const theirs = m.phase === 'aborting';
     try {
       await abortRun(id, (err as Error).message ?? String(err));
     } catch (abortErr) {
       // The other process's abort finished first and removed the record.
-      if (isShardKitError(abortErr, 'UNKNOWN_MOVE')) throw gone();
+      if (isShardKitError(abortErr, 'UNKNOWN_MOVE') || (theirs && (await store.read())?.move(id) === undefined)) throw gone();
       throw new ShardKitError('MOVE_ABORT_FAILED', `move ${id} failed (${(err as Error).message}) and so did its abort (${(abortErr as Error).message}): run shards move --abort again`, { cause: err });
     }
+    if (theirs) throw gone();
     // Their master now: a source pair failed over during the move is served by its old slave.
     const back = now?.rangeOf(m.range[0])?.master ?? m.source.master;
     if (err instanceof ShardKitError) throw new ShardKitError(err.code, `move ${id} aborted, the shards are back on ${back}: ${err.message}`, { cause: err });
@@ -304,7 +308,8 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
     emit(moveId, 'aborting');
     await options.afterPhase?.('aborting');
     await engine.undo(asMappedSource(map, m));
-    map = await cas((x) => abortMove(x, moveId));
+    // The record gone: another process ran the same abort (the undo is idempotent) and finished first.
+    map = await cas((x) => (x.move(moveId) === undefined ? x.toJSON() : abortMove(x, moveId)));
     emit(moveId, 'aborted');
     return { move: m, outcome: 'aborted' };
   }
