@@ -81,6 +81,33 @@ describe('shardkit backup on the embedded default (SQLite online backup API)', (
     }
   });
 
+  test('a backup taken while no service runs, then a restore without --force: not refused (the -wal the backup\'s reader left is no open service); the backup\'s state is back', async () => {
+    // Before: the backup's read-only connections left -wal/-shm beside every file, and restore
+    // took any -wal for a running service: PRECONDITION_FAILED unless --force.
+    const aside = mkdtempSync(join(tmpdir(), 'shardkit-bk-emb-idle-'));
+    try {
+      let kit = await ShardKit.open({ configPath: config, dataDir: dir });
+      const kept = await kit.objects.create('pin', { n: 'kept' }, { shard: 7 });
+      await kit.close();
+      const r = await cli(['backup', 'create', '--config', config, '--to', aside]);
+      assert.equal(r.code, 0, r.stderr);
+      kit = await ShardKit.open({ configPath: config, dataDir: dir });
+      const later = await kit.objects.create('pin', { n: 'later' }, { shard: 7 });
+      await kit.close();
+      const restored = await cli(['backup', 'restore', '--config', config, '--from', aside]);
+      assert.equal(restored.code, 0, restored.stderr);
+      kit = await ShardKit.open({ configPath: config, dataDir: dir });
+      try {
+        assert.equal(await present(kit, [kept.id]), 1);
+        assert.equal(await present(kit, [later.id]), 0);
+      } finally {
+        await kit.close();
+      }
+    } finally {
+      rmSync(aside, { recursive: true, force: true });
+    }
+  });
+
   test('verify restores every file aside and matches the manifest; list shows it', async () => {
     const ok = await cli(['backup', 'verify', '--config', config, '--from', to, '--json']);
     assert.equal(ok.code, 0, ok.stderr);

@@ -32,7 +32,7 @@ export async function backupCreateCommand(opts: BackupCliOptions & { to: string;
   });
   const bytes = m.units.reduce((n, u) => n + u.bytes, 0);
   const retention = pruned === undefined ? '' : `\nkept ${pruned.kept.length} backup(s); removed ${pruned.removed.length} older backup(s) and ${pruned.removedLogs.length} archived log file(s)`;
-  print(opts.json, pruned === undefined ? m : { ...m, retention: pruned }, `backup ${m.id}: ${m.units.length} pair(s), ${bytes} bytes, map version ${m.mapVersion}\n${m.units.map((u) => `  ${u.unit} from ${u.source} at ${u.position || '-'}`).join('\n')}${retention}`);
+  print(opts.json, pruned === undefined ? m : { ...m, retention: pruned }, `backup ${m.id}: ${m.units.length} pair(s), ${bytes} bytes, map version ${m.mapVersion}\n${m.units.map((u) => `  ${u.unit} from ${u.source}${u.position ? ` at ${u.position}` : ''}`).join('\n')}${retention}`);
 }
 
 export async function backupListCommand(opts: { from: string; json?: boolean }): Promise<void> {

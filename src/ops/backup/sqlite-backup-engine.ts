@@ -13,6 +13,7 @@ import type { TableSummary, UnitBackup } from './backup-manifest.js';
 import type { BackupTarget } from './backup-target.js';
 import { raiseSqliteCounters, sqliteCounters } from './restore-counters.js';
 import { sqliteHostDirs } from './sqlite-host-dirs.js';
+import { sqliteInUse } from './sqlite-in-use.js';
 import { sqliteTableSummaries } from './sqlite-tables.js';
 
 const UNIT = 'embedded';
@@ -107,8 +108,8 @@ export class SqliteBackupEngine implements BackupEngine {
     const extra = [...new Set([...dirs.values()].map((d) => resolve(d)))].filter((d) => existsSync(d)).flatMap((dir) =>
       readdirSync(dir).filter((n) => SHARD_FILE.test(n) && !kept.has(join(dir, n))).map((name) => ({ dir, name })));
     if (!options.force) {
-      const open = [...places, ...extra].filter((p) => existsSync(join(p.dir, `${p.name}-wal`)));
-      if (open.length > 0) throw new ShardKitError('PRECONDITION_FAILED', `${open.length} shard file(s) are open (${join(open[0]!.dir, open[0]!.name)}-wal exists): stop the service first (or --force): nothing changed`);
+      const open = [...places, ...extra].filter((p) => sqliteInUse(join(p.dir, p.name)));
+      if (open.length > 0) throw new ShardKitError('PRECONDITION_FAILED', `${open.length} shard file(s) are open (${join(open[0]!.dir, open[0]!.name)} is in use by another connection): stop the service first (or --force): nothing changed`);
     }
     for (const p of places) {
       mkdirSync(p.dir, { recursive: true });
