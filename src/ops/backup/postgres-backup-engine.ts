@@ -58,19 +58,13 @@ export class PostgresBackupEngine implements BackupEngine {
     await target.put(`${prefix}/${PAUSED}/${unit.source}`, unit.unit);
     let failed = true;
     try {
-      await pauseWithoutReplayedLocks(standby, unit.source, this.access.database);
-      const [p] = await standby.sql<{ lsn: string }>('SELECT pg_last_wal_replay_lsn()::text AS lsn');
+      const emit = () => this.access.server(unit.unit).sql("SELECT pg_logical_emit_message(false, 'shardkit-backup', $1)", [prefix]);
+      const lsn = await pauseInsideSegment(standby, unit.source, unit.unit, this.access.database, emit);
       // One small record after the position, in the copy's WAL: a restore stops right before it.
       // An idle fleet's WAL would end at the position, and PostgreSQL will not end a recovery at
       // an LSN target no record reaches ('recovery ended before configured recovery target').
-      await this.access.server(unit.unit).sql("SELECT pg_logical_emit_message(false, 'shardkit-backup', $1)", [prefix]);
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const [r] = await standby.sql<{ ok: boolean }>('SELECT pg_last_wal_receive_lsn() > $1::pg_lsn AS ok', [p!.lsn]);
-        if (r?.ok === true) break;
-        if (Date.now() > deadline) throw new ShardKitError('SHARD_UNAVAILABLE', `${unit.source} received no WAL from ${unit.unit} for 60 s (is it replicating?): nothing written`);
-        await new Promise((res) => setTimeout(res, 10));
-      }
+      await emit();
+      await walPast(standby, 'receive', lsn, `${unit.source} received no WAL from ${unit.unit} for 60 s (is it replicating?): nothing written`);
       const at = Date.now();
       const file = `${unit.unit}.base.tar.gz`;
       // pg_basebackup compresses itself (zlib level 1, in its own process): the uncompressed
@@ -79,7 +73,7 @@ export class PostgresBackupEngine implements BackupEngine {
       // The counts and checksums run beside the copy: replay is paused, both see one state.
       const [tables, bytes] = await Promise.all([postgresTableSummaries(standby, this.access.database), target.put(`${prefix}/${file}`, chain(tar, byteCounter(onBytes)))]);
       failed = false;
-      return { unit: unit.unit, source: unit.source, position: p!.lsn, files: [file], bytes, tables, at };
+      return { unit: unit.unit, source: unit.source, position: lsn, files: [file], bytes, tables, at };
     } finally {
       // A standby that died mid-copy cannot be told (a restarted one replays again by itself): its
       // marker stays for the next run's recover, and the copy's own error is the one reported.
@@ -206,6 +200,41 @@ async function pauseWithoutReplayedLocks(standby: PgSql, host: string, database:
       await sleep(50);
       locked = await held();
     }
+  }
+}
+
+/**
+ * Pauses `standby`'s replay (pauseWithoutReplayedLocks) where it is not at a WAL segment's first
+ * byte, and returns that replay position. A copy taken from a standby holds its WAL only up to the
+ * segment that ends at its position (pg_basebackup's end is the standby's minRecoveryPoint, here
+ * the paused replay position, and the segment holding the byte before it is the last one sent).
+ * At a segment start, the record `emit` writes after the position is in the next segment, not
+ * in the copy, and its restore fails ('recovery ended before configured recovery target').
+ * Replay sits there after a WAL switch with nothing written since: on a standby just rebuilt by
+ * pg_basebackup from its master (pg_backup_stop switches segments), so on an idle fleet every
+ * backup right after a restore. Then `emit` writes a record on `master`, replay runs past it
+ * (into the new segment) and is paused again.
+ */
+async function pauseInsideSegment(standby: PgSql, host: string, master: string, database: string, emit: () => Promise<unknown>): Promise<string> {
+  for (;;) {
+    await pauseWithoutReplayedLocks(standby, host, database);
+    const [p] = await standby.sql<{ lsn: string; start: boolean }>(
+      "SELECT pg_last_wal_replay_lsn()::text AS lsn, (pg_last_wal_replay_lsn() - '0/0'::pg_lsn) % (SELECT setting::numeric FROM pg_settings WHERE name = 'wal_segment_size') = 0 AS start");
+    if (p!.start !== true) return p!.lsn;
+    await emit();
+    await standby.sql('SELECT pg_wal_replay_resume()');
+    await walPast(standby, 'replay', p!.lsn, `${host} replayed no WAL from ${master} for 60 s (is it replicating?): nothing written`);
+  }
+}
+
+/** Waits until `standby` has received (or replayed) WAL past `lsn`; SHARD_UNAVAILABLE (`error`) after 60 s. */
+async function walPast(standby: PgSql, what: 'receive' | 'replay', lsn: string, error: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const [r] = await standby.sql<{ ok: boolean }>(`SELECT pg_last_wal_${what}_lsn() > $1::pg_lsn AS ok`, [lsn]);
+    if (r?.ok === true) return;
+    if (Date.now() > deadline) throw new ShardKitError('SHARD_UNAVAILABLE', error);
+    await sleep(10);
   }
 }
 
