@@ -205,11 +205,11 @@ async function pauseWithoutReplayedLocks(standby: PgSql, host: string, database:
 
 /**
  * Pauses `standby`'s replay (pauseWithoutReplayedLocks) where it is not at a WAL segment's first
- * byte, and returns that replay position. A copy taken from a standby holds its WAL only up to the
- * segment that ends at its position (pg_basebackup's end is the standby's minRecoveryPoint, here
- * the paused replay position, and the segment holding the byte before it is the last one sent).
- * At a segment start, the record `emit` writes after the position is in the next segment, not
- * in the copy, and its restore fails ('recovery ended before configured recovery target').
+ * byte, and returns that replay position. A copy taken from a standby ends where the standby's
+ * minRecoveryPoint is, here the paused replay position, and its WAL ends with the segment that
+ * holds the byte before that. At a segment start, the record `emit` writes after the position is
+ * in the next segment, not in the copy, and its restore fails ('recovery ended before configured
+ * recovery target').
  * Replay sits there after a WAL switch with nothing written since: on a standby just rebuilt by
  * pg_basebackup from its master (pg_backup_stop switches segments), so on an idle fleet every
  * backup right after a restore. Then `emit` writes a record on `master`, replay runs past it
