@@ -56,3 +56,17 @@ export function hostAddress<H extends { user?: string; password?: string }>(host
   if (h === undefined) throw new ShardKitError('INVALID_ARGUMENT', `unknown host ${host}: it is not declared in the config's "hosts"`);
   return withLogin(h, defaults);
 }
+
+/**
+ * The server of a switched move's source pair that takes writes now, for the source's cleanup
+ * (drop-moved), which must run where it replicates to the other: the recorded master, or its
+ * slave when the pair failed over after the switch (failover edits do not carry a switched move's
+ * record, which keeps the hosts it started with). A host that does not answer counts as not
+ * writable.
+ */
+export async function writableSourceHost(move: MoveRecord, writable: (host: string) => Promise<boolean>): Promise<string> {
+  const { master, slave } = move.source;
+  if (await writable(master).catch(() => false)) return master;
+  if (slave !== undefined && (await writable(slave).catch(() => false))) return slave;
+  throw new ShardKitError('SHARD_UNAVAILABLE', `neither ${master} nor ${slave ?? 'a slave'} of move ${move.id}'s source pair takes writes now: start the pair's master (or fail the pair over), then run drop-moved again`);
+}

@@ -50,9 +50,14 @@ describe('the operator\'s order on MariaDB, services running throughout', () => 
       const verified = await run(['shards', 'verify', '0..7', '--json', ...fleet]);
       assert.deepEqual((JSON.parse(verified.stdout) as { mismatches: unknown[] }).mismatches, []);
       await run(['dev', 'up', '--dir', dir]);
-      await run(['shards', 'drop-moved', ...fleet]);
-      await progressed();
       await run(['failover', 'MySQL001A', '--dir', dir]);
+      await progressed();
+      // The move's source pair failed over since the switch: drop-moved drops the old copy on its
+      // new master, MySQL001B (before: it went to the recorded source, now read-only, and failed).
+      const dropped = JSON.parse((await run(['shards', 'drop-moved', '--json', ...fleet])).stdout) as { dropped: Array<{ files: number }> };
+      assert.deepEqual(dropped.dropped.map((d) => d.files), [4]);
+      const [left] = await DevCluster.require(dir).instance('MySQL001B').admin<Array<{ n: number }>>("SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE '%\\_moved'");
+      assert.equal(Number(left!.n), 0);
       await progressed();
       // Semi-sync must not fall back to async on a slow machine while the master is about to die.
       // The cluster as it is now (cluster.json names the added pair).

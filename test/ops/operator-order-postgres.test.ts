@@ -56,9 +56,14 @@ describe('the operator\'s order on PostgreSQL (--sync), services running through
       await progressed();
       await clean();
       await run(['dev', 'up', '--dir', dir]);
-      await run(['shards', 'drop-moved', ...fleet]);
-      await progressed();
       await run(['failover', 'PG001A', '--dir', dir]);
+      await progressed();
+      // The move's source pair failed over since the switch: drop-moved drops the old copy on its
+      // new master, PG001B (before: it went to the recorded source, now read-only, and failed).
+      const dropped = JSON.parse((await run(['shards', 'drop-moved', '--json', ...fleet])).stdout) as { dropped: Array<{ files: number }> };
+      assert.ok(dropped.dropped.length > 0 && dropped.dropped.every((d) => d.files > 0), JSON.stringify(dropped));
+      const [left] = await pgServer(DevCluster.require(dir), 'PG001B').sql<{ n: number }>("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname LIKE '%\\_moved'", [], 'shardkit');
+      assert.equal(left!.n, 0);
       await progressed();
       // Only the postmaster, as a crash of it: backends left running cannot acknowledge a commit
       // the synchronous standby did not flush.

@@ -51,9 +51,9 @@ export async function failoverCommand(master: string, opts: FleetCliOptions & { 
   const pgc = await postgresCluster(opts);
   const pgf = pgc ? undefined : await postgresFleet(opts);
   const r = pgc
-    ? await (opts.emergency ? pgEmergencyFailover(pgc, master) : pgPlannedFailover(pgc, master, options))
+    ? await (opts.emergency ? pgEmergencyFailover(pgc, master) : pgPlannedFailover(pgc, master, planned))
     : pgf !== undefined
-      ? await withPgFleet(pgf, (f) => (opts.emergency ? pgFleetEmergencyFailover(f, master) : pgFleetPlannedFailover(f, master, options)))
+      ? await withPgFleet(pgf, (f) => (opts.emergency ? pgFleetEmergencyFailover(f, master) : pgFleetPlannedFailover(f, master, planned)))
       : await withFleet(opts, (f) => (opts.emergency ? emergencyFailover(f, master, options) : plannedFailover(f, master, planned)));
   if (opts.json) process.stdout.write(`${JSON.stringify(r)}\n`);
   else {

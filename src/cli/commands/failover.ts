@@ -13,7 +13,7 @@ const fleetOptions = (cmd: Command): Command =>
 export function register(program: Command): void {
   fleetOptions(program.command('failover <master>'))
     .description('Promote the slave of <master> (MariaDB fleet or dev cluster; PostgreSQL dev cluster with pg_promote()): planned (freeze the master\'s object ranges so services hold writes, read-only the master, wait for the slave, promote + compare-and-set the map, unfreeze, the old master becomes its slave) or --emergency (the master is gone). docs/failover.md')
-    .option('--hold-ms <ms>', 'planned, MariaDB: how long services hold writes to the frozen ranges before answering a retryable SHARD_MOVING (default 2000)', intOption('--hold-ms', 1, 60_000))
+    .option('--hold-ms <ms>', 'planned: how long services hold writes to the frozen ranges before answering a retryable SHARD_MOVING (default 2000)', intOption('--hold-ms', 1, 60_000))
     .option('--emergency', 'the master is gone: stop the slave\'s IO thread, apply its relay log, promote; the old master must be rebuilt (`shardkit pair rebuild-slave`)')
     .addHelpText('after', `
 Examples:

@@ -4,7 +4,7 @@ import { postgresDialect } from '../../storage/postgres/index.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
-import { moveShards } from '../move-shared.js';
+import { moveShards, writableSourceHost } from '../move-shared.js';
 import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
 import { copySessionName, MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
@@ -260,12 +260,17 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
    * dropMoved, for a switch whose clean-up failed.
    */
   async afterSwitch(move: MoveRecord): Promise<void> {
+    await this.releaseReplication(move, move.source.master);
+  }
+
+  /** The move's subscription, publication, slot and markers gone; `source`: the source pair's writable server. */
+  private async releaseReplication(move: MoveRecord, source: string): Promise<void> {
     const name = replicationName(move.id);
     await this.withConn(move.target.master, async (dst) => {
       await dropSubscription(dst, name);
       await dst.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
     });
-    await this.withConn(move.source.master, async (src) => {
+    await this.withConn(source, async (src) => {
       await src.query(`DROP PUBLICATION IF EXISTS ${qi(name)}`);
       await dropSlot(src, name);
       await src.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
@@ -359,18 +364,20 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
   }
 
   async dropMoved(move: MoveRecord): Promise<number> {
-    await this.afterSwitch(move);
+    // A standby, or an old master a fleet failover left under its read-only fence, is not writable.
+    const host = await writableSourceHost(move, (h) => this.withConn(h, async (c) => (await c.query<{ ok: boolean }>("SELECT NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'off' AS ok")).rows[0]?.ok === true));
+    await this.releaseReplication(move, host);
     let dropped = 0;
-    await this.withConn(move.source.master, async (c) => {
+    await this.withConn(host, async (c) => {
       for (const s of moveShards(move)) {
         if ((await this.present(c, shardDatabaseName(s))).length > 0) {
-          throw new ShardKitError('MOVE_FENCE_MISMATCH', `${shardDatabaseName(s)} on ${move.source.master} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
+          throw new ShardKitError('MOVE_FENCE_MISMATCH', `${shardDatabaseName(s)} on ${host} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
         }
         const { rows } = await c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [movedSchema(s)]);
         if (rows.length === 0) continue;
         await c.query(`DROP SCHEMA ${qi(movedSchema(s))} CASCADE`);
         // The shard's next_id() stays with its schema only while something else (mod-shard tables) lives there.
-        for (const sql of postgresDialect.afterDropTables?.({ host: move.source.master, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
+        for (const sql of postgresDialect.afterDropTables?.({ host, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
         await dropSchemaIfEmpty(c, shardDatabaseName(s));
         dropped++;
       }

@@ -13,6 +13,9 @@ import type { FailoverResult } from './emergency-failover.js';
 import { slaveOf } from './failover-context.js';
 import { setSlave } from './set-slave.js';
 import { setSyncStandby } from '../postgres/pg-sync-standby.js';
+import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
+import { FailoverFreeze } from './failover-freeze-steps.js';
+import { fenceReadOnly, liftReadOnlyFence, READ_ONLY_FENCE_SETTING, type PgAdminSql } from './pg-read-only-fence.js';
 
 /**
  * Failover and rebuild-slave for a PostgreSQL dev cluster (`dev up --engine postgres`): promote
@@ -68,12 +71,15 @@ function recordRoles(c: DevCluster, master: string, slave: string, rebuild: bool
 }
 
 /**
- * Planned: stop the old master cleanly (the fence: its clients get connection errors, retryable;
- * a clean shutdown sends all its WAL to the standby), wait until the standby replayed the old
- * master's shutdown checkpoint, pg_promote(), compare-and-set the map, restart the old master as a
- * standby of the new one (it follows the new timeline).
+ * Planned, as on MariaDB (planned-failover.ts): the old master's object ranges frozen in the map
+ * (services hold writes to them), the read-only fence (pg-read-only-fence.ts: a write meeting it
+ * is held and sent to the new master), then the old master stopped cleanly (a clean shutdown sends
+ * all its WAL to the standby), the standby's replay of its shutdown checkpoint awaited,
+ * pg_promote(), the compare-and-set that switches the frozen ranges, and the old master restarted
+ * as a standby of the new one (it follows the new timeline). Before the promotion, a failure
+ * leaves the pair as it was: the old master writable, the freeze lifted.
  */
-export async function pgPlannedFailover(c: DevCluster, master: string, options: { timeoutMs?: number } = {}): Promise<FailoverResult> {
+export async function pgPlannedFailover(c: DevCluster, master: string, options: { timeoutMs?: number; holdMs?: number; log?: (m: string) => void } = {}): Promise<FailoverResult> {
   const map = await liveShardMap(c);
   const slave = slaveOf(map, master);
   // The map edit is tried first (a running shard move holding a range of the master refuses it):
@@ -82,29 +88,49 @@ export async function pgPlannedFailover(c: DevCluster, master: string, options: 
   const old = pgServer(c, master);
   const next = pgServer(c, slave);
   await requireStandbyOf(next, old, true);
-  const fencedAt = Date.now();
-  await old.stop();
-  const lsn = await old.checkpointLsn();
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-  for (;;) {
-    const [r] = await next.sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]);
-    if (r?.ok) break;
-    if (Date.now() > deadline) {
-      await old.start();
-      throw new ShardKitError('PRECONDITION_FAILED', `standby ${slave} did not replay ${lsn} in time: ${master} was restarted as master and nothing changed`);
+  const config = c.config();
+  return withStore(c, async (store) => {
+    const holdMs = options.holdMs ?? DEFAULT_FAILOVER_HOLD_MS;
+    const frozen = await FailoverFreeze.begin(store, config.shardMap, Object.keys(config.hosts), master, slave, { holdMs, ...(options.log ? { log: options.log } : {}) });
+    const fencedAt = Date.now();
+    const sql: PgAdminSql = (text, values) => old.sql(text, values);
+    try {
+      // A quarter of the budget for the services to see the freeze, one for the writes under way:
+      // the rest is for the stop, the replay and the promotion.
+      const waiting = await frozen.awaitServices(slave, Math.min(1000, holdMs / 4));
+      if (waiting > 0) options.log?.(`${waiting} service(s) have not seen the freeze yet: their writes to ${master} may be refused for a moment`);
+      await fenceReadOnly(sql, { drainMs: Math.min(1000, holdMs / 4), terminate: false });
+      await old.stop();
+      const lsn = await old.checkpointLsn();
+      const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+      for (;;) {
+        const [r] = await next.sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]);
+        if (r?.ok) break;
+        if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `standby ${slave} did not replay ${lsn} in time: ${master} was restarted as master and nothing changed`);
+        await sleep(20);
+      }
+    } catch (err) {
+      if (old.isRunning()) await liftReadOnlyFence(sql).catch(() => undefined);
+      else {
+        old.resetAutoConf(READ_ONLY_FENCE_SETTING);
+        await old.start();
+      }
+      await frozen.release();
+      throw err;
     }
-    await sleep(20);
-  }
-  const position = await promote(next);
-  // Before the map names it: its copied auto.conf may name itself as its synchronous standby.
-  await setSyncStandby(next, c.state.semiSync ? master : undefined);
-  const mapVersion = await cas(c, (m) => promoteSlave(m, master));
-  const writePauseMs = Date.now() - fencedAt;
-  old.markStandby();
-  old.setPrimary(next);
-  await old.start();
-  recordRoles(c, slave, master, false);
-  return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs };
+    const position = await promote(next);
+    // Before the map names it: its copied auto.conf may name itself as its synchronous standby.
+    await setSyncStandby(next, c.state.semiSync ? master : undefined);
+    const mapVersion = await frozen.switch();
+    const writePauseMs = Date.now() - fencedAt;
+    // A standby now, read-only anyway; the fence must not outlive it into a later promotion.
+    old.resetAutoConf(READ_ONLY_FENCE_SETTING);
+    old.markStandby();
+    old.setPrimary(next);
+    await old.start();
+    recordRoles(c, slave, master, false);
+    return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs, frozenRanges: frozen.ids.length };
+  });
 }
 
 /**

@@ -15,6 +15,9 @@ import { setSlave } from './set-slave.js';
 import { runFenceCommand, runHook } from './stonith.js';
 import { formatLsn, parseLsn, recordSearchStart } from '../../storage/postgres/index.js';
 import { superuserQuery } from '../postgres/postgres-instance.js';
+import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
+import { FailoverFreeze } from './failover-freeze-steps.js';
+import { fenceReadOnly, liftReadOnlyFence, type PgAdminSql } from './pg-read-only-fence.js';
 
 /**
  * Failover and rebuild-slave for a PostgreSQL fleet given by `--config` (#31): servers this
@@ -65,6 +68,11 @@ export function openPgFleet(options: { config: string; dataDir?: string; env?: N
   };
 }
 
+/** `host`'s admin statements in the fence's form. */
+function adminSql(f: PgFleet, host: string): PgAdminSql {
+  return (text, values, timeoutMs) => f.sql(host, text, values, timeoutMs);
+}
+
 async function cas(f: PgFleet, edit: (m: ShardMap) => ShardMapJson): Promise<number> {
   return (await changeShardMap(f.store, edit, { seed: ShardMap.fromJSON(f.config.shardMap), hosts: Object.keys(f.config.hosts) })).after.version;
 }
@@ -83,24 +91,6 @@ async function requireStandbyOf(f: PgFleet, standby: string, master: string, str
   if (streaming && row.status !== 'streaming') throw new ShardKitError('PRECONDITION_FAILED', `slave ${standby} is not streaming from ${master} (WAL receiver: ${row.status ?? 'none'}): nothing changed`);
 }
 
-/**
- * The read-only fence on a master that answers: new transactions default to read-only (services
- * get 25006, retryable SHARD_UNAVAILABLE), then every other client session is ended, so no
- * transaction begun before the fence commits after it.
- */
-async function fenceReadOnly(f: PgFleet, host: string): Promise<void> {
-  await f.sql(host, 'ALTER SYSTEM SET default_transaction_read_only = on');
-  await f.sql(host, 'SELECT pg_reload_conf()');
-  // With a timeout, pg_terminate_backend waits until each session is gone (its commit in flight
-  // landed or rolled back), so the WAL end read next holds everything acknowledged.
-  await f.sql(host, "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()", [], 15_000);
-}
-
-async function liftFence(f: PgFleet, host: string): Promise<void> {
-  await f.sql(host, 'ALTER SYSTEM RESET default_transaction_read_only');
-  await f.sql(host, 'SELECT pg_reload_conf()');
-}
-
 async function promote(f: PgFleet, host: string): Promise<string> {
   const [r] = await f.sql<{ ok: boolean }>(host, 'SELECT pg_promote(true, 60) AS ok', [], 65_000);
   if (!r?.ok) throw new ShardKitError('INTERNAL', `pg_promote() on ${host} did not finish within 60 s`);
@@ -113,11 +103,14 @@ async function promote(f: PgFleet, host: string): Promise<string> {
 }
 
 /**
- * Planned: fence the master read-only, wait until the standby replayed everything it wrote, promote
- * the standby, compare-and-set the map. The old master stays up and read-only; it is not the new
- * master's standby until `pair rebuild-slave` (that needs its machine: SHARDKIT_REBUILD_COMMAND).
+ * Planned, as on MariaDB (planned-failover.ts): the master's object ranges frozen in the map
+ * (services hold writes to them), the read-only fence (pg-read-only-fence.ts: a write meeting it is
+ * held and sent to the new master; the other sessions ended), the standby's replay of everything
+ * the master wrote awaited, the standby promoted, the compare-and-set that switches the frozen
+ * ranges. The old master stays up and read-only; it is not the new master's standby until
+ * `pair rebuild-slave` (that needs its machine: SHARDKIT_REBUILD_COMMAND).
  */
-export async function pgFleetPlannedFailover(f: PgFleet, master: string, options: { timeoutMs?: number } = {}): Promise<FailoverResult> {
+export async function pgFleetPlannedFailover(f: PgFleet, master: string, options: { timeoutMs?: number; holdMs?: number; log?: (m: string) => void } = {}): Promise<FailoverResult> {
   const map = await f.map();
   const slave = slaveOf(map, master);
   // The map edit is tried first (a move holding the master's ranges refuses it): nothing is
@@ -125,9 +118,16 @@ export async function pgFleetPlannedFailover(f: PgFleet, master: string, options
   promoteSlave(map, master);
   await requireStandbyOf(f, slave, master, true);
   await requireSameCluster(f, slave, master);
+  const holdMs = options.holdMs ?? DEFAULT_FAILOVER_HOLD_MS;
+  const frozen = await FailoverFreeze.begin(f.store, f.config.shardMap, Object.keys(f.config.hosts), master, slave, { holdMs, ...(options.log ? { log: options.log } : {}) });
+  const sql = adminSql(f, master);
   const fencedAt = Date.now();
-  await fenceReadOnly(f, master);
   try {
+    // A quarter of the budget for the services to see the freeze, one for the writes under way:
+    // the rest is for the replay and the promotion.
+    const waiting = await frozen.awaitServices(slave, Math.min(1000, holdMs / 4));
+    if (waiting > 0) options.log?.(`${waiting} service(s) have not seen the freeze yet: their writes to ${master} may be refused for a moment`);
+    await fenceReadOnly(sql, { drainMs: Math.min(1000, holdMs / 4), terminate: true });
     const [at] = await f.sql<{ lsn: string }>(master, 'SELECT pg_current_wal_insert_lsn()::text AS lsn');
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     for (;;) {
@@ -137,21 +137,22 @@ export async function pgFleetPlannedFailover(f: PgFleet, master: string, options
       await sleep(20);
     }
   } catch (err) {
-    // Anything before the promotion leaves the pair as it was: the master writable again.
-    await liftFence(f, master).catch(() => undefined);
+    // Anything before the promotion leaves the pair as it was: the master writable again, the freeze lifted.
+    await liftReadOnlyFence(sql).catch(() => undefined);
+    await frozen.release().catch(() => undefined);
     throw err;
   }
   const position = await promote(f, slave);
-  const mapVersion = await recordPromotion(f, master, slave);
-  return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: false, writePauseMs: Date.now() - fencedAt };
+  const mapVersion = await recordPromotion(master, slave, () => frozen.switch());
+  return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: false, writePauseMs: Date.now() - fencedAt, frozenRanges: frozen.ids.length };
 }
 
 /** After the promotion there is no way back: the map is written, retried, and a failure says what to do by hand. */
-async function recordPromotion(f: PgFleet, master: string, slave: string): Promise<number> {
+async function recordPromotion(master: string, slave: string, write: () => Promise<number>): Promise<number> {
   let last: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      return await cas(f, (m) => promoteSlave(m, master));
+      return await write();
     } catch (err) {
       last = err;
       await sleep(200 * (attempt + 1));
@@ -201,7 +202,7 @@ export async function pgFleetEmergencyFailover(f: PgFleet, master: string): Prom
   let oldMasterFenced = false;
   let oldMasterShot: FailoverResult['oldMasterShot'];
   try {
-    await fenceReadOnly(f, master);
+    await fenceReadOnly(adminSql(f, master), { drainMs: 0, terminate: true });
     oldMasterFenced = true;
   } catch {
     oldMasterShot = await runFenceCommand(master, f.address(master), f.env);
@@ -209,7 +210,7 @@ export async function pgFleetEmergencyFailover(f: PgFleet, master: string): Prom
   const [recv] = await f.sql<{ lsn: string | null }>(slave, 'SELECT pg_last_wal_receive_lsn()::text AS lsn');
   const divergedTransactions = oldMasterFenced && recv?.lsn ? await divergedCommits(f, master, recv.lsn) : undefined;
   const position = await promote(f, slave);
-  const mapVersion = await recordPromotion(f, master, slave);
+  const mapVersion = await recordPromotion(master, slave, () => cas(f, (m) => promoteSlave(m, master)));
   return {
     kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started,
     ...(oldMasterShot !== undefined ? { oldMasterShot } : {}),

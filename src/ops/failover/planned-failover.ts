@@ -1,10 +1,8 @@
 import { ShardKitError } from '../../errors.js';
-import { casMoveState } from '../../moves/move-state.js';
-import { changeShardMap } from '../../topology/change-shard-map.js';
-import { ShardMap } from '../../topology/shard-map.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
 import type { FailoverOptions, FailoverResult } from './emergency-failover.js';
-import { DEFAULT_FAILOVER_HOLD_MS, failoverIds, freezeForFailover, releaseFailover, staleFailoverIds, switchFailover } from './failover-freeze.js';
+import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
+import { FailoverFreeze } from './failover-freeze-steps.js';
 import { adminQuery } from './host-admin.js';
 import { gtidVariable, gtidWait, pointAt, requireReplicating, semiSyncRoles } from './replica.js';
 
@@ -31,22 +29,14 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   const hosts = Object.keys(fleet.config.hosts);
   const timeoutMs = options.timeoutMs ?? 30_000;
   const holdMs = options.holdMs ?? DEFAULT_FAILOVER_HOLD_MS;
-  const map = await seededMap(fleet);
+  const map = await fleet.map();
   const slave = slaveOf(map, master);
   await requireReplicating(admin, slave, master, { requireIo: true });
 
-  const stale = staleFailoverIds(map, master);
-  if (stale.length > 0) {
-    log(`lifting the freeze of an earlier failover of ${master} that did not finish (${stale.join(', ')})`);
-    // Re-checked on the map the compare-and-set applies to: a failover that froze meanwhile is refused, not lifted.
-    await casMoveState(store, (m) => releaseFailover(m, staleFailoverIds(m, master)), { hosts });
-  }
-
   const freeze = options.freeze ?? true;
-  const frozen = freeze ? await casMoveState(store, (m) => freezeForFailover(m, master, slave, { holdMs }), { hosts }) : map;
-  const ids = freeze ? failoverIds(frozen, master) : [];
+  const frozen = await FailoverFreeze.begin(store, fleet.config.shardMap, hosts, master, slave, { holdMs, freeze, log });
+  const ids = frozen.ids;
   const fencedAt = Date.now();
-  if (freeze) log(`froze the object ranges of ${master} (${ids.join(', ') || 'none'}; hold budget ${holdMs} ms)`);
   let fenced = false;
   let slaveStopped = false;
   let slaveWritable = false;
@@ -66,9 +56,9 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
     // must not meet a read-only new master. Nothing routes to it until then.
     await adminQuery(admin, slave, 'SET GLOBAL read_only = 0');
     slaveWritable = true;
-    mapVersion = (await casMoveState(store, (m) => switchFailover(m, master, ids, { promoteUnfrozen: !freeze }), { hosts })).version;
+    mapVersion = await frozen.switch();
   } catch (err) {
-    await undo(fleet, master, slave, ids, { fenced, slaveStopped, slaveWritable }, log);
+    await undo(fleet, master, slave, frozen, { fenced, slaveStopped, slaveWritable }, log);
     throw err;
   }
   const writePauseMs = Date.now() - fencedAt;
@@ -80,14 +70,8 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs, frozenRanges: ids.length };
 }
 
-/** The store's map; a store that holds none yet is seeded from the config (what a service does on start). */
-async function seededMap(fleet: FleetContext): Promise<ShardMap> {
-  const change = await changeShardMap(fleet.store, (m) => m.toJSON(), { seed: ShardMap.fromJSON(fleet.config.shardMap), hosts: Object.keys(fleet.config.hosts) });
-  return change.after;
-}
-
 /** Best effort, in reverse order; each step is logged when it fails (the operator finishes it by hand). */
-async function undo(fleet: FleetContext, master: string, slave: string, ids: readonly string[], done: { fenced: boolean; slaveStopped: boolean; slaveWritable: boolean }, log: (m: string) => void): Promise<void> {
+async function undo(fleet: FleetContext, master: string, slave: string, frozen: FailoverFreeze, done: { fenced: boolean; slaveStopped: boolean; slaveWritable: boolean }, log: (m: string) => void): Promise<void> {
   const { admin } = fleet;
   const step = async (what: string, fn: () => Promise<unknown>) => {
     try {
@@ -99,5 +83,5 @@ async function undo(fleet: FleetContext, master: string, slave: string, ids: rea
   if (done.slaveWritable) await step(`make ${slave} read-only again`, () => adminQuery(admin, slave, 'SET GLOBAL read_only = 1'));
   if (done.slaveStopped) await step(`restart replication on ${slave}`, () => pointAt(admin, slave, master, 'slave_pos'));
   if (done.fenced) await step(`make ${master} writable again`, () => adminQuery(admin, master, 'SET GLOBAL read_only = 0'));
-  await step('lift the freeze', () => casMoveState(fleet.store, (m) => releaseFailover(m, ids), { hosts: Object.keys(fleet.config.hosts) }));
+  await step('lift the freeze', () => frozen.release());
 }

@@ -219,6 +219,14 @@ export class PostgresServer {
   }
 
   /** Makes the server start as a standby (read-only) even if it was a primary: the fence for a failed master. */
+  /** A setting ALTER SYSTEM wrote taken out of postgresql.auto.conf, on a stopped server (it applies at the next start). */
+  resetAutoConf(name: string): void {
+    const file = join(this.dataDir, 'postgresql.auto.conf');
+    if (!existsSync(file)) return;
+    const keep = readFileSync(file, 'utf8').split('\n').filter((l) => !new RegExp(`^${name}\\s*=`).test(l));
+    writeFileSync(file, keep.join('\n'));
+  }
+
   markStandby(): void {
     if (!this.isInitialized()) return;
     const file = join(this.dataDir, 'standby.signal');

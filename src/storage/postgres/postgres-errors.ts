@@ -72,7 +72,10 @@ export function mapPostgresError(err: unknown, ctx: PostgresErrorContext): Shard
   const reason = `${code ? `${code}: ` : ''}${(e.message ?? String(err)).split('\n')[0]}`;
   const details = errorDetails(ctx, code);
   if (CONNECTION_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08')) {
-    return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details });
+    // 25006: a read-only server or transaction refused the statement before doing anything: the
+    // fence of a planned failover (pg-read-only-fence.ts) or a standby, told to the kit as MySQL's
+    // read_only is (storage/fence-error.ts), so a write to a range under failover is held.
+    return new ShardKitError('SHARD_UNAVAILABLE', `${where(ctx)} is unavailable: ${reason}`, { cause: err, details: code === '25006' ? { ...details, readOnly: true } : details });
   }
   switch (code) {
     case '3F000': // invalid_schema_name
