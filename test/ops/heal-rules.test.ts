@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { judge, remember, type HealSettings, type PairObservation } from '../../src/ops/heal/heal-rules.js';
-import { HealSupervisor, type HealDecision } from '../../src/ops/heal/heal-supervisor.js';
+import { HealSupervisor, type HealDecision, type HealWitness } from '../../src/ops/heal/heal-supervisor.js';
+import { MemoryTopologyStore } from '../../src/topology/memory/memory-topology-store.js';
 import { ShardMap, defaultShardMapJson } from '../../src/topology/shard-map.js';
 import type { FailoverResult } from '../../src/ops/failover/emergency-failover.js';
 
@@ -295,4 +296,64 @@ test('the supervisor reports a dead slave once (and its return), and in act mode
   for (let i = 0; i < 5; i++) await noSpare.round();
   await noSpare.settle();
   assert.equal(rebuilds.length, 1);
+});
+
+test('a restarted supervisor keeps the flap window: the failovers published by the one before count, and are published on', async () => {
+  // Before: the window lived in the process only; a supervisor restarted (systemd, a lease handed
+  // over) failed the same pair over again minutes later (the chaos review: 4 min 40 s after).
+  const store = new MemoryTopologyStore();
+  let current = ShardMap.fromJSON(defaultShardMapJson({ shards: 8, pairs: 2, modShards: 8 }));
+  const down = new Set<string>();
+  const failedOver: string[] = [];
+  let now = 1_000_000;
+  const target = {
+    map: async () => current,
+    observe: async (master: string, slave: string): Promise<PairObservation> => (down.has(master) ? { ...dead, master, slave } : { master, slave, masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 }),
+    failover: async (master: string) => {
+      failedOver.push(master);
+      // The slave becomes master and the old master its slave (as after a rebuild).
+      const json = current.toJSON();
+      for (const r of [...json.ranges, ...json.modShards.ranges]) if (r.master === master) [r.master, r.slave] = [r.slave!, master];
+      current = ShardMap.fromJSON({ ...json, version: json.version + 1 });
+      return { kind: 'emergency', oldMaster: master, newMaster: 'x', position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
+    },
+  };
+  const witness = (id: string): HealWitness => ({
+    ask: false, waitMs: 0,
+    services: async () => new Map(),
+    history: () => store.heal.readAll(),
+    publish: (s) => store.heal.put(id, { ...s, acting: true, at: now, ttlMs: 10_000, hostname: 'test', pid: 1 }),
+  });
+  const first = new HealSupervisor(target, SETTINGS, () => {}, () => now, () => {}, witness('heal-1'));
+  down.add('MySQL001A');
+  for (let i = 0; i < 5; i++) {
+    now += 1000;
+    await first.round();
+  }
+  assert.deepEqual(failedOver, ['MySQL001A']);
+  down.delete('MySQL001A');
+
+  // The first supervisor dies; its record runs out. A new one starts 20 s later, and the pair's new master dies.
+  now += 20_000;
+  const decisions: HealDecision[] = [];
+  const second = new HealSupervisor(target, SETTINGS, (d) => decisions.push(d), () => now, () => {}, witness('heal-2'));
+  down.add('MySQL001B');
+  for (let i = 0; i < 5; i++) {
+    now += 1000;
+    await second.round();
+  }
+  assert.deepEqual(failedOver, ['MySQL001A'], 'no second failover of the pair within the window');
+  assert.match(decisions.at(-1)!.reason ?? '', /failed over \d+ s ago \(anti-flapping window 60 s\)/);
+  // The second publishes the failover on, so a third supervisor would recall it too.
+  const published = (await store.heal.readAll()).get('heal-2')!;
+  assert.ok(published.pairs.some((p) => p.master === 'MySQL001A' && p.verdict === 'failover'), JSON.stringify(published.pairs));
+
+  // Past the window, the same death is failed over.
+  now += SETTINGS.flapWindowMs;
+  for (let i = 0; i < 5; i++) {
+    now += 1000;
+    await second.round();
+  }
+  assert.deepEqual(failedOver, ['MySQL001A', 'MySQL001B']);
+  await store.close();
 });

@@ -111,6 +111,7 @@ function statusWitness(store: TopologyStore, id: string, intervalMs: number, ask
   return {
     ask, waitMs,
     services: () => services.readAll(),
+    history: () => heal.readAll(),
     publish: (s) => heal.put(id, { ...s, acting: s.mode === 'act', at: Date.now(), ttlMs: Math.max(10_000, 5 * intervalMs), hostname: hostname().slice(0, 256), pid: process.pid }),
   };
 }

@@ -47,6 +47,11 @@ export interface HealWitness {
   services(): Promise<ReadonlyMap<string, ServiceHeartbeat>>;
   /** Writes this supervisor's status (every round). */
   publish(status: Pick<HealStatus, 'mode' | 'suspects' | 'pairs'>): Promise<void>;
+  /**
+   * The heal records in the store, expired ones included (kept an hour: record-set.ts), read once
+   * at start: the failovers earlier supervisors made, so a restarted one keeps their flap window.
+   */
+  history?(): Promise<ReadonlyMap<string, HealStatus>>;
   /** Ask the services before a failover (--witness services); else only publish. */
   ask: boolean;
   /** How long to wait for their word after the first missed probe (then go on without it). */
@@ -101,6 +106,7 @@ export class HealSupervisor {
   /** Rebuilds running (not awaited by the rounds: a copy takes longer than a probe interval). */
   private readonly rebuilding = new Set<Promise<void>>();
   failovers = 0;
+  private recalled = false;
 
   constructor(
     private readonly target: HealTarget,
@@ -113,6 +119,10 @@ export class HealSupervisor {
   ) {}
 
   async round(): Promise<HealDecision[]> {
+    if (!this.recalled) {
+      this.recalled = true;
+      await this.recallFailovers();
+    }
     const pairs = pairsOf(await this.target.map());
     const out: HealDecision[] = [];
     // The services' word is read once a round, and only while a master is missed.
@@ -185,14 +195,37 @@ export class HealSupervisor {
     return out;
   }
 
-  /** The status record: every pair's state and the masters missed now (a store that is down does not stop the supervisor). */
+  /**
+   * The failovers that earlier supervisors (this one before a restart, or another that held the
+   * lease) published, within the flap window: they count as this supervisor's own, and it
+   * publishes them on. Before, a restarted supervisor failed a pair over again minutes after the
+   * last failover. A store that cannot be read gives no history (and no error).
+   */
+  private async recallFailovers(): Promise<void> {
+    const records = await this.witness?.history?.().catch(() => undefined);
+    for (const record of records?.values() ?? []) {
+      for (const p of record.pairs) {
+        if (p.verdict !== 'failover' || this.now() - p.since >= this.settings.flapWindowMs) continue;
+        for (const host of [p.master, p.slave]) this.lastFailover.set(host, Math.max(this.lastFailover.get(host) ?? -Infinity, p.since));
+        if ((this.states.get(p.master)?.since ?? -Infinity) < p.since) this.states.set(p.master, p);
+      }
+    }
+  }
+
+  /**
+   * The status record: every pair's state, the failovers within the flap window of masters the map
+   * no longer names (the history a restarted supervisor recalls), and the masters missed now (a
+   * store that is down does not stop the supervisor).
+   */
   private async publish(masters: string[]): Promise<void> {
     if (this.witness === undefined) return;
     const suspects = masters.flatMap((m) => {
       const since = this.memory.get(m)?.suspectSince;
       return since === undefined ? [] : [{ host: m, since }];
     });
-    const pairs = masters.flatMap((m) => (this.states.has(m) ? [this.states.get(m)!] : []));
+    const current = new Set(masters);
+    const failedOver = [...this.states.values()].filter((p) => !current.has(p.master) && p.verdict === 'failover' && this.now() - p.since < this.settings.flapWindowMs);
+    const pairs = [...masters.flatMap((m) => (this.states.has(m) ? [this.states.get(m)!] : [])), ...failedOver];
     await this.witness.publish({ mode: this.settings.mode, suspects, pairs }).catch(() => undefined);
   }
 
