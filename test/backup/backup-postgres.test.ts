@@ -88,6 +88,11 @@ describe('shardkit backup on a PostgreSQL dev cluster (pg_basebackup from the st
       await client.query('BEGIN');
       await client.query('LOCK TABLE db00001.pins IN ACCESS EXCLUSIVE MODE');
       const [at] = await m.sql<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+      // The lock's WAL record is not flushed (nor sent) while its transaction stays open: only a
+      // background snapshot record (every 15 s, on some schedule) or a commit flushes it. A commit
+      // of another session's xid flushes the WAL up to it, the lock's record included. Before, a
+      // fresh-clone CI run under load waited 60 s for the standby and failed.
+      await m.sql('SELECT txid_current()');
       await until('the standby replayed the lock', async () => (await pgServer(fx.cluster, 'PG001B').sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [at!.lsn]))[0]?.ok === true);
       const backup = cli(['backup', 'create', '--dir', fx.dir, '--to', to, '--json']);
       const holding = () => readdirSync(to).some((d) => existsSync(join(to, d, 'paused', 'PG001B')));

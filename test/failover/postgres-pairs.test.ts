@@ -8,6 +8,7 @@ import { ShardKit } from '../../src/kit/shard-kit.js';
 import { devClusterDown, devClusterStatus, devUp, DevCluster } from '../../src/ops/dev-cluster.js';
 import { pgServer } from '../../src/ops/dev/dev-postgres.js';
 import { casMoveState } from '../../src/moves/move-state.js';
+import { freezeForFailover } from '../../src/ops/failover/failover-freeze.js';
 import { createTopologyStore } from '../../src/topology/index.js';
 import type { MoveRecord } from '../../src/topology/shard-map.js';
 import { shardkit } from '../mysql/helpers.js';
@@ -128,6 +129,14 @@ describe('PostgreSQL pairs: dev up --engine postgres, failover with pg_promote()
     const live = newLedger();
     const running = writeLoad([kit], [0, 1], new Promise<void>((r) => (release = r)), 2, live);
     await sleep(500);
+    // A planned failover of PG001B killed after its freeze left the freeze behind (its budget run
+    // out). Before, that record refused this failover (SHARD_FROZEN), and heal's, for good.
+    const store = createTopologyStore(DevCluster.require(dir).config().topologyStore, { dataDir: dir });
+    try {
+      await casMoveState(store, (m) => freezeForFailover(m, 'PG001B', 'PG001A', { holdMs: 1, now: Date.now() - 60_000 }));
+    } finally {
+      await store.close();
+    }
     await pgServer(c, 'PG001B').kill();
     const started = Date.now();
     const res = await shardkit(['failover', 'PG001B', '--emergency', '--dir', dir, '--json']);

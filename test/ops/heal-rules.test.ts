@@ -298,6 +298,16 @@ test('the supervisor reports a dead slave once (and its return), and in act mode
   assert.equal(rebuilds.length, 1);
 });
 
+/** A supervisor's witness over `store`'s heal records, as `shardkit heal` has it (publish and history), under id `id`. */
+function recordingWitness(store: MemoryTopologyStore, id: string, now: () => number): HealWitness {
+  return {
+    ask: false, waitMs: 0,
+    services: async () => new Map(),
+    history: () => store.heal.readAll(),
+    publish: (s) => store.heal.put(id, { ...s, acting: true, at: now(), ttlMs: 10_000, hostname: 'test', pid: 1 }),
+  };
+}
+
 test('a restarted supervisor keeps the flap window: the failovers published by the one before count, and are published on', async () => {
   // Before: the window lived in the process only; a supervisor restarted (systemd, a lease handed
   // over) failed the same pair over again minutes later (the chaos review: 4 min 40 s after).
@@ -318,12 +328,7 @@ test('a restarted supervisor keeps the flap window: the failovers published by t
       return { kind: 'emergency', oldMaster: master, newMaster: 'x', position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
     },
   };
-  const witness = (id: string): HealWitness => ({
-    ask: false, waitMs: 0,
-    services: async () => new Map(),
-    history: () => store.heal.readAll(),
-    publish: (s) => store.heal.put(id, { ...s, acting: true, at: now, ttlMs: 10_000, hostname: 'test', pid: 1 }),
-  });
+  const witness = (id: string) => recordingWitness(store, id, () => now);
   const first = new HealSupervisor(target, SETTINGS, () => {}, () => now, () => {}, witness('heal-1'));
   down.add('MySQL001A');
   for (let i = 0; i < 5; i++) {
@@ -355,5 +360,40 @@ test('a restarted supervisor keeps the flap window: the failovers published by t
     await second.round();
   }
   assert.deepEqual(failedOver, ['MySQL001A', 'MySQL001B']);
+  await store.close();
+});
+
+test('a failover that failed is published as refused: a supervisor started after it does not take it for one that happened', async () => {
+  const store = new MemoryTopologyStore();
+  const current = ShardMap.fromJSON(defaultShardMapJson({ shards: 8, pairs: 2, modShards: 8 }));
+  const tried: string[] = [];
+  let failing = true;
+  let now = 1_000_000;
+  const target = {
+    map: async () => current,
+    observe: async (master: string, slave: string): Promise<PairObservation> => (master === 'MySQL001A' ? { ...dead, master, slave } : { master, slave, masterReachable: true, slaveReachable: true, slaveIoConnected: true, slaveSqlHealthy: true, slaveLagSeconds: 0 }),
+    failover: async (master: string) => {
+      tried.push(master);
+      if (failing) throw new Error('the store is down');
+      return { kind: 'emergency', oldMaster: master, newMaster: 'x', position: '', mapVersion: 2, oldMasterFenced: false, oldMasterIsSlave: false, writePauseMs: 0 } satisfies FailoverResult;
+    },
+  };
+  const witness = (id: string) => recordingWitness(store, id, () => now);
+  const first = new HealSupervisor(target, SETTINGS, () => {}, () => now, () => {}, witness('heal-1'));
+  // Three missed probes: the failover is tried once, and fails.
+  for (let i = 0; i < 3; i++) {
+    now += 1000;
+    await first.round();
+  }
+  assert.deepEqual(tried, ['MySQL001A']);
+  assert.equal((await store.heal.readAll()).get('heal-1')!.pairs.find((p) => p.master === 'MySQL001A')!.verdict, 'refuse');
+  failing = false;
+  const second = new HealSupervisor(target, SETTINGS, () => {}, () => now, () => {}, witness('heal-2'));
+  for (let i = 0; i < 4; i++) {
+    now += 1000;
+    await second.round();
+  }
+  assert.deepEqual(tried, ['MySQL001A', 'MySQL001A'], 'the dead master is failed over, not refused as flapping');
+  assert.equal(second.failovers, 1);
   await store.close();
 });

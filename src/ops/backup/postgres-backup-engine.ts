@@ -216,11 +216,14 @@ async function pauseWithoutReplayedLocks(standby: PgSql, host: string, database:
  * (into the new segment) and is paused again.
  */
 async function pauseInsideSegment(standby: PgSql, host: string, master: string, database: string, emit: () => Promise<unknown>): Promise<string> {
-  for (;;) {
+  // Landing on a segment start again right after a marker (a WAL switch replayed meanwhile) is
+  // rare; three times in a row is something else, said rather than tried for ever.
+  for (let pass = 1; ; pass++) {
     await pauseWithoutReplayedLocks(standby, host, database);
     const [p] = await standby.sql<{ lsn: string; start: boolean }>(
       "SELECT pg_last_wal_replay_lsn()::text AS lsn, (pg_last_wal_replay_lsn() - '0/0'::pg_lsn) % (SELECT setting::numeric FROM pg_settings WHERE name = 'wal_segment_size') = 0 AS start");
     if (p!.start !== true) return p!.lsn;
+    if (pass >= 3) throw new ShardKitError('SHARD_UNAVAILABLE', `${host} paused at a WAL segment start (${p!.lsn}) ${pass} times in a row (is something switching WAL segments on ${master}, archive_timeout?): nothing written`);
     await emit();
     await standby.sql('SELECT pg_wal_replay_resume()');
     await walPast(standby, 'replay', p!.lsn, `${host} replayed no WAL from ${master} for 60 s (is it replicating?): nothing written`);

@@ -1,8 +1,7 @@
 import { changeShardMap } from '../../topology/change-shard-map.js';
-import { promoteSlave } from '../../topology/map-edits.js';
-import { ShardMap, type ShardMapJson } from '../../topology/shard-map.js';
+import { ShardMap } from '../../topology/shard-map.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
-import { failoverIds, releaseFailover } from './failover-freeze.js';
+import { promotedReleasingFreeze } from './failover-freeze.js';
 import { adminQuery } from './host-admin.js';
 import { fenceAnsweringMaster } from './client-sessions.js';
 import { fenceUnreachable } from './stonith.js';
@@ -49,14 +48,9 @@ export interface FailoverOptions {
   log?: (message: string) => void;
 }
 
-/** The promotion of `master`'s slave in `map`; a planned failover of it that crashed may have left its freeze, lifted in the same edit. */
-function promoted(map: ShardMap, master: string): ShardMapJson {
-  return promoteSlave(ShardMap.fromJSON(releaseFailover(map, failoverIds(map, master))), master);
-}
-
 /** The map edit shared by both failovers: promote, validated against the config's hosts, compare-and-set. */
 export async function casPromote(fleet: FleetContext, master: string): Promise<number> {
-  const change = await changeShardMap(fleet.store, (m) => promoted(m, master), {
+  const change = await changeShardMap(fleet.store, (m) => promotedReleasingFreeze(m, master), {
     seed: ShardMap.fromJSON(fleet.config.shardMap),
     hosts: Object.keys(fleet.config.hosts),
   });
@@ -79,7 +73,7 @@ export async function emergencyFailover(fleet: FleetContext, master: string, opt
   // The map edit is tried first: one it refuses (a running shard move holds a range of `master`)
   // must be refused before the old master is fenced and the slave stops replicating, or the pair
   // is left with no writable master and no slave a second try could promote.
-  promoted(map, master);
+  promotedReleasingFreeze(map, master);
   await requireReplicating(admin, slave, master, { requireIo: false });
 
   let oldMasterFenced = false;

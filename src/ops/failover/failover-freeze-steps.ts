@@ -52,6 +52,18 @@ export class FailoverFreeze {
     }
   }
 
+  /**
+   * Before a PostgreSQL fence: a quarter of the hold budget for the services to see the freeze
+   * (awaitServices); returns the quarter left for the writes under way to drain, the rest being
+   * for the stop or the sessions' end, the replay and the promotion.
+   */
+  async beforeFence(slave: string, holdMs: number, log: (m: string) => void): Promise<number> {
+    const quarter = Math.min(1000, holdMs / 4);
+    const waiting = await this.awaitServices(slave, quarter);
+    if (waiting > 0) log(`${waiting} service(s) have not seen the freeze of ${this.master} yet: their writes to it may be refused for a moment`);
+    return quarter;
+  }
+
   /** THE compare-and-set: the frozen ranges (and the master's mod shards) switch to its slave; the new map's version. */
   async switch(): Promise<number> {
     return (await casMoveState(this.store, (m) => switchFailover(m, this.master, this.ids, { promoteUnfrozen: !this.frozen }), { hosts: this.hosts })).version;
@@ -60,5 +72,20 @@ export class FailoverFreeze {
   /** The failover did not happen: the freeze lifted, the master serves as before. */
   async release(): Promise<void> {
     await casMoveState(this.store, (m) => releaseFailover(m, this.ids), { hosts: this.hosts });
+  }
+}
+
+/**
+ * Undo, best effort and in order: a step that fails is logged (the operator finishes it by hand)
+ * and the next still runs; the caller then throws its own error, not an undo step's.
+ */
+export async function undoSteps(log: (m: string) => void, steps: ReadonlyArray<readonly [what: string, fn: () => Promise<unknown>] | false>): Promise<void> {
+  for (const step of steps) {
+    if (step === false) continue;
+    try {
+      await step[1]();
+    } catch (err) {
+      log(`undo: could not ${step[0]}: ${(err as Error).message}`);
+    }
   }
 }

@@ -1,6 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import { abortMove, addMove, advanceMove, forgetMove, freezeMove, switchMove } from '../../moves/move-state.js';
-import { mergeAdjacent } from '../../topology/map-edits.js';
+import { mergeAdjacent, promoteSlave } from '../../topology/map-edits.js';
 import { ShardMap, type ShardMapJson, type ShardRange } from '../../topology/shard-map.js';
 
 /**
@@ -79,4 +79,13 @@ export function releaseFailover(map: ShardMap, ids: readonly string[]): ShardMap
   let current = map;
   for (const id of ids) if (current.move(id) !== undefined) current = ShardMap.fromJSON(abortMove(current, id));
   return current.toJSON();
+}
+
+/**
+ * The promotion of `master`'s slave in `map` (an emergency failover, and the check before a
+ * planned one), with the freeze a crashed planned failover of it left lifted in the same edit:
+ * such a record would refuse the promotion (SHARD_FROZEN) and keep a dead master's pair down.
+ */
+export function promotedReleasingFreeze(map: ShardMap, master: string): ShardMapJson {
+  return promoteSlave(ShardMap.fromJSON(releaseFailover(map, failoverIds(map, master))), master);
 }

@@ -2,8 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ShardKitError } from '../../errors.js';
 import { changeShardMap } from '../../topology/change-shard-map.js';
 import { createTopologyStore } from '../../topology/index.js';
-import { promoteSlave } from '../../topology/map-edits.js';
-import { ShardMap } from '../../topology/shard-map.js';
+import { ShardMap, type ShardMapJson } from '../../topology/shard-map.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import type { DevCluster } from '../dev/dev-cluster.js';
 import { pgServer } from '../dev/dev-postgres.js';
@@ -13,8 +12,8 @@ import type { FailoverResult } from './emergency-failover.js';
 import { slaveOf } from './failover-context.js';
 import { setSlave } from './set-slave.js';
 import { setSyncStandby } from '../postgres/pg-sync-standby.js';
-import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
-import { FailoverFreeze } from './failover-freeze-steps.js';
+import { DEFAULT_FAILOVER_HOLD_MS, promotedReleasingFreeze } from './failover-freeze.js';
+import { FailoverFreeze, undoSteps } from './failover-freeze-steps.js';
 import { fenceReadOnly, liftReadOnlyFence, READ_ONLY_FENCE_SETTING, type PgAdminSql } from './pg-read-only-fence.js';
 
 /**
@@ -32,7 +31,7 @@ async function withStore<T>(c: DevCluster, fn: (store: TopologyStore) => Promise
   }
 }
 
-async function cas(c: DevCluster, edit: (m: ShardMap) => ReturnType<typeof promoteSlave>): Promise<number> {
+async function cas(c: DevCluster, edit: (m: ShardMap) => ShardMapJson): Promise<number> {
   const config = c.config();
   return withStore(c, async (store) => (await changeShardMap(store, edit, { seed: ShardMap.fromJSON(config.shardMap), hosts: Object.keys(config.hosts) })).after.version);
 }
@@ -70,6 +69,16 @@ function recordRoles(c: DevCluster, master: string, slave: string, rebuild: bool
   c.save();
 }
 
+/** Waits until `standby` has replayed `lsn`; PRECONDITION_FAILED (naming what was undone) after the deadline. */
+async function replayedBy(standby: PostgresServer, lsn: string, deadline: number, undone: string): Promise<void> {
+  for (;;) {
+    const [r] = await standby.sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]);
+    if (r?.ok) return;
+    if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `standby ${standby.name} did not replay ${lsn} in time: ${undone}`);
+    await sleep(20);
+  }
+}
+
 /**
  * Planned, as on MariaDB (planned-failover.ts): the old master's object ranges frozen in the map
  * (services hold writes to them), the read-only fence (pg-read-only-fence.ts: a write meeting it
@@ -84,7 +93,7 @@ export async function pgPlannedFailover(c: DevCluster, master: string, options: 
   const slave = slaveOf(map, master);
   // The map edit is tried first (a running shard move holding a range of the master refuses it):
   // nothing is stopped or promoted for a failover that could not be recorded.
-  promoteSlave(map, master);
+  promotedReleasingFreeze(map, master);
   const old = pgServer(c, master);
   const next = pgServer(c, slave);
   await requireStandbyOf(next, old, true);
@@ -94,28 +103,26 @@ export async function pgPlannedFailover(c: DevCluster, master: string, options: 
     const frozen = await FailoverFreeze.begin(store, config.shardMap, Object.keys(config.hosts), master, slave, { holdMs, ...(options.log ? { log: options.log } : {}) });
     const fencedAt = Date.now();
     const sql: PgAdminSql = (text, values) => old.sql(text, values);
+    const log = options.log ?? (() => undefined);
+    const timeoutMs = options.timeoutMs ?? 30_000;
     try {
-      // A quarter of the budget for the services to see the freeze, one for the writes under way:
-      // the rest is for the stop, the replay and the promotion.
-      const waiting = await frozen.awaitServices(slave, Math.min(1000, holdMs / 4));
-      if (waiting > 0) options.log?.(`${waiting} service(s) have not seen the freeze yet: their writes to ${master} may be refused for a moment`);
-      await fenceReadOnly(sql, { drainMs: Math.min(1000, holdMs / 4), terminate: false });
+      await fenceReadOnly(sql, { drainMs: await frozen.beforeFence(slave, holdMs, log), terminate: false });
+      // The standby shows it keeps up before the master stops: a stop waits for its walsenders,
+      // for as long as wal_sender_timeout when a WAL receiver hangs, with every write refused.
+      const [end] = await old.sql<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+      await replayedBy(next, end!.lsn, Date.now() + timeoutMs, `${master} is writable again and nothing changed`);
       await old.stop();
-      const lsn = await old.checkpointLsn();
-      const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-      for (;;) {
-        const [r] = await next.sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]);
-        if (r?.ok) break;
-        if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `standby ${slave} did not replay ${lsn} in time: ${master} was restarted as master and nothing changed`);
-        await sleep(20);
-      }
+      await replayedBy(next, await old.checkpointLsn(), Date.now() + timeoutMs, `${master} was restarted as master and nothing changed`);
     } catch (err) {
-      if (old.isRunning()) await liftReadOnlyFence(sql).catch(() => undefined);
-      else {
-        old.resetAutoConf(READ_ONLY_FENCE_SETTING);
-        await old.start();
-      }
-      await frozen.release();
+      await undoSteps(log, [
+        old.isRunning()
+          ? [`make ${master} writable again`, () => liftReadOnlyFence(sql)]
+          : [`restart ${master} as master`, async () => {
+            old.resetAutoConf(READ_ONLY_FENCE_SETTING);
+            await old.start();
+          }],
+        ['lift the freeze', () => frozen.release()],
+      ]);
       throw err;
     }
     const position = await promote(next);
@@ -168,7 +175,7 @@ export async function pgEmergencyFailover(c: DevCluster, master: string): Promis
   const map = await liveShardMap(c);
   const slave = slaveOf(map, master);
   // As in the planned failover: refused before the old master is stopped and its standby promoted.
-  promoteSlave(map, master);
+  promotedReleasingFreeze(map, master);
   const old = pgServer(c, master);
   const next = pgServer(c, slave);
   await requireStandbyOf(next, old, false);
@@ -186,7 +193,7 @@ export async function pgEmergencyFailover(c: DevCluster, master: string): Promis
   const position = await promote(next);
   // No standby until rebuild-slave: waiting for one would block every commit.
   await setSyncStandby(next, undefined);
-  const mapVersion = await cas(c, (m) => promoteSlave(m, master));
+  const mapVersion = await cas(c, (m) => promotedReleasingFreeze(m, master));
   recordRoles(c, slave, master, true);
   return {
     kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started,

@@ -6,7 +6,6 @@ import { parseConfig, type ShardKitConfig } from '../../config/config.js';
 import { ShardKitError } from '../../errors.js';
 import { changeShardMap } from '../../topology/change-shard-map.js';
 import { createTopologyStore } from '../../topology/index.js';
-import { promoteSlave } from '../../topology/map-edits.js';
 import { ShardMap, type ShardMapJson } from '../../topology/shard-map.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
 import type { FailoverResult } from './emergency-failover.js';
@@ -15,8 +14,8 @@ import { setSlave } from './set-slave.js';
 import { runFenceCommand, runHook } from './stonith.js';
 import { formatLsn, parseLsn, recordSearchStart } from '../../storage/postgres/index.js';
 import { superuserQuery } from '../postgres/postgres-instance.js';
-import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
-import { FailoverFreeze } from './failover-freeze-steps.js';
+import { DEFAULT_FAILOVER_HOLD_MS, promotedReleasingFreeze } from './failover-freeze.js';
+import { FailoverFreeze, undoSteps } from './failover-freeze-steps.js';
 import { fenceReadOnly, liftReadOnlyFence, type PgAdminSql } from './pg-read-only-fence.js';
 
 /**
@@ -115,19 +114,16 @@ export async function pgFleetPlannedFailover(f: PgFleet, master: string, options
   const slave = slaveOf(map, master);
   // The map edit is tried first (a move holding the master's ranges refuses it): nothing is
   // fenced for a failover that could not be recorded.
-  promoteSlave(map, master);
+  promotedReleasingFreeze(map, master);
   await requireStandbyOf(f, slave, master, true);
   await requireSameCluster(f, slave, master);
   const holdMs = options.holdMs ?? DEFAULT_FAILOVER_HOLD_MS;
   const frozen = await FailoverFreeze.begin(f.store, f.config.shardMap, Object.keys(f.config.hosts), master, slave, { holdMs, ...(options.log ? { log: options.log } : {}) });
   const sql = adminSql(f, master);
   const fencedAt = Date.now();
+  const log = options.log ?? (() => undefined);
   try {
-    // A quarter of the budget for the services to see the freeze, one for the writes under way:
-    // the rest is for the replay and the promotion.
-    const waiting = await frozen.awaitServices(slave, Math.min(1000, holdMs / 4));
-    if (waiting > 0) options.log?.(`${waiting} service(s) have not seen the freeze yet: their writes to ${master} may be refused for a moment`);
-    await fenceReadOnly(sql, { drainMs: Math.min(1000, holdMs / 4), terminate: true });
+    await fenceReadOnly(sql, { drainMs: await frozen.beforeFence(slave, holdMs, log), terminate: true });
     const [at] = await f.sql<{ lsn: string }>(master, 'SELECT pg_current_wal_insert_lsn()::text AS lsn');
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     for (;;) {
@@ -138,8 +134,7 @@ export async function pgFleetPlannedFailover(f: PgFleet, master: string, options
     }
   } catch (err) {
     // Anything before the promotion leaves the pair as it was: the master writable again, the freeze lifted.
-    await liftReadOnlyFence(sql).catch(() => undefined);
-    await frozen.release().catch(() => undefined);
+    await undoSteps(log, [[`make ${master} writable again`, () => liftReadOnlyFence(sql)], ['lift the freeze', () => frozen.release()]]);
     throw err;
   }
   const position = await promote(f, slave);
@@ -197,7 +192,7 @@ export async function pgFleetEmergencyFailover(f: PgFleet, master: string): Prom
   const started = Date.now();
   const map = await f.map();
   const slave = slaveOf(map, master);
-  promoteSlave(map, master);
+  promotedReleasingFreeze(map, master);
   await requireStandbyOf(f, slave, master, false);
   let oldMasterFenced = false;
   let oldMasterShot: FailoverResult['oldMasterShot'];
@@ -210,7 +205,7 @@ export async function pgFleetEmergencyFailover(f: PgFleet, master: string): Prom
   const [recv] = await f.sql<{ lsn: string | null }>(slave, 'SELECT pg_last_wal_receive_lsn()::text AS lsn');
   const divergedTransactions = oldMasterFenced && recv?.lsn ? await divergedCommits(f, master, recv.lsn) : undefined;
   const position = await promote(f, slave);
-  const mapVersion = await recordPromotion(master, slave, () => cas(f, (m) => promoteSlave(m, master)));
+  const mapVersion = await recordPromotion(master, slave, () => cas(f, (m) => promotedReleasingFreeze(m, master)));
   return {
     kind: 'emergency', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced, oldMasterIsSlave: false, writePauseMs: Date.now() - started,
     ...(oldMasterShot !== undefined ? { oldMasterShot } : {}),

@@ -2,7 +2,7 @@ import { ShardKitError } from '../../errors.js';
 import { recordDevRoles, slaveOf, type FleetContext } from './failover-context.js';
 import type { FailoverOptions, FailoverResult } from './emergency-failover.js';
 import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
-import { FailoverFreeze } from './failover-freeze-steps.js';
+import { FailoverFreeze, undoSteps } from './failover-freeze-steps.js';
 import { adminQuery } from './host-admin.js';
 import { gtidVariable, gtidWait, pointAt, requireReplicating, semiSyncRoles } from './replica.js';
 
@@ -73,15 +73,10 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
 /** Best effort, in reverse order; each step is logged when it fails (the operator finishes it by hand). */
 async function undo(fleet: FleetContext, master: string, slave: string, frozen: FailoverFreeze, done: { fenced: boolean; slaveStopped: boolean; slaveWritable: boolean }, log: (m: string) => void): Promise<void> {
   const { admin } = fleet;
-  const step = async (what: string, fn: () => Promise<unknown>) => {
-    try {
-      await fn();
-    } catch (err) {
-      log(`undo: could not ${what}: ${(err as Error).message}`);
-    }
-  };
-  if (done.slaveWritable) await step(`make ${slave} read-only again`, () => adminQuery(admin, slave, 'SET GLOBAL read_only = 1'));
-  if (done.slaveStopped) await step(`restart replication on ${slave}`, () => pointAt(admin, slave, master, 'slave_pos'));
-  if (done.fenced) await step(`make ${master} writable again`, () => adminQuery(admin, master, 'SET GLOBAL read_only = 0'));
-  await step('lift the freeze', () => frozen.release());
+  await undoSteps(log, [
+    done.slaveWritable && [`make ${slave} read-only again`, () => adminQuery(admin, slave, 'SET GLOBAL read_only = 1')],
+    done.slaveStopped && [`restart replication on ${slave}`, () => pointAt(admin, slave, master, 'slave_pos')],
+    done.fenced && [`make ${master} writable again`, () => adminQuery(admin, master, 'SET GLOBAL read_only = 0')],
+    ['lift the freeze', () => frozen.release()],
+  ]);
 }

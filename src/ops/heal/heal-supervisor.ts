@@ -183,7 +183,9 @@ export class HealSupervisor {
       const shown = decision.error !== undefined ? `${decision.reason ?? ''}; the failover failed: ${decision.error}` : decision.reason;
       // Published as 'healthy' (its master is) with the reason: the status records of earlier
       // releases' readers (services, dashboards) know no 'degraded' and would refuse the record.
-      const published = verdict.kind === 'degraded' ? 'healthy' : verdict.kind;
+      // A failover that failed is published as refused: only one that happened is a 'failover',
+      // which a supervisor started later counts for the flap window (recallFailovers).
+      const published = verdict.kind === 'degraded' ? 'healthy' : decision.error !== undefined ? 'refuse' : verdict.kind;
       this.states.set(master, { master, slave, verdict: published, ...(shown !== undefined ? { reason: shown.slice(0, 2000) } : {}), since: previous?.verdict === published ? previous.since : this.now() });
       if (this.lastReported.get(master) !== key) {
         if (!(verdict.kind === 'healthy' && !this.lastReported.has(master))) out.push(decision);

@@ -218,7 +218,6 @@ export class PostgresServer {
     }
   }
 
-  /** Makes the server start as a standby (read-only) even if it was a primary: the fence for a failed master. */
   /** A setting ALTER SYSTEM wrote taken out of postgresql.auto.conf, on a stopped server (it applies at the next start). */
   resetAutoConf(name: string): void {
     const file = join(this.dataDir, 'postgresql.auto.conf');
@@ -227,6 +226,7 @@ export class PostgresServer {
     writeFileSync(file, keep.join('\n'));
   }
 
+  /** Makes the server start as a standby (read-only) even if it was a primary: the fence for a failed master. */
   markStandby(): void {
     if (!this.isInitialized()) return;
     const file = join(this.dataDir, 'standby.signal');
