@@ -58,15 +58,15 @@ export function hostAddress<H extends { user?: string; password?: string }>(host
 }
 
 /**
- * The server of a switched move's source pair that takes writes now, for the source's cleanup
- * (drop-moved), which must run where it replicates to the other: the recorded master, or its
- * slave when the pair failed over after the switch (failover edits do not carry a switched move's
- * record, which keeps the hosts it started with). A host that does not answer counts as not
- * writable.
+ * The server of one of a move's pairs that takes writes now: its recorded master, or its slave
+ * when the pair failed over since the move recorded it (a switched move's record, and the target
+ * of one under way, keep the hosts they started with). For cleanups that must run where they
+ * replicate to the other server: the source's drop-moved, the target's part of an abort. A host
+ * that does not answer counts as not writable.
  */
-export async function writableSourceHost(move: MoveRecord, writable: (host: string) => Promise<boolean>): Promise<string> {
-  const { master, slave } = move.source;
+export async function writableHostOf(move: MoveRecord, side: 'source' | 'target', writable: (host: string) => Promise<boolean>): Promise<string> {
+  const { master, slave } = move[side];
   if (await writable(master).catch(() => false)) return master;
   if (slave !== undefined && (await writable(slave).catch(() => false))) return slave;
-  throw new ShardKitError('SHARD_UNAVAILABLE', `neither ${master} nor ${slave ?? 'a slave'} of move ${move.id}'s source pair takes writes now: start the pair's master (or fail the pair over), then run drop-moved again`);
+  throw new ShardKitError('SHARD_UNAVAILABLE', `neither ${master} nor ${slave ?? 'a slave'} of move ${move.id}'s ${side} pair takes writes now: start the pair's master (or fail the pair over), then run the command again`);
 }

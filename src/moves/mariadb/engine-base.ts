@@ -5,7 +5,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
-import { addTableResult, emptyReport, hostAddress, moveShards, refuseFenceClash, writableSourceHost } from '../move-shared.js';
+import { addTableResult, emptyReport, hostAddress, moveShards, refuseFenceClash, writableHostOf } from '../move-shared.js';
 import type { LockFence } from './lock-fence.js';
 import { timedStep, type OnStep } from '../step-timer.js';
 import { movedName, q, WC_PREFIX, wcDatabaseName, type Conn, type ShardDatabase } from './names.js';
@@ -344,7 +344,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     // A move connection left by a failed afterSwitch would replay the DROP below on the target.
     await this.afterSwitch(move);
     let dropped = 0;
-    const host = await writableSourceHost(move, (h) => this.withConn(h, async (c) => Number(((await c.query('SELECT @@GLOBAL.read_only AS ro'))[0] as Array<{ ro: number | string }>)[0]!.ro) === 0));
+    const host = await writableHostOf(move, 'source', (h) => this.withConn(h, async (c) => Number(((await c.query('SELECT @@GLOBAL.read_only AS ro'))[0] as Array<{ ro: number | string }>)[0]!.ro) === 0));
     await this.withConn(host, async (c) => {
       await this.settledFence(c, move);
       for (const d of this.databases(move)) {

@@ -4,7 +4,7 @@ import { postgresDialect } from '../../storage/postgres/index.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import { undoTargetThenSource } from '../undo-order.js';
-import { moveShards, writableSourceHost } from '../move-shared.js';
+import { moveShards, writableHostOf } from '../move-shared.js';
 import { countRows } from './postgres-copy-progress.js';
 import { PostgresMoveCopy, type PublishedTable } from './copy-engine.js';
 import { copySessionName, MARKER_SCHEMA, movedSchema, qi, ql, replicationName, type Client } from './engine-base.js';
@@ -339,7 +339,10 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
   /** The target's part of an abort: the subscription and the copy go. Re-runnable. A restore-in move clears its target with it. */
   async undoTarget(move: MoveRecord): Promise<void> {
     const name = replicationName(move.id);
-    await this.withConn(move.target.master, async (c) => {
+    // The target pair may have failed over since the move began: its copy is cleaned where it
+    // replicates to the other server (before, --abort failed read-only until it failed back).
+    const host = await writableHostOf(move, 'target', (h) => this.writable(h));
+    await this.withConn(host, async (c) => {
       // The target's tables are this move's only if its marker table is there: prepare creates
       // both in one transaction. Without it (prepare refused a target that holds rows, or never
       // got that far) the target's tables are someone else's data and stay.
@@ -356,16 +359,20 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
         const tables = await this.present(c, shardDatabaseName(s));
         if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${qi(shardDatabaseName(s))}.${qi(t)}`).join(', ')}`);
         // What prepare created besides the tables (next_id() and its sequences), and the schema if that leaves it empty.
-        for (const sql of postgresDialect.afterDropTables?.({ host: move.target.master, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
+        for (const sql of postgresDialect.afterDropTables?.({ host, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
         await dropSchemaIfEmpty(c, shardDatabaseName(s));
       }
       await c.query(`DROP TABLE IF EXISTS ${this.markerTable(move)}`);
     });
   }
 
+  /** Takes writes: not a standby, nor an old master a fleet failover left under its read-only fence. */
+  private async writable(host: string): Promise<boolean> {
+    return this.withConn(host, async (c) => (await c.query<{ ok: boolean }>("SELECT NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'off' AS ok")).rows[0]?.ok === true);
+  }
+
   async dropMoved(move: MoveRecord): Promise<number> {
-    // A standby, or an old master a fleet failover left under its read-only fence, is not writable.
-    const host = await writableSourceHost(move, (h) => this.withConn(h, async (c) => (await c.query<{ ok: boolean }>("SELECT NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'off' AS ok")).rows[0]?.ok === true));
+    const host = await writableHostOf(move, 'source', (h) => this.writable(h));
     await this.releaseReplication(move, host);
     let dropped = 0;
     await this.withConn(host, async (c) => {
