@@ -180,7 +180,9 @@ test('with an auth file, the dashboard asks for a token and keeps it in session 
     const problems = watch(page);
     await page.goto(`${base}/dashboard/`);
     await page.waitForSelector('#token-form:not([hidden])');
-    assert.equal(await page.locator('#status').getAttribute('data-state'), 'down');
+    // The form and the status are set by two updates: wait for the status rather than read it at
+    // once (a fresh-clone CI run under load read 'unknown' in between).
+    await page.waitForSelector('#status[data-state="down"]', { timeout: 15_000 });
     await page.fill('#token', token);
     await page.click('#token-form button');
     await page.waitForSelector('#status[data-state="ok"]');
