@@ -76,6 +76,11 @@ export interface MariadbMoveEngineOptions {
  * and verifyReplica (a master against its slave, for `shards verify`). The strategies:
  * replicated-engine.ts (dump + GTID replication + lock fence) and copy-engine.ts (copy under the freeze).
  */
+/** The server's @@GLOBAL.read_only (our admin and mover accounts may bypass it: asked, not tried). */
+async function readOnly(c: Conn): Promise<boolean> {
+  return Number(((await c.query('SELECT @@GLOBAL.read_only AS r'))[0] as Array<{ r: number | string }>)[0]!.r) === 1;
+}
+
 export abstract class MariadbMoveEngine implements MoveEngine {
   readonly kind = 'mariadb';
   readonly droppedUnit = 'fenced database(s)';
@@ -125,7 +130,6 @@ export abstract class MariadbMoveEngine implements MoveEngine {
    */
   protected async targetWritable(move: MoveRecord): Promise<void> {
     const host = move.target.master;
-    const readOnly = async (c: Conn) => Number(((await c.query('SELECT @@GLOBAL.read_only AS r'))[0] as Array<{ r: number | string }>)[0]!.r) === 1;
     const admin = this.options.admin;
     if (admin !== undefined) {
       const c = await admin.connect(host);
@@ -344,7 +348,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     // A move connection left by a failed afterSwitch would replay the DROP below on the target.
     await this.afterSwitch(move);
     let dropped = 0;
-    const host = await writableHostOf(move, 'source', (h) => this.withConn(h, async (c) => Number(((await c.query('SELECT @@GLOBAL.read_only AS ro'))[0] as Array<{ ro: number | string }>)[0]!.ro) === 0));
+    const host = await writableHostOf(move, 'source', async (h) => !(await this.withConn(h, readOnly)));
     await this.withConn(host, async (c) => {
       await this.settledFence(c, move);
       for (const d of this.databases(move)) {

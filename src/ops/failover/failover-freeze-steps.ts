@@ -42,7 +42,7 @@ export class FailoverFreeze {
    * are not safe to retry as a read-only refusal is. Returns how many still did not; a store that
    * keeps no heartbeats, or fails to be read, has none to wait for.
    */
-  async awaitServices(slave: string, waitMs: number): Promise<number> {
+  private async awaitServices(slave: string, waitMs: number): Promise<number> {
     const deadline = Date.now() + waitMs;
     for (;;) {
       const records = await this.store.services?.readAll().catch(() => undefined);

@@ -14,7 +14,7 @@ import { setSlave } from './set-slave.js';
 import { setSyncStandby } from '../postgres/pg-sync-standby.js';
 import { DEFAULT_FAILOVER_HOLD_MS, promotedReleasingFreeze } from './failover-freeze.js';
 import { FailoverFreeze, undoSteps } from './failover-freeze-steps.js';
-import { fenceReadOnly, liftReadOnlyFence, READ_ONLY_FENCE_SETTING, type PgAdminSql } from './pg-read-only-fence.js';
+import { fenceReadOnly, liftReadOnlyFence, READ_ONLY_FENCE_SETTING, replayedBy, type PgAdminSql } from './pg-read-only-fence.js';
 
 /**
  * Failover and rebuild-slave for a PostgreSQL dev cluster (`dev up --engine postgres`): promote
@@ -69,16 +69,6 @@ function recordRoles(c: DevCluster, master: string, slave: string, rebuild: bool
   c.save();
 }
 
-/** Waits until `standby` has replayed `lsn`; PRECONDITION_FAILED (naming what was undone) after the deadline. */
-async function replayedBy(standby: PostgresServer, lsn: string, deadline: number, undone: string): Promise<void> {
-  for (;;) {
-    const [r] = await standby.sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]);
-    if (r?.ok) return;
-    if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `standby ${standby.name} did not replay ${lsn} in time: ${undone}`);
-    await sleep(20);
-  }
-}
-
 /**
  * Planned, as on MariaDB (planned-failover.ts): the old master's object ranges frozen in the map
  * (services hold writes to them), the read-only fence (pg-read-only-fence.ts: a write meeting it
@@ -110,9 +100,9 @@ export async function pgPlannedFailover(c: DevCluster, master: string, options: 
       // The standby shows it keeps up before the master stops: a stop waits for its walsenders,
       // for as long as wal_sender_timeout when a WAL receiver hangs, with every write refused.
       const [end] = await old.sql<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
-      await replayedBy(next, end!.lsn, Date.now() + timeoutMs, `${master} is writable again and nothing changed`);
+      await replayedBy((text, values) => next.sql(text, values), slave, end!.lsn, Date.now() + timeoutMs, `${master} is writable again and nothing changed`);
       await old.stop();
-      await replayedBy(next, await old.checkpointLsn(), Date.now() + timeoutMs, `${master} was restarted as master and nothing changed`);
+      await replayedBy((text, values) => next.sql(text, values), slave, await old.checkpointLsn(), Date.now() + timeoutMs, `${master} was restarted as master and nothing changed`);
     } catch (err) {
       await undoSteps(log, [
         old.isRunning()

@@ -16,7 +16,7 @@ import { formatLsn, parseLsn, recordSearchStart } from '../../storage/postgres/i
 import { superuserQuery } from '../postgres/postgres-instance.js';
 import { DEFAULT_FAILOVER_HOLD_MS, promotedReleasingFreeze } from './failover-freeze.js';
 import { FailoverFreeze, undoSteps } from './failover-freeze-steps.js';
-import { fenceReadOnly, liftReadOnlyFence, type PgAdminSql } from './pg-read-only-fence.js';
+import { fenceReadOnly, liftReadOnlyFence, replayedBy, type PgAdminSql } from './pg-read-only-fence.js';
 
 /**
  * Failover and rebuild-slave for a PostgreSQL fleet given by `--config` (#31): servers this
@@ -125,13 +125,7 @@ export async function pgFleetPlannedFailover(f: PgFleet, master: string, options
   try {
     await fenceReadOnly(sql, { drainMs: await frozen.beforeFence(slave, holdMs, log), terminate: true });
     const [at] = await f.sql<{ lsn: string }>(master, 'SELECT pg_current_wal_insert_lsn()::text AS lsn');
-    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-    for (;;) {
-      const [r] = await f.sql<{ ok: boolean }>(slave, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [at!.lsn]);
-      if (r?.ok) break;
-      if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `standby ${slave} did not replay ${at!.lsn} in time: ${master} is writable again and nothing changed`);
-      await sleep(20);
-    }
+    await replayedBy(adminSql(f, slave), slave, at!.lsn, Date.now() + (options.timeoutMs ?? 30_000), `${master} is writable again and nothing changed`);
   } catch (err) {
     // Anything before the promotion leaves the pair as it was: the master writable again, the freeze lifted.
     await undoSteps(log, [[`make ${master} writable again`, () => liftReadOnlyFence(sql)], ['lift the freeze', () => frozen.release()]]);

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
+import { ShardKitError } from '../../errors.js';
 
 /** One statement as a superuser on the master (dev cluster: PostgresServer.sql; fleet: its admin account), with a timeout where one is asked for. */
 export type PgAdminSql = <T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], timeoutMs?: number) => Promise<T[]>;
@@ -37,3 +38,13 @@ export async function liftReadOnlyFence(sql: PgAdminSql): Promise<void> {
 
 /** The fence's setting, for a stopped server whose postgresql.auto.conf is edited directly. */
 export const READ_ONLY_FENCE_SETTING = SETTING;
+
+/** Waits until the standby `name` (its statements: `sql`) has replayed `lsn`; PRECONDITION_FAILED, naming what was undone, after the deadline. */
+export async function replayedBy(sql: PgAdminSql, name: string, lsn: string, deadline: number, undone: string): Promise<void> {
+  for (;;) {
+    const [r] = await sql<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn]);
+    if (r?.ok) return;
+    if (Date.now() > deadline) throw new ShardKitError('PRECONDITION_FAILED', `standby ${name} did not replay ${lsn} in time: ${undone}`);
+    await sleep(20);
+  }
+}
