@@ -35,7 +35,7 @@ test('a parallel copy spawns its loaders and dump processes before it takes the 
     const admin = { clientArgs: () => [], connect: async () => lock };
     const position = await parallelDumpCopy(admin as never, 'MySQL001B', ['MySQL002A', 'MySQL002B'], ['db00000', 'db00001', 'db00002', 'db00003'], 4);
     assert.equal(position, '0-1-42');
-    assert.deepEqual(queries, ['FLUSH TABLES WITH READ LOCK', 'UNLOCK TABLES']);
+    assert.deepEqual(queries, ['SET SESSION lock_wait_timeout = 10', 'FLUSH TABLES WITH READ LOCK', 'UNLOCK TABLES']);
     assert.ok(atLock !== undefined);
     // 4 streams x 2 targets loaders, and 4 shells waiting for their go; no dump yet.
     assert.equal(atLock.filter((c) => c.startsWith(`/bin/sh ${bin}/mariadb `)).length, 8, `children at the lock: ${atLock.join(' | ')}`);

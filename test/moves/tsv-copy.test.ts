@@ -16,6 +16,8 @@ import { devHostAdmin, type HostAdmin } from '../../src/ops/failover/host-admin.
 import { tsvCopy } from '../../src/moves/mariadb/tsv-copy.js';
 import { compareRows } from '../../src/moves/mariadb/verify.js';
 import type { Conn } from '../../src/moves/mariadb/names.js';
+import { isShardKitError } from '../../src/errors.js';
+import { withFakeBinaries } from './fake-binaries.js';
 
 const SRC = 'MySQL001A';
 const TARGETS = ['MySQL002A', 'MySQL002B'];
@@ -131,6 +133,33 @@ describe('the move copy as text: schema by mariadb-dump, rows by LOAD DATA (Mari
     assert.equal(atLock!.filter((l) => /^mariadb .*--batch/.test(l)).length, 2, `both sessions run when the lock is asked for: ${atLock!.join(' | ')}`);
     assert.ok(connected >= 3, `the lock's connection and both sessions are on the server when the lock is asked for (${connected} new connections)`);
     assert.deepEqual(atUnlock, atLock, 'no process started under the lock (the schema dumps come after it)');
+  });
+
+  test('snapshots that never open under the lock (a stalled source session): the copy stops at its lock budget, the lock is released, the source takes writes again', { timeout: 60_000 }, async () => {
+    // A `mariadb` that sets up and answers the ready marker, then never answers the snapshot's.
+    const stalled = [
+      'while IFS= read -r line; do',
+      '  case "$line" in',
+      `    "SELECT '"*"ready';") m=\${line#SELECT \\'}; printf '%s\\n' "\${m%\\';}";;`,
+      '  esac',
+      'done',
+      '',
+    ].join('\n');
+    await withFakeBinaries({ mariadb: stalled }, async () => {
+      await assert.rejects(
+        tsvCopy(admin, SRC, TARGETS, ['tc_a', 'tc_b'], 2, { ignoreTables: ['tc_b.skipped'], readLockMaxMs: 1500 }),
+        (e) => isShardKitError(e, 'SHARD_UNAVAILABLE') && /did not open within 1500 ms of FLUSH TABLES WITH READ LOCK/.test(e.message),
+      );
+    });
+    // A read lock left behind would make this write wait for it, then fail.
+    const w = await admin.connect(SRC);
+    try {
+      await w.query('SET SESSION lock_wait_timeout = 5');
+      await w.query("INSERT INTO tc_b.many VALUES (-2, 'after')");
+      await w.query('DELETE FROM tc_b.many WHERE k = -2');
+    } finally {
+      await w.end();
+    }
   });
 
   test('a table with a trigger, or a BIT column: the copy goes the mariadb-dump way, with the same result', async () => {

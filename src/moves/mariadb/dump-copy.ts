@@ -36,6 +36,8 @@ export interface DumpCopyOptions {
   startAfter?: Promise<void>;
   /** Told once the dump's consistent snapshot is open (its first database is being dumped), or at its end. */
   onSnapshot?: () => void;
+  /** A parallel copy's budget for FLUSH TABLES WITH READ LOCK (read-lock.ts, READ_LOCK_MAX_MS). */
+  readLockMaxMs?: number;
   /**
    * The schema alone (tables, routines, events; no rows, no triggers), with no GTID position (the
    * move's text copy takes its own, tsv-copy.ts): no FLUSH TABLES WITH READ LOCK on the source.

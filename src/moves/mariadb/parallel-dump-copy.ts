@@ -1,3 +1,4 @@
+import { lockBudget, READ_LOCK_MAX_MS, takeReadLock } from './read-lock.js';
 import { ShardKitError } from '../../errors.js';
 import type { TableProgress } from '../move-engine.js';
 import { dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
@@ -41,8 +42,9 @@ export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: strin
       },
     }));
     // The loaders are spawned by now (dumpCopy's synchronous start): only the dumps start under the lock.
+    const lockMs = options.readLockMaxMs ?? READ_LOCK_MAX_MS;
     try {
-      await lock.query('FLUSH TABLES WITH READ LOCK');
+      await takeReadLock(lock, lockMs);
       locked = true;
     } catch (e) {
       lockFailed(e);
@@ -50,8 +52,10 @@ export async function parallelDumpCopy(admin: DumpAdmin, from: string, to: strin
       throw e;
     }
     lockTaken();
-    // A dump that fails before its snapshot must not keep the lock held: the lock goes then too.
-    await Promise.race([snapshots, Promise.any(runs.map((r) => r.then(() => new Promise<never>(() => undefined), () => undefined)))]);
+    // A dump that fails before its snapshot must not keep the lock held: the lock goes then too,
+    // and after its budget (the dumps go on: snapshots opened after it saw different positions,
+    // unless nothing was written meanwhile, and the check below fails the copy then).
+    await Promise.race([snapshots, lockBudget(lockMs), Promise.any(runs.map((r) => r.then(() => new Promise<never>(() => undefined), () => undefined)))]);
     await lock.query('UNLOCK TABLES');
     locked = false;
     const settled = await Promise.allSettled(runs);

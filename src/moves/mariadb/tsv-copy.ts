@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { ResultSetHeader } from 'mysql2/promise';
+import { openedUnderLock, READ_LOCK_MAX_MS, takeReadLock } from './read-lock.js';
 import { ShardKitError } from '../../errors.js';
 import type { TableProgress } from '../move-engine.js';
 import { BYTES_EVERY_MS, dumpCopy, type DumpAdmin, type DumpCopyOptions } from './dump-copy.js';
@@ -90,12 +91,13 @@ class TsvCopy {
       // waits, and each millisecond is source lag) only the snapshots open. A session that had not
       // started yet made the lock wait for its process and connection (lag 1,818 transactions).
       await this.race(Promise.all(started.map((x) => x.ready)));
+      const lockMs = this.options.readLockMaxMs ?? READ_LOCK_MAX_MS;
       if (lock !== undefined) {
-        await this.race(lock.query('FLUSH TABLES WITH READ LOCK'));
+        await this.race(takeReadLock(lock, lockMs));
         locked = true;
       }
       for (const p of this.sources) p.stdin!.write(`START TRANSACTION WITH CONSISTENT SNAPSHOT;\nSELECT CONCAT('${this.boundary}open ', IFNULL(BINLOG_GTID_POS(${SNAPSHOT_STATUS('FILE')}, ${SNAPSHOT_STATUS('POSITION')}), '-'));\n`);
-      const positions = await this.race(Promise.all(opened));
+      const positions = await this.race(locked ? openedUnderLock(this.from, Promise.all(opened), lockMs) : Promise.all(opened));
       if (locked) await lock?.query('UNLOCK TABLES');
       locked = false;
       this.options.onSnapshot?.();
