@@ -128,7 +128,8 @@ export class MariadbCopyMoveEngine extends MariadbMoveEngine {
     // its own, so any detail is not enough): one that refused the target's rows made nothing to
     // drop, and those rows (and the target slave's replicas of them) are someone else's.
     if (move.detail?.tables === undefined) return;
-    await this.withConn(move.target.master, async (c) => {
+    // On the pair's master now: the drops replicate to its slave (a failed-over target included).
+    await this.withConn(await this.writableHost(move, 'target'), async (c) => {
       for (const d of this.databases(move)) {
         const tables = await this.present(c, d.live);
         if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(d.live)}.${q(t)}`).join(', ')}`);

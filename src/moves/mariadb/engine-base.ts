@@ -5,6 +5,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
+import { refuseTurnedTarget } from './move-replication.js';
 import { addTableResult, emptyReport, hostAddress, moveShards, refuseFenceClash, writableHostOf } from '../move-shared.js';
 import type { LockFence } from './lock-fence.js';
 import { timedStep, type OnStep } from '../step-timer.js';
@@ -134,7 +135,10 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     if (admin !== undefined) {
       const c = await admin.connect(host);
       try {
-        if (await readOnly(c)) await c.query('SET GLOBAL read_only = 0');
+        if (await readOnly(c)) {
+          await refuseTurnedTarget(c, `${host} stays read-only`);
+          await c.query('SET GLOBAL read_only = 0');
+        }
       } finally {
         await c.end().catch(() => c.destroy());
       }
@@ -348,7 +352,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     // A move connection left by a failed afterSwitch would replay the DROP below on the target.
     await this.afterSwitch(move);
     let dropped = 0;
-    const host = await writableHostOf(move, 'source', async (h) => !(await this.withConn(h, readOnly)));
+    const host = await this.writableHost(move, 'source');
     await this.withConn(host, async (c) => {
       await this.settledFence(c, move);
       for (const d of this.databases(move)) {
@@ -451,6 +455,11 @@ export abstract class MariadbMoveEngine implements MoveEngine {
   /** The connections a replicated freeze holds for this move (verify reads on them), if any. */
   protected heldForVerify(_moveId: string): { src: Conn; dst: Conn; srcAdmin: Conn; dstAdmin: Conn; lock: LockFence | undefined } | undefined {
     return undefined;
+  }
+
+  /** The server of the move's `side` pair that takes writes now (writableHostOf). */
+  protected writableHost(move: MoveRecord, side: 'source' | 'target'): Promise<string> {
+    return writableHostOf(move, side, async (h) => !(await this.withConn(h, readOnly)));
   }
 
   /** Drops what this process holds for the move (the replicated engine's freeze connections and lock fence). */

@@ -13,6 +13,7 @@ import { MariadbMoveEngine, type MariadbMoveEngineOptions } from './engine-base.
 import { FENCE_DOMAIN_ID, q, WC_PREFIX, type Conn, type ShardDatabase } from './names.js';
 import { closeFreezeConns, openFreezeConns, type FreezeConns } from './freeze-conns.js';
 import { verifyAtConsistentPoint, type VerifiedTables } from './pre-verify.js';
+import { abortOnTurnedTarget, dropUnloggedCopy, type TargetCleanup } from './turned-target.js';
 
 export { FENCE_DOMAIN_ID };
 
@@ -434,6 +435,8 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
 
   /** The target's part of an abort: the move's connection and copy go. Re-runnable. */
   protected override async undoTarget(move: MoveRecord): Promise<void> {
+    const writable = await this.writableHost(move, 'target');
+    if (writable !== move.target.master) return abortOnTurnedTarget(this.cleanup(), move, writable);
     const name = moveConnectionName(move);
     // The connection stops before the source's tables are renamed back (that RENAME must not reach the target).
     const ours = await this.withAdmin(move.target.master, async (c) => {
@@ -459,7 +462,7 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     if (slave !== undefined) {
       await this.withAdmin(slave, async (c) => {
         if (ours.masterPos) await c.query('SELECT MASTER_GTID_WAIT(?, 30)', [ours.masterPos]);
-        await this.dropSlaveCopy(c, move);
+        await dropUnloggedCopy(this.cleanup(), c, move);
       });
     }
     // The (stopped) connection marks the copy as ours until both hosts are clean: an abort that
@@ -471,17 +474,11 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
     });
   }
 
-  /** The target slave's own copy of the moving shards, dropped there unlogged (the target was empty before the move: nothing else of these databases is on it). */
-  private async dropSlaveCopy(c: Conn, move: MoveRecord): Promise<void> {
-    const dbs = this.databases(move).flatMap((d) => [d.live, d.moved]);
-    await c.query('SET SESSION sql_log_bin = 0');
-    // A loader still running (its pipe outlived the master) holds the tables' metadata locks.
-    await c.query('SET SESSION lock_wait_timeout = 60');
-    const [procs] = await c.query(`SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB IN (${dbs.map(() => '?').join(', ')}) AND ID <> CONNECTION_ID() AND USER <> 'system user'`, dbs);
-    for (const p of procs as Array<{ id: number }>) await c.query(`KILL ${Number(p.id)}`).catch(() => undefined);
-    for (const [db, tables] of await this.presentMany(c, dbs)) {
-      if (tables.length > 0) await c.query(`DROP TABLE IF EXISTS ${tables.map((t) => `${q(db)}.${q(t)}`).join(', ')}`);
-    }
+  private cleanup(): TargetCleanup {
+    return {
+      withAdmin: (host, fn) => this.withAdmin(host, fn), presentMany: (c, dbs) => this.presentMany(c, dbs),
+      dropCopy: (c, move) => this.dropTargetCopy(c, move), databases: (move) => this.databases(move).flatMap((d) => [d.live, d.moved]),
+    };
   }
 
   override async close(): Promise<void> {

@@ -4,7 +4,7 @@ import type { FailoverOptions, FailoverResult } from './emergency-failover.js';
 import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
 import { FailoverFreeze, undoSteps } from './failover-freeze-steps.js';
 import { adminQuery } from './host-admin.js';
-import { gtidVariable, gtidWait, pointAt, requireReplicating, semiSyncRoles } from './replica.js';
+import { gtidVariable, gtidWait, pointAt, requireReplicating, semiSyncRoles, stopNamedConnections } from './replica.js';
 
 /**
  * `shardkit failover <master>`, the master is alive (Vitess PlannedReparentShard):
@@ -38,6 +38,7 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   const ids = frozen.ids;
   const fencedAt = Date.now();
   let fenced = false;
+  let moveConnections: string[] = [];
   let slaveStopped = false;
   let slaveWritable = false;
   let position: string;
@@ -45,6 +46,9 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   try {
     await adminQuery(admin, master, 'SET GLOBAL read_only = 1');
     fenced = true;
+    // A move copying onto this pair applies the source's writes here past read_only; the slave
+    // would never get those applied after the position below (the move aborts: its target turned).
+    moveConnections = await stopNamedConnections(admin, master);
     position = await gtidVariable(admin, master, 'gtid_binlog_pos');
     log(`${master} is read-only at ${position}; waiting for ${slave}`);
     if (!(await gtidWait(admin, slave, position, timeoutMs))) {
@@ -58,24 +62,24 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
     slaveWritable = true;
     mapVersion = await frozen.switch();
   } catch (err) {
-    await undo(fleet, master, slave, frozen, { fenced, slaveStopped, slaveWritable }, log);
+    await undo(fleet, master, slave, frozen, { fenced, moveConnections, slaveStopped, slaveWritable }, log);
     throw err;
   }
   const writePauseMs = Date.now() - fencedAt;
   log(`${slave} is master (map version ${mapVersion}); ${master} becomes its slave`);
-  // current_pos: the old master's own binlog holds exactly what the new master has.
-  await pointAt(admin, master, slave, 'current_pos');
+  await pointAt(admin, master, slave, 'binlog_pos');
   await semiSyncRoles(admin, slave, master);
   recordDevRoles(admin, slave, master);
   return { kind: 'planned', oldMaster: master, newMaster: slave, position, mapVersion, oldMasterFenced: true, oldMasterIsSlave: true, writePauseMs, frozenRanges: ids.length };
 }
 
 /** Best effort, in reverse order; each step is logged when it fails (the operator finishes it by hand). */
-async function undo(fleet: FleetContext, master: string, slave: string, frozen: FailoverFreeze, done: { fenced: boolean; slaveStopped: boolean; slaveWritable: boolean }, log: (m: string) => void): Promise<void> {
+async function undo(fleet: FleetContext, master: string, slave: string, frozen: FailoverFreeze, done: { fenced: boolean; moveConnections: string[]; slaveStopped: boolean; slaveWritable: boolean }, log: (m: string) => void): Promise<void> {
   const { admin } = fleet;
   await undoSteps(log, [
     done.slaveWritable && [`make ${slave} read-only again`, () => adminQuery(admin, slave, 'SET GLOBAL read_only = 1')],
     done.slaveStopped && [`restart replication on ${slave}`, () => pointAt(admin, slave, master, 'slave_pos')],
+    ...done.moveConnections.map((name) => [`restart the move connection '${name}' on ${master}`, () => adminQuery(admin, master, `START SLAVE '${name}'`)] as const),
     done.fenced && [`make ${master} writable again`, () => adminQuery(admin, master, 'SET GLOBAL read_only = 0')],
     ['lift the freeze', () => frozen.release()],
   ]);

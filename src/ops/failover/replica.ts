@@ -89,14 +89,20 @@ export function parseGtidList(text: string): Map<number, { server: number; seq: 
   return out;
 }
 
-/** Makes `slave` replicate from `master` with GTID (`pos`: slave_pos or current_pos) and starts it. */
-export async function pointAt(admin: HostAdmin, slave: string, master: string, pos: 'slave_pos' | 'current_pos'): Promise<void> {
+/**
+ * Makes `slave` replicate from `master` with GTID and starts it. `pos`: slave_pos, or binlog_pos
+ * for an old master after a planned failover: its own binlog holds exactly what the new master
+ * has. Not current_pos: a move's connection on it advanced gtid_slave_pos in the source's domain
+ * past its binlog (transactions its filter left out), a GTID the new master never had (error 1236).
+ */
+export async function pointAt(admin: HostAdmin, slave: string, master: string, pos: 'slave_pos' | 'binlog_pos'): Promise<void> {
   const a = admin.address(master);
   const r = admin.replication;
   await adminQuery(admin, slave,
     'STOP SLAVE',
     'RESET SLAVE ALL',
-    { sql: `CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = ${pos}, MASTER_CONNECT_RETRY = 1`, values: [a.host, a.port, r.user, r.password ?? ''] },
+    ...(pos === 'binlog_pos' ? ['SET GLOBAL gtid_slave_pos = @@GLOBAL.gtid_binlog_pos'] : []),
+    { sql: 'CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = 1', values: [a.host, a.port, r.user, r.password ?? ''] },
     'START SLAVE');
 }
 
@@ -109,4 +115,16 @@ export async function semiSyncRoles(admin: HostAdmin, master: string, slave: str
   const [r] = await adminQuery<Array<{ on: number | string }>>(admin, slave, 'SELECT @@rpl_semi_sync_slave_enabled AS `on`');
   await adminQuery(admin, slave, 'SET GLOBAL rpl_semi_sync_master_enabled = 0');
   await adminQuery(admin, master, `SET GLOBAL rpl_semi_sync_master_enabled = ${Number(r?.on) === 1 ? 1 : 0}`);
+}
+
+/**
+ * Stops the named replication connections running on `host` and returns their names. On a master
+ * those are a move's, copying onto its pair: a planned failover stops them under its fence, so the
+ * position it hands the slave is final (the move then aborts: its target pair turned).
+ */
+export async function stopNamedConnections(admin: HostAdmin, host: string): Promise<string[]> {
+  const rows = await adminQuery<Array<Record<string, unknown>>>(admin, host, 'SHOW ALL SLAVES STATUS');
+  const running = rows.filter((r) => String(r.Connection_name ?? '') !== '' && (r.Slave_SQL_Running === 'Yes' || r.Slave_IO_Running === 'Yes')).map((r) => String(r.Connection_name));
+  for (const name of running) await adminQuery(admin, host, `STOP SLAVE '${name.replace(/'/g, "''")}'`);
+  return running;
 }
