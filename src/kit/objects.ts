@@ -386,13 +386,26 @@ function toCacheEntry(obj: KitObject): string {
   return `${obj.createdAt.getTime()}\n${obj.storedText}`;
 }
 
-/** The object of a cache entry; undefined (a miss) for anything not written by toCacheEntry. */
+/**
+ * The object of a cache entry; undefined (a miss) for anything toCacheEntry could not have
+ * written. The cache is a server other programs can write to (a shared prefix, a bad value), and
+ * an entry's text goes out unparsed: so it must be a JSON object of a live object, checked here.
+ * The parse is kept as the object's data (readers of `data` do not parse again).
+ */
 function fromCacheEntry(loc: LocatedId, entry: string): KitObject | undefined {
   const nl = entry.indexOf('\n');
   if (nl < 1) return undefined;
   const ms = Number(entry.slice(0, nl));
-  if (!Number.isSafeInteger(ms)) return undefined;
-  return new KitObject(loc.id, loc.type.name, loc.shard, undefined, entry.slice(nl + 1), new Date(ms));
+  if (!Number.isSafeInteger(ms) || ms < 0) return undefined;
+  const text = entry.slice(nl + 1);
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data) || (data as JsonObject).active === false) return undefined;
+  return new KitObject(loc.id, loc.type.name, loc.shard, data as JsonObject, text, new Date(ms));
 }
 
 function notFound(id: bigint): ShardKitError {

@@ -28,12 +28,13 @@ async function isNotFound(p: Promise<unknown>): Promise<void> {
 
 export function runKitCacheCases({ name, open, breakCache, repairCache }: KitCacheCasesOptions): void {
   describe(`ShardKit with a ${name} cache`, () => {
-    async function withKit(fn: (f: CachedKitFixture, cache: Cache) => Promise<void>, options: { ttlSeconds?: number } = {}): Promise<void> {
+    async function withKit(fn: (f: CachedKitFixture, cache: Cache, keyPrefix: string) => Promise<void>, options: { ttlSeconds?: number } = {}): Promise<void> {
       const cache = await open();
       // Every test gets its own keys: SQLite dirs are new per test, so IDs repeat.
-      const f = makeCachedKit(cache, { keyPrefix: `t${randomUUID().slice(0, 8)}:`, ...options });
+      const keyPrefix = `t${randomUUID().slice(0, 8)}:`;
+      const f = makeCachedKit(cache, { keyPrefix, ...options });
       try {
-        await fn(f, cache);
+        await fn(f, cache, keyPrefix);
       } finally {
         await f.cleanup();
         await cache.close();
@@ -78,6 +79,21 @@ export function runKitCacheCases({ name, open, breakCache, repairCache }: KitCac
       const before = kit.cacheStats()!;
       await isNotFound(kit.objects.get(b.id));
       assert.equal(kit.cacheStats()!.misses, before.misses + 1);
+    }));
+
+    test('an entry the kit could not have written (not JSON, not an object, a deleted object, a bad time) is a miss: the shard answers, and the entry is replaced', () => withKit(async ({ kit }, cache, keyPrefix) => {
+      const pin = await kit.objects.create('pin', { v: 1 }, { shard: 3 });
+      const key = `${keyPrefix}o:${pin.id}`;
+      for (const bad of ['1\n{garbage', `${pin.createdAt.getTime()}\n{"v":9,"active":false}`, `${pin.createdAt.getTime()}\n[1,2]`, `${pin.createdAt.getTime()}\nnull`, `-5\n{"v":9}`, '{"v":9}']) {
+        await cache.setMany([[key, bad]], 60);
+        const got = await kit.objects.get(pin.id);
+        assert.deepEqual(got.data, { v: 1 }, `read from the shard, not ${JSON.stringify(bad)}`);
+        assert.equal(got.toWireJson(), pin.toWireJson());
+        const [many] = await kit.objects.getMany([pin.id]);
+        assert.deepEqual(many?.data, { v: 1 });
+        const [left] = await cache.getMany([key]);
+        assert.notEqual(left, bad, 'the miss filled the entry again');
+      }
     }));
 
     test('getMany with hits, misses, unknown and repeated IDs keeps request order', () => withKit(async ({ kit }) => {
