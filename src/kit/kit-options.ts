@@ -22,6 +22,7 @@ const openOptions = z.object({
   validators: validators.optional(),
   tracer: tracer.optional(),
   heartbeat: heartbeat.optional(),
+  onTopologyError: fn('(err) => void').optional(),
 }).strict();
 
 /** new ShardKit(options): the parts a caller passes by hand (the backend and stores are checked by shape). */

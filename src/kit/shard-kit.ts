@@ -88,6 +88,12 @@ export interface OpenOptions {
   tracer?: KitTracer;
   /** As ShardKitOptions.heartbeat; on by default here. */
   heartbeat?: boolean | ServiceHeartbeatOptions;
+  /**
+   * Called when the topology store's watch meets a map it cannot use (a record that does not
+   * parse, a version gap) or loses the store: the kit routes on by the last good map, and this is
+   * how it says so (`serve` logs it). A library prints nothing by itself.
+   */
+  onTopologyError?: (err: unknown) => void;
 }
 
 /**
@@ -155,7 +161,7 @@ export class ShardKit<S extends SchemaShape = UntypedSchema> {
     const schema = resolveSchema(config);
     const seed = ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) });
     const backend = await createBackend({ config, dataDir, schema });
-    const topology = createTopologyStore(config.topologyStore, { dataDir });
+    const topology = createTopologyStore(config.topologyStore, { dataDir, ...(options.onTopologyError !== undefined ? { onError: options.onTopologyError } : {}) });
     const spec = config.cache;
     const cache: KitCacheOptions | undefined = spec === undefined
       ? undefined

@@ -4,6 +4,7 @@ import type { SchemaDef, ShardBackend } from '../storage/shard-backend.js';
 import { createBackend } from '../kit/backend-factory.js';
 import { createTopologyStore } from '../topology/index.js';
 import { ShardMap } from '../topology/shard-map.js';
+import { withHostRecords } from './fleet-hosts.js';
 
 /** What `init` and `schema apply` work on: the backend, the schema and the live shard map. */
 export interface ShardTarget {
@@ -24,11 +25,15 @@ export async function openShardTarget(configPath: string): Promise<ShardTarget> 
   const schema = resolveSchema(config);
   const topology = createTopologyStore(config.topologyStore, { dataDir });
   let map: ShardMap;
+  let known: ShardKitConfig;
   try {
     map = (await topology.read()) ?? ShardMap.fromJSON(config.shardMap, { hosts: Object.keys(config.hosts) });
+    // A pair recorded with `topology hosts add` is as declared as one in the file, as for the
+    // edits that opened its shards and the services that write there.
+    known = await withHostRecords(config, topology);
   } finally {
     await topology.close();
   }
-  const backend = await createBackend({ config, dataDir, schema });
-  return { config, schema, map, backend, close: () => backend.close() };
+  const backend = await createBackend({ config: known, dataDir, schema });
+  return { config: known, schema, map, backend, close: () => backend.close() };
 }

@@ -97,10 +97,15 @@ test('topology close/open: split ranges as needed, merge them back; open past th
   assert.match(added.stderr, /^next: shardkit init \(it creates shards 32\.\.47 on MySQL009A\), then topology open 32\.\.47$/m);
   assert.deepEqual([ShardMap.fromJSON(await live(d.topo)).shardCount, ShardMap.fromJSON(await live(d.topo)).openShardCount], [48, 32]);
   assert.equal((await cli(['topology', 'open', '32..47', '--file', d.cfg])).code, 0);
+  // A span reaching past the end: only the shards past the old end are new, and the hint says so.
+  const past = await cli(['topology', 'open', '40..55', '--master', 'MySQL009A', '--slave', 'MySQL009B', '--file', d.cfg]);
+  assert.equal(past.code, 0, past.stderr);
+  assert.match(past.stderr, /^next: shardkit init \(it creates shards 48\.\.55 on MySQL009A\);/m);
+  assert.equal(ShardMap.fromJSON(await live(d.topo)).shardCount, 56);
   // Re-running is a no-op: nothing written.
   const again = await cli(['topology', 'open', '4..11', '--file', d.cfg]);
-  assert.equal(again.stdout, 'no change\nnothing written (the map stays at version 6)\n');
-  assert.equal((await live(d.topo)).version, 6);
+  assert.equal(again.stdout, 'no change\nnothing written (the map stays at version 7)\n');
+  assert.equal((await live(d.topo)).version, 7);
 });
 
 test('topology edits: --dry-run prints the change and writes nothing; --data names the data dir; an empty store is seeded from the config', async () => {

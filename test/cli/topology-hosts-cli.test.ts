@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, FileTopologyStore, ShardMap } from '../../src/index.js';
 import { assertBadInput, cli, ensureBuilt } from './cli-harness.js';
+import { openShardTarget } from '../../src/ops/shard-target.js';
 
 let dir: string;
 let cfg: string;
@@ -90,5 +91,16 @@ test('a host recorded with `topology hosts add` is declared for the map edits: s
     assert.equal(map.locate(3).master, 'MySQL001A');
   } finally {
     await store.close();
+  }
+});
+
+test('`init` and `schema apply` reach a host recorded with `topology hosts add` that the config file lacks (they open the fleet as the edits do)', async () => {
+  const target = await openShardTarget(cfg);
+  try {
+    assert.equal(target.config.hosts.MySQL007A?.host, '10.0.7.1');
+    assert.equal(target.config.hosts.MySQL007A?.port, 3306);
+    assert.equal(target.map.locate(5).master, 'MySQL007A');
+  } finally {
+    await target.close();
   }
 });

@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig } from '../../src/config/config.js';
-import { cli } from '../cli/cli-harness.js';
+import { CLI, cli, ensureBuilt } from '../cli/cli-harness.js';
 import { LocalEtcd } from './etcd-server.js';
 
 let etcd: LocalEtcd;
@@ -172,6 +172,81 @@ test('shardkit topology upgrade: converts a config\'s etcd store, says what it d
     assert.match(refused.stderr, /"memory" topology store/);
   } finally {
     await old.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a config whose map is in etcd: `topology show` prints the live map, not the config\'s seed; `topology close`/`open` change it there; a memory store is refused in one line', async () => {
+  const key = freshKey();
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-etcdedit-'));
+  const seed = defaultConfig({ shards: 16, pairs: 2 });
+  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  try {
+    // The live map has moved on from the seed: shards 8..15 on a third pair.
+    const live = { ...seed.shardMap, ranges: [seed.shardMap.ranges[0]!, { range: [8, 15] as [number, number], master: 'MySQL003A', slave: 'MySQL003B' }] };
+    await store.write(ShardMap.fromJSON(live), 0);
+    const config = join(dir, 'shardkit.json');
+    writeFileSync(config, JSON.stringify({ ...seed, hosts: { ...seed.hosts, MySQL003A: {}, MySQL003B: {} }, topologyStore: { kind: 'etcd', endpoints: [etcd.endpoint], key } }));
+    const show = await cli(['topology', 'show', '--json', '--file', config]);
+    assert.equal(show.code, 0, show.stderr);
+    const shown = JSON.parse(show.stdout) as ShardMapJson;
+    assert.equal(shown.version, 1, 'the live map\'s version');
+    assert.deepEqual(shown.ranges.map((r) => r.master), ['MySQL001A', 'MySQL003A']);
+    const close = await cli(['topology', 'close', '12..15', '--file', config]);
+    assert.equal(close.code, 0, close.stderr);
+    assert.equal((await store.read())!.locate(13).open, false, 'closed in etcd');
+    assert.equal((await store.read())!.version, 2);
+    const open = await cli(['topology', 'open', '12..15', '--file', config]);
+    assert.equal(open.code, 0, open.stderr);
+    assert.equal((await store.read())!.locate(13).open, true);
+    const memoryConfig = join(dir, 'memory.json');
+    writeFileSync(memoryConfig, JSON.stringify({ ...seed, topologyStore: { kind: 'memory' } }));
+    const refused = await cli(['topology', 'close', '12..15', '--file', memoryConfig]);
+    assert.notEqual(refused.code, 0);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    assert.match(refused.stderr, /"memory" topology store/);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('serve on an etcd store: a map it cannot use (a junk root) is logged with its code, and the service routes on by the last good map', { timeout: 120_000 }, async () => {
+  ensureBuilt();
+  const key = freshKey();
+  const dir = mkdtempSync(join(tmpdir(), 'shardkit-etcdlog-'));
+  const seed = defaultConfig({ shards: 16, pairs: 2 });
+  const raw = new Etcd3({ hosts: etcd.endpoint });
+  const store = new EtcdTopologyStore({ endpoints: [etcd.endpoint], key });
+  const config = join(dir, 'shardkit.json');
+  writeFileSync(config, JSON.stringify({ ...seed, topologyStore: { kind: 'etcd', endpoints: [etcd.endpoint], key } }));
+  const proc = spawn(process.execPath, [CLI, 'serve', '--config', config, '--data', dir, '--port', '0', '--no-widecolumn', '--no-dashboard'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const seen = (re: RegExp): Promise<string> => new Promise((resolve, reject) => {
+    const check = (): void => {
+      const m = re.exec(out);
+      if (m) resolve(m[1] ?? m[0]);
+    };
+    proc.stdout!.on('data', (c: Buffer) => { out += c.toString(); check(); });
+    proc.stderr!.on('data', (c: Buffer) => { out += c.toString(); check(); });
+    proc.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+    check();
+  });
+  try {
+    const url = await seen(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
+    const create = async (): Promise<number> => (await fetch(`${url}/v1/objects/pin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: { n: 1 } }) })).status;
+    assert.equal(await create(), 201);
+    assert.equal((await store.read())!.version, 1, 'the service seeded the store');
+    await raw.put(key).value('garbage{');
+    const line = await seen(/(\{[^\n]*"code":"INVALID_CONFIG"[^\n]*\})/);
+    const logged = JSON.parse(line) as { msg: string; err: string };
+    assert.match(logged.msg, /topology/);
+    assert.match(logged.err, new RegExp(key.replace(/\//g, '\\/')), 'the line names the key');
+    assert.equal(await create(), 201, 'still routing by the last good map');
+  } finally {
+    proc.kill('SIGKILL');
+    raw.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

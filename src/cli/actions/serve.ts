@@ -172,6 +172,25 @@ async function openExtensions(config: ShardKitConfig, dataDir: string, options: 
   return out;
 }
 
+/**
+ * The topology watch's errors, logged: the service routes on by its last good map, and an operator
+ * must hear why it no longer follows the store. Each different error at once; the same one again
+ * at most once a minute (a down etcd is retried every few seconds).
+ */
+function topologyErrorLog(log: Logger): (err: unknown) => void {
+  let last = '';
+  let at = 0;
+  return (err) => {
+    const code = (err as { code?: unknown }).code;
+    const text = err instanceof Error ? err.message : String(err);
+    const now = Date.now();
+    if (text === last && now - at < 60_000) return;
+    last = text;
+    at = now;
+    log.warn({ code: typeof code === 'string' ? code : 'TOPOLOGY_UNAVAILABLE', err: text }, 'topology store: the service keeps routing by its last good shard map');
+  };
+}
+
 export async function serve(options: ServeOptions): Promise<void> {
   const log = pino({ level: options.logLevel });
   const dataDir = resolve(options.data);
@@ -179,7 +198,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const tokens = tokenSet(options, admin);
   const https = tlsOptions(options);
   const { path, config } = ensureConfig(dataDir, options.config, log);
-  const kit = await ShardKit.open({ config, configPath: path, dataDir });
+  const kit = await ShardKit.open({ config, configPath: path, dataDir, onTopologyError: topologyErrorLog(log) });
   let extensions: Extension[] = [];
   try {
     extensions = await openExtensions(config, dataDir, options, log, kit);

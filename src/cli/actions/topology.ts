@@ -44,8 +44,9 @@ export async function loadShardMapFile(path: string, dataDir?: string): Promise<
   if (json !== null && typeof json === 'object' && !Array.isArray(json) && 'shardMap' in json) {
     const config = prefixed(() => parseConfig(json));
     // The config's shardMap only seeds the topology store; once a service has run, the store
-    // holds the live map (possibly a later version), which is what an operator wants to see.
-    if (config.topologyStore.kind === 'file') {
+    // holds the live map (possibly a later version), which is what an operator wants to see:
+    // a file or etcd store (a memory store lives in its process only).
+    if (config.topologyStore.kind !== 'memory') {
       const store = createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) });
       try {
         const live = await store.read();
@@ -187,8 +188,8 @@ async function openEditTarget(path: string | undefined, dataDir: string | undefi
       if (err instanceof ShardKitError) throw new ShardKitError(err.code, `${path}: ${err.message}`, { cause: err });
       throw err;
     }
-    if (config.topologyStore.kind !== 'file') {
-      throw new ShardKitError('INVALID_ARGUMENT', `${path} keeps its shard map in a "${config.topologyStore.kind}" topology store, which only the process holding it can change`);
+    if (config.topologyStore.kind === 'memory') {
+      throw new ShardKitError('INVALID_ARGUMENT', `${path} keeps its shard map in a "memory" topology store, which only the process holding it can change`);
     }
     const store = createTopologyStore(config.topologyStore, { dataDir: dataDir ?? dirname(path) });
     // A host recorded with `topology hosts add` is as declared as one in the file (#28).
@@ -218,7 +219,7 @@ function checkDeclared(target: EditTarget, hosts: Array<string | undefined>): vo
   );
 }
 
-async function runEdit(opts: EditOptions, newHosts: Array<string | undefined>, change: (current: ShardMap) => ShardMapJson): Promise<void> {
+async function runEdit(opts: EditOptions, newHosts: Array<string | undefined>, change: (current: ShardMap) => ShardMapJson): Promise<{ before: ShardMap }> {
   const target = await openEditTarget(opts.file, opts.data);
   try {
     checkDeclared(target, newHosts);
@@ -229,7 +230,7 @@ async function runEdit(opts: EditOptions, newHosts: Array<string | undefined>, c
     });
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(result.after.toJSON())}\n`);
-      return;
+      return result;
     }
     const outcome = result.written
       ? `wrote shard map version ${result.after.version} (was ${result.fromSeed ? 'the config\'s seed: the store was empty' : result.before.version})${result.attempts > 1 ? ` after ${result.attempts} attempts: another writer changed it meanwhile` : ''}`
@@ -237,6 +238,7 @@ async function runEdit(opts: EditOptions, newHosts: Array<string | undefined>, c
         ? `dry run: nothing written (the map is at version ${result.before.version})`
         : `nothing written (the map stays at version ${result.before.version})`;
     process.stdout.write(`${formatShardMapDiff(result.changes)}\n${outcome}\n`);
+    return result;
   } finally {
     await target.store.close();
   }
@@ -260,11 +262,13 @@ export async function openTopology(spanText: string, open: boolean, opts: EditOp
   const span = parseShardSpan(spanText);
   if (opts.master === undefined && opts.slave !== undefined) throw new ShardKitError('INVALID_ARGUMENT', '--slave needs --master: both name the hosts of new shards');
   const pair = opts.master === undefined ? undefined : { master: opts.master, ...(opts.slave !== undefined ? { slave: opts.slave } : {}) };
-  await runEdit(opts, pair ? [pair.master, pair.slave] : [], (map) => setOpen(map, span, open, pair));
+  const { before } = await runEdit(opts, pair ? [pair.master, pair.slave] : [], (map) => setOpen(map, span, open, pair));
   // New shards exist in the map before they exist on their master: running services place new
-  // objects on open ones at once, and those creates fail until init has made them.
-  if (pair !== undefined && opts.dryRun !== true && opts.json !== true) {
-    const spanText = `${span.first}..${span.last}`;
+  // objects on open ones at once, and those creates fail until init has made them. Only the
+  // shards past the map's old end are new (the others were opened or closed where they are).
+  const first = Math.max(span.first, before.shardCount);
+  if (pair !== undefined && first <= span.last && opts.dryRun !== true && opts.json !== true) {
+    const spanText = first === span.last ? `${first}` : `${first}..${span.last}`;
     process.stderr.write(open
       ? `next: shardkit init (it creates shards ${spanText} on ${pair.master}); until then, new objects that running services place there fail with SHARD_UNAVAILABLE. Without that window: topology close ${spanText} --master ${pair.master}${pair.slave !== undefined ? ` --slave ${pair.slave}` : ''}, then init, then topology open ${spanText}\n`
       : `next: shardkit init (it creates shards ${spanText} on ${pair.master}), then topology open ${spanText}\n`);
