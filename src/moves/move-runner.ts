@@ -5,7 +5,7 @@ import type { TopologyStore } from '../topology/topology-store.js';
 import type { FreezeCost, MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from './move-engine.js';
 import { MoveProgressWriter } from './move-progress.js';
 import { refuseUnknownTarget, waitForServices } from './service-gate.js';
-import { addMove, advanceMove, abortMove, asMappedSource, beginAbort, casMoveState, freezeMove, requireMove, switchMove } from './move-state.js';
+import { addMove, advanceMove, abortMove, asMappedSource, beginAbort, casMoveState, freezeMove, refuseTurnedTarget, requireMove, switchMove } from './move-state.js';
 
 /** What the runner reports as it goes (the CLI prints these as JSON lines or a bar). */
 export interface MoveEvent {
@@ -148,6 +148,10 @@ async function runPhases(options: MoveRunOptions, progress: MoveProgressWriter):
           break;
         }
         case 'copied': {
+          // Before the engine works on the target again (its lag gate restarts replication there,
+          // beforeFreeze makes a new pair's master writable): a target pair failed over since, an
+          // emergency one included, whose old master may be back with no sign of it on the server.
+          refuseTurnedTarget((await store.read()) ?? map, m, 'freeze');
           const maxLag = options.maxLag ?? engine.maxLag ?? 0;
           const lagWaitMs = options.lagWaitMs ?? 60_000;
           progress.note({ step: 'lag' }, true);

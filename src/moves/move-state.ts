@@ -56,6 +56,9 @@ export function requireMove(map: ShardMap, id: string): MoveRecord {
 }
 
 /** Records a new move of `span` (which must lie inside one range) to `target`. */
+/** How long past its hold budget a failover's record counts as under way for a move's start (a failover waits up to 30 s for its slave by default). */
+export const FAILOVER_UNDER_WAY_MS = 120_000;
+
 export function addMove(map: ShardMap, options: AddMoveOptions): ShardMapJson {
   const { span, target } = options;
   const now = options.now ?? Date.now();
@@ -88,6 +91,13 @@ export function addMove(map: ShardMap, options: AddMoveOptions): ShardMapJson {
     }
   }
   refuseMoving(map, span);
+  if (options.kind !== 'failover') {
+    // A planned failover of the target pair under way (its record younger than its budget and
+    // the slave's catch-up time; one left by a crashed failover stops counting then): the copy
+    // would land on a master being fenced.
+    const failing = map.moves().find((m) => m.kind === 'failover' && (m.source.master === target.master || m.target.master === target.master) && now < m.updatedAt + m.holdMs + FAILOVER_UNDER_WAY_MS);
+    if (failing !== undefined) throw new ShardKitError('VERSION_CONFLICT', `the target ${target.master} is failing over (${failing.id}): move once the failover is done, to the pair's master then`, { details: { moveId: failing.id } });
+  }
   const holdMs = options.holdMs ?? DEFAULT_HOLD_MS;
   if (!Number.isInteger(holdMs) || holdMs < 1 || holdMs > 60_000) bad(`the hold budget must be 1..60000 ms, got ${holdMs}`);
   const record: MoveRecord = {
@@ -134,7 +144,7 @@ function onSource(map: ShardMap, m: MoveRecord): boolean {
  * there. The map shows it: the target's slave masters ranges, or its master is a slave. Failover
  * records are exempt: their target is their source turned round by design.
  */
-function refuseTurnedTarget(map: ShardMap, m: MoveRecord, what: string): void {
+export function refuseTurnedTarget(map: ShardMap, m: MoveRecord, what: string): void {
   if (m.kind !== 'move') return;
   const { master, slave } = m.target;
   const promoted = slave !== undefined && (map.rangesOf(slave).length > 0 || map.modShardRanges().some((r) => r.master === slave));

@@ -89,3 +89,17 @@ test('an earlier failover record is lifted only once its budget ran out; within 
   assert.deepEqual(staleFailoverIds(frozen, 'A', now + 2000).sort(), failoverIds(frozen, 'A').sort());
   assert.deepEqual(staleFailoverIds(frozen, 'C', now), []);
 });
+
+test('MariaDB: a planned failover of a pair a move copies to is refused in its freeze; a move to a pair failing over is refused in its start; a switched move or a stale failover does not count', () => {
+  const now = 1_000_000;
+  const moving = ShardMap.fromJSON(addMove(ShardMap.fromJSON(mapJson()), { span: { first: 4, last: 5 }, target: { master: 'A', slave: 'B' }, id: 'm1', now }));
+  assert.equal(code(() => freezeForFailover(moving, 'A', 'B', { holdMs: 1500, now, refuseMoveTargets: true })), 'VERSION_CONFLICT');
+  assert.equal(code(() => freezeForFailover(moving, 'B', 'A', { holdMs: 1500, now, refuseMoveTargets: true })), 'VERSION_CONFLICT', 'the target named as slave too');
+  assert.equal(code(() => freezeForFailover(moving, 'A', 'B', { holdMs: 1500, now })), 'none', 'PostgreSQL: its move aborts instead');
+  const switched = ShardMap.fromJSON({ ...moving.toJSON(), moves: moving.toJSON().moves!.map((m) => ({ ...m, phase: 'switched' as const })) });
+  assert.equal(code(() => freezeForFailover(switched, 'A', 'B', { holdMs: 1500, now, refuseMoveTargets: true })), 'none');
+  const failing = ShardMap.fromJSON(freezeForFailover(ShardMap.fromJSON(mapJson()), 'A', 'B', { holdMs: 1500, now }));
+  assert.equal(code(() => addMove(failing, { span: { first: 4, last: 5 }, target: { master: 'A', slave: 'B' }, now: now + 10 })), 'VERSION_CONFLICT');
+  assert.equal(code(() => addMove(failing, { span: { first: 4, last: 5 }, target: { master: 'B', slave: 'A' }, now: now + 10 })), 'VERSION_CONFLICT');
+  assert.equal(code(() => addMove(failing, { span: { first: 4, last: 5 }, target: { master: 'A', slave: 'B' }, now: now + 1500 + 120_001 })), 'none', 'a crashed failover\'s record stops counting');
+});

@@ -435,7 +435,8 @@ export class MariadbReplicatedMoveEngine extends MariadbMoveEngine {
 
   /** The target's part of an abort: the move's connection and copy go. Re-runnable. */
   protected override async undoTarget(move: MoveRecord): Promise<void> {
-    const writable = await this.writableHost(move, 'target');
+    // Neither writable (a new pair's master restarted read-only): the recorded master, as root.
+    const writable = await this.writableHost(move, 'target').catch(() => move.target.master);
     if (writable !== move.target.master) return abortOnTurnedTarget(this.cleanup(), move, writable);
     const name = moveConnectionName(move);
     // The connection stops before the source's tables are renamed back (that RENAME must not reach the target).

@@ -3,7 +3,7 @@ import { changeShardMap } from '../../topology/change-shard-map.js';
 import { ShardMap, type ShardMapJson } from '../../topology/shard-map.js';
 import { servicesNotKnowing } from '../../topology/service-records.js';
 import type { TopologyStore } from '../../topology/topology-store.js';
-import { failoverIds, freezeForFailover, releaseFailover, staleFailoverIds, switchFailover } from './failover-freeze.js';
+import { failoverIds, freezeForFailover, refuseMoveTarget, releaseFailover, staleFailoverIds, switchFailover } from './failover-freeze.js';
 
 /**
  * The map's side of a planned failover, the same on every engine (MariaDB: planned-failover.ts;
@@ -20,7 +20,7 @@ export class FailoverFreeze {
    * earlier failover's freeze of `master` lifted when its budget ran out, then (with `freeze`)
    * every object range of `master` frozen for `holdMs`.
    */
-  static async begin(store: TopologyStore, seed: ShardMapJson, hosts: string[], master: string, slave: string, options: { holdMs: number; freeze?: boolean; log?: (m: string) => void }): Promise<FailoverFreeze> {
+  static async begin(store: TopologyStore, seed: ShardMapJson, hosts: string[], master: string, slave: string, options: { holdMs: number; freeze?: boolean; refuseMoveTargets?: boolean; log?: (m: string) => void }): Promise<FailoverFreeze> {
     const log = options.log ?? (() => undefined);
     const map = (await changeShardMap(store, (m) => m.toJSON(), { seed: ShardMap.fromJSON(seed), hosts })).after;
     const stale = staleFailoverIds(map, master);
@@ -29,8 +29,11 @@ export class FailoverFreeze {
       // Re-checked on the map the compare-and-set applies to: a failover that froze meanwhile is refused, not lifted.
       await casMoveState(store, (m) => releaseFailover(m, staleFailoverIds(m, master)), { hosts });
     }
-    if (options.freeze === false) return new FailoverFreeze(store, hosts, master, [], false, map.version);
-    const frozen = await casMoveState(store, (m) => freezeForFailover(m, master, slave, { holdMs: options.holdMs }), { hosts });
+    if (options.freeze === false) {
+      if (options.refuseMoveTargets) refuseMoveTarget(map, master);
+      return new FailoverFreeze(store, hosts, master, [], false, map.version);
+    }
+    const frozen = await casMoveState(store, (m) => freezeForFailover(m, master, slave, { holdMs: options.holdMs, ...(options.refuseMoveTargets ? { refuseMoveTargets: true } : {}) }), { hosts });
     const ids = failoverIds(frozen, master);
     log(`froze the object ranges of ${master} (${ids.join(', ') || 'none'}; hold budget ${options.holdMs} ms)`);
     return new FailoverFreeze(store, hosts, master, ids, true, frozen.version);

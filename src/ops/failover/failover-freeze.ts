@@ -38,8 +38,9 @@ export function staleFailoverIds(map: ShardMap, master: string, now = Date.now()
 }
 
 /** Records one failover move per object range `master` masters and freezes each (services hold writes from now on). */
-export function freezeForFailover(map: ShardMap, master: string, slave: string, options: { holdMs: number; now?: number }): ShardMapJson {
+export function freezeForFailover(map: ShardMap, master: string, slave: string, options: { holdMs: number; now?: number; refuseMoveTargets?: boolean }): ShardMapJson {
   const now = options.now ?? Date.now();
+  if (options.refuseMoveTargets) refuseMoveTarget(map, master);
   const spans = map.objectRanges().filter((r) => r.master === master).map((r) => ({ first: r.range[0], last: r.range[1] }));
   let json = map.toJSON();
   for (const span of spans) {
@@ -88,4 +89,18 @@ export function releaseFailover(map: ShardMap, ids: readonly string[]): ShardMap
  */
 export function promotedReleasingFreeze(map: ShardMap, master: string): ShardMapJson {
   return promoteSlave(ShardMap.fromJSON(releaseFailover(map, failoverIds(map, master))), master);
+}
+
+/**
+ * MariaDB: a planned failover of a pair that an unfinished move copies to is refused. The move's
+ * replication connection runs on the master past its read_only fence, and the mover keeps working
+ * on that server (restarts the connection, lifts read_only on a new pair's master) between the
+ * map's compare-and-sets: a failover under it would promote a slave without what the connection
+ * applied, or find its fence lifted. In the compare-and-set of the freeze, so a move started
+ * meanwhile is seen (and a move's start sees the failover: move-state.ts addMove).
+ */
+export function refuseMoveTarget(map: ShardMap, master: string): void {
+  const m = map.moves().find((x) => x.kind === 'move' && x.phase !== 'switched' && (x.target.master === master || x.target.slave === master));
+  if (m === undefined) return;
+  throw new ShardKitError('VERSION_CONFLICT', `${master}'s pair is the target of move ${m.id} (phase ${m.phase}): a planned failover would fence it under the move's copy; abort the move (shards move --abort) or let it finish, then fail over (--emergency does not wait: the move then aborts)`, { details: { moveId: m.id } });
 }

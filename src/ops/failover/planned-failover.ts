@@ -4,7 +4,7 @@ import type { FailoverOptions, FailoverResult } from './emergency-failover.js';
 import { DEFAULT_FAILOVER_HOLD_MS } from './failover-freeze.js';
 import { FailoverFreeze, undoSteps } from './failover-freeze-steps.js';
 import { adminQuery } from './host-admin.js';
-import { gtidVariable, gtidWait, pointAt, requireReplicating, semiSyncRoles, stopNamedConnections } from './replica.js';
+import { connectionLiteral, gtidVariable, gtidWait, pointAt, requireReplicating, semiSyncRoles, stopNamedConnections } from './replica.js';
 
 /**
  * `shardkit failover <master>`, the master is alive (Vitess PlannedReparentShard):
@@ -34,7 +34,7 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   await requireReplicating(admin, slave, master, { requireIo: true });
 
   const freeze = options.freeze ?? true;
-  const frozen = await FailoverFreeze.begin(store, fleet.config.shardMap, hosts, master, slave, { holdMs, freeze, log });
+  const frozen = await FailoverFreeze.begin(store, fleet.config.shardMap, hosts, master, slave, { holdMs, freeze, refuseMoveTargets: true, log });
   const ids = frozen.ids;
   const fencedAt = Date.now();
   let fenced = false;
@@ -79,7 +79,7 @@ async function undo(fleet: FleetContext, master: string, slave: string, frozen: 
   await undoSteps(log, [
     done.slaveWritable && [`make ${slave} read-only again`, () => adminQuery(admin, slave, 'SET GLOBAL read_only = 1')],
     done.slaveStopped && [`restart replication on ${slave}`, () => pointAt(admin, slave, master, 'slave_pos')],
-    ...done.moveConnections.map((name) => [`restart the move connection '${name}' on ${master}`, () => adminQuery(admin, master, `START SLAVE '${name}'`)] as const),
+    ...done.moveConnections.map((name) => [`restart the move connection '${name}' on ${master}`, () => adminQuery(admin, master, `START SLAVE ${connectionLiteral(name)}`)] as const),
     done.fenced && [`make ${master} writable again`, () => adminQuery(admin, master, 'SET GLOBAL read_only = 0')],
     ['lift the freeze', () => frozen.release()],
   ]);

@@ -5,7 +5,7 @@ import { tsvCopy } from '../../moves/mariadb/index.js';
 import { recordDevRoles, type FleetContext } from './failover-context.js';
 import { dropSemiSyncMaster, fenceAnsweringMaster } from './client-sessions.js';
 import { adminQuery, type HostAdmin } from './host-admin.js';
-import { gtidVariable, gtidWait, parseGtidList, pointAt, semiSyncRoles } from './replica.js';
+import { forgetNamedConnections, gtidVariable, gtidWait, parseGtidList, pointAt, semiSyncRoles } from './replica.js';
 import { setSlave } from './set-slave.js';
 import { userDatabases } from './table-checksums.js';
 
@@ -74,7 +74,7 @@ export async function rebuildSlave(fleet: FleetContext, master: string, options:
   // they would hold read_only and the DROP below for as long as the semi-sync timeout.
   await fenceAnsweringMaster(admin, slave);
   await dropSemiSyncMaster(admin, slave);
-  await adminQuery(admin, slave, 'STOP SLAVE');
+  await forgetNamedConnections(admin, slave);
   const divergedTransactions = await divergedCount(admin, slave, master);
   if (divergedTransactions > 0) log(`${slave} holds ${divergedTransactions} transactions ${master} never received (lost by the failover); they are dropped`);
 

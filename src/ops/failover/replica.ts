@@ -125,6 +125,25 @@ export async function semiSyncRoles(admin: HostAdmin, master: string, slave: str
 export async function stopNamedConnections(admin: HostAdmin, host: string): Promise<string[]> {
   const rows = await adminQuery<Array<Record<string, unknown>>>(admin, host, 'SHOW ALL SLAVES STATUS');
   const running = rows.filter((r) => String(r.Connection_name ?? '') !== '' && (r.Slave_SQL_Running === 'Yes' || r.Slave_IO_Running === 'Yes')).map((r) => String(r.Connection_name));
-  for (const name of running) await adminQuery(admin, host, `STOP SLAVE '${name.replace(/'/g, "''")}'`);
+  for (const name of running) await adminQuery(admin, host, `STOP SLAVE ${connectionLiteral(name)}`);
   return running;
+}
+
+/** A replication connection's name as the string literal STOP/START/RESET SLAVE take. */
+export function connectionLiteral(name: string): string {
+  return `'${name.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+}
+
+/**
+ * Stops every replication connection of `host` and forgets the named ones: a server rebuilt as a
+ * slave must not keep a move's connection (left on an old master that failed), which a restart
+ * without skip-slave-start would run with no table filter.
+ */
+export async function forgetNamedConnections(admin: HostAdmin, host: string): Promise<void> {
+  await adminQuery(admin, host, 'STOP ALL SLAVES');
+  const rows = await adminQuery<Array<Record<string, unknown>>>(admin, host, 'SHOW ALL SLAVES STATUS');
+  for (const r of rows) {
+    const name = String(r.Connection_name ?? '');
+    if (name !== '') await adminQuery(admin, host, `RESET SLAVE ${connectionLiteral(name)} ALL`);
+  }
 }
