@@ -119,8 +119,12 @@ export interface MoveEngine {
   afterSwitch?(move: MoveRecord): Promise<void>;
   /** Abort: the source serves again (fence lifted) and the target's partial copy is removed. */
   undo(move: MoveRecord): Promise<void>;
-  /** After the switch: removes what the source still holds of the moved shards. */
-  dropMoved(move: MoveRecord): Promise<number>;
+  /**
+   * After the switch: removes what the source still holds of the moved shards. `movedBack`: a
+   * later move brought the range back to the source pair before this ran, so the live shards
+   * there are the range's own now, and only the stale old copy goes (never the live one).
+   */
+  dropMoved(move: MoveRecord, options?: { movedBack?: boolean }): Promise<number>;
   /** What dropMoved counts, for the CLI's line (`fenced database(s)`, `fenced schema(s)`, `file(s)`). */
   readonly droppedUnit: string;
   close(): Promise<void>;

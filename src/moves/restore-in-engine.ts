@@ -143,8 +143,8 @@ export class RestoreInMoveEngine implements MoveEngine {
     await this.target.inner.undo(move);
   }
 
-  dropMoved(move: MoveRecord): Promise<number> {
-    return this.target.inner.dropMoved(move);
+  dropMoved(move: MoveRecord, options?: { movedBack?: boolean }): Promise<number> {
+    return this.target.inner.dropMoved(move, options);
   }
 
   close(): Promise<void> {

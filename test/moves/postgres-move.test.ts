@@ -263,4 +263,31 @@ describe('moves on PostgreSQL: shards move|verify|drop-moved with logical replic
       await plain.stop();
     }
   });
+
+  test('a move there and back before drop-moved: drop-moved drops both old copies and never the live shards, forgets both records, and the shards move away again', async () => {
+    // Before: drop-moved refused the first record (MOVE_FENCE_MISMATCH: the source has live
+    // tables, the range being back there) and so every record after it, and the stale copy made
+    // the next move off that pair fail at its fence (MOVE_TABLE_CLASH; the PostgreSQL review).
+    const there = await cli(['shards', 'move', '0..1', '--to', SOURCE, '--to-slave', 'PG001B', ...args]);
+    assert.equal(there.code, 0, there.stderr);
+    const back = await cli(['shards', 'move', '0..1', '--to', 'PG002A', '--to-slave', 'PG002B', ...args]);
+    assert.equal(back.code, 0, back.stderr);
+    const live = await ids('PG002A', db(0));
+    assert.ok(live.length > 0);
+    const dropped = await cli(['shards', 'drop-moved', '--json', ...args]);
+    assert.equal(dropped.code, 0, dropped.stderr);
+    assert.equal((JSON.parse(dropped.stdout) as { dropped: Array<{ range: number[] }> }).dropped.filter((d) => d.range[0] === 0).length, 2, 'both records of 0..1');
+    for (const host of [SOURCE, 'PG002A']) assert.deepEqual(await tablesIn(host, `${db(0)}_moved`), [], `no old copy left on ${host}`);
+    assert.deepEqual(await ids('PG002A', db(0)), live, 'the live shard stays');
+    const store = createTopologyStore(c.config().topologyStore, { dataDir: dir });
+    try {
+      assert.deepEqual((await store.read())!.moves(), [], 'both records forgotten');
+    } finally {
+      await store.close();
+    }
+    const again = await cli(['shards', 'move', '0..1', '--to', SOURCE, '--to-slave', 'PG001B', ...args]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(await ids(SOURCE, db(0)), live, 'moved away again, every row');
+    assert.equal((await cli(['shards', 'drop-moved', ...args])).code, 0);
+  });
 });

@@ -276,7 +276,10 @@ export async function dropMovedCommand(opts: DropMovedOptions): Promise<void> {
   const unit = ctx.engine.droppedUnit;
   try {
     for (const m of ctx.map.moves().filter((x) => x.phase === 'switched')) {
-      const files = await ctx.engine.dropMoved(m);
+      // A later move brought the range back to this move's source pair before drop-moved ran.
+      const source = [m.source.master, m.source.slave];
+      const movedBack = source.includes(ctx.map.locate(m.range[0]).master) && source.includes(ctx.map.locate(m.range[1]).master);
+      const files = await ctx.engine.dropMoved(m, { movedBack });
       await casMoveState(ctx.store, (x) => forgetMove(x, m.id));
       done.push({ moveId: m.id, range: m.range, host: m.source.master, files });
     }

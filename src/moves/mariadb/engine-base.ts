@@ -348,7 +348,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     }));
   }
 
-  async dropMoved(move: MoveRecord): Promise<number> {
+  async dropMoved(move: MoveRecord, options: { movedBack?: boolean } = {}): Promise<number> {
     // A move connection left by a failed afterSwitch would replay the DROP below on the target.
     await this.afterSwitch(move);
     let dropped = 0;
@@ -356,7 +356,8 @@ export abstract class MariadbMoveEngine implements MoveEngine {
     await this.withConn(host, async (c) => {
       await this.settledFence(c, move);
       for (const d of this.databases(move)) {
-        if ((await this.present(c, d.live)).length > 0) {
+        // Moved back, the live tables are the range's own again: only the stale dbNNNNN_moved goes.
+        if (!options.movedBack && (await this.present(c, d.live)).length > 0) {
           throw new ShardKitError('MOVE_FENCE_MISMATCH', `${d.live} on ${host} has live tables of the move: refusing to drop shard ${d.shard} (move ${move.id})`);
         }
         const [rows] = await c.query('SELECT COUNT(*) AS n FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [d.moved]);

@@ -371,18 +371,24 @@ export class PostgresMoveEngine extends PostgresMoveCopy implements MoveEngine {
     return this.withConn(host, async (c) => (await c.query<{ ok: boolean }>("SELECT NOT pg_is_in_recovery() AND current_setting('default_transaction_read_only') = 'off' AS ok")).rows[0]?.ok === true);
   }
 
-  async dropMoved(move: MoveRecord): Promise<number> {
+  async dropMoved(move: MoveRecord, options: { movedBack?: boolean } = {}): Promise<number> {
     const host = await writableHostOf(move, 'source', (h) => this.writable(h));
     await this.releaseReplication(move, host);
     let dropped = 0;
     await this.withConn(host, async (c) => {
       for (const s of moveShards(move)) {
-        if ((await this.present(c, shardDatabaseName(s))).length > 0) {
+        const live = (await this.present(c, shardDatabaseName(s))).length > 0;
+        if (live && !options.movedBack) {
           throw new ShardKitError('MOVE_FENCE_MISMATCH', `${shardDatabaseName(s)} on ${host} has live object tables: refusing to drop shard ${s} (move ${move.id})`);
         }
         const { rows } = await c.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [movedSchema(s)]);
         if (rows.length === 0) continue;
         await c.query(`DROP SCHEMA ${qi(movedSchema(s))} CASCADE`);
+        // Moved back: the live schema keeps its next_id() (only the stale copy went).
+        if (live) {
+          dropped++;
+          continue;
+        }
         // The shard's next_id() stays with its schema only while something else (mod-shard tables) lives there.
         for (const sql of postgresDialect.afterDropTables?.({ host, shard: s, fleet: 'objects' }) ?? []) await c.query(sql);
         await dropSchemaIfEmpty(c, shardDatabaseName(s));

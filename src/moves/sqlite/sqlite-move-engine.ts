@@ -97,7 +97,9 @@ export class SqliteMoveEngine implements MoveEngine {
     }
   }
 
-  async dropMoved(move: MoveRecord): Promise<number> {
+  async dropMoved(move: MoveRecord, options: { movedBack?: boolean } = {}): Promise<number> {
+    // Moved back: the source's file is the live shard again (the old one went with the move back).
+    if (options.movedBack) return 0;
     let dropped = 0;
     for (const s of moveShards(move)) {
       const path = this.shardPath(move.source.master, s);
