@@ -5,7 +5,7 @@ import type { MoveRecord } from '../../topology/shard-map.js';
 import type { MoveEngine, MoveProgressFn, VerifyProgressFn, VerifyReport } from '../move-engine.js';
 import type { MoveAdmin } from './move-admin.js';
 import { undoTargetThenSource } from '../undo-order.js';
-import { refuseTurnedTarget } from './move-replication.js';
+import { refuseReplicatingTarget } from './move-replication.js';
 import { addTableResult, emptyReport, hostAddress, moveShards, refuseFenceClash, writableHostOf } from '../move-shared.js';
 import type { LockFence } from './lock-fence.js';
 import { timedStep, type OnStep } from '../step-timer.js';
@@ -136,7 +136,7 @@ export abstract class MariadbMoveEngine implements MoveEngine {
       const c = await admin.connect(host);
       try {
         if (await readOnly(c)) {
-          await refuseTurnedTarget(c, `${host} stays read-only`);
+          await refuseReplicatingTarget(c, `${host} stays read-only`);
           await c.query('SET GLOBAL read_only = 0');
         }
       } finally {

@@ -88,7 +88,7 @@ export async function createConnection(c: Conn, admin: MoveAdmin, name: string, 
  * unfiltered: it is stopped at once and the move refused (abort it), not quietly re-filtered.
  */
 export async function startFiltered(c: Conn, name: string, doTables: readonly string[]): Promise<void> {
-  await refuseTurnedTarget(c, `its move connection '${name}' stays stopped`);
+  await refuseReplicatingTarget(c, `its move connection '${name}' stays stopped`);
   const st = await connectionStatus(c, name);
   if (st !== undefined && (st.ioRunning || st.sqlRunning) && st.doTables.trim() === '') {
     await c.query(`STOP SLAVE '${name}'`);
@@ -104,15 +104,21 @@ export async function startFiltered(c: Conn, name: string, doTables: readonly st
   await c.query(`START SLAVE '${name}'`);
 }
 
+/** Whether the server replicates from another one (its default connection is configured): a slave. */
+export async function replicatesAsSlave(c: Conn): Promise<boolean> {
+  const [rows] = await c.query('SHOW SLAVE STATUS');
+  return (rows as unknown[]).length > 0;
+}
+
 /**
  * A move's target master that replicates from another server now (its default connection): the
  * pair was failed over since the move recorded it. Nothing of the move may write there any more
  * (read_only lifted, the source's rows applied): the slave would hold transactions its master
- * never has. VERSION_CONFLICT; the move aborts (move-state.ts refuseTurnedTarget, in the map).
+ * never has. VERSION_CONFLICT; the move aborts. The server's side of move-state.ts
+ * refuseTurnedTarget, which reads the map.
  */
-export async function refuseTurnedTarget(c: Conn, what: string): Promise<void> {
-  const [rows] = await c.query('SHOW SLAVE STATUS');
-  if ((rows as unknown[]).length === 0) return;
+export async function refuseReplicatingTarget(c: Conn, what: string): Promise<void> {
+  if (!(await replicatesAsSlave(c))) return;
   throw new ShardKitError('VERSION_CONFLICT', `the move's target master replicates from another server: its pair was failed over since the move started, and the range never switches to a host failed away from; ${what} (the move aborts; move again to the pair's master)`);
 }
 

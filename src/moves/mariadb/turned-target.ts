@@ -1,6 +1,6 @@
 import { ShardKitError } from '../../errors.js';
 import type { MoveRecord } from '../../topology/shard-map.js';
-import { binlogPos, connectionStatus, moveConnectionName, removeConnection, type ConnectionStatus } from './move-replication.js';
+import { binlogPos, connectionStatus, moveConnectionName, removeConnection, replicatesAsSlave, type ConnectionStatus } from './move-replication.js';
 import { q, type Conn } from './names.js';
 
 /** What the target's part of an abort needs of the replicated engine. */
@@ -65,8 +65,7 @@ export async function abortOnTurnedTarget(t: TargetCleanup, move: MoveRecord, wr
   await t.withAdmin(old, async (c) => {
     // The drops reach it only when it replicates (a planned failover's old master); after an
     // emergency one it does not, and what it holds goes unlogged at once (it is rebuilt later).
-    const [replicating] = await c.query('SHOW SLAVE STATUS');
-    if ((replicating as unknown[]).length > 0) await c.query('SELECT MASTER_GTID_WAIT(?, 30)', [position]);
+    if (await replicatesAsSlave(c)) await c.query('SELECT MASTER_GTID_WAIT(?, 30)', [position]);
     await dropUnloggedCopy(t, c, move);
     await removeConnection(c, name);
   });

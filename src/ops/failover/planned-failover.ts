@@ -46,8 +46,8 @@ export async function plannedFailover(fleet: FleetContext, master: string, optio
   try {
     await adminQuery(admin, master, 'SET GLOBAL read_only = 1');
     fenced = true;
-    // A move copying onto this pair applies the source's writes here past read_only; the slave
-    // would never get those applied after the position below (the move aborts: its target turned).
+    // Named connections apply past read_only: whatever they applied after the position below, the
+    // slave would never get. A move's would be one, but a move onto the pair refuses the failover.
     moveConnections = await stopNamedConnections(admin, master);
     position = await gtidVariable(admin, master, 'gtid_binlog_pos');
     log(`${master} is read-only at ${position}; waiting for ${slave}`);

@@ -118,9 +118,8 @@ export async function semiSyncRoles(admin: HostAdmin, master: string, slave: str
 }
 
 /**
- * Stops the named replication connections running on `host` and returns their names. On a master
- * those are a move's, copying onto its pair: a planned failover stops them under its fence, so the
- * position it hands the slave is final (the move then aborts: its target pair turned).
+ * Stops the named replication connections running on `host` and returns their names: a planned
+ * failover stops them under its fence, so the position it hands the slave is final.
  */
 export async function stopNamedConnections(admin: HostAdmin, host: string): Promise<string[]> {
   const rows = await adminQuery<Array<Record<string, unknown>>>(admin, host, 'SHOW ALL SLAVES STATUS');
